@@ -1,0 +1,29 @@
+# casadi_delassus: `make demo` runs the main job on the built-in Talos; `make test` the tests.
+PYTHON ?= python3
+VENV   := .venv
+PY     := $(VENV)/bin/python
+STAMP  := $(VENV)/.installed
+
+.PHONY: setup demo test bench clean
+
+setup: $(STAMP)
+
+$(STAMP): pyproject.toml Makefile
+	$(PYTHON) -m venv $(VENV)
+	$(PY) -m pip install --quiet --upgrade pip
+	$(PY) -m pip install --quiet -e '.[test,plot]'
+	# Atlas (Drake's atlas v5 URDF) ships inside gym-jiminy-zoo; its own deps are not needed.
+	-$(PY) -m pip install --quiet --no-deps gym-jiminy-zoo==1.8.13
+	touch $(STAMP)
+
+demo: $(STAMP)
+	$(PY) -m casadi_delassus demo
+
+test: $(STAMP)
+	$(PY) -m pytest -q -x
+
+bench: $(STAMP)
+	$(PY) bench/opcounts.py
+
+clean:
+	rm -rf codegen_out bench/results .pytest_cache

@@ -1,0 +1,30 @@
+"""Errors the user can act on.  Each names the offending thing; the CLI prints the message
+on one line and exits with status 2, and no caller ever sees a CasADi traceback."""
+import difflib
+
+
+class DelassusError(ValueError):
+    """Base class: bad input a user can fix."""
+
+
+class ModelError(DelassusError):
+    """Missing, malformed or physically invalid robot model."""
+
+
+class ConstraintError(DelassusError):
+    """Bad constraint specification."""
+
+
+class InputError(DelassusError):
+    """Wrong shape or value passed to a generated function."""
+
+
+class CompilerError(DelassusError):
+    """No working C compiler, or the generated code failed to compile."""
+
+
+def unknown_name(kind, name, known):
+    """Error for an unknown name, with the close matches a user probably meant."""
+    close = difflib.get_close_matches(name, list(known), n=4, cutoff=0.5)
+    hint = f"; did you mean {', '.join(repr(c) for c in close)}?" if close else ""
+    return f"unknown {kind} {name!r}{hint}"
