@@ -1,0 +1,17 @@
+"""casadi_delassus: Delassus-matrix and constrained-dynamics algorithms traced over CasADi
+SX, operation-counted and compiled to robot-specific C.
+
+    import casadi_delassus as cd
+    robot = cd.load_robot("talos")
+    f = cd.generate(robot, "2F", algorithm="naive")     # compiled, checked, cached
+    D = f(q)                                            # Λ⁻¹ = J M⁻¹ Jᵀ, numpy (m x m)
+"""
+__version__ = "0.1.0"
+
+from .api import constraint_set, generate, load  # noqa: E402
+from .constraints import ConstraintSet  # noqa: E402
+from .errors import CompilerError, ConstraintError, DelassusError, InputError, ModelError  # noqa: E402
+from .model import Robot, load_robot  # noqa: E402
+
+__all__ = ["load_robot", "generate", "load", "constraint_set", "ConstraintSet", "Robot",
+           "DelassusError", "ModelError", "ConstraintError", "InputError", "CompilerError", "__version__"]

@@ -1,0 +1,47 @@
+"""Robot models: the ``Robot`` tree and its loaders (URDF, spatial_v2 JSON, synthetic
+mechanisms, the named registry)."""
+from __future__ import annotations
+
+from pathlib import Path
+
+from ..errors import ModelError, unknown_name
+from .robot import Body, Frame, Joint, Robot
+
+MODEL_SUFFIXES = (".urdf", ".json")
+
+
+def load_robot(spec, floating_base=None):
+    """A robot from a registry name (``talos``), a model file (``.urdf``/``.json``) or a
+    synthetic spec (``chain:n=20``).  ``floating_base`` overrides the default for URDF files
+    (floating)."""
+    if isinstance(spec, Robot):
+        return spec
+    from . import registry
+    from .synthetic import is_synthetic, parse_synthetic
+
+    spec = str(spec)
+    if spec in registry.registry():
+        return registry.load_registered(spec)
+    if spec.lower().endswith(MODEL_SUFFIXES) or Path(spec).exists():
+        path = Path(spec)
+        if not path.is_file():
+            raise ModelError(f"model file not found: {spec}")
+        if path.suffix.lower() == ".json":
+            from .spatial_v2 import load_spatial_v2_json
+            robot = load_spatial_v2_json(path)
+        elif path.suffix.lower() == ".urdf":
+            from .urdf import load_urdf
+            robot = load_urdf(path, floating_base=True if floating_base is None else floating_base)
+        else:
+            raise ModelError(f"unsupported model file {spec}: expected .urdf or .json")
+        robot.scenarios = {}
+        return robot
+    if is_synthetic(spec):
+        robot, default = parse_synthetic(spec)
+        robot.scenarios = {"default": default}
+        return robot
+    raise ModelError(unknown_name("robot", spec, registry.names()) +
+                     " (give a registry name, a .urdf/.json model file, or a synthetic spec such as chain:n=20)")
+
+
+__all__ = ["Body", "Frame", "Joint", "Robot", "load_robot"]

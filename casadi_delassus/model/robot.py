@@ -103,6 +103,7 @@ class Robot:
         self.bodies = list(bodies)
         self.source = source
         self.gravity = np.asarray(gravity, dtype=float)
+        self.scenarios = {}             # name -> constraint specs (registry robots)
         self._check_tree()
         q = v = 0
         for b in self.bodies:

@@ -1,0 +1,57 @@
+"""The Python entry points: resolve a robot and its constraints, generate, compile, load."""
+from __future__ import annotations
+
+import hashlib
+from pathlib import Path
+
+from .codegen.build import DEFAULT_CFLAGS, build
+from .codegen.loader import load
+from .constraints import ConstraintSet
+from .errors import ConstraintError, unknown_name
+from .model import load_robot
+
+DEFAULT_OUT = Path("codegen_out")
+
+
+def constraint_set(robot, constraints):
+    """(ConstraintSet, scenario name) from a scenario name, a list of specs, or a set."""
+    if isinstance(constraints, ConstraintSet):
+        return constraints, _custom_name(constraints.specs)
+    if isinstance(constraints, str) and ":" not in constraints:
+        scenarios = getattr(robot, "scenarios", {})
+        if constraints not in scenarios:
+            raise ConstraintError(unknown_name(f"scenario of robot {robot.name!r}", constraints, scenarios) +
+                                  (f" (known: {', '.join(scenarios)})" if scenarios else
+                                   " (this robot has no named scenarios: give constraints with -c LINK:6d)"))
+        return ConstraintSet.parse(robot, scenarios[constraints]), constraints
+    specs = [constraints] if isinstance(constraints, str) else list(constraints)
+    return ConstraintSet.parse(robot, specs), _custom_name(specs)
+
+
+def _custom_name(specs):
+    return "custom-" + hashlib.sha256("\n".join(specs).encode()).hexdigest()[:8]
+
+
+def default_constraints(robot):
+    scenarios = getattr(robot, "scenarios", {})
+    if not scenarios:
+        raise ConstraintError(f"robot {robot.name!r} has no named scenarios: give constraints (e.g. -c LINK:6d)")
+    return next(iter(scenarios))
+
+
+def generate(robot, constraints=None, algorithm="naive", out_dir=DEFAULT_OUT, cflags=DEFAULT_CFLAGS,
+             cc=None, cse=True, force=False, backend="ctypes"):
+    """Trace, count, emit, compile and load ``algorithm`` for ``robot`` (a Robot or a spec)
+    and ``constraints`` (a scenario name, a list of specs, or a ConstraintSet; default: the
+    robot's first scenario).  Returns a callable ``f(q, **K_inputs) -> numpy array`` with
+    ``.op_count`` and ``.manifest``; code is cached under out_dir/<robot>/<scenario>/."""
+    robot = load_robot(robot)
+    cs, scenario = constraint_set(robot, constraints if constraints is not None else default_constraints(robot))
+    manifest = build(robot, cs, algorithm, Path(out_dir) / robot.name / scenario.replace("/", "_"), scenario,
+                     cflags=tuple(cflags), cc=cc, cse=cse, force=force)
+    f = load(manifest, backend=backend)
+    f.robot, f.constraints = robot, cs
+    return f
+
+
+__all__ = ["generate", "load", "constraint_set", "default_constraints"]

@@ -1,0 +1,119 @@
+"""trace -> op count -> C -> gcc -> manifest, cached by a hash of every input and
+written atomically: files are built in a temporary folder beside the target and moved in
+with os.replace, the manifest last, so an interrupted run never leaves a broken .so."""
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+import shutil
+import subprocess
+import tempfile
+import time
+from pathlib import Path
+
+from .. import __version__
+from ..errors import CompilerError
+from .emit import render, work_sizes
+from .opcount import count_ops
+from .trace import c_identifier, trace
+
+DEFAULT_CFLAGS = ("auto",)
+# gcc's register allocation grows faster than linear in the size of one straight-line
+# function: on talos 2F naive (84k instructions) -O2 takes 62 s, -O1 41 s, -O0 2.6 s.
+# "auto" picks the level from the instruction count (bench/compile_times.py measures it).
+AUTO_LEVELS = ((20_000, "-O2"), (35_000, "-O1"), (float("inf"), "-O0"))
+
+
+def resolve_cflags(cflags, instructions):
+    """Replace an "auto" entry by the optimisation level for this function size."""
+    level = next(lvl for limit, lvl in AUTO_LEVELS if instructions <= limit)
+    return tuple(level if f == "auto" else f for f in cflags)
+
+
+def find_compiler(cc=None):
+    cc = cc or os.environ.get("CC")
+    if cc:
+        path = shutil.which(cc)
+        if not path:
+            raise CompilerError(f"C compiler {cc!r} (from CC or --cc) not found on PATH")
+        return path
+    for name in ("gcc", "cc", "clang"):
+        if shutil.which(name):
+            return shutil.which(name)
+    raise CompilerError("no C compiler found (looked for gcc, cc, clang): install gcc or set CC")
+
+
+def compile_shared(c_file, so_file, cflags, cc):
+    cmd = [cc, *cflags, "-fPIC", "-shared", "-o", str(so_file), str(c_file), "-lm"]
+    t0 = time.perf_counter()
+    try:
+        proc = subprocess.run(cmd, capture_output=True, text=True)
+    except OSError as exc:
+        raise CompilerError(f"cannot run C compiler {cc}: {exc}") from None
+    if proc.returncode != 0:
+        first = next((l for l in proc.stderr.splitlines() if "error" in l), proc.stderr.strip()[:300])
+        raise CompilerError(f"compiling {Path(c_file).name} failed: {first}")
+    return time.perf_counter() - t0, cmd
+
+
+def content_hash(robot, constraints, algorithm, cflags, cse, cc):
+    data = {"robot": robot.describe(), "constraints": constraints.describe(), "algorithm": algorithm,
+            "cflags": list(cflags), "cse": cse, "compiler": os.path.basename(cc), "version": __version__}
+    return hashlib.sha256(json.dumps(data, sort_keys=True).encode()).hexdigest()
+
+
+def q_layout(robot):
+    return [{"joint": b.joint.name, "body": b.name, "kind": b.joint.kind, "q_index": b.q_index,
+             "nq": b.joint.nq, "v_index": b.v_index, "nv": b.joint.nv} for b in robot.bodies]
+
+
+def build(robot, constraints, algorithm, out_dir, scenario, cflags=DEFAULT_CFLAGS, cc=None, cse=True,
+          force=False):
+    """Generate and compile; returns the path of the manifest (JSON)."""
+    cc = find_compiler(cc)
+    out_dir = Path(out_dir)
+    manifest_path = out_dir / f"{algorithm}.json"
+    key = content_hash(robot, constraints, algorithm, cflags, cse, cc)
+    if not force and manifest_path.is_file() and (out_dir / f"{algorithm}.so").is_file():
+        try:
+            if json.loads(manifest_path.read_text()).get("hash") == key:
+                return manifest_path
+        except (OSError, ValueError):
+            pass
+    fname = c_identifier("cd", robot.name, scenario, algorithm)
+    t0 = time.perf_counter()
+    f, inputs, outputs = trace(robot, constraints, algorithm, name=fname, cse=cse)
+    t_trace = time.perf_counter() - t0
+    counts = count_ops(f)
+    cflags = resolve_cflags(cflags, counts["instructions"])
+    manifest = {
+        "function": fname, "algorithm": algorithm, "robot": robot.name, "scenario": scenario,
+        "source": robot.source, "nq": robot.nq, "nv": robot.nv, "m": constraints.m,
+        "q_layout": q_layout(robot), "constraints": constraints.describe(),
+        "row_names": constraints.row_names, "inputs": inputs, "outputs": outputs,
+        "op_count": counts, "cse": cse, "cflags": list(cflags), "compiler": cc,
+        **work_sizes(f), "hash": key, "version": __version__,
+    }
+    created = not out_dir.exists()
+    out_dir.mkdir(parents=True, exist_ok=True)
+    tmp = Path(tempfile.mkdtemp(prefix=f".{algorithm}-", dir=out_dir))
+    try:
+        t0 = time.perf_counter()
+        for name, text in render(f, manifest, algorithm).items():
+            (tmp / name).write_text(text)
+        t_emit = time.perf_counter() - t0
+        t_cc, cmd = compile_shared(tmp / f"{algorithm}.c", tmp / f"{algorithm}.so", cflags, cc)
+        manifest["timings_s"] = {"trace": round(t_trace, 3), "emit": round(t_emit, 3), "compile": round(t_cc, 3)}
+        manifest["compile_command"] = " ".join(cmd[:-4] + ["-o", f"{algorithm}.so", f"{algorithm}.c", "-lm"])
+        manifest["so_bytes"] = (tmp / f"{algorithm}.so").stat().st_size
+        (tmp / f"{algorithm}.json").write_text(json.dumps(manifest, indent=1))
+        for ext in ("c", "h", "so", "json"):
+            os.replace(tmp / f"{algorithm}.{ext}", out_dir / f"{algorithm}.{ext}")
+    except BaseException:
+        shutil.rmtree(tmp, ignore_errors=True)
+        if created:
+            shutil.rmtree(out_dir, ignore_errors=True)
+        raise
+    shutil.rmtree(tmp, ignore_errors=True)
+    return manifest_path

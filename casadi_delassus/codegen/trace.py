@@ -1,0 +1,34 @@
+"""Trace an algorithm for one robot and constraint set into a casadi.Function."""
+from __future__ import annotations
+
+import re
+
+import casadi as ca
+
+from ..algorithms import get_algorithm
+
+
+def c_identifier(*parts):
+    return re.sub(r"\W", "_", "_".join(parts)).strip("_").lower()
+
+
+def trace(robot, constraints, algorithm, name=None, cse=True):
+    """Returns (Function, description of inputs, description of outputs)."""
+    algo = get_algorithm(algorithm)
+    q = ca.SX.sym("q", robot.nq)
+    K_syms = {c.input_name: ca.SX.sym(c.input_name, c.rows, 6) for c in constraints.inputs}
+    K_bodies = [c.K_body(K_syms[c.input_name]) if c.is_input else c.K_body() for c in constraints.constraints]
+    outputs = algo.fn(robot, constraints, q, K_bodies)
+    names = list(outputs)
+    exprs = [ca.densify(outputs[n]) for n in names]
+    if cse:
+        exprs = ca.cse(exprs)
+    f = ca.Function(name or algorithm, [q, *K_syms.values()], exprs, ["q", *K_syms], names)
+    inputs = [{"name": "q", "shape": [robot.nq], "meaning": "configuration, Pinocchio layout (see q_layout)"}]
+    inputs += [{"name": n, "shape": [c.rows, 6], "meaning": f"K of constraint {c.spec}: rows act on the "
+                f"spatial acceleration [linear; angular] of {c.link} in its own frame"}
+               for n, c in ((c.input_name, c) for c in constraints.inputs)]
+    outs = [{"name": n, "shape": list(e.shape), "meaning": algo.outputs.get(n, n),
+             "row_names": constraints.row_names if e.shape[0] == constraints.m else None}
+            for n, e in zip(names, exprs)]
+    return f, inputs, outs
