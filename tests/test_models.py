@@ -11,7 +11,7 @@ from casadi_delassus.model.spatial_v2 import (load_spatial_v2_json, plucker,
                                               robot_from_spatial_v2, to_spatial_v2)
 from casadi_delassus.model.synthetic import MECHANISMS, is_synthetic, parse_synthetic
 
-ANCHOR = Path("/work/shared/anchors/talos_spatial_v2_model.json")
+from conftest import ANCHOR_JSON as ANCHOR
 needs_anchor = pytest.mark.skipif(not ANCHOR.is_file(), reason="anchor JSON not available")
 
 

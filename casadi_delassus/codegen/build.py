@@ -95,7 +95,7 @@ def build(robot, constraints, algorithm, out_dir, scenario, cflags=DEFAULT_CFLAG
         "op_count": counts, "cse": cse, "cflags": list(cflags), "compiler": cc,
         **work_sizes(f), "hash": key, "version": __version__,
     }
-    created = not out_dir.exists()
+    created = next((d for d in reversed([out_dir, *out_dir.parents]) if not d.exists()), None)
     out_dir.mkdir(parents=True, exist_ok=True)
     tmp = Path(tempfile.mkdtemp(prefix=f".{algorithm}-", dir=out_dir))
     try:
@@ -112,8 +112,8 @@ def build(robot, constraints, algorithm, out_dir, scenario, cflags=DEFAULT_CFLAG
             os.replace(tmp / f"{algorithm}.{ext}", out_dir / f"{algorithm}.{ext}")
     except BaseException:
         shutil.rmtree(tmp, ignore_errors=True)
-        if created:
-            shutil.rmtree(out_dir, ignore_errors=True)
+        if created is not None:  # leave no folder this call made
+            shutil.rmtree(created, ignore_errors=True)
         raise
     shutil.rmtree(tmp, ignore_errors=True)
     return manifest_path

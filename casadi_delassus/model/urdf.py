@@ -6,6 +6,7 @@ parent body; mimic joints are ordinary joints; an optional 6-DoF free joint name
 from __future__ import annotations
 
 from pathlib import Path
+from xml.etree import ElementTree
 
 import numpy as np
 
@@ -46,6 +47,12 @@ def load_urdf(path, floating_base=True, name=None):
     path = Path(path)
     if not path.is_file():
         raise ModelError(f"model file not found: {path}")
+    try:  # yourdfpy silently recovers from broken XML; a strict parse first names the fault
+        root = ElementTree.parse(path).getroot()
+    except ElementTree.ParseError as exc:
+        raise ModelError(f"malformed URDF {path}: {exc}") from None
+    if root.tag != "robot":
+        raise ModelError(f"malformed URDF {path}: root element is <{root.tag}>, expected <robot>")
     try:
         urdf = yourdfpy.URDF.load(str(path), load_meshes=False, build_scene_graph=False,
                                   load_collision_meshes=False, build_collision_scene_graph=False)

@@ -1,0 +1,223 @@
+"""The ``casadi-delassus`` command (also ``python -m casadi_delassus``)."""
+from __future__ import annotations
+
+import sys
+import time
+from pathlib import Path
+
+import click
+
+from . import api, report
+from .algorithms import ALGORITHMS, get_algorithm
+from .check import check_delassus
+from .codegen.build import DEFAULT_CFLAGS
+from .codegen.opcount import count_ops
+from .codegen.trace import trace
+from .errors import DelassusError
+from .model import load_robot, registry
+
+DEFAULT_TOL = 1e-10
+
+_robot_arg = click.argument("robot")
+_scenario_opt = click.option("--scenario", "-s", help="named constraint scenario of the robot (default: its first)")
+_constraint_opt = click.option("-c", "--constraint", "specs", multiple=True, metavar="SPEC",
+                               help="constraint LINK:6d, LINK:3d[@x,y,z], LINK:random6|random3, LINK:6d-input|3d-input (repeatable)")
+_algo_opt = click.option("-a", "--algorithm", "algorithms", multiple=True, metavar="ALGO",
+                         help=f"algorithm(s): {', '.join(ALGORITHMS)} or 'all' (default: naive)")
+_cse_opt = click.option("--cse/--no-cse", default=True, show_default=True, help="apply CasADi's common-subexpression elimination")
+
+
+def _algorithms(names):
+    names = list(names) or ["naive"]
+    if "all" in names:
+        return list(ALGORITHMS)
+    for n in names:
+        get_algorithm(n)
+    return names
+
+
+def _resolve(robot_spec, scenario, specs):
+    robot = load_robot(robot_spec)
+    if specs and scenario:
+        raise click.UsageError("give either --scenario or -c constraints, not both")
+    constraints = list(specs) if specs else (scenario or api.default_constraints(robot))
+    cs, name = api.constraint_set(robot, constraints)
+    return robot, cs, name
+
+
+@click.group(context_settings={"help_option_names": ["-h", "--help"]})
+def cli():
+    """Generate operation-counted, compiled C for Delassus-matrix algorithms.
+
+    ROBOT is a registry name (see `robots`), a model file (.urdf, or spatial_v2 .json),
+    or a synthetic spec such as chain:n=20, stem:n=10,branches=4,length=7, kchain:k=5,
+    ladder:rungs=4."""
+
+
+@cli.command()
+def robots():
+    """List the named robots with their sizes and constraint scenarios."""
+    rows = []
+    for name in registry.names():
+        try:
+            r = load_robot(name)
+            rows.append([name, r.nq, r.nv, r.n_bodies, r.depth(), ", ".join(r.scenarios)])
+        except DelassusError as exc:
+            rows.append([name, None, None, None, None, f"unavailable: {exc}"])
+    click.echo(report.table(rows, ["robot", "nq", "nv", "bodies", "depth", "scenarios"]))
+
+
+@cli.command()
+@_robot_arg
+@_scenario_opt
+@_constraint_opt
+@_algo_opt
+@_cse_opt
+@click.option("--format", "fmt", type=click.Choice(["table", "json", "csv"]), default="table", show_default=True)
+def count(robot, scenario, specs, algorithms, cse, fmt):
+    """Count the operations of each algorithm (traced, not compiled)."""
+    robot, cs, _ = _resolve(robot, scenario, specs)
+    counts = {}
+    for a in _algorithms(algorithms):
+        f, _, _ = trace(robot, cs, a, cse=cse)
+        counts[a] = dict(count_ops(f), cse=cse)
+    if fmt == "json":
+        click.echo(report.dumps(report.count_record(robot, cs, counts)))
+        return
+    headers = ["algorithm", "instructions", "flops", "add", "mul", "div", "sqrt", "neg"]
+    rows = [[a, c["instructions"], c["flops"], *(c["ops"][k] for k in ("add", "mul", "div", "sqrt", "neg"))]
+            for a, c in counts.items()]
+    if fmt == "csv":
+        click.echo(report.to_csv(rows, headers))
+    else:
+        click.echo(f"{robot.name}: nv = {robot.nv}, m = {cs.m} ({', '.join(cs.specs)}), cse = {cse}")
+        click.echo(report.table(rows, headers))
+
+
+def _cflags(cflags):
+    return tuple(cflags.split()) if cflags else DEFAULT_CFLAGS
+
+
+_gen_opts = [click.option("-o", "--out", "out_dir", default=str(api.DEFAULT_OUT), show_default=True,
+                          help="output root; files go to OUT/<robot>/<scenario>/"),
+             click.option("--cflags", default=None, help="compiler flags (default: 'auto' = -O2, or lower for huge functions)"),
+             click.option("--cc", default=None, help="C compiler (default: $CC, gcc, cc, clang)"),
+             click.option("--force", is_flag=True, help="regenerate even if the cache is up to date")]
+
+
+def _with(opts):
+    def deco(f):
+        for o in reversed(opts):
+            f = o(f)
+        return f
+    return deco
+
+
+@cli.command()
+@_robot_arg
+@_scenario_opt
+@_constraint_opt
+@_algo_opt
+@_cse_opt
+@_with(_gen_opts)
+def generate(robot, scenario, specs, algorithms, cse, out_dir, cflags, cc, force):
+    """Generate, compile and load C for each algorithm; print the files."""
+    robot, cs, _ = _resolve(robot, scenario, specs)
+    for a in _algorithms(algorithms):
+        f = api.generate(robot, cs if specs else (scenario or api.default_constraints(robot)), a,
+                         out_dir=out_dir, cflags=_cflags(cflags), cc=cc, cse=cse, force=force)
+        m = f.manifest
+        click.echo(f"{a}: {m['op_count']['instructions']:,} instructions -> {f.so_path.with_suffix('.{c,h,so,json}')}")
+
+
+def _check_one(robot, constraints, algorithms, samples, tol, out_dir, cflags, cc, cse, force):
+    rows, ok = [], True
+    for a in algorithms:
+        t0 = time.perf_counter()
+        f = api.generate(robot, constraints, a, out_dir=out_dir, cflags=_cflags(cflags), cc=cc, cse=cse, force=force)
+        err = check_delassus(f, robot, f.constraints, samples=samples)
+        passed = err <= tol
+        ok &= passed
+        rows.append([robot.name, f.manifest["scenario"], a, f.constraints.m, f.op_count["instructions"], err,
+                     "ok" if passed else "FAIL", round(time.perf_counter() - t0, 1)])
+    return rows, ok
+
+
+@cli.command()
+@_robot_arg
+@_scenario_opt
+@_constraint_opt
+@_algo_opt
+@_cse_opt
+@click.option("--samples", default=100, show_default=True, help="random configurations")
+@click.option("--tol", default=DEFAULT_TOL, show_default=True, help="max relative error allowed")
+@click.option("--all-scenarios", is_flag=True, help="every scenario of the robot")
+@_with(_gen_opts)
+def check(robot, scenario, specs, algorithms, cse, samples, tol, all_scenarios, out_dir, cflags, cc, force):
+    """Compile and compare with the NumPy reference on random configurations.
+
+    ROBOT 'registry' checks every scenario of every available registry robot."""
+    algos = _algorithms(algorithms)
+    if robot == "registry" or all_scenarios:
+        targets = [(load_robot(n), None) for n in (registry.names() if robot == "registry" else [robot])
+                   if robot != "registry" or registry.is_available(n)]
+        targets = [(r, s) for r, _ in targets for s in r.scenarios]
+    else:
+        r, cs, _ = _resolve(robot, scenario, specs)
+        targets = [(r, cs if specs else (scenario or api.default_constraints(r)))]
+    rows, ok = [], True
+    for r, constraints in targets:
+        new_rows, passed = _check_one(r, constraints, algos, samples, tol, out_dir, cflags, cc, cse, force)
+        rows += new_rows
+        ok &= passed
+        for row in new_rows:
+            click.echo(f"  {row[0]}/{row[1]} {row[2]}: max rel. error {row[5]:.2e} ({row[6]})", err=True)
+    click.echo(report.table(rows, ["robot", "scenario", "algorithm", "m", "instructions",
+                                   f"max rel. error ({samples} q)", f"<= {tol:g}", "s"]))
+    if not ok:
+        sys.exit(1)
+
+
+@cli.command()
+@click.option("-o", "--out", "out_dir", default=str(api.DEFAULT_OUT), show_default=True)
+@click.option("--samples", default=100, show_default=True)
+def demo(out_dir, samples):
+    """Talos (talos_full_v2, nv = 50), both soles welded: generate, compile, check."""
+    robot = load_robot("talos")
+    click.echo(f"robot: {robot.name} ({robot.source}), nq = {robot.nq}, nv = {robot.nv}, floating base")
+    click.echo(f"constraints (scenario 2F): {', '.join(robot.scenarios['2F'])}")
+    t0 = time.perf_counter()
+    f = api.generate(robot, "2F", "naive", out_dir=out_dir)
+    m = f.manifest
+    click.echo(f"generated + compiled in {time.perf_counter() - t0:.1f} s ({' '.join(m['cflags'])})")
+    ops = m["op_count"]
+    click.echo(f"op count (naive): {ops['instructions']:,} instructions, {ops['flops']:,} flops "
+               f"(add {ops['ops']['add']:,}, mul {ops['ops']['mul']:,}, div {ops['ops']['div']:,}), cse = {m['cse']}")
+    err = check_delassus(f, robot, f.constraints, samples=samples)
+    click.echo(f"max relative error vs NumPy reference over {samples} random q: {err:.2e}")
+    if err > DEFAULT_TOL:
+        raise DelassusError(f"check failed: {err:.2e} > {DEFAULT_TOL:g}")
+    click.echo("files:")
+    for ext in ("c", "h", "so", "json"):
+        p = f.so_path.with_suffix("." + ext)
+        click.echo(f"  {p} ({p.stat().st_size:,} bytes)")
+    click.echo("use it from Python:")
+    click.echo("  import casadi_delassus as cd, numpy as np")
+    click.echo(f"  f = cd.load('{f.manifest_path}')")
+    click.echo("  D = f(np.r_[0, 0, 1, 0, 0, 0, 1, np.zeros(44)])   # 12 x 12 Delassus matrix")
+
+
+def main(argv=None):
+    try:
+        cli.main(args=argv, prog_name="casadi-delassus", standalone_mode=False)
+    except click.exceptions.Abort:
+        click.echo("aborted", err=True)
+        sys.exit(130)
+    except click.ClickException as exc:
+        exc.show()
+        sys.exit(2)
+    except DelassusError as exc:
+        click.echo(f"error: {exc}", err=True)
+        sys.exit(2)
+    except click.exceptions.Exit as exc:
+        sys.exit(exc.exit_code)

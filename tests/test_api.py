@@ -1,0 +1,35 @@
+"""The Python API: load_robot / generate / load, and its input checks."""
+import numpy as np
+import pytest
+
+import casadi_delassus as cd
+
+
+def test_generate_then_load_from_disk(out_dir):
+    robot = cd.load_robot("solo12")
+    f = cd.generate(robot, "4F3", out_dir=out_dir)
+    g = cd.load(f.manifest_path)
+    q = robot.random_q(np.random.default_rng(1))
+    assert np.array_equal(f(q), g(q))
+    assert g.op_count["instructions"] == f.manifest["op_count"]["instructions"]
+    assert cd.load(f.so_path).manifest["function"] == f.manifest["function"]
+
+
+def test_wrong_inputs_are_named(out_dir):
+    robot = cd.load_robot("solo12")
+    f = cd.generate(robot, "4F3", out_dir=out_dir)
+    with pytest.raises(cd.InputError, match="q has 3 entries, robot 'solo12' needs nq = 19"):
+        f(np.zeros(3))
+    with pytest.raises(cd.InputError, match="unexpected inputs"):
+        f(np.zeros(19), K_foo=np.eye(6))
+    with pytest.raises(cd.DelassusError, match="no generated function"):
+        cd.load(out_dir / "nothing-here.json")
+
+
+def test_runtime_input_shape_is_checked(out_dir):
+    robot = cd.load_robot("go1")
+    f = cd.generate(robot, ["FL_foot:3d-input"], out_dir=out_dir)
+    with pytest.raises(cd.InputError, match="missing input K_FL_foot"):
+        f(np.zeros(19))
+    with pytest.raises(cd.InputError, match=r"K_FL_foot has shape \(6, 6\), expected \(3, 6\)"):
+        f(np.zeros(19), K_FL_foot=np.eye(6))

@@ -1,0 +1,107 @@
+"""The end-to-end path: trace -> count -> C -> gcc -> load -> compare with the reference."""
+import json
+
+import numpy as np
+import pytest
+
+import casadi_delassus as cd
+from casadi_delassus import reference
+from casadi_delassus.check import check_delassus
+from casadi_delassus.codegen.build import resolve_cflags
+
+TOL = 1e-10
+
+
+@pytest.fixture(scope="module")
+def go1():
+    return cd.load_robot("go1")
+
+
+def test_go1_feet_compiled_matches_reference(go1, out_dir):
+    f = cd.generate(go1, "4F3", "naive", out_dir=out_dir)
+    assert f(go1.random_q(np.random.default_rng(0))).shape == (12, 12)
+    assert check_delassus(f, go1, f.constraints, samples=100) <= TOL
+
+
+def test_casadi_external_backend_agrees_with_ctypes(go1, out_dir):
+    f = cd.generate(go1, "4F3", "naive", out_dir=out_dir)
+    g = cd.load(f.manifest_path, backend="casadi")
+    q = go1.random_q(np.random.default_rng(3))
+    assert np.abs(f(q) - g(q)).max() <= 1e-14 * np.abs(f(q)).max()
+
+
+def test_manifest_describes_layout_counts_and_files(go1, out_dir):
+    f = cd.generate(go1, "4F3", "naive", out_dir=out_dir)
+    m = json.loads(f.manifest_path.read_text())
+    assert [j["joint"] for j in m["q_layout"]] == go1.joint_names
+    assert m["row_names"][:3] == ["FL_foot.x", "FL_foot.y", "FL_foot.z"]
+    assert m["op_count"]["instructions"] > m["op_count"]["flops"] > 0
+    assert m["outputs"][0]["shape"] == [12, 12] and m["inputs"][0]["shape"] == [go1.nq]
+    for ext in ("c", "h", "so", "json"):
+        assert f.manifest_path.with_suffix("." + ext).is_file()
+    header = f.manifest_path.with_suffix(".h").read_text()
+    assert "FL_hip_joint" in header and f"{m['function']}_eval" in header
+
+
+def test_regeneration_is_skipped_when_nothing_changed(go1, out_dir):
+    f = cd.generate(go1, "4F3", "naive", out_dir=out_dir)
+    stamp = f.so_path.stat().st_mtime_ns
+    g = cd.generate(go1, "4F3", "naive", out_dir=out_dir)
+    assert g.so_path.stat().st_mtime_ns == stamp
+    h = cd.generate(go1, "4F3", "naive", out_dir=out_dir, cflags=("-O1",))
+    assert h.manifest["cflags"] == ["-O1"] and h.so_path.stat().st_mtime_ns != stamp
+
+
+def test_runtime_input_K_on_a_fixed_base_arm(out_dir):
+    panda = cd.load_robot("panda")
+    f = cd.generate(panda, ["panda_hand_tcp:6d-input", "panda_link5:3d-input"], "naive", out_dir=out_dir)
+    assert f.input_names == ["q", "K_panda_hand_tcp", "K_panda_link5"]
+    assert check_delassus(f, panda, f.constraints, samples=100) <= TOL
+
+
+@pytest.mark.parametrize("spec", ["chain:n=6,floating=1", "stem:n=3,branches=2,length=3",
+                                  "kchain:k=3", "ladder:rungs=2"])
+def test_synthetic_mechanisms(spec, out_dir):
+    robot = cd.load_robot(spec)
+    f = cd.generate(robot, None, "naive", out_dir=out_dir)
+    assert check_delassus(f, robot, f.constraints, samples=100) <= TOL
+
+
+def test_continuous_joints_use_cos_sin_pairs(out_dir, tmp_path):
+    urdf = tmp_path / "wheel.urdf"
+    urdf.write_text(_TWO_LINK_URDF.replace('type="revolute" name="j2"', 'type="continuous" name="j2"'))
+    robot = cd.load_robot(str(urdf))
+    assert robot.nq == robot.nv + 2 and robot.bodies[2].joint.kind == "continuous"
+    f = cd.generate(robot, ["l2:3d@0.1,0,0"], "naive", out_dir=out_dir)
+    assert check_delassus(f, robot, f.constraints, samples=50) <= TOL
+
+
+def test_auto_optimisation_level_drops_for_huge_functions():
+    assert resolve_cflags(("auto", "-g"), 1_000) == ("-O2", "-g")
+    assert resolve_cflags(("auto",), 10**6) == ("-O0",)
+    assert resolve_cflags(("-O3",), 10**6) == ("-O3",)
+
+
+def test_symmetric_positive_definite_and_base_pose_invariant(out_dir):
+    robot = cd.load_robot("talos_reduced")
+    f = cd.generate(robot, "2F", "naive", out_dir=out_dir)
+    rng = np.random.default_rng(7)
+    q = robot.random_q(rng)
+    D = f(q)
+    assert np.abs(D - D.T).max() == 0.0
+    assert np.linalg.eigvalsh(D).min() > 0
+    q2 = q.copy()
+    q2[:3] += rng.normal(size=3)
+    quat = rng.normal(size=4)
+    q2[3:7] = quat / np.linalg.norm(quat)
+    assert np.abs(f(q2) - D).max() <= 1e-12 * np.abs(D).max()
+
+
+_TWO_LINK_URDF = """<robot name="two">
+  <link name="base"><inertial><mass value="2"/><inertia ixx="0.1" iyy="0.1" izz="0.1" ixy="0" ixz="0" iyz="0"/></inertial></link>
+  <link name="l1"><inertial><origin xyz="0.1 0 0"/><mass value="1"/><inertia ixx="0.01" iyy="0.02" izz="0.02" ixy="0" ixz="0" iyz="0"/></inertial></link>
+  <link name="l2"><inertial><origin xyz="0.1 0.01 0"/><mass value="0.5"/><inertia ixx="0.01" iyy="0.01" izz="0.01" ixy="0.001" ixz="0" iyz="0"/></inertial></link>
+  <joint type="revolute" name="j1"><parent link="base"/><child link="l1"/><origin xyz="0 0 0.1"/><axis xyz="0 0 1"/><limit lower="-3" upper="3" effort="1" velocity="1"/></joint>
+  <joint type="revolute" name="j2"><parent link="l1"/><child link="l2"/><origin xyz="0.2 0 0" rpy="0.3 0 0"/><axis xyz="0 1 0"/><limit lower="-3" upper="3" effort="1" velocity="1"/></joint>
+</robot>
+"""
