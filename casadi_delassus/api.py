@@ -40,15 +40,15 @@ def default_constraints(robot):
 
 
 def generate(robot, constraints=None, algorithm="naive", out_dir=DEFAULT_OUT, cflags=DEFAULT_CFLAGS,
-             cc=None, cse=True, force=False, backend="ctypes"):
+             cc=None, cse=True, force=False, backend="ctypes", osim=False):
     """Trace, count, emit, compile and load ``algorithm`` for ``robot`` (a Robot or a spec)
     and ``constraints`` (a scenario name, a list of specs, or a ConstraintSet; default: the
-    robot's first scenario).  Returns a callable ``f(q, **K_inputs) -> numpy array`` with
+    robot's first scenario); ``osim=True`` adds Λ as a second output.  Returns a callable ``f(q, **K_inputs) -> numpy array`` with
     ``.op_count`` and ``.manifest``; code is cached under out_dir/<robot>/<scenario>/."""
     robot = load_robot(robot)
     cs, scenario = constraint_set(robot, constraints if constraints is not None else default_constraints(robot))
     manifest = build(robot, cs, algorithm, Path(out_dir) / robot.name / scenario.replace("/", "_"), scenario,
-                     cflags=tuple(cflags), cc=cc, cse=cse, force=force)
+                     cflags=tuple(cflags), cc=cc, cse=cse, force=force, osim=osim)
     f = load(manifest, backend=backend)
     f.robot, f.constraints = robot, cs
     return f

@@ -20,6 +20,8 @@ def _registry():
     from . import naive
     delassus_out = {"delassus": "Delassus matrix Λ⁻¹ = J M⁻¹ Jᵀ (m x m), rows/cols in constraint order"}
     algos = [Algorithm("naive", naive.delassus, "CRBA + Jacobian + dense LDLᵀ of M", delassus_out)]
+    from . import pv_osim
+    algos.append(Algorithm("pv_osim", pv_osim.delassus, "PV-OSIM: articulated inertias + constraint propagation, O(n + m²d)", delassus_out))
     return {a.name: a for a in algos}
 
 

@@ -58,3 +58,17 @@ def to_sx(upper, n):
         M[i, j] = e
         M[j, i] = e
     return M
+
+
+def spd_inverse(upper, n):
+    """Upper entries of A⁻¹ for symmetric positive-definite A = L D Lᵀ:
+    A⁻¹ = L⁻ᵀ D⁻¹ L⁻¹ = Wᵀ D⁻¹ W with W = L⁻¹."""
+    L, _, Dinv = ldl(upper, n)
+    W = forward_substitute(L, n, [[1 if i == c else 0 for c in range(n)] for i in range(n)])
+    return scaled_gram(W, Dinv, n)
+
+
+def upper_entries(M):
+    """{(i, j): M[i, j]} for i <= j of a square SX."""
+    n = M.shape[0]
+    return {(i, j): M[i, j] for i in range(n) for j in range(i, n)}

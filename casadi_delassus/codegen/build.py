@@ -57,9 +57,9 @@ def compile_shared(c_file, so_file, cflags, cc):
     return time.perf_counter() - t0, cmd
 
 
-def content_hash(robot, constraints, algorithm, cflags, cse, cc):
+def content_hash(robot, constraints, algorithm, cflags, cse, cc, osim):
     data = {"robot": robot.describe(), "constraints": constraints.describe(), "algorithm": algorithm,
-            "cflags": list(cflags), "cse": cse, "compiler": os.path.basename(cc), "version": __version__}
+            "cflags": list(cflags), "cse": cse, "osim": osim, "compiler": os.path.basename(cc), "version": __version__}
     return hashlib.sha256(json.dumps(data, sort_keys=True).encode()).hexdigest()
 
 
@@ -69,26 +69,28 @@ def q_layout(robot):
 
 
 def build(robot, constraints, algorithm, out_dir, scenario, cflags=DEFAULT_CFLAGS, cc=None, cse=True,
-          force=False):
-    """Generate and compile; returns the path of the manifest (JSON)."""
+          force=False, osim=False):
+    """Generate and compile; returns the path of the manifest (JSON).  Files are named
+    after the algorithm (``<algo>_osim`` when Λ is an output too)."""
     cc = find_compiler(cc)
     out_dir = Path(out_dir)
-    manifest_path = out_dir / f"{algorithm}.json"
-    key = content_hash(robot, constraints, algorithm, cflags, cse, cc)
-    if not force and manifest_path.is_file() and (out_dir / f"{algorithm}.so").is_file():
+    stem = f"{algorithm}_osim" if osim else algorithm
+    manifest_path = out_dir / f"{stem}.json"
+    key = content_hash(robot, constraints, algorithm, cflags, cse, cc, osim)
+    if not force and manifest_path.is_file() and (out_dir / f"{stem}.so").is_file():
         try:
             if json.loads(manifest_path.read_text()).get("hash") == key:
                 return manifest_path
         except (OSError, ValueError):
             pass
-    fname = c_identifier("cd", robot.name, scenario, algorithm)
+    fname = c_identifier("cd", robot.name, scenario, stem)
     t0 = time.perf_counter()
-    f, inputs, outputs = trace(robot, constraints, algorithm, name=fname, cse=cse)
+    f, inputs, outputs = trace(robot, constraints, algorithm, name=fname, cse=cse, osim=osim)
     t_trace = time.perf_counter() - t0
     counts = count_ops(f)
     cflags = resolve_cflags(cflags, counts["instructions"])
     manifest = {
-        "function": fname, "algorithm": algorithm, "robot": robot.name, "scenario": scenario,
+        "function": fname, "algorithm": algorithm, "osim": osim, "robot": robot.name, "scenario": scenario,
         "source": robot.source, "nq": robot.nq, "nv": robot.nv, "m": constraints.m,
         "q_layout": q_layout(robot), "constraints": constraints.describe(),
         "row_names": constraints.row_names, "inputs": inputs, "outputs": outputs,
@@ -97,19 +99,19 @@ def build(robot, constraints, algorithm, out_dir, scenario, cflags=DEFAULT_CFLAG
     }
     created = next((d for d in reversed([out_dir, *out_dir.parents]) if not d.exists()), None)
     out_dir.mkdir(parents=True, exist_ok=True)
-    tmp = Path(tempfile.mkdtemp(prefix=f".{algorithm}-", dir=out_dir))
+    tmp = Path(tempfile.mkdtemp(prefix=f".{stem}-", dir=out_dir))
     try:
         t0 = time.perf_counter()
-        for name, text in render(f, manifest, algorithm).items():
+        for name, text in render(f, manifest, stem).items():
             (tmp / name).write_text(text)
         t_emit = time.perf_counter() - t0
-        t_cc, cmd = compile_shared(tmp / f"{algorithm}.c", tmp / f"{algorithm}.so", cflags, cc)
+        t_cc, cmd = compile_shared(tmp / f"{stem}.c", tmp / f"{stem}.so", cflags, cc)
         manifest["timings_s"] = {"trace": round(t_trace, 3), "emit": round(t_emit, 3), "compile": round(t_cc, 3)}
-        manifest["compile_command"] = " ".join(cmd[:-4] + ["-o", f"{algorithm}.so", f"{algorithm}.c", "-lm"])
-        manifest["so_bytes"] = (tmp / f"{algorithm}.so").stat().st_size
-        (tmp / f"{algorithm}.json").write_text(json.dumps(manifest, indent=1))
+        manifest["compile_command"] = " ".join(cmd[:-4] + ["-o", f"{stem}.so", f"{stem}.c", "-lm"])
+        manifest["so_bytes"] = (tmp / f"{stem}.so").stat().st_size
+        (tmp / f"{stem}.json").write_text(json.dumps(manifest, indent=1))
         for ext in ("c", "h", "so", "json"):
-            os.replace(tmp / f"{algorithm}.{ext}", out_dir / f"{algorithm}.{ext}")
+            os.replace(tmp / f"{stem}.{ext}", out_dir / f"{stem}.{ext}")
     except BaseException:
         shutil.rmtree(tmp, ignore_errors=True)
         if created is not None:  # leave no folder this call made

@@ -5,20 +5,27 @@ import re
 
 import casadi as ca
 
-from ..algorithms import get_algorithm
+from ..algorithms import get_algorithm, linalg
 
 
 def c_identifier(*parts):
     return re.sub(r"\W", "_", "_".join(parts)).strip("_").lower()
 
 
-def trace(robot, constraints, algorithm, name=None, cse=True):
-    """Returns (Function, description of inputs, description of outputs)."""
+OSIM_MEANING = "operational-space inertia Λ = (Λ⁻¹)⁻¹ by an LDLᵀ of the Delassus matrix"
+
+
+def trace(robot, constraints, algorithm, name=None, cse=True, osim=False):
+    """Returns (Function, description of inputs, description of outputs).  ``osim`` adds
+    Λ, the inverse of the Delassus matrix, through its LDLᵀ (PV paper Fig. 2 counts both)."""
     algo = get_algorithm(algorithm)
     q = ca.SX.sym("q", robot.nq)
     K_syms = {c.input_name: ca.SX.sym(c.input_name, c.rows, 6) for c in constraints.inputs}
     K_bodies = [c.K_body(K_syms[c.input_name]) if c.is_input else c.K_body() for c in constraints.constraints]
     outputs = algo.fn(robot, constraints, q, K_bodies)
+    if osim and "osim" not in outputs:
+        m = constraints.m
+        outputs["osim"] = linalg.to_sx(linalg.spd_inverse(linalg.upper_entries(outputs["delassus"]), m), m)
     names = list(outputs)
     exprs = [ca.densify(outputs[n]) for n in names]
     if cse:
@@ -28,7 +35,7 @@ def trace(robot, constraints, algorithm, name=None, cse=True):
     inputs += [{"name": n, "shape": [c.rows, 6], "meaning": f"K of constraint {c.spec}: rows act on the "
                 f"spatial acceleration [linear; angular] of {c.link} in its own frame"}
                for n, c in ((c.input_name, c) for c in constraints.inputs)]
-    outs = [{"name": n, "shape": list(e.shape), "meaning": algo.outputs.get(n, n),
+    outs = [{"name": n, "shape": list(e.shape), "meaning": algo.outputs.get(n, OSIM_MEANING if n == "osim" else n),
              "row_names": constraints.row_names if e.shape[0] == constraints.m else None}
             for n, e in zip(names, exprs)]
     return f, inputs, outs
