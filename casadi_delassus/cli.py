@@ -8,11 +8,11 @@ from pathlib import Path
 import click
 
 from . import api, report
-from .algorithms import ALGORITHMS, get_algorithm
+from .algorithms import ALGORITHMS, AUTO, get_algorithm
 from .check import check_delassus, check_outputs
 from .codegen.build import DEFAULT_CFLAGS
 from .codegen.opcount import count_ops
-from .codegen.trace import trace
+from .codegen.trace import choose_cheapest, trace
 from .errors import DelassusError
 from .model import load_robot, registry
 
@@ -23,7 +23,7 @@ _scenario_opt = click.option("--scenario", "-s", help="named constraint scenario
 _constraint_opt = click.option("-c", "--constraint", "specs", multiple=True, metavar="SPEC",
                                help="constraint LINK:6d, LINK:3d[@x,y,z], LINK:random6|random3, LINK:6d-input|3d-input (repeatable)")
 _algo_opt = click.option("-a", "--algorithm", "algorithms", multiple=True, metavar="ALGO",
-                         help=f"algorithm(s): {', '.join(ALGORITHMS)} or 'all' (default: naive)")
+                         help=f"algorithm(s): {', '.join(ALGORITHMS)}, 'auto' (the cheapest) or 'all' (default: naive)")
 _cse_opt = click.option("--cse/--no-cse", default=True, show_default=True, help="apply CasADi's common-subexpression elimination")
 _osim_opt = click.option("--osim", is_flag=True, help="also output Λ (the OSIM) through an LDLᵀ of the Delassus matrix")
 
@@ -33,7 +33,8 @@ def _algorithms(names):
     if "all" in names:
         return list(ALGORITHMS)
     for n in names:
-        get_algorithm(n)
+        if n != AUTO:
+            get_algorithm(n)
     return names
 
 
@@ -80,6 +81,9 @@ def count(robot, scenario, specs, algorithms, cse, fmt):
     robot, cs, _ = _resolve(robot, scenario, specs)
     counts = {}
     for a in _algorithms(algorithms):
+        if a == AUTO:
+            a, _, reason = choose_cheapest(robot, cs, cse=cse)
+            click.echo(f"auto -> {a}: {reason}", err=True)
         f, _, _ = trace(robot, cs, a, cse=cse)
         g, _, _ = trace(robot, cs, a, cse=cse, osim=True)
         counts[a] = dict(count_ops(f), cse=cse, with_osim=count_ops(g))
@@ -131,6 +135,8 @@ def generate(robot, scenario, specs, algorithms, cse, osim, out_dir, cflags, cc,
         f = api.generate(robot, cs if specs else (scenario or api.default_constraints(robot)), a,
                          out_dir=out_dir, cflags=_cflags(cflags), cc=cc, cse=cse, force=force, osim=osim)
         m = f.manifest
+        if "auto" in m:
+            click.echo(f"auto -> {m['auto']['chosen']}: {m['auto']['reason']}")
         click.echo(f"{a}: {m['op_count']['instructions']:,} instructions -> {f.so_path.with_suffix('.{c,h,so,json}')}")
 
 

@@ -16,7 +16,8 @@ from .. import __version__
 from ..errors import CompilerError
 from .emit import render, work_sizes
 from .opcount import count_ops
-from .trace import c_identifier, trace
+from ..algorithms import AUTO
+from .trace import c_identifier, choose_cheapest, trace
 
 DEFAULT_CFLAGS = ("auto",)
 # gcc's register allocation grows faster than linear in the size of one straight-line
@@ -85,7 +86,11 @@ def build(robot, constraints, algorithm, out_dir, scenario, cflags=DEFAULT_CFLAG
             pass
     fname = c_identifier("cd", robot.name, scenario, stem)
     t0 = time.perf_counter()
-    f, inputs, outputs = trace(robot, constraints, algorithm, name=fname, cse=cse, osim=osim)
+    auto = None
+    if algorithm == AUTO:
+        chosen, counts, reason = choose_cheapest(robot, constraints, cse=cse, osim=osim)
+        auto = {"chosen": chosen, "instructions": counts, "reason": reason}
+    f, inputs, outputs = trace(robot, constraints, auto["chosen"] if auto else algorithm, name=fname, cse=cse, osim=osim)
     t_trace = time.perf_counter() - t0
     counts = count_ops(f)
     cflags = resolve_cflags(cflags, counts["instructions"])
@@ -97,6 +102,8 @@ def build(robot, constraints, algorithm, out_dir, scenario, cflags=DEFAULT_CFLAG
         "op_count": counts, "cse": cse, "cflags": list(cflags), "compiler": cc,
         **work_sizes(f), "hash": key, "version": __version__,
     }
+    if auto:
+        manifest["auto"] = auto
     created = next((d for d in reversed([out_dir, *out_dir.parents]) if not d.exists()), None)
     out_dir.mkdir(parents=True, exist_ok=True)
     tmp = Path(tempfile.mkdtemp(prefix=f".{stem}-", dir=out_dir))

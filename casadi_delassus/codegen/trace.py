@@ -5,7 +5,8 @@ import re
 
 import casadi as ca
 
-from ..algorithms import get_algorithm, linalg
+from ..algorithms import delassus_algorithms, get_algorithm, linalg
+from .opcount import count_ops
 
 
 def c_identifier(*parts):
@@ -39,3 +40,13 @@ def trace(robot, constraints, algorithm, name=None, cse=True, osim=False):
              "row_names": constraints.row_names if e.shape[0] == constraints.m else None}
             for n, e in zip(names, exprs)]
     return f, inputs, outs
+
+
+def choose_cheapest(robot, constraints, cse=True, osim=False):
+    """``-a auto``: trace every Delassus algorithm and pick the one with the fewest
+    instructions.  Returns (name, {algorithm: instructions}, reason)."""
+    counts = {a: count_ops(trace(robot, constraints, a, cse=cse, osim=osim)[0])["instructions"]
+              for a in delassus_algorithms()}
+    best = min(counts, key=counts.get)
+    others = ", ".join(f"{a} {n:,}" for a, n in sorted(counts.items(), key=lambda kv: kv[1]) if a != best)
+    return best, counts, f"fewest instructions for this robot and constraints: {best} {counts[best]:,} (then {others})"

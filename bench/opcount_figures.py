@@ -1,0 +1,160 @@
+"""Reproduce the papers' operation-count studies (PV-OSIMr paper Figs. 3-5) and a table of
+every Delassus algorithm on every registry scenario.  Writes bench/results/*.md, *.csv, *.png
+and prints the fitted slopes / ratios next to the papers' claims.
+
+    python bench/opcount_figures.py [--quick] [--study stem|kchain|allchain|feet|registry ...]
+"""
+from __future__ import annotations
+
+import argparse
+import time
+
+import numpy as np
+from common import ANCHOR_JSON, ANCHOR_SPECS, RESULTS, write
+
+from casadi_delassus import load_robot
+from casadi_delassus.algorithms import ALGORITHMS
+from casadi_delassus.api import constraint_set
+from casadi_delassus.codegen.opcount import count_ops
+from casadi_delassus.codegen.trace import trace
+from casadi_delassus.model import registry
+
+DELASSUS = [a for a in ("naive", "ltl_osim", "kjr", "efpa", "pv_osim", "pv_osimr", "pv_osim_fast") if a in ALGORITHMS]
+
+
+def instructions(robot, constraints, algorithm, osim=False):
+    cs, _ = constraint_set(robot, constraints)
+    f, _, _ = trace(robot, cs, algorithm, osim=osim)
+    return count_ops(f)["instructions"]
+
+
+def slope(x, y):
+    """Least-squares slope of log y against log x."""
+    return float(np.polyfit(np.log(x), np.log(y), 1)[0])
+
+
+def plot(name, series, xlabel, title, loglog=False):
+    import matplotlib
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+    fig, ax = plt.subplots(figsize=(6.4, 4.2))
+    for label, (x, y) in series.items():
+        ax.plot(x, y, marker="o", ms=3, label=label)
+    if loglog:
+        ax.set_xscale("log")
+        ax.set_yscale("log")
+    ax.set_xlabel(xlabel)
+    ax.set_ylabel("instructions (SX ops)")
+    ax.set_title(title)
+    ax.grid(True, which="both", alpha=0.3)
+    ax.legend(fontsize=8)
+    fig.tight_layout()
+    RESULTS.mkdir(parents=True, exist_ok=True)
+    fig.savefig(RESULTS / f"{name}.png", dpi=120)
+    plt.close(fig)
+    print(f"-> {RESULTS / name}.png")
+
+
+def study_stem(quick):
+    """PV-OSIMr paper Fig. 3: PV-OSIMr = PV-OSIM for one branch per side, cheaper from two."""
+    algos = [a for a in ("pv_osim", "pv_osimr", "efpa") if a in ALGORITHMS]
+    lengths = [1, 5, 10, 20] if quick else [1, 2, 5, 10, 15, 20, 30, 40]
+    rows, series = [], {}
+    for b in (1, 2, 4, 7):
+        for n in lengths:
+            robot = load_robot(f"stem:n={n},branches={b},length=7")
+            counts = {a: instructions(robot, "default", a) for a in algos}
+            rows.append([b, n, robot.nv, 12 * b, *counts.values()])
+            for a in algos:
+                series.setdefault(f"{a}, b={b}", ([], []))
+                series[f"{a}, b={b}"][0].append(n)
+                series[f"{a}, b={b}"][1].append(counts[a])
+            print(rows[-1], flush=True)
+    write("stem", rows, ["branches/side", "stem n", "nv", "m", *algos], "Long stem with branches (PV-OSIMr Fig. 3)")
+    plot("stem", series, "stem length n", "Long stem with b branches per side")
+    if {"pv_osim", "pv_osimr"} <= set(algos):
+        print("claim: PV-OSIMr equals PV-OSIM for one branch and wins from two branches on")
+        for b in (1, 2, 4, 7):
+            r = [row for row in rows if row[0] == b]
+            ratios = [row[4 + algos.index("pv_osim")] / row[4 + algos.index("pv_osimr")] for row in r]
+            print(f"  b = {b}: PV-OSIM / PV-OSIMr = {min(ratios):.3f} .. {max(ratios):.3f}")
+
+
+def study_kchain(quick):
+    """PV-OSIMr paper Fig. 4a: log-log slopes PV-OSIMr ~ 2, EFPA ~ 3, PV-OSIM ~ 4."""
+    algos = [a for a in ("pv_osimr", "efpa", "pv_osim") if a in ALGORITHMS]
+    ks = [2, 3, 4, 5, 6] if quick else [2, 3, 4, 5, 6, 7, 8]
+    rows = []
+    for k in ks:
+        robot = load_robot(f"kchain:k={k}")
+        rows.append([k, robot.nv, 6 * k, *(instructions(robot, "default", a) for a in algos)])
+        print(rows[-1], flush=True)
+    write("kchain", rows, ["k", "n", "m", *algos], "k² chain, every k-th link welded (PV-OSIMr Fig. 4a)")
+    plot("kchain", {a: (ks, [r[3 + i] for r in rows]) for i, a in enumerate(algos)}, "k", "k² chain", loglog=True)
+    claims = {"pv_osimr": 2, "efpa": 3, "pv_osim": 4}
+    tail = slice(len(ks) // 2, None)   # asymptotic slope: the larger k
+    for i, a in enumerate(algos):
+        print(f"  slope {a}: {slope(ks[tail], [r[3 + i] for r in rows][tail]):.2f} (paper: ~{claims[a]})")
+
+
+def study_allchain(quick):
+    """PV-OSIMr paper Fig. 4b: a chain welded on every link; PV-OSIMr and EFPA same slope."""
+    algos = [a for a in ("pv_osimr", "efpa", "pv_osim") if a in ALGORITHMS]
+    ns = [4, 8, 16, 32] if quick else [4, 8, 16, 24, 32, 48]
+    rows = []
+    for n in ns:
+        robot = load_robot(f"chain:n={n},all=1")
+        rows.append([n, 6 * n, *(instructions(robot, "default", a) for a in algos)])
+        print(rows[-1], flush=True)
+    write("allchain", rows, ["n", "m", *algos], "Chain with a 6D weld on every link (PV-OSIMr Fig. 4b)")
+    plot("allchain", {a: (ns, [r[2 + i] for r in rows]) for i, a in enumerate(algos)}, "links n",
+         "Chain, every link welded", loglog=True)
+    for i, a in enumerate(algos):
+        print(f"  slope {a}: {slope(ns[len(ns) // 2:], [r[2 + i] for r in rows][len(ns) // 2:]):.2f}")
+
+
+def study_feet(quick):
+    """PV-OSIMr paper Fig. 5: feet as 6D welds vs 4 x 3D points per foot."""
+    algos = [a for a in DELASSUS if a != "naive"]
+    name = "atlas" if registry.is_available("atlas") else "talos"
+    robot = load_robot(name)
+    rows = []
+    for scen in ("2F", "2F4x3"):
+        rows.append([name, scen, *(instructions(robot, scen, a) for a in algos)])
+        print(rows[-1], flush=True)
+    write("feet", rows, ["robot", "scenario", *algos], f"{name}: feet 6D vs 4 x 3D per foot (PV-OSIMr Fig. 5)")
+    if {"pv_osim", "pv_osimr"} <= set(algos):
+        r = rows[1]
+        ratio = r[2 + algos.index("pv_osim")] / r[2 + algos.index("pv_osimr")]
+        print(f"  4x3D per foot: PV-OSIM / PV-OSIMr = {ratio:.3f} (paper, Atlas: 1.199)")
+
+
+def study_registry(quick):
+    """Every Delassus algorithm on every registry scenario and the papers' Talos anchor."""
+    rows = []
+    targets = [(load_robot(str(ANCHOR_JSON)), "anchor(json)", ANCHOR_SPECS)] if ANCHOR_JSON.is_file() else []
+    for name in registry.names():
+        if registry.is_available(name):
+            robot = load_robot(name)
+            targets += [(robot, s, s) for s in robot.scenarios]
+    for robot, label, constraints in targets:
+        counts = {a: instructions(robot, constraints, a) for a in DELASSUS}
+        best = min(counts, key=counts.get)
+        rows.append([robot.name, label, *counts.values(), best])
+        print(rows[-1], flush=True)
+    write("registry", rows, ["robot", "scenario", *DELASSUS, "cheapest"], "Λ⁻¹ instructions on the registry robots")
+
+
+STUDIES = {"stem": study_stem, "kchain": study_kchain, "allchain": study_allchain, "feet": study_feet,
+           "registry": study_registry}
+
+if __name__ == "__main__":
+    p = argparse.ArgumentParser(description=__doc__)
+    p.add_argument("--quick", action="store_true", help="fewer sizes")
+    p.add_argument("--study", action="append", choices=list(STUDIES))
+    args = p.parse_args()
+    for s in args.study or list(STUDIES):
+        t0 = time.perf_counter()
+        print(f"== {s}")
+        STUDIES[s](args.quick)
+        print(f"({time.perf_counter() - t0:.0f} s)")
