@@ -96,3 +96,14 @@ def test_failed_compile_leaves_nothing_behind(tmp_path):
     r = run("generate", "go1", "-o", str(tmp_path / "out"), "--cflags", "-O2 -fno-such-flag-xyz")
     assert r.returncode == 2 and "compiling naive.c failed" in r.stderr
     assert not (tmp_path / "out").exists()
+
+
+def test_no_compiler_at_all_is_named(monkeypatch):
+    import shutil
+
+    from casadi_delassus.codegen.build import find_compiler
+    from casadi_delassus.errors import CompilerError
+    monkeypatch.delenv("CC", raising=False)
+    monkeypatch.setattr(shutil, "which", lambda name: None)
+    with pytest.raises(CompilerError, match="no C compiler found"):
+        find_compiler()
