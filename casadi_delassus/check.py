@@ -1,11 +1,9 @@
-"""Compare a generated function with the NumPy reference on random configurations."""
+"""Compare a generated function with the NumPy reference on random inputs."""
 from __future__ import annotations
 
 import numpy as np
 
 from . import reference
-
-ORACLES = {"delassus": reference.delassus, "osim": reference.osim}
 
 
 def relative_error(a, b):
@@ -13,18 +11,34 @@ def relative_error(a, b):
     return float(np.abs(np.asarray(a) - b).max() / scale)
 
 
+# output name -> oracle(robot, constraints, inputs) with inputs = {"q", "K" (dict), vectors...}
+ORACLES = {
+    "delassus": lambda robot, cs, x: reference.delassus(robot, cs, x["q"], x["K"]),
+    "osim": lambda robot, cs, x: reference.osim(robot, cs, x["q"], x["K"]),
+}
+
+
+def random_inputs(f, robot, constraints, rng):
+    """Random values for every input of ``f``: a valid q, K for runtime-input
+    constraints, normal vectors, and positive weights R."""
+    x = {"q": robot.random_q(rng), "K": constraints.random_inputs(rng)}
+    for spec in f.inputs[1:]:
+        n = spec["name"]
+        if n not in x["K"]:
+            x[n] = rng.uniform(0.1, 1.0, spec["shape"]) if n == "R" else rng.normal(size=spec["shape"])
+    return x
+
+
 def check_outputs(f, robot, constraints, samples=100, seed=0):
-    """{output: max relative error} of every output of ``f`` that has a NumPy oracle, over
-    ``samples`` random q (and random K for runtime-input constraints)."""
+    """{output: max relative error} of every output of ``f`` that has a NumPy oracle."""
     rng = np.random.default_rng(seed)
     worst = {}
     for _ in range(samples):
-        q = robot.random_q(rng)
-        K = constraints.random_inputs(rng)
-        for name, value in f.outputs(q, **K).items():
+        x = random_inputs(f, robot, constraints, rng)
+        args = {k: v for k, v in x.items() if k not in ("q", "K")} | x["K"]
+        for name, value in f.outputs(x["q"], **args).items():
             if name in ORACLES:
-                err = relative_error(value, ORACLES[name](robot, constraints, q, K))
-                worst[name] = max(worst.get(name, 0.0), err)
+                worst[name] = max(worst.get(name, 0.0), relative_error(value, ORACLES[name](robot, constraints, x)))
     return worst
 
 

@@ -1,5 +1,6 @@
 """The algorithm registry: one module per algorithm, each exposing a function
-``fn(robot, constraints, q, K_bodies) -> {output name: SX}``."""
+``fn(robot, constraints, q, K_bodies, **inputs) -> {output name: SX}``, where ``inputs`` are
+the vector inputs the algorithm declares (names from ``VECTOR_INPUTS``), as SX symbols."""
 from __future__ import annotations
 
 from dataclasses import dataclass, field
@@ -8,12 +9,23 @@ from typing import Callable
 from ..errors import DelassusError, unknown_name
 
 
+# name -> (size: "nv" or "m", meaning); generated functions take them after q, before any K
+VECTOR_INPUTS = {
+    "v": ("nv", "joint velocities, Pinocchio layout (base: [linear; angular] in the base frame)"),
+    "tau": ("nv", "joint forces/torques (zero on the free base)"),
+    "k": ("m", "desired constraint-space accelerations, rows in constraint order"),
+    "R": ("m", "constraint compliance (soft weights), positive, rows in constraint order"),
+    "lam": ("m", "a constraint-space vector, rows in constraint order"),
+}
+
+
 @dataclass(frozen=True)
 class Algorithm:
     name: str
     fn: Callable
     summary: str
     outputs: dict = field(default_factory=dict)
+    inputs: tuple = ()          # names from VECTOR_INPUTS
 
 
 def _registry():
@@ -28,7 +40,14 @@ def _registry():
 ALGORITHMS = _registry()
 
 
+AUTO = "auto"   # not an algorithm: the cheapest Delassus algorithm for the robot and constraints
+
+
+def delassus_algorithms():
+    return [name for name, a in ALGORITHMS.items() if "delassus" in a.outputs]
+
+
 def get_algorithm(name):
     if name not in ALGORITHMS:
-        raise DelassusError(unknown_name("algorithm", name, ALGORITHMS))
+        raise DelassusError(unknown_name("algorithm", name, [*ALGORITHMS, AUTO]))
     return ALGORITHMS[name]

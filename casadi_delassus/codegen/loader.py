@@ -14,7 +14,8 @@ _real_p = ctypes.POINTER(ctypes.c_double)
 
 
 class CompiledFunction:
-    """``f(q, **K_inputs) -> numpy array`` (the first output); ``f.outputs(...)`` gives all.
+    """``f(q, **inputs) -> numpy array`` (the first output); ``f.outputs(...)`` gives all.
+    ``inputs`` are named as in the manifest: vectors (v, tau, k, R, …) and runtime K_<link>.
     ``op_count`` and ``manifest`` describe the generated code."""
 
     def __init__(self, manifest_path, backend="ctypes"):
@@ -51,25 +52,28 @@ class CompiledFunction:
     def input_names(self):
         return [i["name"] for i in self.inputs]
 
-    def _fill(self, q, K_inputs):
+    def _fill(self, q, inputs):
         q = np.asarray(q, dtype=float).reshape(-1)
         if q.size != self.manifest["nq"]:
             raise InputError(f"q has {q.size} entries, robot {self.manifest['robot']!r} needs nq = {self.manifest['nq']}")
         values = [q]
         for spec in self.inputs[1:]:
-            if spec["name"] not in K_inputs:
+            if spec["name"] not in inputs:
                 raise InputError(f"missing input {spec['name']} ({' x '.join(map(str, spec['shape']))})")
-            a = np.asarray(K_inputs[spec["name"]], dtype=float)
+            a = np.asarray(inputs[spec["name"]], dtype=float)
+            if len(spec["shape"]) == 1:     # vectors: any shape with the right number of entries
+                a = a.reshape(-1)
             if a.shape != tuple(spec["shape"]):
                 raise InputError(f"input {spec['name']} has shape {a.shape}, expected {tuple(spec['shape'])}")
             values.append(a.reshape(-1, order="F"))
-        extra = set(K_inputs) - set(self.input_names)
+        extra = set(inputs) - set(self.input_names)
         if extra:
             raise InputError(f"unexpected inputs {sorted(extra)}; this function takes {self.input_names}")
         return values
 
-    def outputs(self, q, **K_inputs):
-        values = self._fill(q, K_inputs)
+    def outputs(self, q, **inputs):
+        """All outputs by name; ``inputs`` are the named inputs after q (vectors, K_…)."""
+        values = self._fill(q, inputs)
         if self.backend == "casadi":
             res = self._fn(*values)
             res = res if isinstance(res, (list, tuple)) else [res]
@@ -81,8 +85,8 @@ class CompiledFunction:
             raise DelassusError(f"{self.manifest['function']} returned an error")
         return {o["name"]: buf.reshape(o["shape"], order="F").copy() for o, buf in zip(self.output_specs, self._out)}
 
-    def __call__(self, q, **K_inputs):
-        return next(iter(self.outputs(q, **K_inputs).values()))
+    def __call__(self, q, **inputs):
+        return next(iter(self.outputs(q, **inputs).values()))
 
     def __repr__(self):
         m = self.manifest

@@ -5,7 +5,7 @@ import re
 
 import casadi as ca
 
-from ..algorithms import delassus_algorithms, get_algorithm, linalg
+from ..algorithms import VECTOR_INPUTS, delassus_algorithms, get_algorithm, linalg
 from .opcount import count_ops
 
 
@@ -21,9 +21,11 @@ def trace(robot, constraints, algorithm, name=None, cse=True, osim=False):
     Λ, the inverse of the Delassus matrix, through its LDLᵀ (PV paper Fig. 2 counts both)."""
     algo = get_algorithm(algorithm)
     q = ca.SX.sym("q", robot.nq)
+    sizes = {"nv": robot.nv, "m": constraints.m}
+    vectors = {n: ca.SX.sym(n, sizes[VECTOR_INPUTS[n][0]]) for n in algo.inputs}
     K_syms = {c.input_name: ca.SX.sym(c.input_name, c.rows, 6) for c in constraints.inputs}
     K_bodies = [c.K_body(K_syms[c.input_name]) if c.is_input else c.K_body() for c in constraints.constraints]
-    outputs = algo.fn(robot, constraints, q, K_bodies)
+    outputs = algo.fn(robot, constraints, q, K_bodies, **vectors)
     if osim and "osim" not in outputs:
         m = constraints.m
         outputs["osim"] = linalg.to_sx(linalg.spd_inverse(linalg.upper_entries(outputs["delassus"]), m), m)
@@ -31,8 +33,10 @@ def trace(robot, constraints, algorithm, name=None, cse=True, osim=False):
     exprs = [ca.densify(outputs[n]) for n in names]
     if cse:
         exprs = ca.cse(exprs)
-    f = ca.Function(name or algorithm, [q, *K_syms.values()], exprs, ["q", *K_syms], names)
+    f = ca.Function(name or algorithm, [q, *vectors.values(), *K_syms.values()], exprs,
+                    ["q", *vectors, *K_syms], names)
     inputs = [{"name": "q", "shape": [robot.nq], "meaning": "configuration, Pinocchio layout (see q_layout)"}]
+    inputs += [{"name": n, "shape": [int(v.shape[0])], "meaning": VECTOR_INPUTS[n][1]} for n, v in vectors.items()]
     inputs += [{"name": n, "shape": [c.rows, 6], "meaning": f"K of constraint {c.spec}: rows act on the "
                 f"spatial acceleration [linear; angular] of {c.link} in its own frame"}
                for n, c in ((c.input_name, c) for c in constraints.inputs)]
