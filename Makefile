@@ -11,7 +11,7 @@ setup: $(STAMP)
 $(STAMP): pyproject.toml Makefile
 	$(PYTHON) -m venv $(VENV)
 	$(PY) -m pip install --quiet --upgrade pip
-	$(PY) -m pip install --quiet -e '.[test,plot]'
+	$(PY) -m pip install --quiet -e '.[test,plot,bench]'
 	# Atlas (Drake's atlas v5 URDF) ships inside gym-jiminy-zoo; its own deps are not needed.
 	-$(PY) -m pip install --quiet --no-deps gym-jiminy-zoo==1.8.13
 	touch $(STAMP)
@@ -23,7 +23,9 @@ test: $(STAMP)
 	$(PY) -m pytest -q -x
 
 bench: $(STAMP)
-	$(PY) bench/opcounts.py
+	$(PY) bench/opcount_figures.py
+	$(PY) bench/compile_times.py pipeline
+	$(PY) bench/runtime.py
 
 clean:
 	rm -rf codegen_out bench/results .pytest_cache

@@ -128,16 +128,24 @@ def _with(opts):
 @_cse_opt
 @_osim_opt
 @_with(_gen_opts)
-def generate(robot, scenario, specs, algorithms, cse, osim, out_dir, cflags, cc, force):
+@click.option("--package", "package_dir", default=None, metavar="DIR",
+              help="also write a self-contained C package (sources, Makefile, CMakeLists.txt, README, example) to DIR")
+def generate(robot, scenario, specs, algorithms, cse, osim, out_dir, cflags, cc, force, package_dir):
     """Generate, compile and load C for each algorithm; print the files."""
     robot, cs, _ = _resolve(robot, scenario, specs)
+    made = []
     for a in _algorithms(algorithms):
         f = api.generate(robot, cs if specs else (scenario or api.default_constraints(robot)), a,
                          out_dir=out_dir, cflags=_cflags(cflags), cc=cc, cse=cse, force=force, osim=osim)
+        made.append(f)
         m = f.manifest
         if "auto" in m:
             click.echo(f"auto -> {m['auto']['chosen']}: {m['auto']['reason']}")
         click.echo(f"{a}: {m['op_count']['instructions']:,} instructions -> {f.so_path.with_suffix('.{c,h,so,json}')}")
+    if package_dir:
+        from .codegen.package import write_package
+        write_package(package_dir, made)
+        click.echo(f"C package -> {package_dir} (make, or cmake -S {package_dir} -B build; see its README.md)")
 
 
 def _check_one(robot, constraints, algorithms, samples, tol, out_dir, cflags, cc, cse, force, osim):
@@ -189,6 +197,39 @@ def check(robot, scenario, specs, algorithms, cse, osim, samples, tol, all_scena
                                    f"Λ⁻¹ max rel. error ({samples} q)", "Λ error", f"<= {tol:g}", "s"]))
     if not ok:
         sys.exit(1)
+
+
+@cli.command()
+@_robot_arg
+@_scenario_opt
+@_constraint_opt
+@click.option("-a", "--algorithm", "algorithms", multiple=True, metavar="ALGO",
+              help="algorithm(s) to time, 'auto' or 'all' (default: every Delassus algorithm)")
+@click.option("--reps", default=5, show_default=True, help="repetitions (the median is reported)")
+@click.option("--calls", default=10_000, show_default=True, help="calls per repetition, cycling over the inputs")
+@click.option("--samples", default=64, show_default=True, help="random configurations cycled over")
+@click.option("--pinocchio", "pin_method", type=click.Choice(["auto", "cpp", "python", "none"]), default="auto",
+              show_default=True, help="Pinocchio timing: C++ against the pin wheel, Python, or auto (C++ if it builds)")
+@click.option("--results", "results_dir", default=None, metavar="DIR", help="also write DIR/runtime.md, .csv and a PNG")
+@_with(_gen_opts)
+def bench(robot, scenario, specs, algorithms, reps, calls, samples, pin_method, results_dir, out_dir, cflags, cc, force):
+    """Time the generated C (a C harness calling the compiled .so) against Pinocchio's
+    computeDelassusMatrix on the same configurations."""
+    from . import timing
+    from .algorithms import delassus_algorithms
+    robot, cs, _ = _resolve(robot, scenario, specs)
+    names = list(algorithms) or delassus_algorithms()
+    names = delassus_algorithms() if "all" in names else _algorithms(names)
+    res = timing.benchmark(robot, cs if specs else (scenario or api.default_constraints(robot)), names,
+                           calls=calls, reps=reps, samples=samples, cflags=_cflags(cflags), cc=cc, out_dir=out_dir,
+                           force=force, pinocchio=pin_method, progress=lambda s: click.echo(s, err=True))
+    click.echo(timing.describe(res))
+    click.echo(report.table(timing.result_rows(res), timing.HEADERS))
+    for note in res["notes"]:
+        click.echo(f"note: {note}")
+    if results_dir:
+        for p in timing.write_results([res], results_dir):
+            click.echo(f"-> {p}")
 
 
 @cli.command()

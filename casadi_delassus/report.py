@@ -18,8 +18,8 @@ def table(rows, headers):
         return str(v)
     cells = [[fmt(v) for v in r] for r in rows]
     widths = [max(len(h), *(len(c[k]) for c in cells)) if cells else len(h) for k, h in enumerate(headers)]
-    numeric = [all(isinstance(r[k], (int, float)) and not isinstance(r[k], bool) for r in rows) and rows
-               for k in range(len(headers))]
+    numeric = [all((isinstance(r[k], (int, float)) and not isinstance(r[k], bool)) or r[k] is None for r in rows)
+               and any(r[k] is not None for r in rows) for k in range(len(headers))]
     def line(vals):
         return "  ".join(v.rjust(w) if num else v.ljust(w) for v, w, num in zip(vals, widths, numeric)).rstrip()
     return "\n".join([line(headers), line(["-" * w for w in widths])] + [line(c) for c in cells])

@@ -58,8 +58,18 @@ def compile_shared(c_file, so_file, cflags, cc):
     return time.perf_counter() - t0, cmd
 
 
+def source_hash():
+    """Hash of the package's own code and templates: editing an algorithm invalidates the cache."""
+    root = Path(__file__).resolve().parents[1]
+    h = hashlib.sha256()
+    for p in sorted([*root.rglob("*.py"), *root.rglob("*.j2")]):
+        h.update(p.relative_to(root).as_posix().encode())
+        h.update(p.read_bytes())
+    return h.hexdigest()
+
+
 def content_hash(robot, constraints, algorithm, cflags, cse, cc, osim):
-    data = {"robot": robot.describe(), "constraints": constraints.describe(), "algorithm": algorithm,
+    data = {"source": source_hash(), "robot": robot.describe(), "constraints": constraints.describe(), "algorithm": algorithm,
             "cflags": list(cflags), "cse": cse, "osim": osim, "compiler": os.path.basename(cc), "version": __version__}
     return hashlib.sha256(json.dumps(data, sort_keys=True).encode()).hexdigest()
 

@@ -1,0 +1,135 @@
+"""A drop-in C package for one robot and constraint set: the generated .c/.h (and the JSON
+manifests) of each function, a Makefile and a CMakeLists.txt building a static and a shared
+library, a README.md describing inputs, outputs, the q layout and the constraint rows, and
+an example ``main.c``.  Everything is rendered from the manifests; a C user needs nothing of
+casadi_delassus to build it."""
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import tempfile
+from pathlib import Path
+
+import numpy as np
+
+from .. import __version__
+from ..errors import DelassusError
+from .emit import _ENV
+from .trace import c_identifier
+
+PACKAGE_FILES = ("Makefile", "CMakeLists.txt", "README.md", "main.c")
+
+
+def neutral_q(manifest):
+    """Zeros with the quaternion's w = 1 (free joints) and cos = 1 (continuous joints)."""
+    q = np.zeros(manifest["nq"])
+    for j in manifest["q_layout"]:
+        if j["kind"] == "free":
+            q[j["q_index"] + 6] = 1.0
+        elif j["kind"] == "continuous":
+            q[j["q_index"]] = 1.0
+    return q
+
+
+def example_input(spec):
+    """The example's value of an input after q: K = [I 0] selections, weights R = 1, else 0."""
+    shape = spec["shape"]
+    if spec["name"].startswith("K_") and len(shape) == 2:
+        a = np.eye(shape[0], shape[1])
+    elif spec["name"] == "R":
+        a = np.ones(shape)
+    else:
+        a = np.zeros(shape)
+    return a.reshape(-1, order="F")
+
+
+def _num(x):
+    return repr(float(x))
+
+
+def _opt_level(cflags):
+    return " ".join(f for f in cflags if f.startswith("-O")) or "-O2"
+
+
+def _function_context(manifest, stem):
+    counts = manifest["op_count"]
+    return {
+        "fname": manifest["function"], "stem": stem, "algorithm": manifest["algorithm"],
+        "chosen": manifest.get("auto", {}).get("chosen"), "instructions": f"{counts['instructions']:,}",
+        "flops": f"{counts['flops']:,}", "cse": manifest.get("cse", True), "opt": _opt_level(manifest["cflags"]),
+        "sz_iw": manifest["sz_iw"], "sz_w": manifest["sz_w"],
+        "inputs": [dict(i, size=int(np.prod(i["shape"])), example=[_num(v) for v in example_input(i)])
+                   for i in manifest["inputs"]],
+        "outputs": [dict(o, size=int(np.prod(o["shape"]))) for o in manifest["outputs"]],
+    }
+
+
+def _manifest_path(f):
+    p = Path(getattr(f, "manifest_path", f))
+    return p.with_suffix(".json") if p.suffix in (".so", ".c", ".h") else p
+
+
+def render_package(manifests):
+    """{file name: text} of the package files for [(manifest, stem)] of one robot and scenario."""
+    first = manifests[0][0]
+    for m, _ in manifests[1:]:
+        if (m["robot"], m["scenario"], m["nq"]) != (first["robot"], first["scenario"], first["nq"]) or \
+                [c["spec"] for c in m["constraints"]] != [c["spec"] for c in first["constraints"]]:
+            raise DelassusError(f"a package holds one robot and one constraint set: {m['function']} is for "
+                                f"{m['robot']}/{m['scenario']}, {first['function']} for {first['robot']}/{first['scenario']}")
+    functions = [_function_context(m, stem) for m, stem in manifests]
+    rows, start = [], 0
+    names = first["row_names"]
+    for c in first["constraints"]:
+        rows.append({"spec": c["spec"], "first": start, "last": start + c["rows"] - 1,
+                     "names": [n.split(".")[-1] for n in names[start:start + c["rows"]]]})
+        start += c["rows"]
+    scenario = first["scenario"]
+    regen = " ".join(f"-c {c['spec']}" for c in first["constraints"]) if scenario.startswith("custom-") \
+        else f"-s {scenario}"
+    regen += "".join(f" -a {f['algorithm']}" for f in functions)
+    source = first.get("source") or ""
+    ctx = dict(first, lib=c_identifier("cd", first["robot"], scenario), version=__version__,
+               functions=functions, f=functions[0], neutral=[_num(v) for v in neutral_q(first)],
+               floating=any(j["kind"] == "free" for j in first["q_layout"]),
+               has_continuous=any(j["kind"] == "continuous" for j in first["q_layout"]),
+               constraint_rows=rows, regen_args=regen, source=source, source_name=Path(source).name if source else "")
+    return {"Makefile": _ENV.get_template("package_Makefile.j2").render(ctx),
+            "CMakeLists.txt": _ENV.get_template("package_CMakeLists.txt.j2").render(ctx),
+            "README.md": _ENV.get_template("package_README.md.j2").render(ctx),
+            "main.c": _ENV.get_template("package_main.c.j2").render(ctx)}
+
+
+def write_package(package_dir, functions):
+    """Write the C package for ``functions`` (CompiledFunctions, or paths of their manifests)
+    into ``package_dir``; files are built in a temporary folder and moved in, so an
+    interrupted call leaves no half-written file.  Returns the written paths."""
+    paths = [_manifest_path(f) for f in functions]
+    if not paths:
+        raise DelassusError("no function to package")
+    manifests = []
+    for p in paths:
+        if not p.is_file() or not p.with_suffix(".c").is_file() or not p.with_suffix(".h").is_file():
+            raise DelassusError(f"generated code missing for {p} (expected its .json, .c and .h)")
+        manifests.append((json.loads(p.read_text()), p.stem))
+    stems = [s for _, s in manifests]
+    if len(set(stems)) != len(stems):
+        raise DelassusError(f"two functions with the same file name in one package: {stems}")
+    out = Path(package_dir)
+    out.mkdir(parents=True, exist_ok=True)
+    tmp = Path(tempfile.mkdtemp(prefix=".package-", dir=out))
+    try:
+        names = []
+        for p in paths:
+            for ext in (".c", ".h", ".json"):
+                shutil.copyfile(p.with_suffix(ext), tmp / (p.stem + ext))
+                names.append(p.stem + ext)
+        for name, text in render_package(manifests).items():
+            (tmp / name).write_text(text)
+            names.append(name)
+        for name in names:
+            os.replace(tmp / name, out / name)
+    finally:
+        shutil.rmtree(tmp, ignore_errors=True)
+    return [out / n for n in names]
