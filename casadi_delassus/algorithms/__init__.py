@@ -34,6 +34,21 @@ def _registry():
     algos = [Algorithm("naive", naive.delassus, "CRBA + Jacobian + dense LDLᵀ of M", delassus_out)]
     from . import pv_osim
     algos.append(Algorithm("pv_osim", pv_osim.delassus, "PV-OSIM: articulated inertias + constraint propagation, O(n + m²d)", delassus_out))
+    from . import pv_osimr
+    algos.append(Algorithm("pv_osimr", pv_osimr.delassus, "PV-OSIMr: PV-OSIM between branching links only, O(n + m²)", delassus_out))
+    from . import pv_osim_fast
+    algos.append(Algorithm("pv_osim_fast", pv_osim_fast.delassus, "PV-OSIM-fast: Λ by the matrix inversion lemma at the floating base", {
+        "Lb_ldl": "LDLᵀ of L_b^A (m x m; unit-lower L below the diagonal, D on it; no fill between branches)",
+        "K_b": "K_b^A, the constraint rows at each free base (m x 6r, base coordinates [angular; linear])",
+        "schur_ldl": "LDLᵀ of H_b^A + K_b^Aᵀ (L_b^A)⁻¹ K_b^A (6r x 6r, packed as Lb_ldl): "
+                     "Λ = L_b⁻¹ − L_b⁻¹ K_b schur⁻¹ K_bᵀ L_b⁻¹",
+        **delassus_out, "osim": "operational-space inertia Λ (m x m), assembled for checking"}))
+    from . import efpa
+    algos.append(Algorithm("efpa", efpa.delassus, "EFPA: articulated inertias + extended force propagators, O(n + md + m²)", delassus_out))
+    from . import kjr
+    algos.append(Algorithm("kjr", kjr.delassus, "KJR: articulated inertias, inverse inertias from a common ancestor, O(n + m²d)", delassus_out))
+    from . import ltl_osim
+    algos.append(Algorithm("ltl_osim", ltl_osim.delassus, "LTL-OSIM: CRBA + Jacobian, sparse M = LᵀDL, Y = J L⁻¹, Λ⁻¹ = Y D⁻¹ Yᵀ", delassus_out))
     return {a.name: a for a in algos}
 
 

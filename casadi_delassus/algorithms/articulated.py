@@ -8,11 +8,14 @@ In local link frames:
     U_i = H_i^A S_i,  D_i = S_iᵀ U_i,  H_i^a = H_i^A − U_i D_i⁻¹ U_iᵀ,
     H_λ(i)^A += ^iX_λ(i)ᵀ H_i^a ^iX_λ(i).
 
-Symmetric 6x6 matrices are dense SX whose (i, j) and (j, i) entries are one expression, each
-computed once.  A 1-DoF joint whose S_i is a signed unit vector e_a picks U_i as a column of
-H_i^A for free, and H_i^a's row and column a are written as exact zeros (CasADi cannot see
-d − d·d/d = 0).  A free joint (S = a permutation of I₆) has D_i = the 6x6 H_i^A, kept as its
-LDLᵀ factors; its projected inertia is exactly zero (nothing passes to a parent).
+What keeps it cheap:
+- Symmetric 6x6 matrices are dense SX whose (i, j) and (j, i) entries are one expression.
+- S_i = ±e_a picks U_i as a column of H_i^A; H_i^a's row and column a are exact zeros
+  (CasADi cannot see d − d·d/d = 0), so the plane rotation about a turns 15 entries, not 21.
+- Xᵀ H X goes through frames.transform_inertia (double-angle plane rotation, shift, numeric
+  E_T); the numeric parts of a parent's sum (its own H_i) are added once.
+- A free joint (S = a permutation of I₆) keeps D_i = the 6x6 H_i^A as LDLᵀ factors, never
+  an inverse; its projected inertia is exactly zero (nothing passes to a parent).
 """
 from __future__ import annotations
 
@@ -21,8 +24,9 @@ from dataclasses import dataclass
 import casadi as ca
 import numpy as np
 
-from ..spatial import skew, sx, symmetric
+from ..spatial import sx, symmetric
 from . import linalg
+from .frames import body_inertia, transform_inertia
 
 
 @dataclass
@@ -54,44 +58,6 @@ def unit_axis(S):
     return None, 1.0
 
 
-def rigid_matrix(body):
-    """H_i (6x6 numeric): the body's spatial inertia about its origin."""
-    return body.spatial_inertia()
-
-
-def inertia_to_parent(X, H):
-    """Xᵀ H X for a symmetric 6x6 H in child coordinates, X = ^iX_λ(i) compact: rotate the
-    three 3x3 blocks by E, then shift by r; only the upper entries are kept (the rest never
-    reaches an output, so it costs nothing)."""
-    E, r = X.E, X.r
-    I, C, M = H[:3, :3], H[:3, 3:], H[3:, 3:]
-    Ir = _rotate(E, I, sym=True)
-    Mr = _rotate(E, M, sym=True)
-    Cr = ca.mtimes(E.T, ca.mtimes(C, E))
-    rx = skew(r)
-    C2 = Cr + ca.mtimes(rx, Mr)               # top-right block: Cr + r× Mr
-    Z = ca.mtimes(Cr, rx)                     # Cr r×
-    W = ca.mtimes(C2, rx)                     # (Cr + r× Mr) r× = Z + r× Mr r×
-    out = {}
-    for a in range(3):
-        for b in range(a, 3):
-            out[(a, b)] = Ir[a, b] - Z[b, a] - W[a, b]      # Ir + r×Crᵀ − Cr r× − r×Mr r×
-            out[(3 + a, 3 + b)] = Mr[a, b]
-        for b in range(3):
-            out[(a, 3 + b)] = C2[a, b]
-    return symmetric(out, 6)
-
-
-def _rotate(E, A, sym):
-    """Eᵀ A E (upper entries only matter when ``sym``)."""
-    return ca.mtimes(E.T, ca.mtimes(A, E))
-
-
-def add_sym(A, B):
-    """A + B for symmetric 6x6, each unique entry once."""
-    return symmetric({(a, b): A[a, b] + B[a, b] for a in range(6) for b in range(a, 6)}, 6)
-
-
 def project(body, HA):
     """U, D, D⁻¹, U D⁻¹ and H^a for one joint."""
     S = body.joint.motion_subspace()
@@ -99,8 +65,7 @@ def project(body, HA):
     if body.joint.kind == "free":
         U = ca.mtimes(HA, sx(S))
         Dm = ca.mtimes(sx(S).T, U)
-        upper = {(a, b): Dm[a, b] for a in range(6) for b in range(a, 6)}
-        fac = linalg.ldl(upper, 6)
+        fac = linalg.ldl({(a, b): Dm[a, b] for a in range(6) for b in range(a, 6)}, 6)
         return ArticulatedJoint(HA, S, U, Dm, None, None, ca.SX.zeros(6, 6), None, 1.0, fac)
     a, sign = unit_axis(S)
     if a is not None:
@@ -111,20 +76,39 @@ def project(body, HA):
         D = ca.dot(sx(S), U)
     Dinv = 1 / D
     Ubar = U * Dinv
-    ent = {}
-    for p in range(6):
-        for q in range(p, 6):
-            ent[(p, q)] = 0 if a in (p, q) else HA[p, q] - U[p] * Ubar[q]    # H^a S = 0
+    ent = {(p, q): 0 if a in (p, q) else HA[p, q] - U[p] * Ubar[q]      # H^a S = 0
+           for p in range(6) for q in range(p, 6)}
     return ArticulatedJoint(HA, S, U, D, Dinv, Ubar, symmetric(ent, 6), a, sign, None)
 
 
-def articulated_inertias(robot, X):
-    """[ArticulatedJoint per body]: H_i^A with every subtree's projected inertia added."""
-    HA = [sx(rigid_matrix(b)) for b in robot.bodies]
+def _sum(const, terms):
+    """const (numeric 6x6) + Σ terms (symmetric SX), each entry summed once."""
+    ent = {}
+    for a in range(6):
+        for b in range(a, 6):
+            e = 0
+            for T in terms:
+                if not T[a, b].is_zero():
+                    e = T[a, b] if isinstance(e, int) else e + T[a, b]
+            k = float(const[a, b])
+            if k and isinstance(e, int):
+                e = k
+            elif k:                                 # e − |k| shares the constant of a +|k| entry
+                e = e + k if k > 0 else e - (-k)
+            ent[(a, b)] = e
+    return symmetric(ent, 6)
+
+
+def articulated_inertias(robot, T):
+    """[ArticulatedJoint per body] for T = frames.local_transforms(robot, q[, offsets]),
+    in the frames of T."""
+    const = [body_inertia(b, t.o) for b, t in zip(robot.bodies, T)]     # H_i, numeric
+    terms = [[] for _ in robot.bodies]
     out = [None] * robot.n_bodies
     for i in reversed(range(robot.n_bodies)):
-        out[i] = project(robot.bodies[i], HA[i])
+        out[i] = J = project(robot.bodies[i], _sum(const[i], terms[i]))
         p = robot.parent(i)
-        if p >= 0 and not out[i].free:
-            HA[p] = add_sym(HA[p], inertia_to_parent(X[i], out[i].Ha))   # H_λ(i)^A += Xᵀ H^a X
+        if p < 0 or J.free:
+            continue
+        terms[p].append(transform_inertia(T[i], J.Ha))       # H_λ(i)^A += Xᵀ H^a X
     return out

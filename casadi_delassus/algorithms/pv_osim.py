@@ -2,7 +2,8 @@
 
 PV-OSIMr paper ../shared/papers/000_82174d5af858539c.txt, Alg. 1; PV paper
 ../shared/papers/004_52dd6d88d839fc14.txt, Alg. 2 and eqs. (42a), (42c), (42e), (48).
-O(n + m²d).  Two sweeps, in local link frames:
+O(n + m²d).  Two sweeps, in local link frames (slid along the joint axes where that zeroes
+offsets, frames.choose_offsets):
 
   forward (kinematics):   ^iX_λ(i)(q)
   backward, leaves first: H_i^A (articulated.py), and for every link supporting constraints
@@ -20,8 +21,9 @@ from __future__ import annotations
 import casadi as ca
 
 from ..spatial import sx
-from . import kinematics, linalg
+from . import linalg
 from .articulated import articulated_inertias
+from .frames import choose_offsets, local_transforms, transform_rows
 
 
 def project_rows(J, K):
@@ -55,10 +57,13 @@ def free_update(L, rows, J, K):
         L[key] = L.get(key, 0) + e
 
 
-def sweeps(robot, constraints, q, K_bodies):
-    """The backward sweep's results: {'X', 'abi', 'L'} (L: upper entries of Λ⁻¹)."""
-    X = kinematics.joint_transforms(robot, q)
-    abi = articulated_inertias(robot, X)
+def sweeps(robot, constraints, q, K_bodies, free_update_=True):
+    """The backward sweep's results: {'X', 'abi', 'L', 'stack'} (L: upper entries of Λ⁻¹,
+    stack[i]: (global rows, K_i^A)).  Without ``free_update_``, L stops at L_b^A: the
+    update of PV eq. (48) at free joints is left to the caller (PV-OSIM-fast)."""
+    T = local_transforms(robot, q, choose_offsets(robot, constraints))
+    X = [t.X for t in T]
+    abi = articulated_inertias(robot, T)
     # K_i^A as (global row indices, SX rows) per body; own constraints first
     stack = [([], None) for _ in robot.bodies]
     for c, K, r0 in zip(constraints.constraints, K_bodies, constraints.offsets):
@@ -71,16 +76,17 @@ def sweeps(robot, constraints, q, K_bodies):
             continue
         J = abi[i]
         if J.free:
-            free_update(L, rows, J, K)             # PV eq. (48); nothing passes a free joint
+            if free_update_:
+                free_update(L, rows, J, K)         # PV eq. (48); nothing passes a free joint
             continue
         Kp, v = project_rows(J, K)
         sr1(L, rows, v, J.Dinv)                    # L_i^A + K_i^A S_i D_i⁻¹ S_iᵀ K_i^Aᵀ
         p = robot.parent(i)
         if p >= 0:
-            Kp = X[i].transpose_rows(Kp)           # K_i^A P_iᵀ ^iX_λ(i)
+            Kp = transform_rows(T[i], Kp)           # K_i^A P_iᵀ ^iX_λ(i)
             pidx, pK = stack[p]
             stack[p] = (pidx + rows, Kp if pK is None else ca.vertcat(pK, Kp))
-    return {"X": X, "abi": abi, "L": L}
+    return {"X": X, "abi": abi, "L": L, "stack": stack}
 
 
 def delassus(robot, constraints, q, K_bodies):
