@@ -16,7 +16,7 @@ from casadi_delassus import load_robot
 from casadi_delassus.algorithms import ALGORITHMS
 from casadi_delassus.api import constraint_set
 from casadi_delassus.codegen.opcount import count_ops
-from casadi_delassus.codegen.trace import trace
+from casadi_delassus.codegen.trace import choose_cheapest, trace
 from casadi_delassus.model import registry
 
 DELASSUS = [a for a in ("naive", "ltl_osim", "kjr", "efpa", "pv_osim", "pv_osimr", "pv_osim_fast") if a in ALGORITHMS]
@@ -33,21 +33,31 @@ def slope(x, y):
     return float(np.polyfit(np.log(x), np.log(y), 1)[0])
 
 
-def plot(name, series, xlabel, title, loglog=False):
+COLORS = {"naive": "k", "ltl_osim": "tab:brown", "kjr": "tab:purple", "efpa": "tab:green",
+          "pv_osim": "tab:blue", "pv_osimr": "tab:red", "pv_osim_fast": "tab:orange"}
+
+
+def plot(name, panels, xlabel, title, loglog=False):
+    """``panels``: {panel title: {algorithm: (x, y)}} — one axis per panel, one colour per
+    algorithm throughout (a single panel may be given as {algorithm: (x, y)})."""
     import matplotlib
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
-    fig, ax = plt.subplots(figsize=(6.4, 4.2))
-    for label, (x, y) in series.items():
-        ax.plot(x, y, marker="o", ms=3, label=label)
-    if loglog:
-        ax.set_xscale("log")
-        ax.set_yscale("log")
-    ax.set_xlabel(xlabel)
-    ax.set_ylabel("instructions (SX ops)")
-    ax.set_title(title)
-    ax.grid(True, which="both", alpha=0.3)
-    ax.legend(fontsize=8)
+    if all(isinstance(v, tuple) for v in panels.values()):
+        panels = {"": panels}
+    fig, axes = plt.subplots(1, len(panels), figsize=(3.4 * len(panels) + 1.5, 3.8), squeeze=False)
+    for ax, (panel, series) in zip(axes[0], panels.items()):
+        for label, (x, y) in series.items():
+            ax.plot(x, y, marker="o", ms=3, label=label, color=COLORS.get(label))
+        if loglog:
+            ax.set_xscale("log")
+            ax.set_yscale("log")
+        ax.set_xlabel(xlabel)
+        ax.set_title(panel, fontsize=10)
+        ax.grid(True, which="both", alpha=0.3)
+    axes[0][0].set_ylabel("instructions (SX ops)")
+    axes[0][-1].legend(fontsize=8)
+    fig.suptitle(title)
     fig.tight_layout()
     RESULTS.mkdir(parents=True, exist_ok=True)
     fig.savefig(RESULTS / f"{name}.png", dpi=120)
@@ -66,12 +76,12 @@ def study_stem(quick):
             counts = {a: instructions(robot, "default", a) for a in algos}
             rows.append([b, n, robot.nv, 12 * b, *counts.values()])
             for a in algos:
-                series.setdefault(f"{a}, b={b}", ([], []))
-                series[f"{a}, b={b}"][0].append(n)
-                series[f"{a}, b={b}"][1].append(counts[a])
+                x, y = series.setdefault(f"b = {b} branches per side", {}).setdefault(a, ([], []))
+                x.append(n)
+                y.append(counts[a])
             print(rows[-1], flush=True)
     write("stem", rows, ["branches/side", "stem n", "nv", "m", *algos], "Long stem with branches (PV-OSIMr Fig. 3)")
-    plot("stem", series, "stem length n", "Long stem with b branches per side")
+    plot("stem", series, "stem length n", "Long stem with b branches per side (PV-OSIMr paper Fig. 3)")
     if {"pv_osim", "pv_osimr"} <= set(algos):
         print("claim: PV-OSIMr equals PV-OSIM for one branch and wins from two branches on")
         for b in (1, 2, 4, 7):
@@ -137,12 +147,17 @@ def study_registry(quick):
         if registry.is_available(name):
             robot = load_robot(name)
             targets += [(robot, s, s) for s in robot.scenarios]
+    agree = 0
     for robot, label, constraints in targets:
         counts = {a: instructions(robot, constraints, a) for a in DELASSUS}
         best = min(counts, key=counts.get)
-        rows.append([robot.name, label, *counts.values(), best])
+        chosen = choose_cheapest(robot, constraint_set(robot, constraints)[0])[0]
+        agree += chosen == best
+        rows.append([robot.name, label, *counts.values(), best, chosen])
         print(rows[-1], flush=True)
-    write("registry", rows, ["robot", "scenario", *DELASSUS, "cheapest"], "Λ⁻¹ instructions on the registry robots")
+    write("registry", rows, ["robot", "scenario", *DELASSUS, "cheapest", "-a auto"],
+          "Λ⁻¹ instructions on the registry robots")
+    print(f"-a auto chose the cheapest algorithm of the table on {agree}/{len(rows)} scenarios")
 
 
 STUDIES = {"stem": study_stem, "kchain": study_kchain, "allchain": study_allchain, "feet": study_feet,

@@ -105,3 +105,15 @@ _TWO_LINK_URDF = """<robot name="two">
   <joint type="revolute" name="j2"><parent link="l1"/><child link="l2"/><origin xyz="0.2 0 0" rpy="0.3 0 0"/><axis xyz="0 1 0"/><limit lower="-3" upper="3" effort="1" velocity="1"/></joint>
 </robot>
 """
+
+
+def test_auto_picks_the_fewest_instructions_and_says_why(go1, out_dir):
+    from casadi_delassus.algorithms import delassus_algorithms
+    from casadi_delassus.codegen.opcount import count_ops
+    from casadi_delassus.codegen.trace import trace
+    f = cd.generate(go1, "4F3", "auto", out_dir=out_dir)
+    counts = {a: count_ops(trace(go1, f.constraints, a)[0])["instructions"] for a in delassus_algorithms()}
+    auto = f.manifest["auto"]
+    assert auto["chosen"] == min(counts, key=counts.get) and auto["instructions"] == counts
+    assert f.op_count["instructions"] == counts[auto["chosen"]] and auto["chosen"] in auto["reason"]
+    assert check_delassus(f, go1, f.constraints, samples=20) <= TOL
