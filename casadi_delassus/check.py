@@ -15,6 +15,8 @@ def relative_error(a, b):
 ORACLES = {
     "delassus": lambda robot, cs, x: reference.delassus(robot, cs, x["q"], x["K"]),
     "osim": lambda robot, cs, x: reference.osim(robot, cs, x["q"], x["K"]),
+    "delassus_apply": lambda robot, cs, x: reference.delassus(robot, cs, x["q"], x["K"]) @ x["lam"],
+    "damped_inverse_apply": lambda robot, cs, x: np.linalg.solve(np.diag(1 / x["R"]) + reference.delassus(robot, cs, x["q"], x["K"]), x["lam"]),
 }
 
 

@@ -16,6 +16,7 @@ VECTOR_INPUTS = {
     "k": ("m", "desired constraint-space accelerations, rows in constraint order"),
     "R": ("m", "constraint compliance (soft weights), positive, rows in constraint order"),
     "lam": ("m", "a constraint-space vector, rows in constraint order"),
+    "a": ("nv", "joint accelerations v̇, Pinocchio layout (base: [linear; angular] in the base frame)"),
 }
 
 
@@ -49,6 +50,14 @@ def _registry():
     algos.append(Algorithm("kjr", kjr.delassus, "KJR: articulated inertias, inverse inertias from a common ancestor, O(n + m²d)", delassus_out))
     from . import ltl_osim
     algos.append(Algorithm("ltl_osim", ltl_osim.delassus, "LTL-OSIM: CRBA + Jacobian, sparse M = LᵀDL, Y = J L⁻¹, Λ⁻¹ = Y D⁻¹ Yᵀ", delassus_out))
+    from . import damped_inverse_apply, delassus_apply
+    algos.append(Algorithm("delassus_apply", delassus_apply.apply,
+                           "Matrix-free Λ⁻¹λ: merged Jᵀλ / ABA / J ν̇ sweeps, O(n + m)",
+                           {"delassus_apply": "Λ⁻¹ λ = J M⁻¹ Jᵀ λ (m), rows in constraint order"}, inputs=("lam",)))
+    algos.append(Algorithm("damped_inverse_apply", damped_inverse_apply.apply,
+                           "Matrix-free damped inverse (R⁻¹ + Λ⁻¹)⁻¹ a: matrix inversion lemma + constrained ABA, O(n + m)",
+                           {"damped_inverse_apply": "(diag(R)⁻¹ + J M⁻¹ Jᵀ)⁻¹ a with a = the lam input"},
+                           inputs=("R", "lam")))
     return {a.name: a for a in algos}
 
 

@@ -26,7 +26,7 @@ def trace(robot, constraints, algorithm, name=None, cse=True, osim=False):
     K_syms = {c.input_name: ca.SX.sym(c.input_name, c.rows, 6) for c in constraints.inputs}
     K_bodies = [c.K_body(K_syms[c.input_name]) if c.is_input else c.K_body() for c in constraints.constraints]
     outputs = algo.fn(robot, constraints, q, K_bodies, **vectors)
-    if osim and "osim" not in outputs:
+    if osim and "osim" not in outputs and "delassus" in outputs:     # Λ only where Λ⁻¹ is an output
         m = constraints.m
         outputs["osim"] = linalg.to_sx(linalg.spd_inverse(linalg.upper_entries(outputs["delassus"]), m), m)
     names = list(outputs)

@@ -36,6 +36,11 @@ def load_robot(spec, floating_base=None):
             raise ModelError(f"unsupported model file {spec}: expected .urdf or .json")
         robot.scenarios = {}
         return robot
+    from .synthetic_contact import is_contact_synthetic, parse_contact_synthetic
+    if is_contact_synthetic(spec):
+        robot, default = parse_contact_synthetic(spec)
+        robot.scenarios = {"default": default}
+        return robot
     if is_synthetic(spec):
         robot, default = parse_synthetic(spec)
         robot.scenarios = {"default": default}

@@ -1,0 +1,94 @@
+"""Matrix-free damped Delassus inverse: a ↦ Λ_R a = (R⁻¹ + J M⁻¹ Jᵀ)⁻¹ a in O(n + m).
+
+Matrix-free paper ../shared/papers/001_a194bdf892a0cc2c.txt, Sec. V: by the matrix
+inversion lemma (its eq. 8),
+
+    Λ_R = R − R J (M + Jᵀ R J)⁻¹ Jᵀ R,
+
+evaluated in its four steps: λ_R = R a; ν̇_R = M_R⁻¹ Jᵀ λ_R; a_R = J ν̇_R; λ = λ_R − R a_R.
+M_R = M + Jᵀ R J is solved by the constrained articulated-body recursion (its Alg. 4, which
+for constraints between one body and the world has no neighbour sets): the ABA of
+delassus_apply.py over modified spatial inertias H_i + Σ_e K_eᵀ R_e K_e (Alg. 4 line 4),
+with the force and acceleration sweeps merged as in its Sec. V-D.
+
+Conventions of the generated function (q, R, lam):
+- ``R`` is the paper's R exactly: a positive diagonal *stiffness*, one entry per constraint
+  row; the compliance added to the Delassus matrix is R⁻¹ (so Λ_R = (diag(1/R) + Λ⁻¹)⁻¹).
+- ``lam`` carries the constraint-space vector a (the paper's a_c) that Λ_R is applied to.
+M_R is positive definite whatever the rank of J, so a rank-deficient Λ⁻¹ is fine.
+"""
+from __future__ import annotations
+
+import casadi as ca
+import numpy as np
+
+from ..spatial import sx, symmetric
+from .articulated import project
+from .delassus_apply import constraint_accelerations, constraint_forces, frames_for, sweeps
+from .frames import body_inertia, transform_inertia
+
+
+def _weighted_gram(K, w):
+    """Upper entries of Kᵀ diag(w) K (6x6) for K (rows x 6, numeric or SX), w (rows, SX)."""
+    ent = {}
+    numeric = isinstance(K, np.ndarray)
+    for a in range(6):
+        for b in range(a, 6):
+            e = 0
+            for r in range(K.shape[0]):
+                if numeric:
+                    k = float(K[r, a] * K[r, b])
+                    if k == 0:
+                        continue
+                    term = w[r] if k == 1 else -w[r] if k == -1 else k * w[r]
+                else:
+                    term = K[r, a] * K[r, b] * w[r]
+                e = term if isinstance(e, int) else e + term
+            ent[(a, b)] = e
+    return ent
+
+
+def _sum(const, terms):
+    """Symmetric 6x6: numeric ``const`` + Σ upper-entry dicts/SX matrices, summed once."""
+    ent = {}
+    for a in range(6):
+        for b in range(a, 6):
+            e = 0
+            for t in terms:
+                x = t.get((a, b), 0) if isinstance(t, dict) else t[a, b]
+                if isinstance(x, int) and x == 0 or isinstance(x, ca.SX) and x.is_zero():
+                    continue
+                e = x if isinstance(e, int) else e + x
+            k = float(const[a, b])
+            if k:
+                e = k if isinstance(e, int) else (e + k if k > 0 else e - (-k))
+            ent[(a, b)] = e
+    return symmetric(ent, 6)
+
+
+def modified_articulated_inertias(robot, T, extra):
+    """The articulated-inertia sweep of articulated.py with H_i + extra[i] as body inertias."""
+    const = [body_inertia(b, t.o) for b, t in zip(robot.bodies, T)]
+    terms = [[] for _ in robot.bodies]
+    for i, e in extra.items():
+        terms[i].extend(e)
+    out = [None] * robot.n_bodies
+    for i in reversed(range(robot.n_bodies)):
+        out[i] = J = project(robot.bodies[i], _sum(const[i], terms[i]))
+        p = robot.parent(i)
+        if p >= 0 and not J.free:
+            terms[p].append(transform_inertia(T[i], J.Ha))
+    return out
+
+
+def apply(robot, constraints, q, K_bodies, R, lam):
+    T = frames_for(robot, constraints, q)
+    extra = {}                                                        # body -> [Kᵀ R K]
+    for c, K, r0 in zip(constraints.constraints, K_bodies, constraints.offsets):
+        w = [R[r0 + r] for r in range(c.rows)]
+        extra.setdefault(c.body, []).append(_weighted_gram(K if isinstance(K, np.ndarray) else sx(K), w))
+    abi = modified_articulated_inertias(robot, T, extra)
+    lam_R = R * lam                                                   # step 1: λ_R = R a
+    a = sweeps(robot, T, abi, constraint_forces(robot, constraints, K_bodies, lam_R))
+    a_R = constraint_accelerations(constraints, K_bodies, a)          # step 3
+    return {"damped_inverse_apply": lam_R - R * a_R}                  # step 4
