@@ -67,24 +67,25 @@ def main(path=ANCHOR):
     on_path = set(b for c in cs.constraints for b in robot.ancestors(c.body))
 
     def abi_stage(abi):
-        # Ū_i (x·(1/D) becomes x/D in CasADi, so 1/D itself is never needed) and D_b = LDLᵀ
-        return [J.Ubar if not J.free else [J.ldl[0], J.ldl[2]] for i, J in enumerate(abi) if i in on_path]
+        # Ū_i (x·(1/D) becomes x/D in CasADi, so 1/D itself is never needed) and H_b^A; D_b is
+        # factored by the stage that uses it (in the basis that suits it)
+        return [J.Ubar if not J.free else J.HA for i, J in enumerate(abi) if i in on_path]
 
     # PV-OSIM
     s = pv_osim.sweeps(robot, cs, q, K, free_update_=False)
     full = dict(s["L"])
     bases = [i for i, J in enumerate(s["abi"]) if J.free and s["stack"][i][0]]
     for i in bases:
-        pv_osim.free_update(full, s["stack"][i][0], s["abi"][i], s["stack"][i][1])
+        pv_osim.free_update(full, s["stack"][i][0], s["abi"][i], s["stack"][i][1], pv_osim.lead_rows(s["T"], s["via"][i]))
     report("pv_osim", args, [
-        ("articulated inertias H^A (+ D_b = LDLᵀ)", abi_stage(s["abi"])),
+        ("articulated inertias H^A", abi_stage(s["abi"])),
         ("constraint rows K^A propagated to the base", [s["stack"][i][1] for i in bases]),
         ("L^A: SR1 updates K S D⁻¹ Sᵀ Kᵀ", dict(s["L"])),
-        ("base: Λ⁻¹ = L_b^A + K_b^A (H_b^A)⁻¹ K_b^Aᵀ (eq. 48)", full)], totals["pv_osim"])
+        ("base: Λ⁻¹ = L_b^A + K_b^A (H_b^A)⁻¹ K_b^Aᵀ (eq. 48, D_b factored)", full)], totals["pv_osim"])
     # PV-OSIMr
     r = pv_osimr.sweeps(robot, cs, q, K)
     report("pv_osimr", args, [
-        ("articulated inertias H^A (+ D_b = LDLᵀ)", abi_stage(r["abi"])),
+        ("articulated inertias H^A", abi_stage(r["abi"])),
         ("backward: ^λK_D, ^λΩ_D between branching links (16-17)", [r["top"], r["omega0_backward"]]),
         ("forward over N: ^0Ω_i (eq. 18)", r["omega0"]),
         ("CEMPs along N (19) + assembly (13)", pv_osimr.assemble(cs, r)["delassus"])], totals["pv_osimr"])
@@ -92,7 +93,7 @@ def main(path=ANCHOR):
     f = pv_osim_fast.factors(robot, cs, q, K)
     s, checks = f["sweeps"], pv_osim_fast.check_outputs(f)
     report("pv_osim_fast", args, [
-        ("articulated inertias H^A (+ D_b = LDLᵀ)", abi_stage(s["abi"])),
+        ("articulated inertias H^A", abi_stage(s["abi"])),
         ("constraint rows K^A propagated to the base", [s["stack"][i][1] for i in bases]),
         ("L_b^A: SR1 updates", dict(s["L"])),
         ("factors: LDLᵀ of L_b^A, schur and its LDLᵀ (eq. 55)", [f["Lb_ldl"], f["K_b"], f["schur_ldl"]]),

@@ -48,14 +48,6 @@ def symmetric(entries, n):
     return ca.densify(M)
 
 
-def sym_congruence(E, A):
-    """Eᵀ A E for symmetric A, each unique entry computed once."""
-    E, A = sx(E), sx(A)
-    AE = ca.mtimes(A, E)
-    n = E.shape[1]
-    return symmetric({(i, j): ca.dot(E[:, i], AE[:, j]) for i in range(n) for j in range(i, n)}, n)
-
-
 class Transform:
     """^B X_A: E maps A coordinates to B coordinates, r is B's origin in A coordinates."""
 
@@ -81,29 +73,14 @@ class Transform:
 
 class RigidInertia:
     """A rigid-body (or composite) spatial inertia: mass m, first moment h = m c and
-    rotational inertia Ī about the frame origin (symmetric)."""
+    rotational inertia Ī about the frame origin (symmetric).  Moved between frames by
+    algorithms.frames.transform_rigid."""
 
     def __init__(self, mass, h, I_origin):
         self.mass, self.h, self.I = sx(mass), sx(h).reshape((3, 1)), sx(I_origin)
 
-    @classmethod
-    def of_body(cls, body):
-        c = np.asarray(body.com, float)
-        cx = np.array([[0, -c[2], c[1]], [c[2], 0, -c[0]], [-c[1], c[0], 0]])
-        return cls(body.mass, body.mass * c, body.inertia - body.mass * cx @ cx)
-
     def __add__(self, other):
         return RigidInertia(self.mass + other.mass, self.h + other.h, self.I + other.I)
-
-    def to_parent(self, X):
-        """Xᵀ I X: the same inertia expressed in the parent frame A of ``X`` = ^B X_A."""
-        h_rot = ca.mtimes(X.E.T, self.h)                     # Eᵀ h
-        h = h_rot + self.mass * X.r                          # h' = Eᵀh + m r
-        rx, hrx, hx = skew(X.r), skew(h_rot), skew(h)
-        coupling = ca.mtimes(rx, hrx) + ca.mtimes(hx, rx)
-        rot = sym_congruence(X.E, self.I)
-        I = symmetric({(i, j): rot[i, j] - coupling[i, j] for i in range(3) for j in range(i, 3)}, 3)
-        return RigidInertia(self.mass, h, I)
 
     def matrix(self):
         """The 6x6 spatial inertia [[Ī, h×], [h×ᵀ, m 1]]."""

@@ -17,8 +17,11 @@ Table I.  Three sweeps and a post-processing step, in local link frames:
 free (zero torque); Ω_ab maps a force on link b to the acceleration of link a."""
 from __future__ import annotations
 
-from . import local_frames as lf
-from .efpa import articulated, assemble, cca, rows, support
+from . import linalg
+from .articulated import articulated_inertias
+from .efpa import assemble, cca, frames_for, rows, support
+from .frames import transform_compliance, transform_motion
+from .linalg import dot, sym
 
 
 def _path(robot, top, bottom):
@@ -30,25 +33,26 @@ def _path(robot, top, bottom):
     return out[::-1]
 
 
-def carry_down(robot, X, P, cols, top, bottom):
+def carry_down(robot, T, P, cols, top, bottom):
     """^topP_bottomᵀ applied to motion columns given at ``top``: at ``bottom``."""
     for i in _path(robot, top, bottom):
-        cols = [P[i].motion(X[i].motion(c)) for c in cols]
+        cols = [P[i].motion(transform_motion(T[i], c)) for c in cols]
     return cols
 
 
 def sweeps(robot, constraints, q, K_bodies):
-    """KJR's intermediate quantities: {'X', 'P', 'Om' (Ω_i), 'down' (carried-down halves),
-    'cross' (Ω_ab, a < b, as rows), 'blocks' (upper blocks of Λ⁻¹)}."""
-    X = lf.transforms(robot, q)
-    P = articulated(robot, X)
+    """KJR's intermediate quantities: {'T', 'P', 'Om' (Ω_i, as rows), 'down' (carried-down
+    halves), 'cross' (Ω_ab, a < b, as rows), 'blocks' (upper blocks of Λ⁻¹)}."""
+    T = frames_for(robot, constraints, q)
+    P = articulated_inertias(robot, T)
     ES = support(robot, constraints)
     # forward sweep: Ω_i (symmetric, i's coordinates) on the supporting links
     Om = {}
     for i in range(robot.n_bodies):
         if ES[i]:
             p = robot.parent(i)
-            Om[i] = P[i].omega_matrix() if p < 0 else P[i].congruence(X[i].compliance(Om[p]))
+            Om[i] = P[i].omega_matrix() if p < 0 else P[i].congruence(transform_compliance(T[i], Om[p]))
+    Om = {i: linalg.entries(M) for i, M in Om.items()}
     body = [c.body for c in constraints.constraints]
     K = [rows(Kb) for Kb in K_bodies]
     down = {}                       # (c, i): columns of Ω_{i,c} = ^cP_iᵀ Ω_c, shared prefixes
@@ -57,7 +61,7 @@ def sweeps(robot, constraints, q, K_bodies):
         if i == c:
             return Om[c]
         if (c, i) not in down:
-            down[(c, i)] = [P[i].motion(X[i].motion(col)) for col in carried(c, robot.parent(i))]
+            down[(c, i)] = [P[i].motion(transform_motion(T[i], col)) for col in carried(c, robot.parent(i))]
         return down[(c, i)]
 
     def new_steps(c, i):
@@ -66,8 +70,8 @@ def sweeps(robot, constraints, q, K_bodies):
     blocks, cross = {}, {}
     for a in range(len(body)):
         # diagonal: K_a Ω_a K_aᵀ, W = Ω_a K_aᵀ then the upper entries of K_a W
-        W = [[lf.dot(row, f) for row in Om[body[a]]] for f in K[a]]
-        blocks[(a, a)] = lf.sym(len(K[a]), lambda r, s: lf.dot(K[a][r], W[s]))
+        W = [[dot(row, f) for row in Om[body[a]]] for f in K[a]]
+        blocks[(a, a)] = sym(len(K[a]), lambda r, s: dot(K[a][r], W[s]))
         for b in range(a + 1, len(body)):
             c = cca(robot, body[a], body[b])
             if c is None:                                            # different trees
@@ -76,16 +80,16 @@ def sweeps(robot, constraints, q, K_bodies):
             # carry the shared half down one branch, the pair's own half down the other
             if la + new_steps(c, body[b]) <= lb + new_steps(c, body[a]):
                 Psi = carried(c, body[b])                            # Ω_{b,c}, columns
-                cols = carry_down(robot, X, P, [list(r) for r in zip(*Psi)], c, body[a])
+                cols = carry_down(robot, T, P, [list(r) for r in zip(*Psi)], c, body[a])
                 Oab = [list(r) for r in zip(*cols)]                  # Ω_{a,b} as rows
             else:
                 Psi = carried(c, body[a])
                 # columns of Ω_{b,a} = rows of Ω_{a,b}
-                Oab = carry_down(robot, X, P, [list(r) for r in zip(*Psi)], c, body[b])
+                Oab = carry_down(robot, T, P, [list(r) for r in zip(*Psi)], c, body[b])
             cross[(a, b)] = Oab
-            T = [[lf.dot(k, [Oab[u][v] for u in range(6)]) for v in range(6)] for k in K[a]]   # K_a Ω_ab
-            blocks[(a, b)] = [[lf.dot(t, kb) for kb in K[b]] for t in T]
-    return {"X": X, "P": P, "Om": Om, "down": down, "cross": cross, "blocks": blocks}
+            KO = [[dot(k, [Oab[u][v] for u in range(6)]) for v in range(6)] for k in K[a]]   # K_a Ω_ab
+            blocks[(a, b)] = [[dot(t, kb) for kb in K[b]] for t in KO]
+    return {"T": T, "P": P, "Om": Om, "down": down, "cross": cross, "blocks": blocks}
 
 
 def delassus(robot, constraints, q, K_bodies):

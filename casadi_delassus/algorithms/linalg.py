@@ -1,12 +1,23 @@
-"""Factorizations over SX scalars, written out so that structural zeros are skipped and
-every reciprocal is computed once (never ``casadi.inv`` or a generic ``solve``)."""
+"""Linear algebra over SX scalars (lists of scalars, dicts of upper entries), written out so
+that structural zeros are skipped and every reciprocal is computed once (never
+``casadi.inv`` or a generic ``solve``).  CasADi folds 0*x and x+0, so exact numeric zeros
+cost nothing; these helpers also avoid building them."""
 from __future__ import annotations
 
 import casadi as ca
 
 
-def _is_zero(e):
+def is_zero(e):
+    """A structural zero: an exact numeric 0 (Python number or SX constant)."""
     return isinstance(e, (int, float)) and e == 0 or isinstance(e, ca.SX) and e.is_zero()
+
+
+_is_zero = is_zero
+
+
+def pm(x, sign, y):
+    """x + y for sign > 0, x - y otherwise (CasADi folds a zero operand)."""
+    return x + y if sign > 0 else x - y
 
 
 def _dot(pairs):
@@ -18,20 +29,102 @@ def _dot(pairs):
     return acc
 
 
+def dot(a, b):
+    """Σ a_l b_l of two lists, structural zeros skipped (0 when none survive)."""
+    return _dot(zip(a, b))
+
+
+def entries(M):
+    """A (dense) SX matrix as a list of rows of scalars; lists pass through."""
+    if isinstance(M, ca.SX):
+        return [[M[a, b] for b in range(M.shape[1])] for a in range(M.shape[0])]
+    return M
+
+
+def to_sx_rows(rows):
+    """An SX matrix from a list of rows of scalars (SX or numbers)."""
+    return ca.vertcat(*[ca.horzcat(*[e if isinstance(e, ca.SX) else ca.SX(e) for e in row]) for row in rows])
+
+
+def sym(n, entry):
+    """n x n symmetric list-matrix from entry(a, b), evaluated for a <= b only."""
+    M = [[0] * n for _ in range(n)]
+    for a in range(n):
+        for b in range(a, n):
+            M[a][b] = M[b][a] = entry(a, b)
+    return M
+
+
+def kind(e):
+    """0: exact zero, 1: numeric constant, 2: symbolic."""
+    if is_zero(e):
+        return 0
+    return 1 if not isinstance(e, ca.SX) or e.is_constant() else 2
+
+
+def gram_cost(A, B, upper=True):
+    """Operations to form the entries of A Bᵀ (rows of A against rows of B; the upper ones
+    only when ``upper``), zeros skipped: a product costs one multiplication unless both
+    factors are numbers.  Used to pick the cheaper of two equal formulas."""
+    ka, kb = [[kind(e) for e in row] for row in A], [[kind(e) for e in row] for row in B]
+    cost = 0
+    for r in range(len(A)):
+        for s in range(r if upper else 0, len(B)):
+            pairs = [x * y for x, y in zip(ka[r], kb[s]) if x and y]
+            n_sym = sum(p > 1 for p in pairs)
+            terms = n_sym + (len(pairs) > n_sym)
+            cost += n_sym + max(0, terms - 1)
+    return cost
+
+
+class Shared:
+    """Hash-consed products and differences: an operation on the same operands is built
+    once, so equal quantities reached twice are not recomputed even without CasADi's cse."""
+
+    def __init__(self):
+        self.cache = {}
+
+    @staticmethod
+    def _key(x):
+        if not isinstance(x, ca.SX):
+            return float(x)
+        return float(x) if x.is_constant() else x.element_hash()
+
+    def _get(self, key, make):
+        if key not in self.cache:
+            self.cache[key] = make()
+        return self.cache[key]
+
+    def mul(self, x, y):
+        a, b = sorted((self._key(x), self._key(y)), key=repr)
+        return self._get(("*", a, b), lambda: x * y)
+
+    def sub(self, x, y):
+        return self._get(("-", self._key(x), self._key(y)), lambda: x - y)
+
+    def dot(self, a, b):
+        acc = 0
+        for x, y in zip(a, b):
+            if not (is_zero(x) or is_zero(y)):
+                p = self.mul(x, y)
+                acc = p if is_zero(acc) else self._get(("+", self._key(acc), self._key(p)), lambda: acc + p)
+        return acc
+
+
 def ldl(upper, n):
     """Dense LDLᵀ of a symmetric matrix given by its upper entries {(i, j): e}, i <= j.
-    Returns (L as {(i, j): e} strictly below the diagonal, D, D⁻¹) in natural order."""
-    L, D, Dinv = {}, [], []
+    Returns (L as {(i, j): e} strictly below the diagonal, D, D⁻¹) in natural order.
+    The entries of L D (L before its scaling by D⁻¹) are kept, not recomputed as L·D."""
+    L, LD, D, Dinv = {}, {}, [], []
     for j in range(n):
-        # W[k] = L[j, k] D[k], reused for column j
-        W = [L.get((j, k), 0) * D[k] if not _is_zero(L.get((j, k), 0)) else 0 for k in range(j)]
+        W = [LD.get((j, k), 0) for k in range(j)]              # L[j, k] D[k]
         d = upper.get((j, j), 0) - _dot((W[k], L.get((j, k), 0)) for k in range(j))
         D.append(d)
         Dinv.append(1 / d)
         for i in range(j + 1, n):
             a = upper.get((j, i), 0) - _dot((W[k], L.get((i, k), 0)) for k in range(j))
             if not _is_zero(a):
-                L[(i, j)] = a * Dinv[j]
+                LD[(i, j)], L[(i, j)] = a, a * Dinv[j]
     return L, D, Dinv
 
 

@@ -5,7 +5,11 @@ PV-OSIMr paper ../shared/papers/000_82174d5af858539c.txt, Sec. II-A eqs. (4)-(6)
 ../shared/papers/004_52dd6d88d839fc14.txt, Sec. II-C eqs. (6)-(8); EFPA paper
 ../shared/papers/003_3d6496c5334b6d59.txt, Sec. V-B (SFA).  M comes from the CRBA
 (kinematics.mass_matrix) and J from kinematics.constraint_jacobian, both fed with the
-compact local transforms of local_frames; the Jacobian is counted.
+local transforms of frames.py (plane rotations, frames slid along the joint axes); the
+Jacobian is counted.  A free base keeps its model frame: where a child's joint axis runs
+through its origin along a coordinate axis (Talos' torso), the two columns of M coincide and
+the factorization shares their products (linalg.Shared); sliding the base to zero other
+offsets would cost more there than it saves.
 
 Branch-induced sparsity: with the dofs numbered parents first and λ(k) the parent dof of k,
 M_ki ≠ 0 only for i an ancestor of k.  Factorizing leaves first keeps L (unit lower,
@@ -14,8 +18,9 @@ L_ki for i ∈ anc(k)) inside M's pattern — no fill-in — and the rows of Y k
 only."""
 from __future__ import annotations
 
-from . import kinematics
-from . import local_frames as lf
+from . import kinematics, linalg
+from .frames import choose_offsets, local_transforms
+from .linalg import is_zero
 
 
 def dof_parents(robot):
@@ -54,7 +59,7 @@ def solve_rows(J, L, lam, ops):
     for r in range(J.shape[0]):
         y = [J[r, c] if not J[r, c].is_zero() else 0 for c in range(J.shape[1])]
         for k in reversed(range(len(lam))):
-            if lf.is_zero(y[k]):
+            if is_zero(y[k]):
                 continue
             i = lam[k]
             while i >= 0:
@@ -66,16 +71,16 @@ def solve_rows(J, L, lam, ops):
 
 def sweeps(robot, constraints, q, K_bodies):
     """LTL-OSIM's intermediate quantities: {'M', 'J', 'L', 'Dinv', 'Y', 'delassus'}."""
-    X = lf.transforms(robot, q)
-    M = kinematics.mass_matrix(robot, X)                          # CRBA, upper entries
-    J = kinematics.constraint_jacobian(robot, constraints, X, K_bodies)
+    T = local_transforms(robot, q, choose_offsets(robot, constraints, move_free=False))
+    M = kinematics.mass_matrix(robot, T)                          # CRBA, upper entries
+    J = kinematics.constraint_jacobian(robot, constraints, T, K_bodies)
     lam = dof_parents(robot)
-    ops = lf.Shared()
+    ops = linalg.Shared()
     L, Dinv = ltdl(M, lam, ops)
     Y = solve_rows(J, L, lam, ops)
-    Yd = [[0 if lf.is_zero(e) else ops.mul(e, d) for e, d in zip(row, Dinv)] for row in Y]   # Y D⁻¹
-    return {"M": M, "J": J, "L": L, "Dinv": Dinv, "Y": Y,
-            "delassus": lf.to_sx(lf.sym(len(Y), lambda a, b: ops.dot(Yd[a], Y[b])))}
+    Yd = [[0 if is_zero(e) else ops.mul(e, d) for e, d in zip(row, Dinv)] for row in Y]   # Y D⁻¹
+    upper = {(a, b): ops.dot(Yd[a], Y[b]) for a in range(len(Y)) for b in range(a, len(Y))}
+    return {"M": M, "J": J, "L": L, "Dinv": Dinv, "Y": Y, "delassus": linalg.to_sx(upper, len(Y))}
 
 
 def delassus(robot, constraints, q, K_bodies):

@@ -6,12 +6,13 @@ constraint Jacobian J, a dense LDLᵀ of M in natural (root-first) order and
 from __future__ import annotations
 
 from . import kinematics, linalg
+from .frames import choose_offsets, local_transforms
 
 
 def delassus(robot, constraints, q, K_bodies):
-    X = kinematics.joint_transforms(robot, q)
-    M = kinematics.mass_matrix(robot, X)
-    J = kinematics.constraint_jacobian(robot, constraints, X, K_bodies)
+    T = local_transforms(robot, q, choose_offsets(robot, constraints))
+    M = kinematics.mass_matrix(robot, T)
+    J = kinematics.constraint_jacobian(robot, constraints, T, K_bodies)
     L, _, Dinv = linalg.ldl(M, robot.nv)
     Jt = [[J[r, i] for r in range(constraints.m)] for i in range(robot.nv)]
     Z = linalg.forward_substitute(L, robot.nv, Jt)

@@ -24,7 +24,7 @@ from __future__ import annotations
 import casadi as ca
 
 from . import linalg
-from .pv_osim import free_update, sweeps
+from .pv_osim import free_update, lead_rows, sweeps
 
 
 def _packed(L, D, n):
@@ -53,7 +53,7 @@ def factors(robot, constraints, q, K_bodies):
     bases = [i for i, J in enumerate(abi) if J.free and stack[i][0]]
     mil = [i for i in bases if i not in own]        # L_b^A has only branch blocks there
     for i in bases:
-        free_update(full, stack[i][0], abi[i], stack[i][1])
+        free_update(full, stack[i][0], abi[i], stack[i][1], lead_rows(s["T"], s["via"][i]))
         if i not in mil:                             # no lemma: this tree's Λ⁻¹ goes to Lb
             rows = stack[i][0]
             Lb.update({(a, b): full[(a, b)] for a in rows for b in rows if (a, b) in full})

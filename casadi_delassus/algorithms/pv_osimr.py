@@ -28,20 +28,26 @@ from ..spatial import sx
 from . import linalg
 from .articulated import articulated_inertias
 from .frames import choose_offsets, local_transforms, transform_rows
-from .pv_osim import project_rows, sr1
+from .pv_osim import lead_axes, sr1
 
 
 class FactoredOmega:
-    """^0Ω_b = S D⁻¹ Sᵀ of a free root b, kept as the LDLᵀ factors of D."""
+    """^0Ω_b = S D⁻¹ Sᵀ of a free root b, kept as the LDLᵀ factors of D.  With ``lead`` (a
+    child of b with a numeric joint axis s), D is factored in a basis led by s: the rows that
+    come through that child annihilate s, so their first Z entry is an exact zero."""
 
-    def __init__(self, J):
-        self.J = J
+    def __init__(self, J, leads=()):
+        self.lead = leads[0] if leads else None
+        self.J = J if self.lead is None else J.leading([self.lead[0]])
 
-    def z(self, R):
-        """Z = L⁻¹ Sᵀ Rᵀ (6 x m) for rows R (m x 6)."""
-        B = ca.mtimes(sx(self.J.S).T, R.T)
-        Z = linalg.forward_substitute(self.J.ldl[0], 6, [[B[r, c] for c in range(R.shape[0])] for r in range(6)])
-        return ca.vertcat(*[ca.horzcat(*[sx(e) for e in row]) for row in Z])
+    def z(self, R, via=None):
+        """Z = L⁻¹ Sᵀ Rᵀ (6 x m) for rows R (m x 6) that came through the child ``via``."""
+        B = [self.J.coords([R[r, c] for c in range(6)]) for r in range(R.shape[0])]
+        if self.lead is not None and via in self.lead[1]:
+            for b in B:
+                b[0] = 0
+        Z = linalg.forward_substitute(self.J.ldl[0], 6, [[b[a] for b in B] for a in range(6)])
+        return linalg.to_sx_rows(Z)
 
 
 def structure(robot, constraints):
@@ -78,51 +84,61 @@ def structure(robot, constraints):
             A[("L", i)] = up
         for e in ees[i]:
             A[("E", e)] = ("L", i) if inN[i] else up
-    return {"carries": carries, "branches": branches, "inN": inN, "D": D, "A": A, "cut": cut}
+    return {"carries": carries, "branches": branches, "inN": inN, "D": D, "A": A, "cut": cut,
+            "ees": [c.body for c in constraints.constraints]}
 
 
 def backward(robot, st, T, abi, Ks):
-    """Alg. 3 lines 5-15: (top, omega0) with top[n] = (^A(n)K_n rows, ^A(n)Ω_n) for the
-    N-members n below a branching link, omega0[n] = ^0Ω_n where A(n) = 0."""
+    """Alg. 3 lines 5-15: (top, omega0, via) with top[n] = (^A(n)K_n rows, ^A(n)Ω_n) for the
+    N-members n below a branching link, omega0[n] = ^0Ω_n where A(n) = 0, via[n] = the child
+    of A(n) that n's rows came through (None for an EE on A(n) itself)."""
     rows_of = lambda node: Ks[node[1]].shape[0] if node[0] == "E" else 6   # noqa: E731
-    up, top, omega0 = {}, {}, {}
+    weight = [0] * robot.n_bodies                          # constraint rows in each subtree
+    for K, c in zip(Ks, st["ees"]):
+        for i in robot.ancestors(c):
+            weight[i] += K.shape[0]
+    up, top, omega0, via = {}, {}, {}, {}
     for i in reversed(range(robot.n_bodies)):
         if not st["carries"][i]:
             continue
+        child = None
         if st["inN"][i]:
             R, Om, node = ca.SX.eye(6), {}, ("L", i)       # ^iK_i = 1, ^iΩ_i = 0 (line 7)
             for b in st["branches"][i]:                    # ^iK_n, ^iΩ_n for the N-members
                 if b[0] == "E":                            # n just below i (line 4)
-                    top[b] = (Ks[b[1]], {})
+                    top[b], via[b] = (Ks[b[1]], {}), None
                 else:
-                    top[up[b[1]][2]] = up[b[1]][:2]
+                    top[up[b[1]][2]], via[up[b[1]][2]] = up[b[1]][:2], b[1]
         else:
             b = st["branches"][i][0]
             R, Om, node = (Ks[b[1]], {}, b) if b[0] == "E" else up[b[1]]
+            child = b[1] if b[0] == "L" else None
         J, m = abi[i], rows_of(node)
         if J.free:                                         # ^0Ω_D(i) through D_i = LDLᵀ
             if st["inN"][i]:
-                omega0[node] = FactoredOmega(J)
+                kids = {b[1]: weight[b[1]] for b in st["branches"][i] if b[0] == "L"}
+                omega0[node] = FactoredOmega(J, lead_axes(T, kids, 1))
             else:
-                Z = FactoredOmega(J).z(R)
-                omega0[node] = _add(Om, _gram(Z, J.ldl[2], Z, m, True))
+                fo = FactoredOmega(J, lead_axes(T, {child: 1}, 1) if child is not None else ())
+                Z = fo.z(R, child)
+                omega0[node] = _add(Om, _gram(Z, fo.J.ldl[2], Z, m, True))
             continue
-        Rp, v = project_rows(J, R)
+        Rp, v = J.project_rows(R)
         Om = dict(Om)
         sr1(Om, list(range(m)), v, J.Dinv)                 # eq. (16)
         if st["cut"][i]:
             omega0[node] = Om                              # fixed-base root: ^0Ω_D(i)
         else:
             up[i] = (transform_rows(T[i], Rp), Om, node)   # eq. (17)
-    return top, omega0
+    return top, omega0, via
 
 
 class Blocks:
     """^cK_a ^0Ω_c ^cK_bᵀ (eq. 13) with every product computed once: ^cK composed along N
     (eq. 19), Y = ^0Ω_c ^cK_bᵀ for an explicit ^0Ω_c, Z = L⁻¹ Sᵀ ^cK_bᵀ for a factored one."""
 
-    def __init__(self, A, top, omega0, rows):
-        self.A, self.top, self.omega0, self.rows = A, top, omega0, rows
+    def __init__(self, A, top, omega0, rows, via):
+        self.A, self.top, self.omega0, self.rows, self.via = A, top, omega0, rows, via
         self.cache = {}
 
     def _memo(self, key, make):
@@ -132,7 +148,7 @@ class Blocks:
 
     def Z(self, c, n):
         R = self.top[n][0]
-        return self._memo(("Z", c, n), lambda: self.omega0[c].z(R) if self.A[n] == c
+        return self._memo(("Z", c, n), lambda: self.omega0[c].z(R, self.via[n]) if self.A[n] == c
                           else ca.mtimes(self.Z(c, self.A[n]), R.T))
 
     def Zs(self, c, n):
@@ -160,10 +176,10 @@ def sweeps(robot, constraints, q, K_bodies):
     abi = articulated_inertias(robot, T)
     st = structure(robot, constraints)
     Ks = [sx(K) for K in K_bodies]
-    top, omega0 = backward(robot, st, T, abi, Ks)
+    top, omega0, via = backward(robot, st, T, abi, Ks)
     after_backward = dict(omega0)
     A = st["A"]
-    blocks = Blocks(A, top, omega0, lambda n: Ks[n[1]].shape[0] if n[0] == "E" else 6)
+    blocks = Blocks(A, top, omega0, lambda n: Ks[n[1]].shape[0] if n[0] == "E" else 6, via)
     # forward sweep over N (lines 16-17), parents first
     for n in sorted((k for k in A if k not in omega0), key=lambda k: (_body(k, constraints), k[0] == "E")):
         if A[n] is not None:
