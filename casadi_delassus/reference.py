@@ -197,3 +197,89 @@ def inverse_dynamics(robot, q, v, a):
 def forward_dynamics(robot, q, v, tau):
     """Unconstrained joint acceleration M^-1 (tau - bias)."""
     return np.linalg.solve(mass_matrix(robot, q), np.asarray(tau, float) - bias_forces(robot, q, v))
+
+
+# -- constrained dynamics (dense KKT) ------------------------------------------------------
+# Convention (PV paper ../shared/papers/004_52dd6d88d839fc14.txt, eqs. (1)-(4), with
+# Pinocchio's sign for the multipliers):
+#     M(q) v̇ + c(q, v) = τ + Jᵀ λ,        J v̇ + J̇ v = k,
+# c = C(q, v) v + g(q) (gravity ``robot.gravity``, world coordinates), J the constraint
+# Jacobian (rows K_i acting on body i's spatial velocity in body coordinates, the rows of
+# ``constraint_jacobian``) and J̇ v the matching *spatial* drift K_i (J̇_i v): K_i applied to
+# body i's spatial acceleration when v̇ = 0 and gravity is off (``bias_accelerations``).
+# For a 6D weld (CONTACT_6D, LOCAL) this is Pinocchio's constraint acceleration; for a 3D
+# point Pinocchio constrains the *classical* acceleration a_p + ω × v_p, i.e. our
+# k = k_pin − ω × v_p (frame axes).  λ = Pinocchio's ``data.lambda_c``.
+
+def bias_accelerations(robot, q, v):
+    """Spatial acceleration (body coordinates, [angular; linear]) of every body for v̇ = 0,
+    without gravity: J̇_i v.  Plain forward recursion a_i = X a_parent + v_i × S_i v_i."""
+    X_up = parent_transforms(robot, q)
+    v = np.asarray(v, dtype=float).reshape(-1)
+    vel, acc = [None] * robot.n_bodies, [None] * robot.n_bodies
+    for i, b in enumerate(robot.bodies):
+        vJ = b.joint.motion_subspace() @ v[_vslice(b)]
+        if b.parent < 0:
+            vel[i], acc[i] = vJ, np.zeros(6)        # S constant in body coordinates, vJ x vJ = 0
+        else:
+            vel[i] = X_up[i] @ vel[b.parent] + vJ
+            acc[i] = X_up[i] @ acc[b.parent] + crm(vel[i]) @ vJ
+    return acc
+
+
+def constraint_drift(robot, constraints, q, v, K_inputs=None):
+    """J̇ v (m): K_i applied to body i's bias acceleration (``bias_accelerations``)."""
+    acc = bias_accelerations(robot, q, v)
+    Ks = constraints.K_body(K_inputs)
+    return np.concatenate([K @ acc[c.body] for c, K in zip(constraints.constraints, Ks)])
+
+
+def _redundancy(D, constraints, rcond):
+    """None, or a message when the Delassus matrix D = J M⁻¹ Jᵀ is (numerically) singular."""
+    eig = np.linalg.eigvalsh(0.5 * (D + D.T))
+    if eig.max() > 0 and eig.min() > rcond * eig.max():
+        return None
+    rank = int(np.sum(eig > rcond * max(eig.max(), 1e-300)))
+    return (f"the constraints {constraints.specs} are redundant or conflicting: J M⁻¹ Jᵀ has rank "
+            f"{rank} < m = {constraints.m} (eigenvalues {eig.min():.3g} .. {eig.max():.3g}), so the "
+            f"multipliers λ are not unique (and no v̇ satisfies J v̇ + J̇ v = k unless k is consistent)")
+
+
+def constrained_dynamics(robot, constraints, q, v, tau, k, K_inputs=None, redundant="raise", rcond=1e-10):
+    """(v̇, λ) of M v̇ + c = τ + Jᵀ λ, J v̇ + J̇ v = k by a dense KKT solve
+    [[M, −Jᵀ], [J, 0]] [v̇; λ] = [τ − c; k − J̇ v].
+
+    Redundant constraints (J not of full row rank) raise ConstraintError; with
+    ``redundant="lstsq"`` the least-squares KKT solution is returned instead (v̇ is unique when
+    k is consistent; λ is the minimum-norm choice)."""
+    M = mass_matrix(robot, q)
+    J = constraint_jacobian(robot, constraints, q, K_inputs)
+    b = np.asarray(tau, float).reshape(-1) - bias_forces(robot, q, v)
+    rhs = np.asarray(k, float).reshape(-1) - constraint_drift(robot, constraints, q, v, K_inputs)
+    m, n = J.shape
+    A = np.block([[M, -J.T], [J, np.zeros((m, m))]])
+    y = np.concatenate([b, rhs])
+    msg = _redundancy(J @ np.linalg.solve(M, J.T), constraints, rcond)
+    if msg is None:
+        sol = np.linalg.solve(A, y)
+    elif redundant == "lstsq":
+        sol = np.linalg.lstsq(A, y, rcond=None)[0]
+    else:
+        raise ConstraintError(msg)
+    return sol[:n], sol[n:]
+
+
+def soft_dynamics(robot, constraints, q, v, tau, k, R, K_inputs=None):
+    """(v̇, λ) of the soft Gauss principle (PV paper Sec. VI, eq. (50); MuJoCo's soft
+    equality constraints):  v̇ = argmin ½‖v̇ − v̇_free‖²_M + ½ rᵀ R⁻¹ r,  r = J v̇ + J̇ v − k,
+    i.e. (M + Jᵀ R⁻¹ J) v̇ = τ − c − Jᵀ R⁻¹ (J̇ v − k), and λ = −R⁻¹ r (so that again
+    M v̇ + c = τ + Jᵀ λ).  R > 0 (m): the compliance of each row; always solvable."""
+    M = mass_matrix(robot, q)
+    J = constraint_jacobian(robot, constraints, q, K_inputs)
+    Rinv = 1.0 / np.asarray(R, float).reshape(-1)
+    drift = constraint_drift(robot, constraints, q, v, K_inputs)
+    k = np.asarray(k, float).reshape(-1)
+    A = M + J.T @ (Rinv[:, None] * J)
+    b = np.asarray(tau, float).reshape(-1) - bias_forces(robot, q, v) - J.T @ (Rinv * (drift - k))
+    vdot = np.linalg.solve(A, b)
+    return vdot, -Rinv * (J @ vdot + drift - k)

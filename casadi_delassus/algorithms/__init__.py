@@ -13,7 +13,9 @@ from ..errors import DelassusError, unknown_name
 VECTOR_INPUTS = {
     "v": ("nv", "joint velocities, Pinocchio layout (base: [linear; angular] in the base frame)"),
     "tau": ("nv", "joint forces/torques (zero on the free base)"),
-    "k": ("m", "desired constraint-space accelerations, rows in constraint order"),
+    "k": ("m", "desired constraint-space accelerations, rows in constraint order: J v̇ + J̇ v = k with K_i "
+               "applied to the link's spatial acceleration (6D weld: Pinocchio's LOCAL constraint acceleration; "
+               "3D point: Pinocchio's classical acceleration − ω × v_p)"),
     "R": ("m", "constraint compliance (soft weights), positive, rows in constraint order"),
     "lam": ("m", "a constraint-space vector, rows in constraint order"),
     "a": ("nv", "joint accelerations v̇, Pinocchio layout (base: [linear; angular] in the base frame)"),
@@ -58,7 +60,32 @@ def _registry():
                            "Matrix-free damped inverse (R⁻¹ + Λ⁻¹)⁻¹ a: matrix inversion lemma + constrained ABA, O(n + m)",
                            {"damped_inverse_apply": "(diag(R)⁻¹ + J M⁻¹ Jᵀ)⁻¹ a with a = the lam input"},
                            inputs=("R", "lam")))
+    algos += _dynamics()
     return {a.name: a for a in algos}
+
+
+def _dynamics():
+    """Forward/inverse and constrained dynamics (PV paper ../shared/papers/004_52dd6d88d839fc14.txt)."""
+    from . import aba, ltl, ltl_soft, pv, pv_early, pv_soft, rnea
+    vdot = {"vdot": "joint accelerations v̇ (nv), Pinocchio layout (base: [linear; angular] of the base frame)"}
+    lam = {"lam": "constraint multipliers λ (m), rows in constraint order: M v̇ + c(q, v) = τ + Jᵀ λ "
+                  "(Pinocchio's data.lambda_c; the PV paper's λ is −λ)"}
+    hard, soft = ("v", "tau", "k"), ("v", "tau", "k", "R")
+    return [
+        Algorithm("aba", aba.aba, "ABA: unconstrained forward dynamics, O(n)", vdot, ("v", "tau")),
+        Algorithm("rnea", rnea.rnea, "RNEA: inverse dynamics τ = M v̇ + c, O(n)",
+                  {"tau": "joint forces τ = M(q) a + c(q, v) (nv), Pinocchio layout"}, ("v", "a")),
+        Algorithm("pv", pv.pv, "PV: Popov-Vereshchagin constrained dynamics (PV Alg. 1), O(n + m²d + m³)",
+                  vdot | lam, hard),
+        Algorithm("pv_early", pv_early.pv_early, "PV-early: PV with rank-1 early multiplier elimination, O(n + m)",
+                  vdot | lam, hard),
+        Algorithm("pv_soft", pv_soft.pv_soft, "PV-soft: soft Gauss principle by ABA on augmented inertias, O(n + m)",
+                  vdot | {"lam": "soft constraint forces λ = −R⁻¹ (J v̇ + J̇ v − k) (m): M v̇ + c = τ + Jᵀ λ"}, soft),
+        Algorithm("ltl", ltl.ltl, "LTL: CRBA + sparse M = LᵀDL + Delassus Schur complement, O(nd² + md² + m²d + m³)",
+                  vdot | lam, hard),
+        Algorithm("ltl_soft", ltl_soft.ltl_soft, "LTL-soft: sparse LᵀDL of M + Jᵀ R⁻¹ J (MuJoCo-style soft Gauss)",
+                  vdot | {"lam": "soft constraint forces λ = −R⁻¹ (J v̇ + J̇ v − k) (m): M v̇ + c = τ + Jᵀ λ"}, soft),
+    ]
 
 
 ALGORITHMS = _registry()

@@ -1,0 +1,213 @@
+"""Accuracy of the dynamics solvers on every registry scenario and the ladder: the traced
+casadi.Function evaluated numerically (no compiler) on random (q, v, τ, k, R, K), against
+
+- the NumPy reference (reference.constrained_dynamics: dense KKT; reference.soft_dynamics),
+- pinocchio.constraintDynamics for the hard solvers where it applies (6D welds and 3D points to
+  the world; k = 0 for 6D, k = −ω × v_p for 3D: Pinocchio constrains the classical acceleration),
+- pinocchio.aba / pinocchio.rnea for aba / rnea,
+
+and the constraint residual ‖J v̇ + J̇ v − k‖∞ of the hard solvers.  Runtime K inputs (the talos
+"anchor" scenario) are drawn with orthonormal rows, and again with N(0, 1) entries, which makes
+Λ⁻¹ ill-conditioned now and then (cond up to ~4e9 in 100 samples): pv and ltl, which eliminate
+per branch of the base (eq. 49 / the matrix inversion lemma), then lose digits that the dense
+reference keeps.  Samples where the
+constraints are redundant (reference.constrained_dynamics raises: every sample of 2F4x3 and 8F3;
+rarely, an ill-conditioned random K of a runtime-K scenario) are run with consistent targets
+k = J a + J̇ v: the hard solvers' λ is then not unique, so pv_early (which drops the redundant
+rows) and the soft solvers are compared on v̇ only (λ on the regular samples), and pv / ltl skip
+those samples (their L^A / Λ⁻¹ is singular: the generated code returns non-finite or meaningless
+values there).
+
+    .venv/bin/python bench/dynamics_accuracy.py [--samples 100] [--quick]
+
+Writes bench/results/dynamics_accuracy.md and .csv.
+"""
+from __future__ import annotations
+
+import argparse
+import time
+
+import numpy as np
+from common import write
+
+from casadi_delassus import load_robot
+from casadi_delassus import reference as ref
+from casadi_delassus.codegen.trace import trace
+from casadi_delassus.constraints import ConstraintSet
+from casadi_delassus.errors import ConstraintError
+from casadi_delassus.model import registry
+
+HARD, SOFT = ["pv", "pv_early", "ltl"], ["pv_soft", "ltl_soft"]
+ROBOTS = ["talos", "talos_reduced", "go1", "go2", "g1", "solo12", "panda", "atlas"]
+
+
+def rel(a, b):
+    return float(np.abs(np.asarray(a).ravel() - np.ravel(b)).max() / max(np.abs(b).max(), 1e-300))
+
+
+def pin_setup(name, robot, specs):
+    """(model, data, constraint models, datas) or None when Pinocchio or the constraint kind
+    does not apply (only LINK:6d / LINK:3d[@p] to the world)."""
+    try:
+        import pinocchio as pin
+    except ImportError:
+        return None
+    if name not in registry.names():
+        return None
+    path = str(registry.model_path(name))
+    model = (pin.buildModelFromUrdf(path, pin.JointModelFreeFlyer()) if registry.registry()[name].get("floating_base", True)
+             else pin.buildModelFromUrdf(path))
+    data = model.createData()
+    if specs is None:
+        return model, data, None, None
+    models, datas = pin.StdVec_RigidConstraintModel(), pin.StdVec_RigidConstraintData()
+    for spec in specs:
+        link, kind = spec.split(":")
+        kind, _, off = kind.partition("@")
+        if kind not in ("6d", "3d"):
+            return None
+        p = np.array([float(x) for x in off.split(",")]) if off else np.zeros(3)
+        frame = model.frames[model.getFrameId(link)]
+        models.append(pin.RigidConstraintModel({"6d": pin.ContactType.CONTACT_6D, "3d": pin.ContactType.CONTACT_3D}[kind],
+                                               model, frame.parentJoint, frame.placement * pin.SE3(np.eye(3), p),
+                                               pin.ReferenceFrame.LOCAL))
+    for m in models:
+        datas.append(m.createData())
+    pin.initConstraintDynamics(model, data, models, datas)
+    return model, data, models, datas
+
+
+def pin_dynamics(setup, specs, q, v, tau):
+    """(v̇, λ, our k) from pinocchio.constraintDynamics with zero constraint accelerations."""
+    import pinocchio as pin
+    model, data, models, datas = setup
+    ddq = pin.constraintDynamics(model, data, q, v, tau, models, datas).copy()
+    lam = data.lambda_c.copy()
+    pin.forwardKinematics(model, data, q, v)
+    k = []
+    for spec, cm in zip(specs, models):
+        if ":6d" in spec:
+            k += [0.0] * 6
+        else:
+            vel = cm.joint1_placement.actInv(data.v[cm.joint1_id])
+            k += list(-np.cross(vel.angular, vel.linear))
+    return ddq, lam, np.array(k)
+
+
+def draw_K(cs, rng, kind):
+    """Runtime K inputs: N(0, 1) entries (ConstraintSet.random_inputs), or orthonormal rows (the
+    PV paper scales every row of K_i to unit norm, Sec. II-B; orthogonal rows keep Λ⁻¹ as well
+    conditioned as the mechanism allows)."""
+    K = cs.random_inputs(rng)
+    if kind == "orthonormal":
+        K = {n: np.linalg.qr(x.T)[0].T for n, x in K.items()}
+    return K
+
+
+def run_scenario(name, robot, scenario, specs, samples, rows, K_kind="orthonormal"):
+    cs = ConstraintSet.parse(robot, specs)
+    rng = np.random.default_rng(0)
+    fs = {a: trace(robot, cs, a)[0] for a in HARD + SOFT}
+    setup = pin_setup(name, robot, specs) if all(":6d" in s or ":3d" in s for s in specs) else None
+    stats = {a: {"v": 0.0, "l": 0.0, "res": 0.0, "pin": 0.0, "n": 0, "nonfinite": 0} for a in fs}
+    deficient = 0                  # samples where the reference finds J M⁻¹ Jᵀ singular
+    for _ in range(samples):
+        q, v, tau = robot.random_q(rng), rng.normal(size=robot.nv), rng.normal(size=robot.nv)
+        K = draw_K(cs, rng, K_kind)
+        k, R = rng.normal(size=cs.m), rng.uniform(0.1, 1.0, cs.m)
+        J, drift = ref.constraint_jacobian(robot, cs, q, K), ref.constraint_drift(robot, cs, q, v, K)
+        try:
+            hard = ref.constrained_dynamics(robot, cs, q, v, tau, k, K)
+            redundant = False
+        except ConstraintError:
+            redundant = True
+            deficient += 1
+            k = J @ rng.normal(size=robot.nv) + drift                    # consistent targets
+            hard = ref.constrained_dynamics(robot, cs, q, v, tau, k, K, redundant="lstsq")
+        soft = ref.soft_dynamics(robot, cs, q, v, tau, k, R, K)
+        pin_ref = pin_dynamics(setup, specs, q, v, tau) if setup and not redundant else None
+        for a, f in fs.items():
+            if redundant and a in ("pv", "ltl"):
+                continue
+            out = f(q=q, v=v, tau=tau, k=k, **({"R": R} if a in SOFT else {}), **K)
+            vd, lam = np.array(out["vdot"]).ravel(), np.array(out["lam"]).ravel()
+            st = stats[a]
+            st["n"] += 1
+            if not (np.all(np.isfinite(vd)) and np.all(np.isfinite(lam))):
+                st["nonfinite"] += 1
+                continue
+            r_vd, r_lam = soft if a in SOFT else hard
+            st["v"] = max(st["v"], rel(vd, r_vd))
+            if not redundant:
+                st["l"] = max(st["l"], rel(lam, r_lam))
+            if a in HARD:
+                st["res"] = max(st["res"], float(np.abs(J @ vd + drift - k).max()))
+                if pin_ref is not None:
+                    o = f(q=q, v=v, tau=tau, k=pin_ref[2], **K)
+                    st["pin"] = max(st["pin"], rel(np.array(o["vdot"]).ravel(), pin_ref[0]),
+                                    rel(np.array(o["lam"]).ravel(), pin_ref[1]))
+    note = "" if not deficient else f" ({deficient} rank-deficient)"
+    if cs.inputs:
+        scenario = f"{scenario} (K {'orthonormal rows' if K_kind == 'orthonormal' else '~ N(0, 1)'})"
+    for a in fs:
+        st = stats[a]
+        if deficient == samples and a in ("pv", "ltl"):
+            rows.append([name, scenario, cs.m, a, "n/a (redundant)", "", "", "", ""])
+            continue
+        rows.append([name, scenario, cs.m, a, f"{st['n']}{note if a not in ('pv', 'ltl') else ''}", f"{st['v']:.1e}",
+                     "n/a (not unique)" if deficient == samples else f"{st['l']:.1e}",
+                     f"{st['res']:.1e}" if a in HARD else "",
+                     (f"{st['pin']:.1e}" if setup and deficient < samples and a in HARD else "") +
+                     (f" ({st['nonfinite']} non-finite)" if st["nonfinite"] else "")])
+        print(rows[-1], flush=True)
+
+
+def run_unconstrained(name, robot, samples, rows):
+    setup = pin_setup(name, robot, None)
+    if setup is None:
+        return
+    import pinocchio as pin
+    model, data, _, _ = setup
+    cs = ConstraintSet.parse(robot, next(iter(robot.scenarios.values())))
+    fa, fr = trace(robot, cs, "aba")[0], trace(robot, cs, "rnea")[0]
+    rng = np.random.default_rng(1)
+    ea = er = 0.0
+    for _ in range(samples):
+        q, v, t = robot.random_q(rng), rng.normal(size=robot.nv), rng.normal(size=robot.nv)
+        ea = max(ea, rel(fa(q=q, v=v, tau=t)["vdot"], pin.aba(model, data, q, v, t)))
+        er = max(er, rel(fr(q=q, v=v, a=t)["tau"], pin.rnea(model, data, q, v, t)))
+    rows.append([name, "(none)", 0, "aba", samples, f"{ea:.1e}", "", "", f"{ea:.1e}"])
+    rows.append([name, "(none)", 0, "rnea", samples, f"{er:.1e}", "", "", f"{er:.1e}"])
+    print(rows[-2], rows[-1], flush=True)
+
+
+def main(argv=None):
+    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    ap.add_argument("--samples", type=int, default=100)
+    ap.add_argument("--quick", action="store_true", help="talos, go1, panda and the ladder only, 20 samples")
+    args = ap.parse_args(argv)
+    samples = 20 if args.quick else args.samples
+    robots = ["talos", "go1", "panda"] if args.quick else ROBOTS
+    rows = []
+    t0 = time.perf_counter()
+    for name in robots:
+        if not registry.is_available(name):
+            print(f"skip {name}: not installed")
+            continue
+        robot = load_robot(name)
+        run_unconstrained(name, robot, samples, rows)
+        for scenario, specs in robot.scenarios.items():
+            run_scenario(name, robot, scenario, specs, samples, rows)
+            if any(s.endswith("-input") for s in specs):
+                run_scenario(name, robot, scenario, specs, samples, rows, K_kind="normal")
+    robot = load_robot("ladder:rungs=4")
+    run_scenario("ladder:rungs=4", robot, "default", robot.scenarios["default"], samples, rows)
+    write("dynamics_accuracy", rows,
+          ["robot", "scenario", "m", "algorithm", "samples", "v̇ max rel. err (vs reference)",
+           "λ max rel. err", "max |J v̇ + J̇ v − k|", "vs Pinocchio (max rel.)"],
+          f"Dynamics solvers against the NumPy reference and Pinocchio ({samples} random samples per row, "
+          f"{time.perf_counter() - t0:.0f} s)")
+
+
+if __name__ == "__main__":
+    main()
