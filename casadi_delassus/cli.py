@@ -248,11 +248,12 @@ def demo(out_dir, samples):
     click.echo(f"robot: {robot.name} ({robot.source}), nq = {robot.nq}, nv = {robot.nv}, floating base")
     click.echo(f"constraints (scenario 2F): {', '.join(robot.scenarios['2F'])}")
     t0 = time.perf_counter()
-    f = api.generate(robot, "2F", "naive", out_dir=out_dir)
+    f = api.generate(robot, "2F", AUTO, out_dir=out_dir)
     m = f.manifest
+    click.echo(f"algorithm: auto -> {m['auto']['chosen']}, the {m['auto']['reason']}")
     click.echo(f"generated + compiled in {time.perf_counter() - t0:.1f} s ({' '.join(m['cflags'])})")
     ops = m["op_count"]
-    click.echo(f"op count (naive): {ops['instructions']:,} instructions, {ops['flops']:,} flops "
+    click.echo(f"op count ({m['auto']['chosen']}): {ops['instructions']:,} instructions, {ops['flops']:,} flops "
                f"(add {ops['ops']['add']:,}, mul {ops['ops']['mul']:,}, div {ops['ops']['div']:,}), cse = {m['cse']}")
     err = check_delassus(f, robot, f.constraints, samples=samples)
     click.echo(f"max relative error vs NumPy reference over {samples} random q: {err:.2e}")

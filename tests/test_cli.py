@@ -107,3 +107,10 @@ def test_no_compiler_at_all_is_named(monkeypatch):
     monkeypatch.setattr(shutil, "which", lambda name: None)
     with pytest.raises(CompilerError, match="no C compiler found"):
         find_compiler()
+
+
+def test_demo_runs_the_cheapest_algorithm_on_talos(tmp_path):
+    r = run("demo", "-o", str(tmp_path), "--samples", "20")
+    assert r.returncode == 0, r.stderr
+    assert "algorithm: auto -> " in r.stdout and "max relative error vs NumPy reference over 20 random q" in r.stdout
+    assert (tmp_path / "talos" / "2F" / "auto.so").is_file()
