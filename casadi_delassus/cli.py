@@ -3,7 +3,6 @@ from __future__ import annotations
 
 import sys
 import time
-from pathlib import Path
 
 import click
 
@@ -47,6 +46,19 @@ def _resolve(robot_spec, scenario, specs):
     return robot, cs, name
 
 
+def _with(opts):
+    def deco(f):
+        for o in reversed(opts):
+            f = o(f)
+        return f
+    return deco
+
+
+# ROBOT plus how its constraints are chosen: every command that targets one scenario
+_target_opts = [_robot_arg, _scenario_opt, _constraint_opt]
+_trace_opts = [*_target_opts, _algo_opt, _cse_opt]
+
+
 @click.group(context_settings={"help_option_names": ["-h", "--help"]})
 def cli():
     """Generate operation-counted, compiled C for Delassus-matrix algorithms.
@@ -70,11 +82,7 @@ def robots():
 
 
 @cli.command()
-@_robot_arg
-@_scenario_opt
-@_constraint_opt
-@_algo_opt
-@_cse_opt
+@_with(_trace_opts)
 @click.option("--format", "fmt", type=click.Choice(["table", "json", "csv"]), default="table", show_default=True)
 def count(robot, scenario, specs, algorithms, cse, fmt):
     """Count the operations of each algorithm (traced, not compiled)."""
@@ -112,20 +120,8 @@ _gen_opts = [click.option("-o", "--out", "out_dir", default=str(api.DEFAULT_OUT)
              click.option("--force", is_flag=True, help="regenerate even if the cache is up to date")]
 
 
-def _with(opts):
-    def deco(f):
-        for o in reversed(opts):
-            f = o(f)
-        return f
-    return deco
-
-
 @cli.command()
-@_robot_arg
-@_scenario_opt
-@_constraint_opt
-@_algo_opt
-@_cse_opt
+@_with(_trace_opts)
 @_osim_opt
 @_with(_gen_opts)
 @click.option("--package", "package_dir", default=None, metavar="DIR",
@@ -170,11 +166,7 @@ def _check_one(robot, constraints, algorithms, samples, tol, out_dir, cflags, cc
 
 
 @cli.command()
-@_robot_arg
-@_scenario_opt
-@_constraint_opt
-@_algo_opt
-@_cse_opt
+@_with(_trace_opts)
 @_osim_opt
 @click.option("--samples", default=100, show_default=True, help="random configurations")
 @click.option("--tol", default=DEFAULT_TOL, show_default=True, help="max relative error allowed")
@@ -207,9 +199,7 @@ def check(robot, scenario, specs, algorithms, cse, osim, samples, tol, all_scena
 
 
 @cli.command()
-@_robot_arg
-@_scenario_opt
-@_constraint_opt
+@_with(_target_opts)
 @click.option("-a", "--algorithm", "algorithms", multiple=True, metavar="ALGO",
               help="algorithm(s) to time, 'auto' or 'all' (default: every Delassus algorithm)")
 @click.option("--reps", default=5, show_default=True, help="repetitions (the median is reported)")

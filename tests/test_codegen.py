@@ -5,7 +5,6 @@ import numpy as np
 import pytest
 
 import casadi_delassus as cd
-from casadi_delassus import reference
 from casadi_delassus.check import check_delassus
 from casadi_delassus.codegen.build import resolve_cflags
 

@@ -19,9 +19,8 @@ from casadi_delassus.codegen.opcount import count_ops
 from casadi_delassus.codegen.trace import trace
 from casadi_delassus.constraints import ConstraintSet
 from casadi_delassus.errors import ConstraintError
-from casadi_delassus.model.registry import is_available
 
-from conftest import ANCHOR_JSON
+from conftest import ANCHOR_JSON, model_for
 
 N = 20
 HARD = ["pv", "pv_early", "ltl"]
@@ -49,29 +48,7 @@ CASES = {
 }
 
 
-def _tilted():
-    from casadi_delassus.model import Robot
-    from casadi_delassus.model.robot import Body, Joint
-    rng = np.random.default_rng(5)
-    spec = [("free", None, -1), ("revolute", [0.6, 0.8, 0], 0), ("prismatic", [0, 0.6, 0.8], 1),
-            ("revolute", [0, 0, 1], 2), ("continuous", [1, 0, 0], 3), ("revolute", [0.48, 0.6, 0.64], 4),
-            ("revolute", [0, 1, 0], 0), ("revolute", [1, 1, 1], 6)]
-    bodies = []
-    for i, (kind, axis, parent) in enumerate(spec):
-        off = rng.normal(size=3) * 0.3
-        E = np.linalg.qr(rng.normal(size=(3, 3)))[0] if i % 2 else np.eye(3)
-        bodies.append(Body(f"t{i}", parent, Joint(f"tj{i}", kind, None if axis is None else np.array(axis, float)),
-                           E if parent >= 0 else np.eye(3), off if parent >= 0 else np.zeros(3), 1.0 + i,
-                           rng.normal(size=3) * 0.05, np.diag([0.02, 0.03, 0.025]) + 0.002))
-    return Robot("tilted", bodies)
-
-
-def _robot(spec):
-    if spec == "tilted":
-        return _tilted()
-    if ":" not in spec and not is_available(spec):
-        pytest.skip(f"robot {spec} is not installed")
-    return load_robot(spec)
+_robot = model_for
 
 
 @functools.lru_cache(maxsize=None)

@@ -4,17 +4,16 @@ numerically, no compiler), and their operation counts on the papers' Talos model
 Run with ``-s`` to see the maximum relative error of every case."""
 import dataclasses
 import functools
-import importlib.metadata
 
 import numpy as np
 import pytest
 
+from conftest import model_for
 from casadi_delassus import reference as ref
 from casadi_delassus.codegen.opcount import count_ops
 from casadi_delassus.codegen.trace import trace
 from casadi_delassus.constraints import ConstraintSet
 from casadi_delassus.model import Robot, load_robot
-from casadi_delassus.model.registry import is_available
 
 from conftest import ANCHOR_JSON
 
@@ -61,19 +60,7 @@ def _forest():
 
 
 def _model(spec):
-    """A registry name, a synthetic spec, 'forest', or 'erd:' + a file of example-robot-data."""
-    if spec == "forest":
-        return _forest()
-    if spec.startswith("erd:"):
-        try:
-            root = importlib.metadata.distribution("example-robot-data").locate_file(
-                "cmeel.prefix/share/example-robot-data/robots")
-        except importlib.metadata.PackageNotFoundError:
-            pytest.skip("example-robot-data is not installed")
-        return load_robot(str(root / spec[4:]))
-    if ":" not in spec and not is_available(spec):
-        pytest.skip(f"robot {spec} is not installed")
-    return load_robot(spec)
+    return model_for(spec, {"forest": _forest})
 
 
 @functools.lru_cache(maxsize=None)

@@ -1,6 +1,5 @@
 """Model loaders: the spatial_v2 JSON anchor, malformed JSON, synthetic mechanisms."""
 import json
-from pathlib import Path
 
 import numpy as np
 import pytest

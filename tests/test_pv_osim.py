@@ -4,19 +4,18 @@ operation counts on the papers' Talos model.
 
 Run with ``-s`` to see the maximum relative error of every case."""
 import functools
-import importlib.metadata
 
 import casadi as ca
 import numpy as np
 import pytest
 
 from casadi_delassus import reference as ref
+from conftest import model_for
 from casadi_delassus.algorithms import pv_osim_fast, pv_osimr
 from casadi_delassus.codegen.opcount import count_ops
 from casadi_delassus.codegen.trace import trace
 from casadi_delassus.constraints import ConstraintSet
 from casadi_delassus.model import Robot, load_robot
-from casadi_delassus.model.registry import is_available
 from casadi_delassus.model.robot import Body, Joint
 
 from conftest import ANCHOR_JSON
@@ -52,36 +51,7 @@ CASES = {
 }
 
 
-def _tilted():
-    """A floating base with two branches: revolute joints about tilted and coordinate axes,
-    a tilted prismatic joint, a continuous joint, rotated joint frames."""
-    rng = np.random.default_rng(5)
-    spec = [("free", None, -1), ("revolute", [0.6, 0.8, 0], 0), ("prismatic", [0, 0.6, 0.8], 1),
-            ("revolute", [0, 0, 1], 2), ("continuous", [1, 0, 0], 3), ("revolute", [0.48, 0.6, 0.64], 4),
-            ("revolute", [0, 1, 0], 0), ("revolute", [1, 1, 1], 6)]
-    bodies = []
-    for i, (kind, axis, parent) in enumerate(spec):
-        a = rng.normal(size=3) * 0.3
-        E = np.linalg.qr(rng.normal(size=(3, 3)))[0] if i % 2 else np.eye(3)
-        bodies.append(Body(f"t{i}", parent, Joint(f"tj{i}", kind, None if axis is None else np.array(axis, float)),
-                           E if parent >= 0 else np.eye(3), a if parent >= 0 else np.zeros(3), 1.0 + i,
-                           rng.normal(size=3) * 0.05, np.diag([0.02, 0.03, 0.025]) + 0.002))
-    return Robot("tilted", bodies)
-
-
-def _model(spec):
-    if spec == "tilted":
-        return _tilted()
-    if spec.startswith("erd:"):
-        try:
-            root = importlib.metadata.distribution("example-robot-data").locate_file(
-                "cmeel.prefix/share/example-robot-data/robots")
-        except importlib.metadata.PackageNotFoundError:
-            pytest.skip("example-robot-data is not installed")
-        return load_robot(str(root / spec[4:]))
-    if ":" not in spec and not is_available(spec):
-        pytest.skip(f"robot {spec} is not installed")
-    return load_robot(spec)
+_model = model_for
 
 
 @functools.lru_cache(maxsize=None)
