@@ -35,7 +35,7 @@ def solve(tree, v, tau, extra_inertia=None, extra_force=None, rec=None):
         p = [ds.vadd(x, ef[i]) if i in ef else x for i, x in enumerate(p)]
     rec("first forward sweep: v_i, a_b,i, p_i", vel, c, p)
     abi = (articulated_inertias(tree.robot, tree.T) if not extra_inertia
-           else ds.articulated_sweep(tree.robot, tree.T, extra_inertia))
+           else articulated_inertias(tree.robot, tree.T, {i: [E] for i, E in extra_inertia.items()}))
     rec("backward: articulated inertias H^A, D", [J.HA for J in abi], [J.Dinv for J in abi if J.Dinv is not None])
     pA = [list(x) for x in p]
     u = [None] * tree.n

@@ -256,7 +256,7 @@ def project(body, HA, S=None):
                             symmetric(ent, 6), None, sign, None, body)
 
 
-def _sum(const, terms):
+def symmetric_sum(const, terms):
     """const (numeric 6x6) + Σ terms (symmetric SX, or dicts of upper entries), each entry
     summed once."""
     ent = {}
@@ -286,11 +286,11 @@ def articulated_inertias(robot, T, extra=None, post=None):
     terms = [list((extra or {}).get(i, ())) for i in range(robot.n_bodies)]
     out = [None] * robot.n_bodies
     for i in reversed(range(robot.n_bodies)):
-        out[i] = J = project(robot.bodies[i], _sum(const[i], terms[i]))
+        out[i] = J = project(robot.bodies[i], symmetric_sum(const[i], terms[i]))
         more = post(i, J) if post else None
         p = robot.parent(i)
         if p < 0 or J.free:
             continue
-        Ha = J.Ha if more is None else _sum(np.zeros((6, 6)), [J.Ha, more])
+        Ha = J.Ha if more is None else symmetric_sum(np.zeros((6, 6)), [J.Ha, more])
         terms[p].append(transform_inertia(T[i], Ha))       # H_λ(i)^A += Xᵀ H^a X
     return out

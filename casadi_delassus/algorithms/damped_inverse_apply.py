@@ -19,13 +19,11 @@ M_R is positive definite whatever the rank of J, so a rank-deficient Λ⁻¹ is 
 """
 from __future__ import annotations
 
-import casadi as ca
 import numpy as np
 
-from ..spatial import sx, symmetric
-from .articulated import project
+from ..spatial import sx
+from .articulated import articulated_inertias
 from .delassus_apply import constraint_accelerations, constraint_forces, frames_for, sweeps
-from .frames import body_inertia, transform_inertia
 
 
 def _weighted_gram(K, w):
@@ -48,46 +46,13 @@ def _weighted_gram(K, w):
     return ent
 
 
-def _sum(const, terms):
-    """Symmetric 6x6: numeric ``const`` + Σ upper-entry dicts/SX matrices, summed once."""
-    ent = {}
-    for a in range(6):
-        for b in range(a, 6):
-            e = 0
-            for t in terms:
-                x = t.get((a, b), 0) if isinstance(t, dict) else t[a, b]
-                if isinstance(x, int) and x == 0 or isinstance(x, ca.SX) and x.is_zero():
-                    continue
-                e = x if isinstance(e, int) else e + x
-            k = float(const[a, b])
-            if k:
-                e = k if isinstance(e, int) else (e + k if k > 0 else e - (-k))
-            ent[(a, b)] = e
-    return symmetric(ent, 6)
-
-
-def modified_articulated_inertias(robot, T, extra):
-    """The articulated-inertia sweep of articulated.py with H_i + extra[i] as body inertias."""
-    const = [body_inertia(b, t.o) for b, t in zip(robot.bodies, T)]
-    terms = [[] for _ in robot.bodies]
-    for i, e in extra.items():
-        terms[i].extend(e)
-    out = [None] * robot.n_bodies
-    for i in reversed(range(robot.n_bodies)):
-        out[i] = J = project(robot.bodies[i], _sum(const[i], terms[i]))
-        p = robot.parent(i)
-        if p >= 0 and not J.free:
-            terms[p].append(transform_inertia(T[i], J.Ha))
-    return out
-
-
 def apply(robot, constraints, q, K_bodies, R, lam):
     T = frames_for(robot, constraints, q)
     extra = {}                                                        # body -> [Kᵀ R K]
     for c, K, r0 in zip(constraints.constraints, K_bodies, constraints.offsets):
         w = [R[r0 + r] for r in range(c.rows)]
         extra.setdefault(c.body, []).append(_weighted_gram(K if isinstance(K, np.ndarray) else sx(K), w))
-    abi = modified_articulated_inertias(robot, T, extra)
+    abi = articulated_inertias(robot, T, extra)
     lam_R = R * lam                                                   # step 1: λ_R = R a
     a = sweeps(robot, T, abi, constraint_forces(robot, constraints, K_bodies, lam_R))
     a_R = constraint_accelerations(constraints, K_bodies, a)          # step 3

@@ -30,8 +30,8 @@ import numpy as np
 from ..errors import DelassusError
 from ..spatial import symmetric
 from . import linalg
-from .articulated import project, unit_axis
-from .frames import body_inertia, choose_offsets, local_transforms, transform_inertia
+from .articulated import unit_axis
+from .frames import body_inertia, choose_offsets, local_transforms
 
 
 # -- scalars with structural zeros -----------------------------------------------------------
@@ -403,49 +403,6 @@ def joint_forward(tree, i, J, y, c_i, u, extra=0.0, sign=1.0):
 def root_accel(tree, i, g):
     """^iX_0 a_0 for a fixed root: the world's a_0 = −a_grav in body-i coordinates."""
     return [0.0] * 3 + [(-x if not is0(x) else 0.0) for x in g[i]]
-
-
-# -- articulated inertias with hooks ---------------------------------------------------------------
-def sym_sum(const, terms):
-    """const (numeric 6x6) + Σ terms (symmetric SX), each unique entry summed once."""
-    ent = {}
-    for a in range(6):
-        for b in range(a, 6):
-            e = 0.0
-            for T in terms:
-                e = add(e, T[a, b])
-            k = float(const[a, b])
-            if k:
-                e = k if is0(e) else (e + k if k > 0 else e - (-k))
-            ent[(a, b)] = e
-    return symmetric(ent, 6)
-
-
-def sym_add(A, B):
-    """A + B for symmetric 6x6 SX, each unique entry once."""
-    return symmetric({(a, b): add(A[a, b], B[a, b]) for a in range(6) for b in range(a, 6)}, 6)
-
-
-def articulated_sweep(robot, T, extra=None, post=None):
-    """articulated.articulated_inertias with two hooks (PV paper eqs. (42a), (52), (63)):
-    ``extra[i]`` (symmetric 6x6 SX) is added to body i's inertia H_i before the sweep (PV-soft),
-    ``post(i, J)`` runs when body i's joint is projected (children done, leaves first) and may
-    return a symmetric 6x6 SX added to the projected H^a_i before it is passed to the parent
-    (PV-early's constraint elimination).  Returns [ArticulatedJoint]."""
-    const = [body_inertia(b, t.o) for b, t in zip(robot.bodies, T)]
-    terms = [[] for _ in robot.bodies]
-    for i, E in (extra or {}).items():
-        terms[i].append(E)
-    out = [None] * robot.n_bodies
-    for i in reversed(range(robot.n_bodies)):
-        out[i] = J = project(robot.bodies[i], sym_sum(const[i], terms[i]))
-        more = post(i, J) if post else None
-        p = robot.parent(i)
-        if p < 0 or J.free:
-            continue
-        Ha = J.Ha if more is None else sym_add(J.Ha, more)
-        terms[p].append(transform_inertia(T[i], Ha))
-    return out
 
 
 # -- small dense solves ---------------------------------------------------------------------------

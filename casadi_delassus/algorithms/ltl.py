@@ -33,6 +33,7 @@ import numpy as np
 
 from . import dynamics_sweeps as ds
 from . import linalg
+from .articulated import symmetric_sum
 from . import pv
 from .frames import transform_inertia
 
@@ -124,7 +125,7 @@ def crba(tree, extra=None):
     M = {}
     for i in reversed(range(tree.n)):
         if ex_terms[i]:
-            EX[i] = ds.sym_sum(np.zeros((6, 6)), ex_terms[i])
+            EX[i] = symmetric_sum(np.zeros((6, 6)), ex_terms[i])
         par = tree.parent[i]
         if par >= 0:
             IC[par] = IC[par] + IC[i].to_parent(tree.T[i])

@@ -40,6 +40,7 @@ from ..errors import ConstraintError
 from ..spatial import symmetric
 from . import dynamics_sweeps as ds
 from . import linalg
+from .articulated import articulated_inertias
 from .pv import propagate
 
 EPS = 1e-300          # keeps 1/(‖k‖(‖k‖ + |k₁|)) finite when k = 0 exactly (then w = 0)
@@ -199,7 +200,7 @@ def pv_early(robot, constraints, q, K_bodies, v, tau, k, rec=None):
             st.root_rows = (K_up, l_up)        # left at a fixed root: only consistent (zero) rows
         return more
 
-    abi = ds.articulated_sweep(robot, tree.T, post=backward)
+    abi = articulated_inertias(robot, tree.T, post=backward)
     rec("backward: H^A, p^A, u, K^A, l with early elimination", [J.HA for J in abi],
         [pA[b] for b in bases], u, [stacks[b].K for b in bases], [stacks[b].l for b in bases],
         [(e.Kt, e.lt, e.sig) for e in elim if e is not None])
