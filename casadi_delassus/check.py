@@ -27,6 +27,12 @@ def dynamics(robot, cs, x):
     return reference.forward_dynamics(robot, x["q"], x["v"], x["tau"]), None
 
 
+def damped_inverse(robot, cs, x):
+    """(diag(R)⁻¹ + Λ⁻¹)⁻¹ lam: the matrix-free paper's damping, R a stiffness whose inverse is
+    added to the Delassus matrix."""
+    return np.linalg.solve(np.diag(1 / x["R"]) + reference.delassus(robot, cs, x["q"], x["K"]), x["lam"])
+
+
 # output name -> oracle(robot, constraints, inputs) with inputs = {"q", "K" (dict), vectors...}
 ORACLES = {
     "vdot": lambda robot, cs, x: dynamics(robot, cs, x)[0],
@@ -35,10 +41,10 @@ ORACLES = {
     "delassus": lambda robot, cs, x: reference.delassus(robot, cs, x["q"], x["K"]),
     "osim": lambda robot, cs, x: reference.osim(robot, cs, x["q"], x["K"]),
     "delassus_apply": lambda robot, cs, x: reference.delassus(robot, cs, x["q"], x["K"]) @ x["lam"],
-    # the matrix-free paper's damping: R is a stiffness, R⁻¹ is added to the Delassus matrix
-    "damped_inverse_apply": lambda robot, cs, x: np.linalg.solve(
-        np.diag(1 / x["R"]) + reference.delassus(robot, cs, x["q"], x["K"]), x["lam"]),
+    "damped_inverse_apply": damped_inverse,
+    "damped_inverse_explicit": damped_inverse,
 }
+ORACLES["delassus_explicit_apply"] = ORACLES["delassus_apply"]
 
 
 def random_inputs(f, robot, constraints, rng):

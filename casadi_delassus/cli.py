@@ -20,7 +20,8 @@ DEFAULT_TOL = 1e-10
 _robot_arg = click.argument("robot")
 _scenario_opt = click.option("--scenario", "-s", help="named constraint scenario of the robot (default: its first)")
 _constraint_opt = click.option("-c", "--constraint", "specs", multiple=True, metavar="SPEC",
-                               help="constraint LINK:6d, LINK:3d[@x,y,z], LINK:random6|random3, LINK:6d-input|3d-input (repeatable)")
+                               help="constraint LINK:6d, LINK:3d[@x,y,z], LINK:random6|random3, LINK:6d-input|3d-input, "
+                                    "link-to-link A|B:6d, A|B:3d[@ax,ay,az[;bx,by,bz]], joint rows JOINT:NAME (repeatable)")
 _algo_opt = click.option("-a", "--algorithm", "algorithms", multiple=True, metavar="ALGO",
                          help=f"algorithm(s): {', '.join(ALGORITHMS)}, 'auto' (the cheapest) or 'all' (default: naive)")
 _cse_opt = click.option("--cse/--no-cse", default=True, show_default=True, help="apply CasADi's common-subexpression elimination")
@@ -126,13 +127,24 @@ _gen_opts = [click.option("-o", "--out", "out_dir", default=str(api.DEFAULT_OUT)
 @_with(_gen_opts)
 @click.option("--package", "package_dir", default=None, metavar="DIR",
               help="also write a self-contained C package (sources, Makefile, CMakeLists.txt, README, example) to DIR")
-def generate(robot, scenario, specs, algorithms, cse, osim, out_dir, cflags, cc, force, package_dir):
+@click.option("--stages", is_flag=True,
+              help="generate the re-evaluation stages instead: <algo>_factor (q), [<algo>_damping (R),] <algo>_apply, "
+                   "each taking the previous stage's stored intermediates")
+def generate(robot, scenario, specs, algorithms, cse, osim, out_dir, cflags, cc, force, package_dir, stages):
     """Generate, compile and load C for each algorithm; print the files."""
     robot, cs, _ = _resolve(robot, scenario, specs)
     made = []
     for a in _algorithms(algorithms):
         f = api.generate(robot, cs if specs else (scenario or api.default_constraints(robot)), a,
-                         out_dir=out_dir, cflags=_cflags(cflags), cc=cc, cse=cse, force=force, osim=osim)
+                         out_dir=out_dir, cflags=_cflags(cflags), cc=cc, cse=cse, force=force, osim=osim, stages=stages)
+        if stages:
+            made += f.stages
+            for g in f.stages:
+                m = g.manifest
+                click.echo(f"{a} stage {m['stage']['name']}: {m['op_count']['instructions']:,} instructions, "
+                           f"stores {m['outputs'][0]['shape'][0] if m['stage']['work_out'] else 0} values, "
+                           f"sz_w {m['sz_w']:,} -> {g.so_path.with_suffix('.{c,h,so,json}')}")
+            continue
         made.append(f)
         m = f.manifest
         if "auto" in m:
@@ -146,8 +158,12 @@ def generate(robot, scenario, specs, algorithms, cse, osim, out_dir, cflags, cc,
 
 def _check_one(robot, constraints, algorithms, samples, tol, out_dir, cflags, cc, cse, force, osim):
     rows, ok = [], True
+    cs, scenario = api.constraint_set(robot, constraints)
     for a in algorithms:
         t0 = time.perf_counter()
+        if a != AUTO and not get_algorithm(a).accepts(cs):     # e.g. `check registry -a all` on Cassie's loops
+            rows.append([robot.name, scenario, a, cs.m, None, None, "n/a: link-to-link or joint rows", "skipped", 0.0])
+            continue
         f = api.generate(robot, constraints, a, out_dir=out_dir, cflags=_cflags(cflags), cc=cc, cse=cse,
                          force=force, osim=osim)
         errs = check_outputs(f, robot, f.constraints, samples=samples)
@@ -201,7 +217,8 @@ def check(robot, scenario, specs, algorithms, cse, osim, samples, tol, all_scena
 @cli.command()
 @_with(_target_opts)
 @click.option("-a", "--algorithm", "algorithms", multiple=True, metavar="ALGO",
-              help="algorithm(s) to time, 'auto' or 'all' (default: every Delassus algorithm)")
+              help="algorithm(s) to time, 'auto', 'all' (every Delassus algorithm, the default) or "
+                   "'dynamics' (every constrained-dynamics solver)")
 @click.option("--reps", default=5, show_default=True, help="repetitions (the median is reported)")
 @click.option("--calls", default=10_000, show_default=True, help="calls per repetition, cycling over the inputs")
 @click.option("--samples", default=64, show_default=True, help="random configurations cycled over")
@@ -211,12 +228,15 @@ def check(robot, scenario, specs, algorithms, cse, osim, samples, tol, all_scena
 @_with(_gen_opts)
 def bench(robot, scenario, specs, algorithms, reps, calls, samples, pin_method, results_dir, out_dir, cflags, cc, force):
     """Time the generated C (a C harness calling the compiled .so) against Pinocchio's
-    computeDelassusMatrix on the same configurations."""
+    computeDelassusMatrix (constraintDynamics for the constrained-dynamics solvers, aba for
+    aba) on the same inputs."""
     from . import timing
-    from .algorithms import delassus_algorithms
+    from .algorithms import delassus_algorithms, dynamics_algorithms
     robot, cs, _ = _resolve(robot, scenario, specs)
-    names = list(algorithms) or delassus_algorithms()
-    names = delassus_algorithms() if "all" in names else _algorithms(names)
+    names = list(algorithms) or ["all"]
+    names = [n for x in names for n in (delassus_algorithms() if x == "all" else
+                                         dynamics_algorithms() if x == "dynamics" else [x])]
+    names = _algorithms(names)
     res = timing.benchmark(robot, cs if specs else (scenario or api.default_constraints(robot)), names,
                            calls=calls, reps=reps, samples=samples, cflags=_cflags(cflags), cc=cc, out_dir=out_dir,
                            force=force, pinocchio=pin_method, progress=lambda s: click.echo(s, err=True))

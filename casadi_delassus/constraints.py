@@ -8,12 +8,28 @@ Spec strings, one per constraint, blocks in the order given (../shared/DESIGN.md
     LINK:random3       3 such rows
     LINK:6d-input      K_i (6 x 6) is a runtime input of the generated function
     LINK:3d-input      K_i (3 x 6) is a runtime input
+    A|B:6d             relative weld: A's spatial acceleration minus B's, both taken at A's frame
+                       origin, rows [linear; angular] in A's frame
+    A|B:3d[@a[;b]]     relative point: linear acceleration of point a on A (A's frame coordinates,
+                       default its origin) minus that of point b on B (B's frame coordinates,
+                       default its origin), rows along A's frame axes
+    JOINT:NAME         one row per DoF of joint NAME selecting its velocity entries (Pinocchio's
+                       v order: a free joint gives [linear; angular] of its body)
 
-LINK is a link of the model (also one merged into its parent through a fixed joint) or a
-named frame.  Every K a user sees (numeric or runtime input) acts on the frame's spatial
-acceleration in the frame's coordinates, [linear; angular] columns.  Internally it becomes
-K_i acting on the *body's* spatial acceleration in body coordinates, Featherstone's
+LINK, A and B are links of the model (also ones merged into their parent through a fixed
+joint) or named frames.  Every K a user sees (numeric or runtime input) acts on the frame's
+spatial acceleration in the frame's coordinates, [linear; angular] columns.  Internally it
+becomes K_i acting on the *body's* spatial acceleration in body coordinates, Featherstone's
 [angular; linear] order, which is what the algorithms consume.
+
+A link-to-link constraint is Pinocchio's ``RigidConstraintModel(CONTACT_3D or CONTACT_6D,
+joint1 = A's joint, placement of A's frame (shifted to a), joint2 = B's joint, placement of
+B's frame (shifted to b), LOCAL)``: its Jacobian is J = J_A − ^{cA}X_{cB}(q) J_B with the
+frames' LOCAL Jacobians (6d), or the linear rows J_A − ^{cA}R_{cB}(q) J_B (3d).  A's body
+carries the constant K_A = K_body(); B's body carries K_B(q) = −K_frame P ^{C}X_B(q), where
+the frame C has A's frame axes and its origin at A's frame origin (6d) or at b (3d):
+``K_body2`` builds it from the relative transform ^A X_B that the algorithms compute.  A
+joint constraint acts on no link: its row block is 𝒦 = 1 on the joint's velocity entries.
 """
 from __future__ import annotations
 
@@ -21,13 +37,18 @@ import re
 import zlib
 from dataclasses import dataclass
 
+import casadi as ca
 import numpy as np
 
-from .errors import ConstraintError, DelassusError
+from .errors import ConstraintError, DelassusError, unknown_name
 from .model.robot import cross_matrix
+from .spatial import sx
 
 KINDS = {"6d": 6, "3d": 3, "random6": 6, "random3": 3, "6d-input": 6, "3d-input": 3}
+PAIR_KINDS = ("3d", "6d")
+JOINT_PREFIX = "JOINT:"
 _SPEC = re.compile(r"^(?P<link>[^:@]+):(?P<kind>[A-Za-z0-9-]+)(?:@(?P<offset>[^@]+))?$")
+_FREE_ROWS = ["vx", "vy", "vz", "wx", "wy", "wz"]
 
 
 def _frame_to_body(rotation, translation):
@@ -37,18 +58,39 @@ def _frame_to_body(rotation, translation):
     return np.block([[-E @ cross_matrix(translation), E], [E, np.zeros((3, 3))]])
 
 
+def _point_rows(point):
+    """[−p×, 1]: a point's linear acceleration from the body's [ang; lin] acceleration (body axes)."""
+    return np.hstack([-cross_matrix(point), np.eye(3)])
+
+
 @dataclass
 class Constraint:
     spec: str
-    link: str
-    kind: str
-    body: int
-    frame_map: np.ndarray          # P X_{F<-B} (6 x 6), numeric
-    K_frame: np.ndarray | None     # m x 6 in the frame, [lin; ang]; None for runtime inputs
+    link: str                      # LINK or A; for JOINT:NAME the joint's name
+    kind: str                      # a key of KINDS, or "joint"
+    body: int                      # the body of LINK / A; for a joint, the body it moves
+    frame_map: np.ndarray | None   # P X_{F<-B} (6 x 6), numeric; None for a joint
+    K_frame: np.ndarray | None     # m x 6 in the frame, [lin; ang]; None for runtime inputs and joints
+    link2: str | None = None       # A|B: B
+    body2: int | None = None       # A|B: B's body
+    axes: np.ndarray | None = None     # A|B: A's frame axes (columns) in A's body coordinates
+    point2: np.ndarray | None = None   # A|B:3d: the point b in B's body coordinates
+    joint: str | None = None       # JOINT:NAME: NAME
+    joint_nv: int = 0              # JOINT:NAME: the joint's DoF count (its rows)
 
     @property
     def rows(self):
-        return KINDS[self.kind]
+        return self.joint_nv if self.joint else KINDS[self.kind]
+
+    @property
+    def unary(self):
+        """Between one link and the world (what every algorithm accepts)."""
+        return self.body2 is None and self.joint is None
+
+    @property
+    def bodies(self):
+        """The bodies whose spatial acceleration the rows read (the paper's L_e)."""
+        return () if self.joint else (self.body,) if self.body2 is None else (self.body, self.body2)
 
     @property
     def is_input(self):
@@ -60,15 +102,29 @@ class Constraint:
 
     @property
     def row_names(self):
-        names = ["vx", "vy", "vz", "wx", "wy", "wz"] if self.kind in ("6d", "6d-input") else \
-            ["x", "y", "z"] if self.kind in ("3d", "3d-input") else [f"r{k}" for k in range(self.rows)]
-        return [f"{self.link}.{n}" for n in names]
+        if self.joint:
+            names = _FREE_ROWS if self.joint_nv == 6 else ["v"]
+        else:
+            names = _FREE_ROWS if self.kind in ("6d", "6d-input") else \
+                ["x", "y", "z"] if self.kind in ("3d", "3d-input") else [f"r{k}" for k in range(self.rows)]
+        label = self.link if self.link2 is None else f"{self.link}|{self.link2}"
+        return [f"{label}.{n}" for n in names]
 
     def K_body(self, K_frame=None):
         """Internal K_i (body coords, [ang; lin] columns); ``K_frame`` for runtime inputs.
-        Works for numpy arrays and CasADi SX alike."""
+        Works for numpy arrays and CasADi SX alike.  For a joint: 𝒦 = 1 (rows x n_i) on the
+        joint's velocity entries.  For A|B: A's rows."""
+        if self.joint:
+            return np.eye(self.joint_nv)
         K = self.K_frame if K_frame is None else K_frame
         return K @ self.frame_map
+
+    def K_body2(self, X_AB):
+        """A|B: K_B (SX), B's rows on B's spatial acceleration (B coords, [ang; lin]), from the
+        relative transform ^A X_B (spatial.Transform; E maps B to A coordinates)."""
+        if self.kind == "6d":
+            return -X_AB.transpose_rows(self.K_body())
+        return -ca.mtimes(ca.mtimes(sx(self.axes.T), X_AB.E), sx(_point_rows(self.point2)))
 
 
 class ConstraintSet:
@@ -92,6 +148,11 @@ class ConstraintSet:
     @property
     def inputs(self):
         return [c for c in self.constraints if c.is_input]
+
+    @property
+    def non_unary(self):
+        """The link-to-link and joint constraints."""
+        return [c for c in self.constraints if not c.unary]
 
     @property
     def specs(self):
@@ -119,36 +180,39 @@ class ConstraintSet:
         return {c.input_name: rng.normal(size=(c.rows, 6)) for c in self.inputs}
 
     def describe(self):
-        return [{"link": c.link, "type": c.kind, "rows": c.rows, "spec": c.spec,
-                 "body": self.robot.bodies[c.body].name,
-                 "K_frame": None if c.K_frame is None else np.round(c.K_frame, 15).tolist(),
-                 "frame_map": np.round(c.frame_map, 15).tolist()}
-                for c in self.constraints]
+        def r(a):
+            return None if a is None else np.round(a, 15).tolist()
+        out = []
+        for c in self.constraints:
+            d = {"link": c.link, "type": c.kind, "rows": c.rows, "spec": c.spec,
+                 "body": self.robot.bodies[c.body].name, "K_frame": r(c.K_frame), "frame_map": r(c.frame_map)}
+            if c.body2 is not None:
+                d |= {"link2": c.link2, "body2": self.robot.bodies[c.body2].name, "point2": r(c.point2)}
+            if c.joint:
+                d["joint"] = c.joint
+            out.append(d)
+        return out
 
 
 def parse_constraint(robot, spec):
-    m = _SPEC.match(spec.strip())
+    spec = spec.strip()
+    if spec.startswith(JOINT_PREFIX):
+        return _joint_constraint(robot, spec, spec[len(JOINT_PREFIX):].strip())
+    m = _SPEC.match(spec)
     if not m:
         raise ConstraintError(f"bad constraint spec {spec!r}: expected LINK:TYPE with TYPE in "
-                              f"{', '.join(KINDS)} (3d takes an optional @x,y,z offset)")
+                              f"{', '.join(KINDS)} (3d takes an optional @x,y,z offset), "
+                              f"A|B:3d[@a[;b]], A|B:6d or {JOINT_PREFIX}NAME")
     link, kind, offset = m["link"], m["kind"].lower(), m["offset"]
     if kind not in KINDS:
         raise ConstraintError(f"bad constraint spec {spec!r}: unknown type {kind!r}; "
                               f"expected one of {', '.join(KINDS)}")
+    if "|" in link:
+        return _pair_constraint(robot, spec, link, kind, offset)
     if offset is not None and kind != "3d":
         raise ConstraintError(f"bad constraint spec {spec!r}: only 3d takes an @x,y,z offset")
-    try:
-        frame = robot.frame(link)
-    except DelassusError as exc:
-        raise ConstraintError(f"bad constraint spec {spec!r}: {exc}") from None
-    point = np.zeros(3)
-    if offset is not None:
-        try:
-            point = np.array([float(x) for x in offset.split(",")])
-        except ValueError:
-            point = np.zeros(0)
-        if point.shape != (3,) or not np.all(np.isfinite(point)):
-            raise ConstraintError(f"bad constraint spec {spec!r}: offset must be three numbers x,y,z")
+    frame = _frame(robot, spec, link)
+    point = np.zeros(3) if offset is None else _point(spec, offset, "offset must be three numbers x,y,z")
     if kind == "6d":
         K = np.eye(6)
     elif kind == "3d":
@@ -157,5 +221,54 @@ def parse_constraint(robot, spec):
         K = np.random.default_rng(zlib.crc32(link.encode())).normal(size=(KINDS[kind], 6))
     else:
         K = None
-    return Constraint(spec.strip(), link, kind, frame.body,
-                      _frame_to_body(frame.rotation, frame.translation), K)
+    return Constraint(spec, link, kind, frame.body, _frame_to_body(frame.rotation, frame.translation), K)
+
+
+def _frame(robot, spec, name):
+    try:
+        return robot.frame(name)
+    except DelassusError as exc:
+        raise ConstraintError(f"bad constraint spec {spec!r}: {exc}") from None
+
+
+def _point(spec, text, problem):
+    try:
+        p = np.array([float(x) for x in text.split(",")])
+    except ValueError:
+        p = np.zeros(0)
+    if p.shape != (3,) or not np.all(np.isfinite(p)):
+        raise ConstraintError(f"bad constraint spec {spec!r}: {problem}")
+    return p
+
+
+def _pair_constraint(robot, spec, links, kind, points):
+    """A|B:3d[@a[;b]] or A|B:6d (see the module docstring)."""
+    names = [s.strip() for s in links.split("|")]
+    if len(names) != 2 or not all(names):
+        raise ConstraintError(f"bad constraint spec {spec!r}: a link-to-link constraint names two links, A|B")
+    if kind not in PAIR_KINDS:
+        raise ConstraintError(f"bad constraint spec {spec!r}: a link-to-link constraint is {' or '.join(PAIR_KINDS)}, "
+                              f"not {kind!r}")
+    if points is not None and kind != "3d":
+        raise ConstraintError(f"bad constraint spec {spec!r}: only A|B:3d takes points @ax,ay,az[;bx,by,bz]")
+    A, B = (_frame(robot, spec, n) for n in names)
+    if A.body == B.body:
+        raise ConstraintError(f"bad constraint spec {spec!r}: {names[0]!r} and {names[1]!r} are on the same body "
+                              f"{robot.bodies[A.body].name!r}, so nothing moves between them")
+    parts = [] if points is None else points.split(";")
+    if len(parts) > 2:
+        raise ConstraintError(f"bad constraint spec {spec!r}: points must be @ax,ay,az[;bx,by,bz]")
+    a, b = ([_point(spec, t, "points must be @ax,ay,az[;bx,by,bz] (three numbers each)") for t in parts]
+            + [np.zeros(3)] * 2)[:2]
+    K = np.eye(6) if kind == "6d" else np.hstack([np.eye(3), -cross_matrix(a)])
+    return Constraint(spec, names[0], kind, A.body, _frame_to_body(A.rotation, A.translation), K,
+                      link2=names[1], body2=B.body, axes=A.rotation, point2=B.translation + B.rotation @ b)
+
+
+def _joint_constraint(robot, spec, name):
+    bodies = {b.joint.name: i for i, b in enumerate(robot.bodies)}
+    if name not in bodies:
+        raise ConstraintError(f"bad constraint spec {spec!r}: "
+                              + unknown_name(f"joint of robot {robot.name!r}", name, bodies))
+    i = bodies[name]
+    return Constraint(spec, name, "joint", i, None, None, joint=name, joint_nv=robot.bodies[i].joint.nv)

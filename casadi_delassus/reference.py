@@ -131,10 +131,56 @@ def body_jacobian(robot, q, body):
     return J
 
 
+def world_transform(robot, q, body):
+    """^body X_0: motion transform from world to body coordinates (product along the tree)."""
+    X_up = parent_transforms(robot, q)
+    X = np.eye(6)
+    for j in robot.ancestors(body):         # body first: X = X_up[body] ... X_up[root]
+        X = X @ X_up[j]
+    return X
+
+
+def _origin(X):
+    """The body's origin in world coordinates from ^body X_0 = [[E, 0], [−E r×, E]]."""
+    rx = -X[:3, :3].T @ X[3:, :3]
+    return np.array([rx[2, 1], rx[0, 2], rx[1, 0]])
+
+
+def _point_jacobian(robot, q, body, point):
+    """3 x nv Jacobian of the world velocity of a point fixed on ``body`` (body coordinates)."""
+    X = world_transform(robot, q, body)
+    E = X[:3, :3]
+    Jw = np.linalg.inv(X) @ body_jacobian(robot, q, body)       # spatial velocity, world coordinates
+    p = _origin(X) + E.T @ point
+    return Jw[3:] - cross_matrix(p) @ Jw[:3]                    # v_O + ω × p
+
+
+def _pair_rows(robot, q, c, K):
+    """A|B rows from world-frame velocities, along A's frame axes: 6d: K_A (J_A − ^AX_B J_B)
+    (B's spatial velocity taken at A); 3d: A's point velocity (K_A J_A, as for a constraint to
+    the world) minus the world velocity of B's point turned into A's frame axes."""
+    XA, XB = world_transform(robot, q, c.body), world_transform(robot, q, c.body2)
+    JA = K @ body_jacobian(robot, q, c.body)
+    if c.kind == "6d":
+        return JA - K @ XA @ np.linalg.inv(XB) @ body_jacobian(robot, q, c.body2)
+    axes = XA[:3, :3].T @ c.axes                              # A's frame axes, world coordinates
+    return JA - axes.T @ _point_jacobian(robot, q, c.body2, c.point2)
+
+
 def constraint_jacobian(robot, constraints, q, K_inputs=None):
-    """J (m x nv): the K_i @ body Jacobian blocks, in the order the constraints were given."""
+    """J (m x nv) in the order the constraints were given: K_i @ body Jacobian for a
+    constraint to the world, relative velocities for A|B, unit rows for a joint."""
     Ks = constraints.K_body(K_inputs)
-    blocks = [K @ body_jacobian(robot, q, c.body) for c, K in zip(constraints.constraints, Ks)]
+    blocks = []
+    for c, K in zip(constraints.constraints, Ks):
+        if c.joint:
+            rows = np.zeros((c.rows, robot.nv))
+            rows[:, _vslice(robot.bodies[c.body])] = np.eye(c.rows)
+        elif c.body2 is not None:
+            rows = _pair_rows(robot, q, c, K)
+        else:
+            rows = K @ body_jacobian(robot, q, c.body)
+        blocks.append(rows)
     return np.vstack(blocks)
 
 
@@ -228,10 +274,15 @@ def bias_accelerations(robot, q, v):
 
 
 def constraint_drift(robot, constraints, q, v, K_inputs=None):
-    """J̇ v (m): K_i applied to body i's bias acceleration (``bias_accelerations``)."""
+    """J̇ v (m): K_i applied to body i's bias acceleration (``bias_accelerations``); zero for a
+    joint's rows (J is constant there).  A|B rows are not covered (K_B depends on q)."""
+    pairs = [c.spec for c in constraints.constraints if c.body2 is not None]
+    if pairs:
+        raise ConstraintError(f"the drift J̇v of link-to-link constraints {pairs} is not implemented")
     acc = bias_accelerations(robot, q, v)
     Ks = constraints.K_body(K_inputs)
-    return np.concatenate([K @ acc[c.body] for c, K in zip(constraints.constraints, Ks)])
+    return np.concatenate([np.zeros(c.rows) if c.joint else K @ acc[c.body]
+                           for c, K in zip(constraints.constraints, Ks)])
 
 
 def _redundancy(D, constraints, rcond):

@@ -70,6 +70,14 @@ class Transform:
         """K X for row blocks K (k x 6) acting on motions in B: rows acting on motions in A."""
         return self.transpose_force(sx(K).T).T
 
+    def __matmul__(self, other):
+        """^C X_B @ ^B X_A = ^C X_A."""
+        return Transform(ca.mtimes(self.E, other.E), other.r + ca.mtimes(other.E.T, self.r))
+
+    def inverse(self):
+        """^A X_B for ^B X_A."""
+        return Transform(self.E.T, -ca.mtimes(self.E, self.r))
+
 
 class RigidInertia:
     """A rigid-body (or composite) spatial inertia: mass m, first moment h = m c and

@@ -4,8 +4,9 @@
   it (it dlopen()s the separately compiled ``<algo>.so``, so nothing is inlined into the
   loop), writes N prepared input sets to a binary file and returns per-call nanoseconds of
   R repetitions, each of ``calls`` calls cycling over the inputs (CLOCK_MONOTONIC).
-- ``time_pinocchio``: ``pinocchio::computeDelassusMatrix`` for the same robot, constraints
-  and configurations, in C++ built against the ``pin`` wheel's headers and libraries
+- ``time_pinocchio``: ``pinocchio::computeDelassusMatrix`` (or ``constraintDynamics`` / ``aba``
+  for the dynamics functions, PIN_FUNCTIONS) for the same robot, constraints and
+  configurations, in C++ built against the ``pin`` wheel's headers and libraries
   (``codegen/templates/pinocchio_timing.cpp.j2``; needs ``cmeel-eigen`` and
   ``cmeel-urdfdom-headers``, the ``bench`` extra), or, when that cannot be built, from
   Python with the binding overhead measured on a one-joint model and reported.
@@ -53,8 +54,13 @@ PIN_DEFINES = ("BOOST_MPL_LIMIT_LIST_SIZE=30", "BOOST_MPL_LIMIT_VECTOR_SIZE=30",
                "PINOCCHIO_URDFDOM_HEADERS_PATCH_VERSION=0")
 PIN_LIBS = ("-lpinocchio_parsers", "-lpinocchio_default", "-lurdfdom_model", "-lboost_filesystem",
             "-lboost_serialization")
-PIN_CPP = "C++ (pinocchio::computeDelassusMatrix built against the pin wheel)"
-PIN_PYTHON = "Python (pin.computeDelassusMatrix, binding overhead subtracted)"
+PIN_CPP = "C++ (built against the pin wheel)"
+PIN_PYTHON = "Python (binding overhead subtracted)"
+# what Pinocchio computes for a generated function (``pinocchio_mode``): harness mode -> function
+PIN_FUNCTIONS = {"delassus": "computeDelassusMatrix", "dynamics": "constraintDynamics", "aba": "aba"}
+# compliance given to the soft solvers when they are timed beside the hard problem, so that
+# their answer is comparable with constraintDynamics' (PV paper Fig. 3: accurate up to ~1e8)
+SOFT_COMPLIANCE = 1e-8
 
 
 @dataclass
@@ -96,12 +102,83 @@ class Timing:
 
 
 # -- inputs -------------------------------------------------------------------------------
-def random_samples(robot, constraints, samples=DEFAULT_SAMPLES, seed=0):
+def random_samples(robot, constraints, samples=DEFAULT_SAMPLES, seed=0, dynamics=False):
     """``samples`` input sets {name: array}: a random valid q and, for runtime-input
-    constraints, a random K (the values `check` uses).  Vector inputs are added per
-    function by ``pack_inputs``."""
+    constraints, a random K (the values `check` uses).  ``dynamics`` adds random v and τ, the
+    k that poses Pinocchio's problem (``pinocchio_k``) and R = SOFT_COMPLIANCE.  Other vector
+    inputs are added per function by ``pack_inputs``."""
     rng = np.random.default_rng(seed)
-    return [{"q": robot.random_q(rng), **constraints.random_inputs(rng)} for _ in range(samples)]
+    sets = [{"q": robot.random_q(rng), **constraints.random_inputs(rng)} for _ in range(samples)]
+    if dynamics:
+        for x in sets:
+            x["v"], x["tau"] = rng.normal(size=robot.nv), rng.normal(size=robot.nv)
+            x["k"] = pinocchio_k(robot, constraints, x["q"], x["v"])
+            x["R"] = np.full(constraints.m, SOFT_COMPLIANCE)
+    return sets
+
+
+def pinocchio_k(robot, constraints, q, v):
+    """The desired constraint accelerations k that make our hard dynamics problem
+    Pinocchio's constraintDynamics one (zero LOCAL acceleration of each contact frame, no
+    Baumgarte terms): 0 for a 6D weld; −ω × v_p for a 3D point, Pinocchio constraining the
+    classical acceleration of the point (our rows: its spatial one).  Zeros where Pinocchio
+    has no such constraint or is not installed."""
+    k = np.zeros(constraints.m)
+    if pinocchio_problem(robot, constraints):
+        return k
+    try:
+        import pinocchio as pin
+    except ImportError:
+        return k
+    model = _pin_model(robot)
+    data = model.createData()
+    pin.forwardKinematics(model, data, q, v)
+    for (kind, link, p), r0 in zip(_pin_specs(constraints), constraints.offsets):
+        if kind == "3d":
+            frame = model.frames[_pin_frame_id(model, link)]
+            vel = (frame.placement * pin.SE3(np.eye(3), np.array(p))).actInv(data.v[frame.parentJoint])
+            k[r0:r0 + 3] = -np.cross(vel.angular, vel.linear)
+    return k
+
+
+def _pin_model(robot):
+    import pinocchio as pin
+    model = (pin.buildModelFromUrdf(str(robot.source), pin.JointModelFreeFlyer()) if robot.floating_base
+             else pin.buildModelFromUrdf(str(robot.source)))
+    if model.nq != robot.nq:
+        raise DelassusError(f"Pinocchio's model has nq = {model.nq}, ours {robot.nq}")
+    return model
+
+
+def _pin_frame_id(model, link):
+    import pinocchio as pin
+    return model.getFrameId(link, pin.FrameType.BODY) if model.existFrame(link, pin.FrameType.BODY) \
+        else model.getFrameId(link)
+
+
+def pinocchio_mode(manifest):
+    """The PIN_FUNCTIONS key Pinocchio times against this generated function, or None."""
+    outs = {o["name"] for o in manifest["outputs"]}
+    ins = {i["name"] for i in manifest["inputs"]}
+    if "delassus" in outs:
+        return "delassus"
+    if "vdot" in outs:
+        return "dynamics" if "k" in ins else "aba"
+    return None
+
+
+def pinocchio_label(mode):
+    return "pinocchio" if mode == "delassus" else f"pinocchio {PIN_FUNCTIONS[mode]}"
+
+
+def _states(robot, xs):
+    """q, v, τ per sample from input sets (dicts) or bare configurations (v = τ = 0)."""
+    out = []
+    for x in xs:
+        x = x if isinstance(x, dict) else {"q": x}
+        out.append([np.asarray(x.get(n, np.zeros(size)), dtype=np.float64).reshape(-1)
+                    for n, size in (("q", robot.nq), ("v", robot.nv), ("tau", robot.nv))])
+    return out
 
 
 def pack_inputs(manifest, sets, seed=0):
@@ -332,12 +409,14 @@ def build_pinocchio_harness(build_dir=None, progress=None, only_cached=False):
 _PIN_SPEC = re.compile(r"^(?P<link>[^:@]+):(?P<kind>6d|3d)(?:@(?P<offset>[^@]+))?$")
 
 
-def pinocchio_problem(robot, constraints):
-    """None if Pinocchio computes the same Delassus matrix for this robot and these
-    constraints (a URDF robot with 6d/3d constraints), else why not."""
+def pinocchio_problem(robot, constraints, mode="delassus"):
+    """None if Pinocchio computes the same quantity (PIN_FUNCTIONS[mode]) for this robot and
+    these constraints (a URDF robot with 6d/3d constraints), else why not."""
     src = getattr(robot, "source", None)
     if not src or not str(src).endswith(".urdf") or not Path(src).is_file():
         return f"robot {robot.name!r} is not a URDF file Pinocchio can load"
+    if mode == "aba":
+        return None
     bad = [c.spec for c in constraints.constraints if not _PIN_SPEC.match(c.spec.strip())]
     if bad:
         return f"Pinocchio has no equivalent of {', '.join(bad)} (only LINK:6d and LINK:3d[@x,y,z])"
@@ -354,23 +433,26 @@ def _pin_specs(constraints):
 
 
 class PinocchioCppHarness:
-    def __init__(self, robot, constraints, qs, calls=DEFAULT_CALLS, warmup=None, build_dir=None, progress=None,
-                 label="pinocchio"):
-        problem = pinocchio_problem(robot, constraints)
+    """``xs``: input sets (dicts with q, v, tau) or configurations."""
+
+    def __init__(self, robot, constraints, xs, calls=DEFAULT_CALLS, warmup=None, build_dir=None, progress=None,
+                 mode="delassus"):
+        problem = pinocchio_problem(robot, constraints, mode)
         if problem:
             raise DelassusError(problem)
         self.exe = build_pinocchio_harness(build_dir, progress)
-        self.robot, self.samples, self.calls, self.label = robot, len(qs), int(calls), label
+        self.robot, self.samples, self.calls, self.mode = robot, len(xs), int(calls), mode
+        self.label = pinocchio_label(mode)
         self.warmup = _default_warmup(self.calls, self.samples) if warmup is None else int(warmup)
         self._tmp = tempfile.TemporaryDirectory(prefix="cd-pin-timing-")
         d = Path(self._tmp.name)
         self.specs, self.qfile = d / "constraints.txt", d / "q.bin"
         self.specs.write_text("".join(f"{k} {link} {p[0]!r} {p[1]!r} {p[2]!r}\n"
                                       for k, link, p in _pin_specs(constraints)))
-        np.concatenate([np.asarray(q, dtype=np.float64).reshape(-1) for q in qs]).tofile(self.qfile)
+        np.concatenate([a for st in _states(robot, xs) for a in st]).tofile(self.qfile)
 
     def run(self, reps=DEFAULT_REPS):
-        out = _run([self.exe, self.robot.source, int(self.robot.floating_base), self.specs, self.qfile,
+        out = _run([self.exe, self.mode, self.robot.source, int(self.robot.floating_base), self.specs, self.qfile,
                     self.samples, self.calls, reps, self.warmup], "Pinocchio C++ timing")
         info = next((l.split()[1:] for l in out.splitlines() if l.startswith("info")), None)
         if info and int(info[0]) != self.robot.nq:
@@ -383,38 +465,34 @@ class PinocchioCppHarness:
 
 
 class PinocchioPythonHarness:
-    """``pin.computeDelassusMatrix`` timed from Python; the binding's own cost is measured
-    on a one-joint model with one 3D constraint and subtracted (``overhead_ns``)."""
+    """``pin.computeDelassusMatrix`` (``constraintDynamics``, ``aba``) timed from Python; the
+    binding's own cost is measured on a one-joint model with one 3D constraint and
+    subtracted (``overhead_ns``)."""
 
-    def __init__(self, robot, constraints, qs, calls=DEFAULT_CALLS, warmup=None, label="pinocchio"):
-        problem = pinocchio_problem(robot, constraints)
+    def __init__(self, robot, constraints, xs, calls=DEFAULT_CALLS, warmup=None, mode="delassus"):
+        problem = pinocchio_problem(robot, constraints, mode)
         if problem:
             raise DelassusError(problem)
         import pinocchio as pin
-        self.pin = pin
-        self.model = (pin.buildModelFromUrdf(str(robot.source), pin.JointModelFreeFlyer()) if robot.floating_base
-                      else pin.buildModelFromUrdf(str(robot.source)))
-        if self.model.nq != robot.nq:
-            raise DelassusError(f"Pinocchio's model has nq = {self.model.nq}, ours {robot.nq}")
+        self.pin, self.mode = pin, mode
+        self.model = _pin_model(robot)
         self.data = self.model.createData()
-        self.cm, self.cd = self._constraints(self.model, _pin_specs(constraints))
-        self.qs = [np.asarray(q, dtype=float) for q in qs]
-        self.calls, self.label = int(calls), label
-        self.warmup = _default_warmup(self.calls, len(qs)) if warmup is None else int(warmup)
+        self.cm, self.cd = self._constraints(self.model, _pin_specs(constraints) if mode != "aba" else [])
+        self.xs = _states(robot, xs)
+        self.calls, self.label = int(calls), pinocchio_label(mode)
+        self.warmup = _default_warmup(self.calls, len(xs)) if warmup is None else int(warmup)
         tiny = pin.Model()
         j = tiny.addJoint(0, pin.JointModelRZ(), pin.SE3.Identity(), "j")
         tiny.appendBodyToJoint(j, pin.Inertia.FromSphere(1.0, 0.1), pin.SE3.Identity())
         tiny.addFrame(pin.Frame("tip", j, 0, pin.SE3(np.eye(3), np.array([0.1, 0, 0])), pin.FrameType.OP_FRAME))
         self._tiny = (tiny, tiny.createData(), *self._constraints(tiny, [("3d", "tip", [0.0, 0.0, 0.0])]),
-                      [np.zeros(1)])
+                      [[np.zeros(1)] * 3])
 
     def _constraints(self, model, specs):
         pin = self.pin
         models = pin.StdVec_RigidConstraintModel()
         for kind, link, p in specs:
-            fid = model.getFrameId(link, pin.FrameType.BODY) if model.existFrame(link, pin.FrameType.BODY) \
-                else model.getFrameId(link)
-            frame = model.frames[fid]
+            frame = model.frames[_pin_frame_id(model, link)]
             contact = pin.ContactType.CONTACT_6D if kind == "6d" else pin.ContactType.CONTACT_3D
             models.append(pin.RigidConstraintModel(contact, model, frame.parentJoint,
                                                    frame.placement * pin.SE3(np.eye(3), np.array(p)),
@@ -424,34 +502,48 @@ class PinocchioPythonHarness:
             datas.append(c.createData())
         return models, datas
 
-    def _loop(self, model, data, cm, cd, qs, calls):
-        f, n = self.pin.computeDelassusMatrix, len(qs)
+    def _call(self, model, data, cm, cd, x):
+        pin = self.pin
+        if self.mode == "delassus":
+            return pin.computeDelassusMatrix(model, data, x[0], cm, cd)
+        if self.mode == "dynamics":
+            return pin.constraintDynamics(model, data, *x, cm, cd)
+        return pin.aba(model, data, *x, pin.Convention.WORLD)
+
+    def _loop(self, model, data, cm, cd, xs, calls):
+        n = len(xs)
         t0 = time.perf_counter_ns()
         for c in range(calls):
-            f(model, data, qs[c % n], cm, cd)
+            self._call(model, data, cm, cd, xs[c % n])
         return (time.perf_counter_ns() - t0) / calls
 
     def run(self, reps=DEFAULT_REPS):
-        self._loop(self.model, self.data, self.cm, self.cd, self.qs, self.warmup)
+        if self.mode == "dynamics":     # constraintDynamics needs its data initialised
+            self.pin.initConstraintDynamics(self.model, self.data, self.cm, self.cd)
+            self.pin.initConstraintDynamics(*self._tiny[:4])
+        self._loop(self.model, self.data, self.cm, self.cd, self.xs, self.warmup)
         overhead = statistics.median(self._loop(*self._tiny, self.calls) for _ in range(3))
-        ns = [max(self._loop(self.model, self.data, self.cm, self.cd, self.qs, self.calls) - overhead, 1e-3)
+        ns = [max(self._loop(self.model, self.data, self.cm, self.cd, self.xs, self.calls) - overhead, 1e-3)
               for _ in range(reps)]
-        first = np.asarray(self.pin.computeDelassusMatrix(self.model, self.data, self.qs[0], self.cm, self.cd))
-        return Timing(self.label, PIN_PYTHON, ns, self.calls, len(self.qs), first.reshape(-1, order="F"), overhead)
+        first = np.array(self._call(self.model, self.data, self.cm, self.cd, self.xs[0]))
+        return Timing(self.label, PIN_PYTHON, ns, self.calls, len(self.xs), first.reshape(-1, order="F"), overhead)
 
     def close(self):
         pass
 
 
-def pinocchio_harness(robot, constraints, qs, calls=DEFAULT_CALLS, method="auto", build_dir=None, progress=None):
-    """A Pinocchio harness: ``method`` 'cpp', 'python' or 'auto' (C++ when it builds,
-    else Python).  Raises DelassusError when Pinocchio cannot compute this case."""
-    problem = pinocchio_problem(robot, constraints)
+def pinocchio_harness(robot, constraints, xs, calls=DEFAULT_CALLS, method="auto", build_dir=None, progress=None,
+                      mode="delassus"):
+    """A Pinocchio harness for PIN_FUNCTIONS[mode] on input sets or configurations ``xs``:
+    ``method`` 'cpp', 'python' or 'auto' (C++ when it builds, else Python).  Raises
+    DelassusError when Pinocchio cannot compute this case."""
+    problem = pinocchio_problem(robot, constraints, mode)
     if problem:
         raise DelassusError(problem)
     if method in ("auto", "cpp"):
         try:
-            return PinocchioCppHarness(robot, constraints, qs, calls, build_dir=build_dir, progress=progress)
+            return PinocchioCppHarness(robot, constraints, xs, calls, build_dir=build_dir, progress=progress,
+                                       mode=mode)
         except CompilerError as exc:
             if method == "cpp":
                 raise
@@ -461,14 +553,15 @@ def pinocchio_harness(robot, constraints, qs, calls=DEFAULT_CALLS, method="auto"
         import pinocchio  # noqa: F401
     except ImportError:
         raise DelassusError("Pinocchio is not installed (pip install pin)") from None
-    return PinocchioPythonHarness(robot, constraints, qs, calls)
+    return PinocchioPythonHarness(robot, constraints, xs, calls, mode=mode)
 
 
-def time_pinocchio(robot, constraints, qs, calls=DEFAULT_CALLS, reps=DEFAULT_REPS, method="auto", build_dir=None,
-                   progress=None):
-    """Time ``pinocchio::computeDelassusMatrix`` on configurations ``qs``; see
-    ``pinocchio_harness`` for ``method``.  The Timing's ``method`` says which was used."""
-    h = pinocchio_harness(robot, constraints, qs, calls, method, build_dir, progress)
+def time_pinocchio(robot, constraints, xs, calls=DEFAULT_CALLS, reps=DEFAULT_REPS, method="auto", build_dir=None,
+                   progress=None, mode="delassus"):
+    """Time ``pinocchio::computeDelassusMatrix`` (PIN_FUNCTIONS[mode]) on input sets or
+    configurations ``xs``; see ``pinocchio_harness`` for ``method``.  The Timing's
+    ``method`` says which was used."""
+    h = pinocchio_harness(robot, constraints, xs, calls, method, build_dir, progress, mode)
     try:
         return h.run(reps)
     finally:
@@ -486,10 +579,12 @@ def relative_error(a, b):
 def benchmark(robot, constraints=None, algorithms=None, calls=DEFAULT_CALLS, reps=DEFAULT_REPS,
               samples=DEFAULT_SAMPLES, seed=0, cflags=DEFAULT_CFLAGS, cc=None, out_dir=api.DEFAULT_OUT,
               force=False, pinocchio="auto", progress=None):
-    """Generate (cached) each algorithm and time it in C, and Pinocchio, on the same
-    ``samples`` random configurations; repetitions are interleaved (round r times every
-    contender once).  ``pinocchio``: 'auto', 'cpp', 'python' or 'none'.  Returns a dict
-    (robot, scenario, contenders: {label: Timing}, manifests, notes)."""
+    """Generate (cached) each algorithm and time it in C, and Pinocchio's counterpart of each
+    (``pinocchio_mode``: computeDelassusMatrix, constraintDynamics, aba) on the same
+    ``samples`` random inputs; repetitions are interleaved (round r times every contender
+    once).  ``pinocchio``: 'auto', 'cpp', 'python' or 'none'.  Returns a dict (robot,
+    scenario, timings: {label: Timing}, manifests, pin_labels: {label: Pinocchio label},
+    notes)."""
     from .algorithms import delassus_algorithms
     say = progress or (lambda s: None)
     robot = load_robot(robot)
@@ -498,8 +593,10 @@ def benchmark(robot, constraints=None, algorithms=None, calls=DEFAULT_CALLS, rep
     cs, scenario = api.constraint_set(robot, constraints)
     name = f"{robot.name}/{scenario}"
     algorithms = list(algorithms or delassus_algorithms())
-    sets = random_samples(robot, cs, samples, seed)
-    harnesses, manifests, notes = {}, {}, []
+    from .algorithms import get_algorithm
+    dynamics = any("vdot" in get_algorithm(a).outputs for a in algorithms if a != "auto")
+    sets = random_samples(robot, cs, samples, seed, dynamics=dynamics)
+    harnesses, manifests, notes, pin_labels = {}, {}, [], {}
     for a in algorithms:
         say(f"[{name}] {a}: generating and compiling (cached when unchanged) ...")
         t0 = time.perf_counter()
@@ -515,15 +612,19 @@ def benchmark(robot, constraints=None, algorithms=None, calls=DEFAULT_CALLS, rep
         say(f"[{name}] {label}: {m['op_count']['instructions']:,} instructions, {' '.join(m['cflags'])}, "
             f"ready in {time.perf_counter() - t0:.1f} s")
         harnesses[label] = CHarness(f, sets, calls=calls, cc=cc, seed=seed, label=label)
+        if pinocchio_mode(m):
+            pin_labels[label] = pinocchio_label(pinocchio_mode(m))
     pin_method = None
-    if pinocchio != "none":
+    for mode in dict.fromkeys(pinocchio_mode(m) for m in manifests.values()) if pinocchio != "none" else ():
+        if mode is None:
+            continue
         try:
-            h = pinocchio_harness(robot, cs, [x["q"] for x in sets], calls, pinocchio,
-                                  build_dir=Path(out_dir) / "_timing", progress=say)
-            harnesses["pinocchio"] = h
+            h = pinocchio_harness(robot, cs, sets, calls, pinocchio, build_dir=Path(out_dir) / "_timing",
+                                  progress=say, mode=mode)
+            harnesses[h.label] = h
         except DelassusError as exc:
-            notes.append(f"Pinocchio not measured: {exc}")
-            say(f"[{name}] Pinocchio not measured: {exc}")
+            notes.append(f"Pinocchio {PIN_FUNCTIONS[mode]} not measured: {exc}")
+            say(f"[{name}] Pinocchio {PIN_FUNCTIONS[mode]} not measured: {exc}")
     timings = {label: None for label in harnesses}
     try:
         for r in range(reps):
@@ -535,13 +636,18 @@ def benchmark(robot, constraints=None, algorithms=None, calls=DEFAULT_CALLS, rep
     finally:
         for h in harnesses.values():
             h.close()
-    if "pinocchio" in timings:
-        pin_method = timings["pinocchio"].method
-        if timings["pinocchio"].overhead_ns is not None:
-            notes.append(f"Pinocchio timed from Python; binding overhead {timings['pinocchio'].overhead_ns:.0f} ns "
-                         "per call (one-joint model) subtracted")
+    for label, t in timings.items():
+        if label.startswith("pinocchio"):
+            pin_method = t.method
+            if t.overhead_ns is not None:
+                notes.append(f"{label} timed from Python; binding overhead {t.overhead_ns:.0f} ns "
+                             "per call (one-joint model) subtracted")
+    if dynamics:
+        notes.append("dynamics: random v, τ; k = Pinocchio's zero contact acceleration (pinocchio_k); "
+                     f"soft solvers with compliance R = {SOFT_COMPLIANCE:g}; constraintDynamics with mu = 0")
     return {"robot": robot.name, "scenario": scenario, "specs": cs.specs, "nv": robot.nv, "m": cs.m,
             "calls": calls, "reps": reps, "samples": samples, "timings": timings, "manifests": manifests,
+            "pin_labels": {k: v for k, v in pin_labels.items() if v in timings},
             "pinocchio_method": pin_method, "notes": notes}
 
 
@@ -550,13 +656,13 @@ HEADERS = ["algorithm", "instructions", "µs/call (median)", "min µs", "max µs
 
 
 def result_rows(res):
-    """Rows for HEADERS: each algorithm, then Pinocchio."""
+    """Rows for HEADERS: each algorithm (ratio against its Pinocchio counterpart), then Pinocchio."""
     t = res["timings"]
-    pin_t = t.get("pinocchio")
     rows = []
     for label, m in res["manifests"].items():
         if label not in t:
             continue
+        pin_t = t.get(res.get("pin_labels", {}).get(label, ""))
         x, ins, ts = t[label], m["op_count"]["instructions"], m.get("timings_s", {})
         rows.append([label, ins, round(x.median / 1e3, 3), round(x.min / 1e3, 3), round(x.max / 1e3, 3),
                      round(pin_t.median / x.median, 2) if pin_t else None,
@@ -565,10 +671,11 @@ def result_rows(res):
                      int(round(m.get("so_bytes", 0) / 1024)),
                      relative_error(x.output, pin_t.output) if pin_t is not None and x.output is not None
                      and pin_t.output is not None else None])
-    if pin_t:
-        kind = "C++" if pin_t.method == PIN_CPP else "Python"
-        rows.append([f"pinocchio ({kind})", None, round(pin_t.median / 1e3, 3), round(pin_t.min / 1e3, 3),
-                     round(pin_t.max / 1e3, 3), 1.0, None, "", None, None, None, None])
+    for label, pin_t in t.items():
+        if label.startswith("pinocchio"):
+            kind = "C++" if pin_t.method == PIN_CPP else "Python"
+            rows.append([f"{label} ({kind})", None, round(pin_t.median / 1e3, 3), round(pin_t.min / 1e3, 3),
+                         round(pin_t.max / 1e3, 3), 1.0, None, "", None, None, None, None])
     return rows
 
 
@@ -640,18 +747,18 @@ def plot(res, path):
     except ImportError:
         return None
     t = res["timings"]
-    labels = [k for k in res["manifests"] if k in t] + (["pinocchio"] if "pinocchio" in t else [])
+    labels = [k for k in res["manifests"] if k in t] + [k for k in t if k.startswith("pinocchio")]
     if not labels:
         return None
     med = [t[k].median / 1e3 for k in labels]
     lo = [m - t[k].min / 1e3 for k, m in zip(labels, med)]
     hi = [t[k].max / 1e3 - m for k, m in zip(labels, med)]
     fig, ax = plt.subplots(figsize=(1.4 * len(labels) + 2.5, 3.6))
-    colors = ["tab:gray" if k == "pinocchio" else "tab:blue" for k in labels]
-    ax.bar(labels, med, yerr=[lo, hi], color=colors, capsize=4)
-    pin = t.get("pinocchio")
+    colors = ["tab:gray" if k.startswith("pinocchio") else "tab:blue" for k in labels]
+    ax.bar([k.replace("pinocchio ", "pinocchio\n") for k in labels], med, yerr=[lo, hi], color=colors, capsize=4)
     for i, (k, m) in enumerate(zip(labels, med)):
-        text = f"{m:.2f} µs" + (f"\n×{pin.median / t[k].median:.2f}" if pin and k != "pinocchio" else "")
+        pin = t.get(res.get("pin_labels", {}).get(k, ""))
+        text = f"{m:.2f} µs" + (f"\n×{pin.median / t[k].median:.2f}" if pin else "")
         ax.text(i, m + hi[i], text, ha="center", va="bottom", fontsize=8)
     log = max(med) / min(med) > 20
     ax.set_ylabel("µs per call (median, min–max)" + (", log scale" if log else ""))

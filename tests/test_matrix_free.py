@@ -68,7 +68,7 @@ def test_synthetic_contact_scenarios():
     assert ConstraintSet.parse(sw, sw.scenarios["default"]).m == 60
     bx = load_robot("boxes:n=5")
     assert bx.nv == 30 and all(b.parent == -1 for b in bx.bodies)
-    assert ConstraintSet.parse(bx, bx.scenarios["default"]).m == 12
+    assert ConstraintSet.parse(bx, bx.scenarios["default"]).m == 60     # ground + 4 stacked pairs, 4 points each
     assert load_robot("swimmer").n_bodies == 10
     with pytest.raises(ModelError):
         load_robot("swimmer:n=0")

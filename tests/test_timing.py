@@ -73,3 +73,18 @@ def test_pinocchio_cpp_harness_when_already_built(go1):
     t = timing.time_pinocchio(go1.robot, go1.constraints, qs, calls=20, reps=2, method="cpp")
     assert t.method == timing.PIN_CPP and all(x > 0 for x in t.ns)
     assert timing.relative_error(t.output, go1(qs[0]).reshape(-1, order="F")) < 1e-10
+
+
+def test_dynamics_timed_against_pinocchio_constraint_dynamics_on_the_same_problem(out_dir):
+    """Sets with v, τ and the k of Pinocchio's problem: our pv and constraintDynamics give the
+    same v̇ (3D contacts, where k ≠ 0), so their timings are of the same computation."""
+    pytest.importorskip("pinocchio")
+    f = cd.generate("go1", "4F3", "pv", out_dir=out_dir)
+    sets = timing.random_samples(f.robot, f.constraints, samples=3, dynamics=True)
+    assert np.abs(sets[0]["k"]).max() > 1e-3
+    ours = timing.time_c(f, sets, calls=20, reps=1, warmup=1)
+    assert timing.pinocchio_mode(f.manifest) == "dynamics"
+    pin_t = timing.time_pinocchio(f.robot, f.constraints, sets, calls=20, reps=2, method="python", mode="dynamics")
+    assert pin_t.label == "pinocchio constraintDynamics" and all(x > 0 for x in pin_t.ns)
+    vdot = ours.output[:f.robot.nv]
+    assert timing.relative_error(vdot, pin_t.output) < 1e-9

@@ -3,10 +3,11 @@
 the vector inputs the algorithm declares (names from ``VECTOR_INPUTS``), as SX symbols."""
 from __future__ import annotations
 
+import functools
 from dataclasses import dataclass, field
 from typing import Callable
 
-from ..errors import DelassusError, unknown_name
+from ..errors import ConstraintError, DelassusError, unknown_name
 
 
 # name -> (size: "nv" or "m", meaning); generated functions take them after q, before any K
@@ -22,6 +23,12 @@ VECTOR_INPUTS = {
 }
 
 
+# The matrix-free paper's R (../shared/papers/001_a194bdf892a0cc2c.txt, eq. 8) is a stiffness,
+# the inverse of the compliance VECTOR_INPUTS["R"] describes for the soft dynamics solvers.
+STIFFNESS_R = ("constraint stiffness (the matrix-free paper's R), positive, rows in constraint order: "
+               "the compliance added to the Delassus matrix is diag(R)⁻¹")
+
+
 @dataclass(frozen=True)
 class Algorithm:
     name: str
@@ -29,12 +36,40 @@ class Algorithm:
     summary: str
     outputs: dict = field(default_factory=dict)
     inputs: tuple = ()          # names from VECTOR_INPUTS
+    input_meanings: dict = field(default_factory=dict)   # this algorithm's meaning where VECTOR_INPUTS' differs
+    # re-evaluation stages after the first ("factor": q and runtime K): ((name, (input, ...)), ...);
+    # empty: one "apply" stage with every vector input (codegen/staging.py)
+    stages: tuple = ()
+    loops: bool = False         # accepts link-to-link (A|B) and joint (JOINT:NAME) constraints
+
+    def __post_init__(self):
+        if not self.loops:      # the one place that rejects them, for every caller of fn
+            object.__setattr__(self, "fn", _unary_only(self.name, self.fn))
+
+    def input_meaning(self, name):
+        return self.input_meanings.get(name, VECTOR_INPUTS[name][1])
+
+    def accepts(self, constraints):
+        return self.loops or not constraints.non_unary
+
+
+def _unary_only(name, fn):
+    """``fn`` behind a ConstraintError for constraints it does not handle (A|B, JOINT:NAME)."""
+    @functools.wraps(fn)
+    def checked(robot, constraints, *args, **kwargs):
+        if constraints.non_unary:
+            raise ConstraintError(
+                f"algorithm {name!r} handles constraints between one link and the world only, not "
+                f"{', '.join(c.spec for c in constraints.non_unary)}; link-to-link (A|B) and joint (JOINT:NAME) "
+                f"constraints need one of: {', '.join(loop_algorithms())}")
+        return fn(robot, constraints, *args, **kwargs)
+    return checked
 
 
 def _registry():
     from . import naive
     delassus_out = {"delassus": "Delassus matrix Λ⁻¹ = J M⁻¹ Jᵀ (m x m), rows/cols in constraint order"}
-    algos = [Algorithm("naive", naive.delassus, "CRBA + Jacobian + dense LDLᵀ of M", delassus_out)]
+    algos = [Algorithm("naive", naive.delassus, "CRBA + Jacobian + dense LDLᵀ of M", delassus_out, loops=True)]
     from . import pv_osim
     algos.append(Algorithm("pv_osim", pv_osim.delassus, "PV-OSIM: articulated inertias + constraint propagation, O(n + m²d)", delassus_out))
     from . import pv_osimr
@@ -51,17 +86,34 @@ def _registry():
     from . import kjr
     algos.append(Algorithm("kjr", kjr.delassus, "KJR: articulated inertias, inverse inertias from a common ancestor, O(n + m²d)", delassus_out))
     from . import ltl_osim
-    algos.append(Algorithm("ltl_osim", ltl_osim.delassus, "LTL-OSIM: CRBA + Jacobian, sparse M = LᵀDL, Y = J L⁻¹, Λ⁻¹ = Y D⁻¹ Yᵀ", delassus_out))
-    from . import damped_inverse_apply, delassus_apply
-    algos.append(Algorithm("delassus_apply", delassus_apply.apply,
-                           "Matrix-free Λ⁻¹λ: merged Jᵀλ / ABA / J ν̇ sweeps, O(n + m)",
-                           {"delassus_apply": "Λ⁻¹ λ = J M⁻¹ Jᵀ λ (m), rows in constraint order"}, inputs=("lam",)))
-    algos.append(Algorithm("damped_inverse_apply", damped_inverse_apply.apply,
-                           "Matrix-free damped inverse (R⁻¹ + Λ⁻¹)⁻¹ a: matrix inversion lemma + constrained ABA, O(n + m)",
-                           {"damped_inverse_apply": "(diag(R)⁻¹ + J M⁻¹ Jᵀ)⁻¹ a with a = the lam input"},
-                           inputs=("R", "lam")))
+    algos.append(Algorithm("ltl_osim", ltl_osim.delassus, "LTL-OSIM: CRBA + Jacobian, sparse M = LᵀDL, Y = J L⁻¹, Λ⁻¹ = Y D⁻¹ Yᵀ",
+                           delassus_out, loops=True))
+    algos += _operators()
     algos += _dynamics()
     return {a.name: a for a in algos}
+
+
+def _operators():
+    """Λ⁻¹λ and the damped inverse, matrix-free and through the explicit Λ⁻¹ (matrix-free paper
+    ../shared/papers/001_a194bdf892a0cc2c.txt); staged as its Table I re-evaluates them."""
+    from . import damped_inverse_apply, damped_inverse_explicit, delassus_apply, delassus_explicit_apply
+    product = "Λ⁻¹ λ = J M⁻¹ Jᵀ λ (m), rows in constraint order"
+    damped = "(diag(R)⁻¹ + J M⁻¹ Jᵀ)⁻¹ a with a = the lam input (m), rows in constraint order"
+    damped_io = dict(inputs=("R", "lam"), input_meanings={"R": STIFFNESS_R},
+                     stages=(("damping", ("R",)), ("apply", ("lam",))))
+    return [
+        Algorithm("delassus_apply", delassus_apply.apply, "Matrix-free Λ⁻¹λ: merged Jᵀλ / ABA / J ν̇ sweeps, O(n + m)",
+                  {"delassus_apply": product}, inputs=("lam",), loops=True),
+        Algorithm("damped_inverse_apply", damped_inverse_apply.apply,
+                  "Matrix-free damped inverse (R⁻¹ + Λ⁻¹)⁻¹ a: matrix inversion lemma + loop-constrained ABA, O(n + m)",
+                  {"damped_inverse_apply": damped}, **damped_io, loops=True),
+        Algorithm("delassus_explicit_apply", delassus_explicit_apply.apply,
+                  "Explicit Λ⁻¹λ: the cheapest explicit Λ⁻¹, then the product, O(explicit + m²)",
+                  {"delassus_explicit_apply": product}, inputs=("lam",), loops=True),
+        Algorithm("damped_inverse_explicit", damped_inverse_explicit.damped_inverse,
+                  "Explicit damped inverse: the cheapest explicit Λ⁻¹, + diag(1/R), dense LDLᵀ, two solves, O(explicit + m³)",
+                  {"damped_inverse_explicit": damped}, **damped_io, loops=True),
+    ]
 
 
 def _dynamics():
@@ -78,7 +130,10 @@ def _dynamics():
         Algorithm("pv", pv.pv, "PV: Popov-Vereshchagin constrained dynamics (PV Alg. 1), O(n + m²d + m³)",
                   vdot | lam, hard),
         Algorithm("pv_early", pv_early.pv_early, "PV-early: PV with rank-1 early multiplier elimination, O(n + m)",
-                  vdot | lam, hard),
+                  vdot | lam | {"pivot": "smallest elimination pivot ‖k̃_i‖² relative to its value at a generic "
+                                         "configuration (1): near 0 the fixed elimination order loses digits, 0 means "
+                                         "a row was dropped (exact only for a redundant row); pv and ltl are exact there"},
+                  hard),
         Algorithm("pv_soft", pv_soft.pv_soft, "PV-soft: soft Gauss principle by ABA on augmented inertias, O(n + m)",
                   vdot | {"lam": "soft constraint forces λ = −R⁻¹ (J v̇ + J̇ v − k) (m): M v̇ + c = τ + Jᵀ λ"}, soft),
         Algorithm("ltl", ltl.ltl, "LTL: CRBA + sparse M = LᵀDL + Delassus Schur complement, O(nd² + md² + m²d + m³)",
@@ -94,8 +149,18 @@ ALGORITHMS = _registry()
 AUTO = "auto"   # not an algorithm: the cheapest Delassus algorithm for the robot and constraints
 
 
+def loop_algorithms():
+    """The algorithms that accept link-to-link and joint constraints."""
+    return [name for name, a in ALGORITHMS.items() if a.loops]
+
+
 def delassus_algorithms():
     return [name for name, a in ALGORITHMS.items() if "delassus" in a.outputs]
+
+
+def dynamics_algorithms():
+    """The constrained-dynamics solvers (outputs v̇ and λ, given desired accelerations k)."""
+    return [name for name, a in ALGORITHMS.items() if "vdot" in a.outputs and "k" in a.inputs]
 
 
 def get_algorithm(name):

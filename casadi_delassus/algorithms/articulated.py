@@ -13,6 +13,12 @@ EFPA paper ../shared/papers/003_3d6496c5334b6d59.txt, eq. (10).  In local link f
 and its transpose, ``^λΩ_i = S_i D_i⁻¹ S_iᵀ``): to forces, constraint rows, accelerations and
 inverse inertias.
 
+Loops (matrix-free paper ../shared/papers/001_a194bdf892a0cc2c.txt, Alg. 4, for its damped
+inverse): the sweep can also eliminate couplings a_iᵀ C_ij a_j between two bodies (a
+link-to-link constraint's stiffness) through neighbour sets, and add joint rows' stiffness
+to D_i (no structural zeros along S_i then).  Without them it is the plain sweep, operation
+for operation.
+
 What keeps it cheap:
 - Symmetric 6x6 matrices are dense SX whose (i, j) and (j, i) entries are one expression.
 - S_i = ±e_a picks U_i as a column of H_i^A; Ū_i = U_i D_i⁻¹ is kept as g = H_i^A[a, :] D_i⁻¹
@@ -28,7 +34,7 @@ What keeps it cheap:
 """
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from functools import cached_property
 
 import casadi as ca
@@ -36,7 +42,7 @@ import numpy as np
 
 from ..spatial import sx, symmetric
 from . import linalg
-from .frames import body_inertia, transform_inertia
+from .frames import body_inertia, transform_force, transform_inertia
 from .linalg import dot, is_zero
 
 
@@ -54,6 +60,8 @@ class ArticulatedJoint:
     sign: float            # that sign
     ldl: tuple | None      # (L, d, d⁻¹) of D_i for a free joint (linalg.ldl), else None
     body: object = None
+    damped: bool = False   # D_i carries joint-row stiffness: nothing is exactly zero along S_i
+    couplings: dict = field(default_factory=dict)   # {neighbour j: S_iᵀ C_ij} at elimination (Alg. 4)
 
     @property
     def free(self):
@@ -81,6 +89,8 @@ class ArticulatedJoint:
         """Coordinates along which projected forces and inertias vanish exactly: those that
         S_i selects (all six for a free joint)."""
         S = self.S
+        if self.damped:
+            return ()
         if S.shape[1] == 6:
             return tuple(range(6))
         return tuple(int(np.flatnonzero(S[:, c])[0]) for c in range(S.shape[1])
@@ -223,20 +233,24 @@ def unit_axis(S):
     return None, 1.0
 
 
-def project(body, HA, S=None):
+def project(body, HA, S=None, damping=None):
     """U, D, D⁻¹, U D⁻¹ and H^a for one joint (in the basis ``S`` of its motion subspace,
-    S_i by default)."""
+    S_i by default).  ``damping`` (n_i scalars) is added to D_i's diagonal: joint rows'
+    𝒦ᵀ R 𝒦 with 𝒦 = 1 (matrix-free paper ../shared/papers/001_a194bdf892a0cc2c.txt, Alg. 4
+    line 11); H^a S_i is then no longer zero."""
     S = body.joint.motion_subspace() if S is None else S
     HA = sx(HA)
     if S.shape[1] == 6:                                 # free joint: D as LDLᵀ factors
         H = linalg.entries(HA)
         U = [[dot(row, S[:, c]) for c in range(6)] for row in H]
         upper = {(a, b): dot(S[:, a], [U[r][b] for r in range(6)]) for a in range(6) for b in range(a, 6)}
+        for c, r in enumerate(damping or ()):
+            upper[(c, c)] = upper[(c, c)] + r
         fac = linalg.ldl(upper, 6)
         return ArticulatedJoint(HA, S, linalg.to_sx_rows(U), symmetric(upper, 6), None, None,
-                                ca.SX.zeros(6, 6), None, 1.0, fac, body)
+                                ca.SX.zeros(6, 6), None, 1.0, fac, body, damping is not None)
     a, sign = unit_axis(S)
-    if a is not None:
+    if a is not None and damping is None:
         U = sign * HA[:, a]                           # H^A S: a column, no products
         D = HA[a, a]
         Dinv = 1 / D
@@ -249,11 +263,13 @@ def project(body, HA, S=None):
     H = linalg.entries(HA)
     U = [[dot(row, S[:, c]) for c in range(S.shape[1])] for row in H]
     D = dot(S[:, 0], [U[r][0] for r in range(6)])
+    if damping is not None:
+        D = D + damping[0]
     Dinv = 1 / D
     Ubar = [u[0] * Dinv for u in U]
     ent = {(p, q): H[p][q] - U[p][0] * Ubar[q] for p in range(6) for q in range(p, 6)}
     return ArticulatedJoint(HA, S, linalg.to_sx_rows(U), D, Dinv, linalg.to_sx_rows([[x] for x in Ubar]),
-                            symmetric(ent, 6), None, sign, None, body)
+                            symmetric(ent, 6), None, sign, None, body, damping is not None)
 
 
 def symmetric_sum(const, terms):
@@ -276,21 +292,68 @@ def symmetric_sum(const, terms):
     return symmetric(ent, 6)
 
 
-def articulated_inertias(robot, T, extra=None, post=None):
+def articulated_inertias(robot, T, extra=None, post=None, coupling=None, damping=None):
     """[ArticulatedJoint per body] for T = frames.local_transforms(robot, q[, offsets]),
     in the frames of T.  Hooks: ``extra`` ({body: [symmetric SX or upper-entry dicts]}) is
     added to the bodies' own inertias (e.g. constraint stiffness Kᵀ R K); ``post(i, J)`` runs
     when body i's joint is projected (children done) and may return a symmetric SX added to
-    H^a_i before it passes to the parent."""
+    H^a_i before it passes to the parent; ``damping`` ({body: [n_i scalars]}) is added to D_i.
+
+    ``coupling`` ({(i, j): C (6x6 SX)}) adds a_iᵀ C a_j between two bodies to the quadratic
+    form ½ Σ a_iᵀ H_i a_i that the sweep eliminates (a link-to-link constraint's K_iᵀ R K_j):
+    the loop-constrained ABA of the matrix-free paper ../shared/papers/001_a194bdf892a0cc2c.txt,
+    Alg. 4 lines 13-30, eliminating leaves first (S^E = reversed body order).  Each joint keeps
+    its neighbours' rows S_iᵀ C_ij in ``couplings`` for the force and acceleration sweeps
+    (delassus_apply.sweeps)."""
     const = [body_inertia(b, t.o) for b, t in zip(robot.bodies, T)]     # H_i, numeric
     terms = [list((extra or {}).get(i, ())) for i in range(robot.n_bodies)]
+    pairs = {}
+    for (i, j), C in (coupling or {}).items():
+        _couple(pairs, i, j, C)
     out = [None] * robot.n_bodies
     for i in reversed(range(robot.n_bodies)):
-        out[i] = J = project(robot.bodies[i], symmetric_sum(const[i], terms[i]))
+        out[i] = J = project(robot.bodies[i], symmetric_sum(const[i], terms[i]), damping=(damping or {}).get(i))
         more = post(i, J) if post else None
         p = robot.parent(i)
+        neighbours = {j: pairs.pop((i, j)) for j in sorted(j for k, j in list(pairs) if k == i)}
+        if neighbours:
+            _eliminate(J, T[i], p, neighbours, terms, pairs)
         if p < 0 or J.free:
             continue
         Ha = J.Ha if more is None else symmetric_sum(np.zeros((6, 6)), [J.Ha, more])
         terms[p].append(transform_inertia(T[i], Ha))       # H_λ(i)^A += Xᵀ H^a X
     return out
+
+
+def _couple(pairs, i, j, C):
+    """pairs[(i, j)] += C for the term a_iᵀ C a_j, keyed with the later-eliminated body first."""
+    key, C = ((i, j), C) if i > j else ((j, i), C.T)
+    pairs[key] = pairs[key] + C if key in pairs else C
+
+
+def _eliminate(J, T, p, neighbours, terms, pairs):
+    """Alg. 4 lines 17-30 for joint i with its neighbours {j: C_ij} and parent p: with ν̇_i
+    eliminated, neighbours j, k couple by −(S_iᵀ C_ij)ᵀ D_i⁻¹ (S_iᵀ C_ik) (j = k: their own
+    inertias), and the parent takes ^iX_pᵀ P_i C_ij with P_i = 1 − U_i D_i⁻¹ S_iᵀ (j = p: into
+    H_p^A, symmetrised)."""
+    n = J.S.shape[1]
+    J.couplings = rows = {j: ca.mtimes(sx(J.S).T, C) for j, C in neighbours.items()}
+    solved = {j: ca.horzcat(*[ca.vertcat(*J.solve([R[r, c] for r in range(n)])) for c in range(6)])
+              for j, R in rows.items()}                                       # D_i⁻¹ S_iᵀ C_ij
+    order = list(neighbours)
+    for x, j in enumerate(order):
+        for k in order[x:]:
+            G = ca.mtimes(rows[j].T, solved[k])
+            if j == k:
+                terms[j].append({(a, b): -G[a, b] for a in range(6) for b in range(a, 6)})
+            else:
+                _couple(pairs, j, k, -G)
+    if p < 0:
+        return
+    for j, C in neighbours.items():
+        cols = [transform_force(T, J.force([C[r, c] for r in range(6)])) for c in range(6)]
+        M = ca.horzcat(*[ca.vertcat(*[sx(e) for e in col]) for col in cols])     # ^iX_pᵀ P_i C_ij
+        if j == p:
+            terms[p].append({(a, b): M[a, b] + M[b, a] for a in range(6) for b in range(a, 6)})
+        else:
+            _couple(pairs, p, j, M)

@@ -118,6 +118,15 @@ def body_rigid_inertia(body, o):
     return RigidInertia(body.mass, [H[2, 4], H[0, 5], H[1, 3]], H[:3, :3])
 
 
+def clean_rotation(E):
+    """E with entries within 1e-10 of 0 or ±1 made exact when the result is still a rotation
+    (model rotations by π carry ~1e-11 noise); otherwise E as the model has it.  Entries 1e-11
+    from ±1 of a rotation by 1.5708 rad (Cassie's SDF) are not noise: snapping them alone
+    changed the model by ~1e-11, which the damped inverse amplified to 2e-9."""
+    S = clean(E, 1e-10)
+    return S if np.abs(S @ S.T - np.eye(3)).max() <= 1e-14 else E
+
+
 def local_transforms(robot, q, offsets=None):
     """One LocalTransform per body, in frames moved by ``offsets`` (see choose_offsets)."""
     o = np.zeros((robot.n_bodies, 3)) if offsets is None else offsets
@@ -133,7 +142,7 @@ def local_transforms(robot, q, offsets=None):
             E = ca.SX.eye(3)                   # E_J = R(axis, θ)ᵀ, entries written out
             a, bb = (k + 1) % 3, (k + 2) % 3
             E[a, a], E[bb, bb], E[a, bb], E[bb, a] = c, c, t, -t
-            E_T = clean(b.rotation, 1e-10)         # model rotations by π carry ~1e-11 noise
+            E_T = clean_rotation(b.rotation)
             out.append(LocalTransform(Transform(ca.mtimes(E, sx(E_T)), r), k, c, t,
                                       E_T, clean(E_T @ r, 1e-12), o[i], axis))
         else:
@@ -143,6 +152,25 @@ def local_transforms(robot, q, offsets=None):
             out.append(LocalTransform(Transform(X.E, X.r + sx(r - b.translation).reshape((3, 1)) + shift),
                                       o=o[i], axis=axis))
     return out
+
+
+def relative_transform(robot, T, a, b):
+    """^aX_b (a spatial.Transform) between bodies a and b for T = local_transforms(...), composed
+    along the tree path through their closest common ancestor c: ^aX_c (^bX_c)⁻¹.  The frames of
+    the bodies between a, b and c may be slid (offsets cancel); a's and b's are those of T."""
+    path_a, path_b = robot.ancestors(a), robot.ancestors(b)
+    common = next(i for i in path_a if i in path_b) if set(path_a) & set(path_b) else -1
+
+    def up_to_common(i):
+        X = None
+        while i != common:
+            X = T[i].X if X is None else X @ T[i].X
+            i = robot.parent(i)
+        return X
+    Xa, Xb = up_to_common(a), up_to_common(b)
+    if Xb is None:
+        return Xa
+    return Xb.inverse() if Xa is None else Xa @ Xb.inverse()
 
 
 # -- the plane rotation X_J ------------------------------------------------------------------------
@@ -413,17 +441,17 @@ def choose_offsets(robot, constraints, passes=2, move_free=True):
     rows = np.zeros(n)
     fixed = np.array([not move_free and b.joint.kind == "free" for b in robot.bodies])
     for c in constraints.constraints:
-        fixed[c.body] = True
-        i = c.body
-        while i >= 0:
-            rows[i] += c.rows
-            i = robot.parent(i)
+        fixed[[c.body, *c.bodies]] = True        # K_i, and a joint's v entries, refer to model frames
+        for i in c.bodies:
+            while i >= 0:
+                rows[i] += c.rows
+                i = robot.parent(i)
     weight = [0.0 if b.joint.kind == "free" else 26.0 + 4.5 * rows[i] for i, b in enumerate(robot.bodies)]
     # offsets stay within the model's own scale: a frame moved far away (dividing by a small
     # axis component) would zero a component at the price of lever arms that lose precision
     limit = 2 * max(float(np.linalg.norm(b.translation)) for b in robot.bodies)
     kids = [robot.children(i) for i in range(n)]
-    E_T = [clean(b.rotation, 1e-10) for b in robot.bodies]
+    E_T = [clean_rotation(b.rotation) for b in robot.bodies]
 
     def r_J(i):
         b, p = robot.bodies[i], robot.parent(i)

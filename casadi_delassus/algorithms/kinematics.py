@@ -1,12 +1,14 @@
 """Joint-space sweeps used by the algorithms that form M(q) and J(q) (naive, LTL-OSIM):
 composite inertias and the CRBA mass matrix, and the constraint Jacobian, all over the local
-transforms of frames.py (../shared/DESIGN.md)."""
+transforms of frames.py (../shared/DESIGN.md); and the constraints' rows on each link
+(``link_rows``, also read by the matrix-free operators), where a link-to-link constraint puts
+rows on both of its bodies."""
 from __future__ import annotations
 
 import casadi as ca
 
 from ..spatial import sx
-from .frames import body_rigid_inertia, transform_force, transform_rigid, transform_rows
+from .frames import body_rigid_inertia, relative_transform, transform_force, transform_rigid, transform_rows
 from .linalg import dot
 
 
@@ -26,26 +28,50 @@ def composite_inertias(robot, T):
     return Ic
 
 
-def constraint_row_blocks(robot, constraints, T, K_bodies):
-    """For each constraint, {ancestor body j: K_i ^iX_j} — its rows propagated to every
-    body that supports it; the Jacobian block of joint j is then (K_i ^iX_j) S_j."""
+def link_rows(robot, constraints, T, K_bodies):
+    """The matrix-free paper's K_e^i (its eq. 5c): for each constraint, [(body i, rows acting
+    on body i's spatial acceleration)], one pair for a constraint to the world, two for A|B
+    (K_B from the relative transform of frames.relative_transform), none for joint rows."""
     out = []
     for c, K in zip(constraints.constraints, K_bodies):
-        rows, blocks, i = sx(K), {}, c.body
-        while i >= 0:
-            blocks[i] = rows
-            if robot.parent(i) >= 0:
-                rows = transform_rows(T[i], rows)
-            i = robot.parent(i)
+        pairs = [] if c.joint else [(c.body, K)]
+        if c.body2 is not None:
+            pairs.append((c.body2, c.K_body2(relative_transform(robot, T, c.body, c.body2))))
+        out.append(pairs)
+    return out
+
+
+def constraint_row_blocks(robot, constraints, T, K_bodies):
+    """For each constraint, {body j: Σ_i K_i ^iX_j} over its rows K_i on bodies i below j — the
+    Jacobian block of joint j is then that times S_j.  Rows of a two-body constraint meet at the
+    bodies' common ancestor and go on as one sum; for A|B:6d that sum is exactly zero (a joint
+    above both moves them rigidly together), so it stops there."""
+    out = []
+    for c, pairs in zip(constraints.constraints, link_rows(robot, constraints, T, K_bodies)):
+        pending, blocks = {}, {}
+        for i, K in pairs:
+            pending[i] = [sx(K)]
+        while pending:
+            j = max(pending)
+            parts = pending.pop(j)
+            if len(parts) > 1 and c.kind == "6d":
+                continue
+            blocks[j] = rows = parts[0] if len(parts) == 1 else parts[0] + parts[1]
+            if robot.parent(j) >= 0:
+                pending.setdefault(robot.parent(j), []).append(transform_rows(T[j], rows))
         out.append(blocks)
     return out
 
 
 def constraint_jacobian(robot, constraints, T, K_bodies):
-    """J (m x nv) as SX, rows in the order of the constraints."""
+    """J (m x nv) as SX, rows in the order of the constraints; a joint constraint's block is
+    𝒦 on the joint's columns."""
     J = ca.SX(constraints.m, robot.nv)
     for c, blocks, r0 in zip(constraints.constraints, constraint_row_blocks(robot, constraints, T, K_bodies),
                              constraints.offsets):
+        if c.joint:
+            b = robot.bodies[c.body]
+            J[r0:r0 + c.rows, b.v_index:b.v_index + b.joint.nv] = c.K_body()
         for j, rows in blocks.items():
             b = robot.bodies[j]
             J[r0:r0 + c.rows, b.v_index:b.v_index + b.joint.nv] = ca.mtimes(rows, sx(motion_subspace(b)))

@@ -137,6 +137,21 @@ def forward_substitute(L, n, B):
     return Z
 
 
+def back_substitute(L, n, y):
+    """Solve Lᵀ x = y for unit lower-triangular L ({(i, j): e}); y a list of n scalars."""
+    x = [None] * n
+    for i in reversed(range(n)):
+        x[i] = y[i] - _dot((L.get((k, i), 0), x[k]) for k in range(i + 1, n))
+    return x
+
+
+def ldl_solve(L, Dinv, b):
+    """x with L D Lᵀ x = b for the factors of ``ldl``; b a list of n scalars."""
+    n = len(b)
+    z = forward_substitute(L, n, [[e] for e in b])
+    return back_substitute(L, n, [z[i][0] * Dinv[i] for i in range(n)])
+
+
 def scaled_gram(Z, Dinv, m):
     """Upper entries of Zᵀ D⁻¹ Z for Z (n rows x m columns)."""
     scaled = [[z * d if not _is_zero(z) else 0 for z in row] for row, d in zip(Z, Dinv)]

@@ -18,14 +18,16 @@ parents first and λ(k) the parent dof of k (a free joint is a chain of its six 
 
 The Delassus system Λ⁻¹ λ = r is solved with its floating-base structure (``delassus_solve``):
 Λ⁻¹ = A + Y_B D_B⁻¹ Y_Bᵀ, the base's six dofs B giving a rank-6 term and A block-diagonal over
-the base's branches, by the matrix inversion lemma (PV paper eqs. (53)-(55); the joint-space
-image of PV eq. (49)) when every block of A is invertible, else (and without a floating base)
-by a dense LDLᵀ of Λ⁻¹, m³/3 (on the Talos anchor: 34.7k instructions against 40.3k for the
-dense solve).  Like pv.py's eq. (49), the lemma divides by zero where one branch alone cannot
-produce its rows (a stretched knee under a welded foot: q = 0 on talos or go1); the dense
-path does not.  Everything in local link frames (dynamics_sweeps); the free base's dofs are
-carried in its slid frame and converted once on τ_b and v̇_b.  Redundant constraints make Λ⁻¹
-singular (see pv.py).
+the base's branches, by the block elimination pv.py uses at the base (dynamics_sweeps.saddle_solve:
+the joint-space image of PV eq. (47)), whose pivots are positive wherever Λ⁻¹ is; without a
+floating base by a dense LDLᵀ of Λ⁻¹.  On the talos anchor: 36.1k instructions, against 34.7k for
+the matrix inversion lemma (PV paper eqs. (53)-(55)) that was used before, which inverts each
+block of A and returned NaN at a stretched knee under a welded foot (q = 0 on talos or go1),
+and 40.3k for a dense LDLᵀ of Λ⁻¹.  The rows of each K_i are orthonormalized first
+(Tree.orthonormalize: an ill-conditioned runtime K_i does not square into cond(Λ⁻¹)).
+Everything in local link frames (dynamics_sweeps); the free base's dofs are carried in its slid
+frame and converted once on τ_b and v̇_b.  Redundant constraints make Λ⁻¹ singular: ConstraintError
+at trace time (pv.check_regular).
 """
 from __future__ import annotations
 
@@ -34,7 +36,7 @@ import numpy as np
 from . import dynamics_sweeps as ds
 from . import linalg
 from .articulated import symmetric_sum
-from . import pv
+from .pv import check_regular
 from .frames import transform_inertia
 
 
@@ -256,47 +258,49 @@ def sweeps(tree, v, tau, k, rec):
     return vel, c, g, tree.targets(k, g)
 
 
-def delassus_solve(tree, Y, YD, D, rhs, probe, rec):
-    """λ = (Y D⁻¹ Yᵀ)⁻¹ rhs.  With a free base, Λ⁻¹ = A + Y_B D_B⁻¹ Y_Bᵀ where the base's six
-    dofs B give a rank-6 term and A = Σ_{d∉B} Y_d D_d⁻¹ Y_dᵀ is block-diagonal over the base's
-    branches (rows of different branches share only base dofs).  When every block of A is
-    invertible (tested at trace time, as pv.py does for L_b^A), λ comes from the matrix
-    inversion lemma — pv.solve_49 with (A0, K, L) = (D_B, Y_B, A), the joint-space image of PV
-    eq. (49) — instead of a dense LDLᵀ of the m x m Λ⁻¹ (PV paper eqs. (53)-(55)); otherwise,
-    and without a free base (A = Λ⁻¹), Λ⁻¹ is factorized densely (block by block).
-    Returns (λ, {base dof d: a_d}) where, in the Woodbury case, D_d⁻¹ (Yᵀ λ)_d = −a_d exactly by
-    construction: v̇'s base part is then taken from a (as pv.py rolls out from a_b), which keeps
-    J v̇ + J̇ v − k at the rounding level (recomputing it from λ loses ~3 digits)."""
+def delassus_solve(tree, Y, YD, D, Dinv, rhs, rec):
+    """λ = (Y D⁻¹ Yᵀ)⁻¹ rhs and the pivots of the solve.  With a free base, Λ⁻¹ = A + Y_B D_B⁻¹ Y_Bᵀ
+    where the base's six dofs B give a rank-6 term and A = Σ_{d∉B} Y_d D_d⁻¹ Y_dᵀ is
+    block-diagonal over the base's branches (rows of different branches share only base dofs):
+    the joint-space image of PV eq. (47), solved by the same block elimination as pv.py's base
+    (dynamics_sweeps.saddle_solve with the base inertia D_B, diagonal, and rows Y_B), whose pivots
+    are positive wherever Λ⁻¹ is, unlike the matrix inversion lemma (PV paper eqs. (53)-(55)),
+    which inverts each block of A (singular at a stretched knee).  Without a free base (A = Λ⁻¹)
+    Λ⁻¹ is factorized densely, block by block.  Returns (λ, {base dof d: a_d}, pivots) with
+    D_d⁻¹ (Yᵀ λ)_d = −a_d: v̇'s base part is taken from a, as pv.py rolls out from a_b."""
     robot = tree.robot
     m = len(Y)
     B = [d for i in range(tree.n) if tree.is_free(i)
          for d in range(robot.bodies[i].v_index, robot.bodies[i].v_index + 6)]
     N = [d for d in range(robot.nv) if d not in B]
-    A = {}
-    for a in range(m):
-        for b in range(a, m):
-            e = ds.dot([YD[a][d] for d in N], [Y[b][d] for d in N])
-            if not ds.is0(e):
-                A[(a, b)] = e
     rows = list(range(m))
-    blocks = pv.blocks_of(A, rows)
-    if B and len(B) == 6 and all(pv.invertible(probe, A, blk) for blk in blocks):
+    if len(B) == 6:
+        A = {}
+        for a in range(m):
+            for b in range(a, m):
+                e = ds.dot([YD[a][d] for d in N], [Y[b][d] for d in N])
+                if not ds.is0(e):
+                    A[(a, b)] = e
         rec("Y = J L⁻¹, A = Σ_{d∉B} Y_d D_d⁻¹ Y_dᵀ (block-diagonal), right-hand side", A, rhs)
-        a, lam = pv.solve_49(A, blocks, rows, [[Y[r][d] for d in B] for r in rows], rhs,
-                             {(x, x): D[B[x]] for x in range(6)}, [0.0] * 6)
-        return [lam[r] for r in rows], dict(zip(B, a))
+        a, lam, pivots = ds.saddle_solve(({}, [D[d] for d in B], [Dinv[d] for d in B]),
+                                         {r: [Y[r][d] for d in B] for r in rows}, A,
+                                         sorted(ds.blocks_of(A, rows), key=len), [0.0] * 6, dict(zip(rows, rhs)))
+        return [lam[r] for r in rows], dict(zip(B, a)), pivots
     Lam = {(a, b): ds.dot(YD[a], Y[b]) for a in range(m) for b in range(a, m)}
     rec("Y = J L⁻¹, Λ⁻¹ = Y D⁻¹ Yᵀ, right-hand side", Lam, rhs)
-    lam = [None] * m
-    for blk in pv.blocks_of(Lam, rows):
-        for r, x in zip(blk, ds.ldl_solve(linalg.ldl(pv.local(Lam, blk), len(blk)), [rhs[r] for r in blk])):
+    lam, pivots = [None] * m, []
+    for blk in ds.blocks_of(Lam, rows):
+        fac = linalg.ldl(ds.local(Lam, blk), len(blk))
+        pivots += fac[1]
+        for r, x in zip(blk, ds.ldl_solve(fac, [rhs[r] for r in blk])):
             lam[r] = x
-    return lam, {}
+    return lam, {}, pivots
 
 
 def ltl(robot, constraints, q, K_bodies, v, tau, k, rec=None):
     rec = rec or (lambda *a: None)
     tree = ds.Tree(robot, constraints, q, K_bodies)
+    tree.orthonormalize()
     vel, c, g, own = sweeps(tree, v, tau, k, rec)
     C, acc = rnea_bias(tree, vel, c, g)
     rec("RNEA (v̇ = 0): c(q, v), a'_i", C)
@@ -320,10 +324,11 @@ def ltl(robot, constraints, q, K_bodies, v, tau, k, rec=None):
                 drift = ds.add(ds.dot([K[r, c_] for c_ in range(6)], acc[i]), lv[r])   # J̇v − k
                 rhs[gr] = ds.sub(ds.sub(0.0, drift), ds.dot(Y[gr], z))
     YD = [[ds.mul(e, d) for e, d in zip(row, Dinv)] for row in Y]
-    lam, a_B = delassus_solve(tree, Y, YD, D, rhs, probe=ds.Probe(robot, q, K_bodies), rec=rec)
+    lam, a_B, pivots = delassus_solve(tree, Y, YD, D, Dinv, rhs, rec)
+    check_regular(ds.Probe(robot, q, K_bodies), pivots, "ltl", constraints)
     rec("λ: Λ⁻¹ λ = k − J̇ v − J M⁻¹ (τ − c)", lam)
     w = [ds.sub(z[d], a_B[d]) if d in a_B else ds.add(z[d], ds.dot([YD[r][d] for r in range(m)], lam))
          for d in range(n)]
     vdot = from_slid(tree, solve_l(L, lam_, w))
     rec("v̇ = L⁻¹ (z + D⁻¹ Yᵀ λ)", vdot)
-    return {"vdot": ds.column(vdot), "lam": ds.column(lam)}
+    return {"vdot": ds.column(vdot), "lam": ds.column(tree.multipliers(lam))}

@@ -24,12 +24,24 @@ DEFAULT_CFLAGS = ("auto",)
 # function: on talos 2F naive (84k instructions) -O2 takes 62 s, -O1 41 s, -O0 2.6 s.
 # "auto" picks the level from the instruction count (bench/compile_times.py measures it).
 AUTO_LEVELS = ((20_000, "-O2"), (35_000, "-O1"), (float("inf"), "-O0"))
+# CasADi stores x·(1/d) as x/d, so a pivot d used by k entries costs k divisions (434 on
+# talos 2F+2H pv_osim).  -freciprocal-math lets gcc compute 1/d once and multiply (567 ->
+# 38 divsd there, ~10 % faster; results differ by rounding only); -fno-math-errno drops the
+# errno branches around sqrt.  Neither allows reassociation or assumes finite values.
+# CasADi's helpers (casadi_sq) have external linkage; in a -fPIC .so gcc then calls them
+# through the PLT (58 calls in g1 2F pv_osim) unless -fno-semantic-interposition lets it
+# inline them (~15 % faster there).
+AUTO_MATH = ("-freciprocal-math", "-fno-math-errno", "-fno-semantic-interposition")
 
 
 def resolve_cflags(cflags, instructions):
-    """Replace an "auto" entry by the optimisation level for this function size."""
+    """Replace an "auto" entry by the optimisation level for this function size and the
+    math flags of AUTO_MATH."""
     level = next(lvl for limit, lvl in AUTO_LEVELS if instructions <= limit)
-    return tuple(level if f == "auto" else f for f in cflags)
+    out = []
+    for f in cflags:
+        out += [level, *AUTO_MATH] if f == "auto" else [f]
+    return tuple(out)
 
 
 def find_compiler(cc=None):
@@ -79,41 +91,35 @@ def q_layout(robot):
              "nq": b.joint.nq, "v_index": b.v_index, "nv": b.joint.nv} for b in robot.bodies]
 
 
-def build(robot, constraints, algorithm, out_dir, scenario, cflags=DEFAULT_CFLAGS, cc=None, cse=True,
-          force=False, osim=False):
-    """Generate and compile; returns the path of the manifest (JSON).  Files are named
-    after the algorithm (``<algo>_osim`` when Λ is an output too)."""
-    cc = find_compiler(cc)
-    out_dir = Path(out_dir)
-    stem = f"{algorithm}_osim" if osim else algorithm
-    manifest_path = out_dir / f"{stem}.json"
-    key = content_hash(robot, constraints, algorithm, cflags, cse, cc, osim)
-    if not force and manifest_path.is_file() and (out_dir / f"{stem}.so").is_file():
-        try:
-            if json.loads(manifest_path.read_text()).get("hash") == key:
-                return manifest_path
-        except (OSError, ValueError):
-            pass
-    fname = c_identifier("cd", robot.name, scenario, stem)
-    t0 = time.perf_counter()
-    auto = None
-    if algorithm == AUTO:
-        chosen, counts, reason = choose_cheapest(robot, constraints, cse=cse, osim=osim)
-        auto = {"chosen": chosen, "instructions": counts, "reason": reason}
-    f, inputs, outputs = trace(robot, constraints, auto["chosen"] if auto else algorithm, name=fname, cse=cse, osim=osim)
-    t_trace = time.perf_counter() - t0
+def is_cached(manifest_path, key):
+    """True when ``manifest_path`` and its .so exist and were built for the hash ``key``."""
+    manifest_path = Path(manifest_path)
+    if not manifest_path.is_file() or not manifest_path.with_suffix(".so").is_file():
+        return False
+    try:
+        return json.loads(manifest_path.read_text()).get("hash") == key
+    except (OSError, ValueError):
+        return False
+
+
+def make_manifest(f, robot, constraints, scenario, inputs, outputs, cflags, cc, cse, key, **head):
+    """The manifest of the generated function ``f``, led by ``head`` (function, algorithm, ...);
+    ``cflags`` are resolved for f's size."""
     counts = count_ops(f)
-    cflags = resolve_cflags(cflags, counts["instructions"])
-    manifest = {
-        "function": fname, "algorithm": algorithm, "osim": osim, "robot": robot.name, "scenario": scenario,
+    return {
+        **head, "robot": robot.name, "scenario": scenario,
         "source": robot.source, "nq": robot.nq, "nv": robot.nv, "m": constraints.m,
         "q_layout": q_layout(robot), "constraints": constraints.describe(),
         "row_names": constraints.row_names, "inputs": inputs, "outputs": outputs,
-        "op_count": counts, "cse": cse, "cflags": list(cflags), "compiler": cc,
-        **work_sizes(f), "hash": key, "version": __version__,
+        "op_count": counts, "cse": cse, "cflags": list(resolve_cflags(cflags, counts["instructions"])),
+        "compiler": cc, **work_sizes(f), "hash": key, "version": __version__,
     }
-    if auto:
-        manifest["auto"] = auto
+
+
+def write_compiled(f, manifest, out_dir, stem, t_trace):
+    """Emit ``stem``.c/.h, compile ``stem``.so and write ``stem``.json (with the timings,
+    compile command and .so size added to ``manifest``), atomically."""
+    out_dir = Path(out_dir)
     created = next((d for d in reversed([out_dir, *out_dir.parents]) if not d.exists()), None)
     out_dir.mkdir(parents=True, exist_ok=True)
     tmp = Path(tempfile.mkdtemp(prefix=f".{stem}-", dir=out_dir))
@@ -122,7 +128,7 @@ def build(robot, constraints, algorithm, out_dir, scenario, cflags=DEFAULT_CFLAG
         for name, text in render(f, manifest, stem).items():
             (tmp / name).write_text(text)
         t_emit = time.perf_counter() - t0
-        t_cc, cmd = compile_shared(tmp / f"{stem}.c", tmp / f"{stem}.so", cflags, cc)
+        t_cc, cmd = compile_shared(tmp / f"{stem}.c", tmp / f"{stem}.so", manifest["cflags"], manifest["compiler"])
         manifest["timings_s"] = {"trace": round(t_trace, 3), "emit": round(t_emit, 3), "compile": round(t_cc, 3)}
         manifest["compile_command"] = " ".join(cmd[:-4] + ["-o", f"{stem}.so", f"{stem}.c", "-lm"])
         manifest["so_bytes"] = (tmp / f"{stem}.so").stat().st_size
@@ -135,4 +141,30 @@ def build(robot, constraints, algorithm, out_dir, scenario, cflags=DEFAULT_CFLAG
             shutil.rmtree(created, ignore_errors=True)
         raise
     shutil.rmtree(tmp, ignore_errors=True)
-    return manifest_path
+    return out_dir / f"{stem}.json"
+
+
+def build(robot, constraints, algorithm, out_dir, scenario, cflags=DEFAULT_CFLAGS, cc=None, cse=True,
+          force=False, osim=False):
+    """Generate and compile; returns the path of the manifest (JSON).  Files are named
+    after the algorithm (``<algo>_osim`` when Λ is an output too)."""
+    cc = find_compiler(cc)
+    out_dir = Path(out_dir)
+    stem = f"{algorithm}_osim" if osim else algorithm
+    manifest_path = out_dir / f"{stem}.json"
+    key = content_hash(robot, constraints, algorithm, cflags, cse, cc, osim)
+    if not force and is_cached(manifest_path, key):
+        return manifest_path
+    fname = c_identifier("cd", robot.name, scenario, stem)
+    t0 = time.perf_counter()
+    auto = None
+    if algorithm == AUTO:
+        chosen, counts, reason = choose_cheapest(robot, constraints, cse=cse, osim=osim)
+        auto = {"chosen": chosen, "instructions": counts, "reason": reason}
+    f, inputs, outputs = trace(robot, constraints, auto["chosen"] if auto else algorithm, name=fname, cse=cse, osim=osim)
+    t_trace = time.perf_counter() - t0
+    manifest = make_manifest(f, robot, constraints, scenario, inputs, outputs, cflags, cc, cse, key,
+                             function=fname, algorithm=algorithm, osim=osim)
+    if auto:
+        manifest["auto"] = auto
+    return write_compiled(f, manifest, out_dir, stem, t_trace)

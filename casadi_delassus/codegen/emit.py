@@ -2,6 +2,7 @@
 layout and a convenience ``*_eval`` call), plus the JSON manifest."""
 from __future__ import annotations
 
+import ctypes
 import re
 
 import casadi as ca
@@ -12,7 +13,12 @@ _ENV = jinja2.Environment(loader=jinja2.PackageLoader("casadi_delassus", "codege
 
 
 def work_sizes(f: ca.Function):
-    return {"sz_arg": int(f.sz_arg()), "sz_res": int(f.sz_res()), "sz_iw": int(f.sz_iw()), "sz_w": int(f.sz_w())}
+    """CasADi's work-array sizes (entries) and what they take in bytes on this machine:
+    arg/res hold pointers, iw casadi_int (long long), w doubles."""
+    sizes = {"sz_arg": int(f.sz_arg()), "sz_res": int(f.sz_res()), "sz_iw": int(f.sz_iw()), "sz_w": int(f.sz_w())}
+    entry = {"sz_arg": ctypes.sizeof(ctypes.c_void_p), "sz_res": ctypes.sizeof(ctypes.c_void_p),
+             "sz_iw": ctypes.sizeof(ctypes.c_longlong), "sz_w": ctypes.sizeof(ctypes.c_double)}
+    return sizes | {"work_bytes": {k[3:]: n * entry[k] for k, n in sizes.items()}}
 
 
 def casadi_source(f: ca.Function):

@@ -52,28 +52,32 @@ class CompiledFunction:
     def input_names(self):
         return [i["name"] for i in self.inputs]
 
-    def _fill(self, q, inputs):
-        q = np.asarray(q, dtype=float).reshape(-1)
-        if q.size != self.manifest["nq"]:
-            raise InputError(f"q has {q.size} entries, robot {self.manifest['robot']!r} needs nq = {self.manifest['nq']}")
-        values = [q]
-        for spec in self.inputs[1:]:
+    def _fill(self, first, inputs):
+        """The inputs in manifest order: ``first`` (a tuple of at most one array) is the first
+        input (q, or a later stage's own first input), the others come by name."""
+        if first:
+            inputs = {self.input_names[0]: first[0], **inputs}
+        extra = set(inputs) - set(self.input_names)
+        if extra:
+            raise InputError(f"unexpected inputs {sorted(extra)}; this function takes {self.input_names}")
+        values = []
+        for spec in self.inputs:
             if spec["name"] not in inputs:
                 raise InputError(f"missing input {spec['name']} ({' x '.join(map(str, spec['shape']))})")
             a = np.asarray(inputs[spec["name"]], dtype=float)
             if len(spec["shape"]) == 1:     # vectors: any shape with the right number of entries
                 a = a.reshape(-1)
+            if spec["name"] == "q" and a.size != self.manifest["nq"]:
+                raise InputError(f"q has {a.size} entries, robot {self.manifest['robot']!r} needs nq = {self.manifest['nq']}")
             if a.shape != tuple(spec["shape"]):
                 raise InputError(f"input {spec['name']} has shape {a.shape}, expected {tuple(spec['shape'])}")
             values.append(a.reshape(-1, order="F"))
-        extra = set(inputs) - set(self.input_names)
-        if extra:
-            raise InputError(f"unexpected inputs {sorted(extra)}; this function takes {self.input_names}")
         return values
 
-    def outputs(self, q, **inputs):
-        """All outputs by name; ``inputs`` are the named inputs after q (vectors, K_…)."""
-        values = self._fill(q, inputs)
+    def outputs(self, *first, **inputs):
+        """All outputs by name: ``f.outputs(q, **inputs)`` with the named inputs after q (vectors,
+        K_…); a stage function takes its first input positionally too, or all by name."""
+        values = self._fill(first, inputs)
         if self.backend == "casadi":
             res = self._fn(*values)
             res = res if isinstance(res, (list, tuple)) else [res]
@@ -85,13 +89,62 @@ class CompiledFunction:
             raise DelassusError(f"{self.manifest['function']} returned an error")
         return {o["name"]: buf.reshape(o["shape"], order="F").copy() for o, buf in zip(self.output_specs, self._out)}
 
-    def __call__(self, q, **inputs):
-        return next(iter(self.outputs(q, **inputs).values()))
+    def __call__(self, *first, **inputs):
+        return next(iter(self.outputs(*first, **inputs).values()))
 
     def __repr__(self):
         m = self.manifest
         return (f"<{m['algorithm']} for {m['robot']}/{m['scenario']}: m = {m['m']}, "
                 f"{m['op_count']['instructions']} instructions, {self.so_path}>")
+
+
+class StagedFunction:
+    """The compiled stages of one function (codegen/staging.py), chained through their stored
+    intermediates.  ``f.run(stage, **inputs)`` runs one stage with its own inputs, keeps what
+    it stores for the next and returns its outputs (the last stage's are the function's).  So after
+    ``f.run("factor", q=q)`` and ``f.run("damping", R=R)``, each ``f.run("apply", lam=a)``
+    costs the last stage only.  ``f(q, **inputs)`` runs every stage."""
+
+    def __init__(self, manifest_paths, backend="ctypes"):
+        self.stages = [CompiledFunction(p, backend) for p in manifest_paths]
+        if not self.stages or any("stage" not in f.manifest for f in self.stages):
+            raise DelassusError(f"not the manifests of a staged function: {[str(p) for p in manifest_paths]}")
+        self.names = [f.manifest["stage"]["name"] for f in self.stages]
+        self.manifest = self.stages[-1].manifest
+        self._work = {}
+
+    @property
+    def op_count(self):
+        return {n: f.op_count for n, f in zip(self.names, self.stages)}
+
+    def run(self, stage, **inputs):
+        if stage not in self.names:
+            raise DelassusError(f"unknown stage {stage!r}; this function has stages {self.names}")
+        k = self.names.index(stage)
+        f, spec = self.stages[k], self.stages[k].manifest["stage"]
+        if spec["work_in"]:
+            if spec["work_in"] not in self._work:
+                raise DelassusError(f"run stage {self.names[k - 1]!r} before {stage!r}")
+            inputs = {**inputs, spec["work_in"]: self._work[spec["work_in"]]}
+        out = f.outputs(**inputs)
+        for later in self.stages[k:]:           # what later stages stored is stale now
+            self._work.pop(later.manifest["stage"]["work_out"], None)
+        if spec["work_out"]:
+            self._work[spec["work_out"]] = out[spec["work_out"]]
+        return out
+
+    def outputs(self, q, **inputs):
+        inputs = {"q": q, **inputs}
+        extra = set(inputs) - {n for f in self.stages for n in f.manifest["stage"]["inputs"]}
+        if extra:
+            raise InputError(f"unexpected inputs {sorted(extra)}; the stages take "
+                             f"{[n for f in self.stages for n in f.manifest['stage']['inputs']]}")
+        for name, f in zip(self.names, self.stages):
+            out = self.run(name, **{n: inputs[n] for n in f.manifest["stage"]["inputs"] if n in inputs})
+        return out
+
+    def __call__(self, q, **inputs):
+        return next(iter(self.outputs(q, **inputs).values()))
 
 
 def load(path, backend="ctypes"):

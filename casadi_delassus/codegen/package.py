@@ -49,7 +49,8 @@ def _num(x):
 
 
 def _opt_level(cflags):
-    return " ".join(f for f in cflags if f.startswith("-O")) or "-O2"
+    """The optimisation level and math flags the function was generated with."""
+    return [f for f in cflags if f.startswith(("-O", "-f"))] or ["-O2"]
 
 
 def _function_context(manifest, stem):

@@ -36,7 +36,7 @@ def trace(robot, constraints, algorithm, name=None, cse=True, osim=False):
     f = ca.Function(name or algorithm, [q, *vectors.values(), *K_syms.values()], exprs,
                     ["q", *vectors, *K_syms], names)
     inputs = [{"name": "q", "shape": [robot.nq], "meaning": "configuration, Pinocchio layout (see q_layout)"}]
-    inputs += [{"name": n, "shape": [int(v.shape[0])], "meaning": VECTOR_INPUTS[n][1]} for n, v in vectors.items()]
+    inputs += [{"name": n, "shape": [int(v.shape[0])], "meaning": algo.input_meaning(n)} for n, v in vectors.items()]
     inputs += [{"name": n, "shape": [c.rows, 6], "meaning": f"K of constraint {c.spec}: rows act on the "
                 f"spatial acceleration [linear; angular] of {c.link} in its own frame"}
                for n, c in ((c.input_name, c) for c in constraints.inputs)]
@@ -50,7 +50,7 @@ def choose_cheapest(robot, constraints, cse=True, osim=False):
     """``-a auto``: trace every Delassus algorithm and pick the one with the fewest
     instructions.  Returns (name, {algorithm: instructions}, reason)."""
     counts = {a: count_ops(trace(robot, constraints, a, cse=cse, osim=osim)[0])["instructions"]
-              for a in delassus_algorithms()}
+              for a in delassus_algorithms() if get_algorithm(a).accepts(constraints)}
     best = min(counts, key=counts.get)
     others = ", ".join(f"{a} {n:,}" for a, n in sorted(counts.items(), key=lambda kv: kv[1]) if a != best)
     return best, counts, f"fewest instructions for this robot and constraints: {best} {counts[best]:,} (then {others})"

@@ -1,5 +1,5 @@
-"""Robot models: the ``Robot`` tree and its loaders (URDF, spatial_v2 JSON, synthetic
-mechanisms, the named registry)."""
+"""Robot models: the ``Robot`` tree and its loaders (URDF, SDF with closed loops, spatial_v2
+JSON, synthetic mechanisms, the named registry)."""
 from __future__ import annotations
 
 from pathlib import Path
@@ -7,13 +7,13 @@ from pathlib import Path
 from ..errors import ModelError, unknown_name
 from .robot import Body, Frame, Joint, Robot
 
-MODEL_SUFFIXES = (".urdf", ".json")
+MODEL_SUFFIXES = (".urdf", ".sdf", ".json")
 
 
 def load_robot(spec, floating_base=None):
-    """A robot from a registry name (``talos``), a model file (``.urdf``/``.json``) or a
-    synthetic spec (``chain:n=20``).  ``floating_base`` overrides the default for URDF files
-    (floating)."""
+    """A robot from a registry name (``talos``), a model file (``.urdf``/``.sdf``/``.json``) or
+    a synthetic spec (``chain:n=20``).  ``floating_base`` overrides the default for URDF files
+    (floating).  An SDF model that closes loops gets the scenario ``loops``."""
     if isinstance(spec, Robot):
         return spec
     from . import registry
@@ -32,9 +32,12 @@ def load_robot(spec, floating_base=None):
         elif path.suffix.lower() == ".urdf":
             from .urdf import load_urdf
             robot = load_urdf(path, floating_base=True if floating_base is None else floating_base)
+        elif path.suffix.lower() == ".sdf":
+            from .sdf import load_sdf
+            robot = load_sdf(path)
         else:
-            raise ModelError(f"unsupported model file {spec}: expected .urdf or .json")
-        robot.scenarios = {}
+            raise ModelError(f"unsupported model file {spec}: expected .urdf, .sdf or .json")
+        robot.scenarios = {"loops": robot.loops} if getattr(robot, "loops", None) else {}
         return robot
     from .synthetic_contact import is_contact_synthetic, parse_contact_synthetic
     if is_contact_synthetic(spec):
@@ -46,7 +49,7 @@ def load_robot(spec, floating_base=None):
         robot.scenarios = {"default": default}
         return robot
     raise ModelError(unknown_name("robot", spec, registry.names()) +
-                     " (give a registry name, a .urdf/.json model file, or a synthetic spec such as chain:n=20)")
+                     " (give a registry name, a .urdf/.sdf/.json model file, or a synthetic spec such as chain:n=20)")
 
 
 __all__ = ["Body", "Frame", "Joint", "Robot", "load_robot"]

@@ -1,7 +1,8 @@
 """Named robots read from installed packages, with constraint scenarios kept in
 ``robots/<name>.json`` (set CASADI_DELASSUS_ROBOTS to use another folder).  Each file gives
-the package that ships the model, the file inside it, whether the base floats, and named
-scenarios: lists of constraint specs (see constraints.py)."""
+the package that ships the model, the file inside it (URDF, or SDF for closed loops), whether
+the base floats, and named scenarios: lists of constraint specs (see constraints.py), where
+the item ``@loops`` stands for the loop-closing constraints an SDF model defines (sdf.py)."""
 from __future__ import annotations
 
 import importlib.metadata
@@ -58,12 +59,30 @@ def is_available(name):
         return False
 
 
+LOOPS = "@loops"
+
+
 def load_registered(name):
+    from .sdf import load_sdf
     from .urdf import load_urdf
     if name not in registry():
         raise ModelError(unknown_name("robot", name, registry()))
     entry = registry()[name]
-    robot = load_urdf(model_path(name), floating_base=entry.get("floating_base", True), name=name)
-    robot.scenarios = dict(entry.get("scenarios", {}))
+    path = model_path(name)
+    if path.suffix.lower() == ".sdf":
+        robot = load_sdf(path, name=name)
+    else:
+        robot = load_urdf(path, floating_base=entry.get("floating_base", True), name=name)
+    robot.scenarios = {sc: expand_loops(robot, specs) for sc, specs in entry.get("scenarios", {}).items()}
     robot.description = entry.get("description", "")
     return robot
+
+
+def expand_loops(robot, specs):
+    """``specs`` with the item ``@loops`` replaced by the model's loop-closing constraints."""
+    out = []
+    for s in specs:
+        if s == LOOPS and not getattr(robot, "loops", None):
+            raise ModelError(f"robot {robot.name!r}: scenario item {LOOPS!r} but its model closes no loops")
+        out += robot.loops if s == LOOPS else [s]
+    return out

@@ -117,8 +117,10 @@ class Robot:
         self.nq, self.nv = q, v
         self.frames = {b.name: Frame(b.name, i) for i, b in enumerate(self.bodies)}
         for f in frames:
+            # a loader's frame wins over the body frame of the same name: an SDF link whose
+            # joint frame is not the link frame keeps its link frame under its name
             f.rotation, f.translation = clean(f.rotation), clean(f.translation)
-            self.frames.setdefault(f.name, f)
+            self.frames[f.name] = f
         self._check_inertias()
 
     # -- structure -------------------------------------------------------------------
