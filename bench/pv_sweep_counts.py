@@ -13,9 +13,7 @@ from pathlib import Path
 import casadi as ca
 
 from casadi_delassus import load_robot
-from casadi_delassus.algorithms import linalg, pv_osim, pv_osim_fast, pv_osimr
-from casadi_delassus.algorithms.articulated import articulated_inertias
-from casadi_delassus.algorithms.frames import choose_offsets, local_transforms
+from casadi_delassus.algorithms import pv_osim, pv_osim_fast, pv_osimr
 from casadi_delassus.codegen.opcount import count_ops
 from casadi_delassus.codegen.trace import trace
 from casadi_delassus.constraints import ConstraintSet

@@ -8,6 +8,7 @@ import numpy as np
 import pytest
 
 from casadi_delassus import api, reference
+from casadi_delassus import pinocchio_oracle as oracle
 from casadi_delassus.algorithms import ALGORITHMS, loop_algorithms
 from casadi_delassus.check import ORACLES, check_outputs, relative_error
 from casadi_delassus.codegen.trace import choose_cheapest, trace
@@ -74,61 +75,10 @@ def test_compiled_damped_inverse_with_joint_rows(out_dir):
 # -- Pinocchio -------------------------------------------------------------------------------
 
 
-def pinocchio_model(robot):
-    """The same pinocchio.Model built from our Robot (joints in our order, frames as ours)."""
-    model = pin.Model()
-    for b in robot.bodies:
-        kind = b.joint.kind
-        jm = pin.JointModelFreeFlyer() if kind == "free" else \
-            pin.JointModelRevoluteUnaligned(b.joint.axis) if kind == "revolute" else \
-            pin.JointModelPrismaticUnaligned(b.joint.axis)
-        j = model.addJoint(b.parent + 1, jm, pin.SE3(b.rotation.T, b.translation), b.joint.name)
-        model.appendBodyToJoint(j, pin.Inertia(b.mass, b.com, b.inertia), pin.SE3.Identity())
-    return model
-
-
-def _point_a(c):
-    """a of A|B:3d@a;b from K_frame = [1, −a×]."""
-    ax = -c.K_frame[:3, 3:]
-    return np.array([ax[2, 1], ax[0, 2], ax[1, 0]])
-
-
-def pinocchio_constraint(model, robot, c):
-    """RigidConstraintModel (LOCAL) for a constraint to the world or A|B; body i is joint i + 1."""
-    A = robot.frame(c.link)
-    a = _point_a(c) if c.kind == "3d" else np.zeros(3)
-    ct = pin.ContactType.CONTACT_3D if c.kind == "3d" else pin.ContactType.CONTACT_6D
-    placement = pin.SE3(A.rotation, A.translation + A.rotation @ a)
-    if c.body2 is None:
-        return pin.RigidConstraintModel(ct, model, c.body + 1, placement, pin.ReferenceFrame.LOCAL)
-    return pin.RigidConstraintModel(ct, model, c.body + 1, placement, c.body2 + 1, pin.SE3(np.eye(3), c.point2),
-                                    pin.ReferenceFrame.LOCAL)
-
-
 def _pinocchio_case(case):
     robot, cs = _case(case)
-    if case.startswith("cassie"):
-        model = pinocchio_model(robot)        # Pinocchio here has no SDF support
-    else:
-        model = pin.buildModelFromUrdf(str(robot.source), pin.JointModelFreeFlyer())
-    cms = pin.StdVec_RigidConstraintModel()
-    for c in cs.constraints:
-        cms.append(pinocchio_constraint(model, robot, c))
-    return robot, cs, model, cms
-
-
-def _pinocchio_delassus(model, data, cms, q, damping):
-    """Pinocchio's Cholesky Delassus expression at q with the diagonal damping added."""
-    cds = pin.StdVec_RigidConstraintData()
-    for cm in cms:
-        cds.append(cm.createData())
-    pin.computeJointJacobians(model, data, q)
-    pin.crba(model, data, q)
-    for cm, cd in zip(cms, cds):
-        cm.calc(model, data, cd)
-    chol = pin.ConstraintCholeskyDecomposition(model, data, cms, cds)
-    chol.compute(model, data, cms, cds, damping)
-    return chol.getDelassusOperatorCholeskyExpression(), cds
+    model = oracle.model_for(robot)        # Cassie: built from our tree (Pinocchio here reads no SDF)
+    return robot, cs, model, oracle.constraint_models(model, robot, cs)
 
 
 @needs_pinocchio
@@ -139,7 +89,7 @@ def test_reference_jacobian_is_pinocchios(case):
     rng = np.random.default_rng(1)
     for _ in range(5):
         q = robot.random_q(rng)
-        _, cds = _pinocchio_delassus(model, data, cms, q, 0.0)
+        _, cds = oracle.delassus_expression(model, data, cms, q, 0.0)
         J = pin.getConstraintsJacobian(model, data, cms, cds)
         assert np.abs(J - reference.constraint_jacobian(robot, cs, q)).max() <= 1e-12
 
@@ -157,9 +107,9 @@ def test_operators_match_pinocchio_cholesky_expression(case):
     worst = {"apply": 0.0, "damped": 0.0}
     for _ in range(N_SAMPLES):
         q, lam, R = robot.random_q(rng), rng.normal(size=cs.m), rng.uniform(0.1, 10.0, cs.m)
-        D = _pinocchio_delassus(model, data, cms, q, 1e-14)[0]
+        D = oracle.delassus_expression(model, data, cms, q, 1e-14)[0]
         worst["apply"] = max(worst["apply"], relative_error(fa(q=q, lam=lam)["delassus_apply"], D @ lam))
-        E = _pinocchio_delassus(model, data, cms, q, 1 / R)[0]         # μ = 1/R
+        E = oracle.delassus_expression(model, data, cms, q, 1 / R)[0]         # μ = 1/R
         damped = fd(q=q, R=R, lam=lam)["damped_inverse_apply"]
         worst["damped"] = max(worst["damped"], relative_error(damped, E.solve(lam)))
     print(case, worst)
@@ -246,12 +196,12 @@ def test_cassie_spanning_tree_and_loops():
     cs = ConstraintSet.parse(robot, robot.scenarios["loops"])
     assert cs.m == 12 and all(c.kind == "3d" and c.body2 is not None for c in cs.constraints)
     # the two points of each loop coincide in the file's configuration (joints at 0)
-    model = pinocchio_model(robot)
+    model = oracle.model_from_robot(robot)
     data = model.createData()
     pin.forwardKinematics(model, data, pin.neutral(model))
     for c in cs.constraints:
         A = robot.frame(c.link)
-        on_a = data.oMi[c.body + 1].act(A.translation + A.rotation @ _point_a(c))
+        on_a = data.oMi[c.body + 1].act(A.translation + A.rotation @ oracle.point_a(c))
         assert np.linalg.norm(on_a - data.oMi[c.body2 + 1].act(c.point2)) <= 1e-9
 
 

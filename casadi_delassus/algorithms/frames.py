@@ -118,15 +118,6 @@ def body_rigid_inertia(body, o):
     return RigidInertia(body.mass, [H[2, 4], H[0, 5], H[1, 3]], H[:3, :3])
 
 
-def clean_rotation(E):
-    """E with entries within 1e-10 of 0 or ±1 made exact when the result is still a rotation
-    (model rotations by π carry ~1e-11 noise); otherwise E as the model has it.  Entries 1e-11
-    from ±1 of a rotation by 1.5708 rad (Cassie's SDF) are not noise: snapping them alone
-    changed the model by ~1e-11, which the damped inverse amplified to 2e-9."""
-    S = clean(E, 1e-10)
-    return S if np.abs(S @ S.T - np.eye(3)).max() <= 1e-14 else E
-
-
 def local_transforms(robot, q, offsets=None):
     """One LocalTransform per body, in frames moved by ``offsets`` (see choose_offsets)."""
     o = np.zeros((robot.n_bodies, 3)) if offsets is None else offsets
@@ -142,7 +133,7 @@ def local_transforms(robot, q, offsets=None):
             E = ca.SX.eye(3)                   # E_J = R(axis, θ)ᵀ, entries written out
             a, bb = (k + 1) % 3, (k + 2) % 3
             E[a, a], E[bb, bb], E[a, bb], E[bb, a] = c, c, t, -t
-            E_T = clean_rotation(b.rotation)
+            E_T = b.rotation
             out.append(LocalTransform(Transform(ca.mtimes(E, sx(E_T)), r), k, c, t,
                                       E_T, clean(E_T @ r, 1e-12), o[i], axis))
         else:
@@ -451,7 +442,7 @@ def choose_offsets(robot, constraints, passes=2, move_free=True):
     # axis component) would zero a component at the price of lever arms that lose precision
     limit = 2 * max(float(np.linalg.norm(b.translation)) for b in robot.bodies)
     kids = [robot.children(i) for i in range(n)]
-    E_T = [clean_rotation(b.rotation) for b in robot.bodies]
+    E_T = [b.rotation for b in robot.bodies]
 
     def r_J(i):
         b, p = robot.bodies[i], robot.parent(i)

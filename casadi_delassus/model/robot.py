@@ -29,6 +29,17 @@ def clean(values, tol=1e-14):
     return a
 
 
+def clean_rotation(E):
+    """E with entries within 1e-10 of 0 or ±1 made exact when the result is still a rotation
+    (model rotations by π carry ~1e-11 noise, Talos's URDF among them); otherwise E as the
+    model has it.  Entries 1e-11 from ±1 of a rotation by 1.5708 rad (Cassie's SDF) are not
+    noise: snapping them alone changed the model by ~1e-11, which the damped inverse amplified
+    to 2e-9.  Done once here, so the NumPy reference and the generated code see the same model
+    (snapped in the SX code only, it moved J v̇ by ~2e-8 against the reference on Talos)."""
+    S = clean(E, 1e-10)
+    return S if np.abs(S @ S.T - np.eye(3)).max() <= 1e-14 else clean(E)
+
+
 @dataclass
 class Joint:
     """A joint: 'free' (6 DoF, Pinocchio FreeFlyer layout), 'revolute', 'continuous'
@@ -107,7 +118,7 @@ class Robot:
         self._check_tree()
         q = v = 0
         for b in self.bodies:
-            b.rotation, b.translation = clean(b.rotation), clean(b.translation)
+            b.rotation, b.translation = clean_rotation(b.rotation), clean(b.translation)
             b.com, b.inertia = clean(b.com), clean(b.inertia)
             if b.joint.axis is not None:
                 b.joint.axis = clean(np.asarray(b.joint.axis, float) / np.linalg.norm(b.joint.axis))
@@ -119,7 +130,7 @@ class Robot:
         for f in frames:
             # a loader's frame wins over the body frame of the same name: an SDF link whose
             # joint frame is not the link frame keeps its link frame under its name
-            f.rotation, f.translation = clean(f.rotation), clean(f.translation)
+            f.rotation, f.translation = clean_rotation(f.rotation), clean(f.translation)
             self.frames[f.name] = f
         self._check_inertias()
 

@@ -1,0 +1,94 @@
+"""Pinocchio as a second, external oracle for models and constraints it can represent.
+
+Pinocchio's ``computeDelassusMatrix`` ignores the second link of a link-to-link constraint;
+its ``ConstraintCholeskyDecomposition`` does not, so the Delassus operator, with or without
+damping, is taken from ``getDelassusOperatorCholeskyExpression()`` (``@`` and ``.solve``).
+Needs the ``pin`` package (the ``test`` and ``bench`` extras)."""
+from __future__ import annotations
+
+import numpy as np
+
+from .errors import DelassusError
+
+
+def _pin():
+    try:
+        import pinocchio
+    except ImportError as e:
+        raise DelassusError("the Pinocchio oracle needs the 'pin' package (pip install pin)") from e
+    return pinocchio
+
+
+def model_from_robot(robot):
+    """A pinocchio.Model built from our Robot: joints in our order (body i is joint i + 1),
+    body frames as ours, so q and v are laid out alike.  For models Pinocchio cannot read
+    itself (SDF, synthetic mechanisms, spatial_v2 JSON)."""
+    pin = _pin()
+    model = pin.Model()
+    for b in robot.bodies:
+        kind = b.joint.kind
+        jm = {"free": lambda ax: pin.JointModelFreeFlyer(),
+              "revolute": pin.JointModelRevoluteUnaligned,
+              "continuous": pin.JointModelRevoluteUnboundedUnaligned,
+              "prismatic": pin.JointModelPrismaticUnaligned}[kind](b.joint.axis)
+        j = model.addJoint(b.parent + 1, jm, pin.SE3(b.rotation.T, b.translation), b.joint.name)
+        model.appendBodyToJoint(j, pin.Inertia(b.mass, b.com, b.inertia), pin.SE3.Identity())
+    return model
+
+
+def model_for(robot):
+    """Pinocchio's own URDF parse where the robot is a URDF file (the independent path), else
+    ``model_from_robot``."""
+    pin = _pin()
+    src = str(getattr(robot, "source", "") or "")
+    if src.endswith(".urdf"):
+        return (pin.buildModelFromUrdf(src, pin.JointModelFreeFlyer()) if robot.floating_base
+                else pin.buildModelFromUrdf(src))
+    return model_from_robot(robot)
+
+
+def point_a(c):
+    """a of LINK:3d@a or A|B:3d@a;b from K_frame = [1, −a×]."""
+    ax = -c.K_frame[:3, 3:]
+    return np.array([ax[2, 1], ax[0, 2], ax[1, 0]])
+
+
+def constraint_model(model, robot, c):
+    """RigidConstraintModel (LOCAL) of a 6d/3d constraint to the world or between links A|B.
+    Body i of our Robot is joint i + 1 in ``model`` (true for both builders above: Pinocchio
+    orders URDF joints depth-first, as we do)."""
+    pin = _pin()
+    if c.kind not in ("6d", "3d"):
+        raise DelassusError(f"Pinocchio has no rigid constraint for {c.spec!r}")
+    A = robot.frame(c.link)
+    a = point_a(c) if c.kind == "3d" else np.zeros(3)
+    ct = pin.ContactType.CONTACT_3D if c.kind == "3d" else pin.ContactType.CONTACT_6D
+    placement = pin.SE3(A.rotation, A.translation + A.rotation @ a)
+    if c.body2 is None:
+        return pin.RigidConstraintModel(ct, model, c.body + 1, placement, pin.ReferenceFrame.LOCAL)
+    return pin.RigidConstraintModel(ct, model, c.body + 1, placement, c.body2 + 1, pin.SE3(np.eye(3), c.point2),
+                                    pin.ReferenceFrame.LOCAL)
+
+
+def constraint_models(model, robot, constraints):
+    pin = _pin()
+    cms = pin.StdVec_RigidConstraintModel()
+    for c in constraints.constraints:
+        cms.append(constraint_model(model, robot, c))
+    return cms
+
+
+def delassus_expression(model, data, cms, q, damping):
+    """(Pinocchio's Cholesky Delassus expression at q with ``damping`` (scalar or per row) added
+    to the diagonal, the constraint datas)."""
+    pin = _pin()
+    cds = pin.StdVec_RigidConstraintData()
+    for cm in cms:
+        cds.append(cm.createData())
+    pin.computeJointJacobians(model, data, q)
+    pin.crba(model, data, q)
+    for cm, cd in zip(cms, cds):
+        cm.calc(model, data, cd)
+    chol = pin.ConstraintCholeskyDecomposition(model, data, cms, cds)
+    chol.compute(model, data, cms, cds, damping)
+    return chol.getDelassusOperatorCholeskyExpression(), cds
