@@ -81,6 +81,25 @@ def test_auto_optimisation_level_drops_for_huge_functions():
     assert resolve_cflags(("-O3",), 10**6) == ("-O3",)
 
 
+def test_auto_targets_the_host_cpu_and_keys_the_cache_on_it(monkeypatch):
+    """auto adds -march=native where the compiler takes it; the cache key then changes with
+    the host CPU (a copied codegen_out/ is rebuilt, not loaded), an explicit portable flag set not."""
+    from casadi_delassus.codegen import build
+    cc = build.find_compiler()
+    flags = resolve_cflags(("auto",), 1_000, cc)
+    assert (build.NATIVE in flags) == build.accepts_native(cc)
+    assert not build.accepts_native("/nonexistent/cc")
+    from casadi_delassus.constraints import ConstraintSet
+    robot = cd.load_robot("chain:n=3")
+    cs = ConstraintSet.parse(robot, [robot.bodies[-1].name + ":6d"])
+    keys = {}
+    for cpu in ("cpu A", "cpu B"):
+        monkeypatch.setattr(build, "host_cpu", lambda cpu=cpu: cpu)
+        keys[cpu] = (build.content_hash(robot, cs, "naive", ("auto",), True, cc, False),
+                     build.content_hash(robot, cs, "naive", ("-O2",), True, cc, False))
+    assert keys["cpu A"][0] != keys["cpu B"][0] and keys["cpu A"][1] == keys["cpu B"][1]
+
+
 def test_symmetric_positive_definite_and_base_pose_invariant(out_dir):
     robot = cd.load_robot("talos_reduced")
     f = cd.generate(robot, "2F", "naive", out_dir=out_dir)

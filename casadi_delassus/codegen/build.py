@@ -3,9 +3,11 @@ written atomically: files are built in a temporary folder beside the target and 
 with os.replace, the manifest last, so an interrupted run never leaves a broken .so."""
 from __future__ import annotations
 
+import functools
 import hashlib
 import json
 import os
+import platform
 import shutil
 import subprocess
 import tempfile
@@ -32,16 +34,42 @@ AUTO_LEVELS = ((20_000, "-O2"), (35_000, "-O1"), (float("inf"), "-O0"))
 # through the PLT (58 calls in g1 2F pv_osim) unless -fno-semantic-interposition lets it
 # inline them (~15 % faster there).
 AUTO_MATH = ("-freciprocal-math", "-fno-math-errno", "-fno-semantic-interposition")
+# The .so is built for the machine that loads it, as a JIT would: "auto" also targets the host
+# CPU where the compiler can (FMA and three-operand AVX: ~20 % faster on talos 2F+2H and g1 2F,
+# bench/runtime.py).  The C package (--package) keeps portable flags, and the cache key then
+# names the host CPU (host_cpu) so a copied cache is never loaded on another one.
+NATIVE = "-march=native"
 
 
-def resolve_cflags(cflags, instructions):
-    """Replace an "auto" entry by the optimisation level for this function size and the
-    math flags of AUTO_MATH."""
+def resolve_cflags(cflags, instructions, cc=None):
+    """Replace an "auto" entry by the optimisation level for this function size, the math
+    flags of AUTO_MATH and, where ``cc`` accepts it, NATIVE."""
     level = next(lvl for limit, lvl in AUTO_LEVELS if instructions <= limit)
+    auto = [level, *AUTO_MATH] + ([NATIVE] if cc and accepts_native(cc) else [])
     out = []
     for f in cflags:
-        out += [level, *AUTO_MATH] if f == "auto" else [f]
+        out += auto if f == "auto" else [f]
     return tuple(out)
+
+
+@functools.lru_cache(maxsize=None)
+def accepts_native(cc):
+    """Whether ``cc`` compiles with -march=native here (gcc and clang on x86 and ARM do)."""
+    try:
+        return subprocess.run([cc, NATIVE, "-x", "c", "-fsyntax-only", os.devnull],
+                              capture_output=True).returncode == 0
+    except OSError:
+        return False
+
+
+@functools.lru_cache(maxsize=None)
+def host_cpu():
+    """What -march=native compiles for: the CPU model and feature flags (Linux), else the machine."""
+    try:
+        info = Path("/proc/cpuinfo").read_text()
+        return next((line for line in info.splitlines() if line.startswith(("flags", "Features"))), info[:2000])
+    except OSError:
+        return platform.machine() + platform.processor()
 
 
 def find_compiler(cc=None):
@@ -83,6 +111,8 @@ def source_hash():
 def content_hash(robot, constraints, algorithm, cflags, cse, cc, osim):
     data = {"source": source_hash(), "robot": robot.describe(), "constraints": constraints.describe(), "algorithm": algorithm,
             "cflags": list(cflags), "cse": cse, "osim": osim, "compiler": os.path.basename(cc), "version": __version__}
+    if "auto" in cflags or NATIVE in cflags:
+        data["host_cpu"] = host_cpu()
     return hashlib.sha256(json.dumps(data, sort_keys=True).encode()).hexdigest()
 
 
@@ -111,7 +141,7 @@ def make_manifest(f, robot, constraints, scenario, inputs, outputs, cflags, cc, 
         "source": robot.source, "nq": robot.nq, "nv": robot.nv, "m": constraints.m,
         "q_layout": q_layout(robot), "constraints": constraints.describe(),
         "row_names": constraints.row_names, "inputs": inputs, "outputs": outputs,
-        "op_count": counts, "cse": cse, "cflags": list(resolve_cflags(cflags, counts["instructions"])),
+        "op_count": counts, "cse": cse, "cflags": list(resolve_cflags(cflags, counts["instructions"], cc)),
         "compiler": cc, **work_sizes(f), "hash": key, "version": __version__,
     }
 
