@@ -192,27 +192,6 @@ def run_scenario(name, robot, scenario, specs, samples, rows, K_kind="orthonorma
         print(rows[-1], flush=True)
 
 
-def neutral_q(robot):
-    """q₀: zero joint angles, the identity orientation (and origin) for a free base, angle 0 for a
-    continuous joint (cos, sin) = (1, 0)."""
-    q = np.zeros(robot.nq)
-    for b in robot.bodies:
-        if b.joint.kind == "free":
-            q[b.q_index + 6] = 1.0
-        elif b.joint.kind == "continuous":
-            q[b.q_index] = 1.0
-    return q
-
-
-def near(robot, q0, delta, rng):
-    """q₀ + δ N(0, 1) on the revolute and prismatic joints."""
-    q = q0.copy()
-    for b in robot.bodies:
-        if b.joint.kind in ("revolute", "prismatic"):
-            q[b.q_index] += delta * rng.normal()
-    return q
-
-
 def run_singular(name, robot, scenario, specs, samples, rows, deltas=(0.0, 1e-8, 1e-6, 1e-4, 1e-2)):
     """The hard solvers at q₀ and near it (module docstring)."""
     cs = ConstraintSet.parse(robot, specs)
@@ -220,12 +199,12 @@ def run_singular(name, robot, scenario, specs, samples, rows, deltas=(0.0, 1e-8,
     if not fs:
         return
     rng = np.random.default_rng(0)
-    q0 = neutral_q(robot)
+    q0 = robot.neutral_q()
     for delta in deltas:
         stats = {a: {"nonfinite": 0, "res": 0.0, "rel": 0.0, "v": 0.0, "pivot": 1.0} for a in fs}
         n = illposed = 0
         for _ in range(1 if delta == 0 else samples):
-            q = near(robot, q0, delta, rng)
+            q = robot.perturbed_q(q0, delta, rng)
             v, tau, k = rng.normal(size=robot.nv), rng.normal(size=robot.nv), rng.normal(size=cs.m)
             K = draw_K(cs, rng, "orthonormal")
             try:

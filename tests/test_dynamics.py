@@ -223,25 +223,6 @@ def test_pv_without_constraints_is_aba():
     assert _rel(np.array(p(*x)), np.array(a(*x))) == 0.0
 
 
-def _neutral(robot):
-    """q₀: zero joint angles and the identity base orientation: straight legs on talos and go1."""
-    q = np.zeros(robot.nq)
-    for b in robot.bodies:
-        if b.joint.kind == "free":
-            q[b.q_index + 6] = 1.0
-        elif b.joint.kind == "continuous":
-            q[b.q_index] = 1.0
-    return q
-
-
-def _near(robot, q0, delta, rng):
-    q = q0.copy()
-    for b in robot.bodies:
-        if b.joint.kind in ("revolute", "prismatic"):
-            q[b.q_index] += delta * rng.normal()
-    return q
-
-
 def _values_at(exprs, q):
     """Numeric values of SX expressions of q alone (None if they depend on other inputs)."""
     import casadi as ca
@@ -265,11 +246,11 @@ def test_straight_legs(spec, scenario):
     cs = ConstraintSet.parse(robot, robot.scenarios[scenario])
     fs = {a: trace(robot, cs, a)[0] for a in HARD}
     rng = np.random.default_rng(9)
-    q0 = _neutral(robot)
+    q0 = robot.neutral_q()
     worst = {a: [0.0, 0.0, 0.0] for a in ("pv", "ltl")}
     for delta in (0.0, 1e-8, 1e-6, 1e-4):
         for _ in range(1 if delta == 0 else 3):
-            q = _near(robot, q0, delta, rng)
+            q = robot.perturbed_q(q0, delta, rng)
             v, t, k = rng.normal(size=robot.nv), rng.normal(size=robot.nv), rng.normal(size=cs.m)
             vd_ref, lam_ref = ref.constrained_dynamics(robot, cs, q, v, t, k)
             J, drift = ref.constraint_jacobian(robot, cs, q), ref.constraint_drift(robot, cs, q, v)
@@ -305,7 +286,7 @@ def test_pv_early_zero_pivots():
             f = trace(robot, cs, "pv_early")[0]
         finally:
             pv_early.householder = orig
-        q = _neutral(robot)
+        q = robot.neutral_q()
         x = dict(samples[0], q=q)
         vd, lam = _call(f, x)
         ratio = float(f(**{n: x[n] for n in ("q", "v", "tau", "k")}, **x["K"])["pivot"])

@@ -25,7 +25,11 @@ DEFAULT_CFLAGS = ("auto",)
 # gcc's register allocation grows faster than linear in the size of one straight-line
 # function: on talos 2F naive (84k instructions) -O2 takes 62 s, -O1 41 s, -O0 2.6 s.
 # "auto" picks the level from the instruction count (bench/compile_times.py measures it).
-AUTO_LEVELS = ((20_000, "-O2"), (35_000, "-O1"), (float("inf"), "-O0"))
+# -Og keeps most of -O1's speed at a fraction of its compile time on big functions: ltl on
+# talos 2F+2H (37k) -O0 2.0 s / -Og 9.3 s / -O1 10.8 s of gcc, and at -O0 it ran at 0.8
+# instructions per ns (44.6 µs, slower than Pinocchio); naive talos 2F+2H (133k) -Og 10 s;
+# damped_inverse_explicit swimmer:n=10 (68k) -Og 22 s / -O1 83 s, 21 µs / 18 µs, -O0 88 µs.
+AUTO_LEVELS = ((20_000, "-O2"), (40_000, "-O1"), (150_000, "-Og"), (float("inf"), "-O0"))
 # CasADi stores x·(1/d) as x/d, so a pivot d used by k entries costs k divisions (434 on
 # talos 2F+2H pv_osim).  -freciprocal-math lets gcc compute 1/d once and multiply (567 ->
 # 38 divsd there, ~10 % faster; results differ by rounding only); -fno-math-errno drops the

@@ -210,6 +210,25 @@ class Robot:
                 q[k] = rng.uniform(-0.5, 0.5)
         return q
 
+    def neutral_q(self):
+        """q₀ (Pinocchio's neutral): zero joint angles and offsets, the identity orientation at
+        the origin for a free joint, (cos, sin) = (1, 0) for a continuous one."""
+        q = np.zeros(self.nq)
+        for b in self.bodies:
+            if b.joint.kind == "free":
+                q[b.q_index + 6] = 1.0
+            elif b.joint.kind == "continuous":
+                q[b.q_index] = 1.0
+        return q
+
+    def perturbed_q(self, q, delta, rng):
+        """q + δ N(0, 1) on the revolute and prismatic joints (free and continuous ones kept)."""
+        q = np.array(q, dtype=float)
+        for b in self.bodies:
+            if b.joint.kind in ("revolute", "prismatic"):
+                q[b.q_index] += delta * rng.normal()
+        return q
+
     def check_q(self, q):
         from ..errors import InputError
         q = np.asarray(q, dtype=float).reshape(-1)
