@@ -41,6 +41,7 @@ import numpy as np
 from common import write
 
 from casadi_delassus import load_robot
+from casadi_delassus import pinocchio_oracle as oracle
 from casadi_delassus import reference as ref
 from casadi_delassus.codegen.trace import trace
 from casadi_delassus.constraints import ConstraintSet
@@ -71,38 +72,22 @@ def pin_setup(name, robot, specs):
     data = model.createData()
     if specs is None:
         return model, data, None, None
-    models, datas = pin.StdVec_RigidConstraintModel(), pin.StdVec_RigidConstraintData()
-    for spec in specs:
-        link, kind = spec.split(":")
-        kind, _, off = kind.partition("@")
-        if kind not in ("6d", "3d"):
-            return None
-        p = np.array([float(x) for x in off.split(",")]) if off else np.zeros(3)
-        frame = model.frames[model.getFrameId(link)]
-        models.append(pin.RigidConstraintModel({"6d": pin.ContactType.CONTACT_6D, "3d": pin.ContactType.CONTACT_3D}[kind],
-                                               model, frame.parentJoint, frame.placement * pin.SE3(np.eye(3), p),
-                                               pin.ReferenceFrame.LOCAL))
+    models, datas = oracle.frame_constraint_models(model, specs), pin.StdVec_RigidConstraintData()
+    if models is None:
+        return None
     for m in models:
         datas.append(m.createData())
     pin.initConstraintDynamics(model, data, models, datas)
     return model, data, models, datas
 
 
-def pin_dynamics(setup, specs, q, v, tau):
+def pin_dynamics(setup, q, v, tau):
     """(v̇, λ, our k) from pinocchio.constraintDynamics with zero constraint accelerations."""
     import pinocchio as pin
     model, data, models, datas = setup
     ddq = pin.constraintDynamics(model, data, q, v, tau, models, datas).copy()
     lam = data.lambda_c.copy()
-    pin.forwardKinematics(model, data, q, v)
-    k = []
-    for spec, cm in zip(specs, models):
-        if ":6d" in spec:
-            k += [0.0] * 6
-        else:
-            vel = cm.joint1_placement.actInv(data.v[cm.joint1_id])
-            k += list(-np.cross(vel.angular, vel.linear))
-    return ddq, lam, np.array(k)
+    return ddq, lam, oracle.zero_acceleration_k(model, data, models, q, v)
 
 
 def draw_K(cs, rng, kind):
@@ -154,7 +139,7 @@ def run_scenario(name, robot, scenario, specs, samples, rows, K_kind="orthonorma
             k = J @ rng.normal(size=robot.nv) + drift                    # consistent targets
             hard = ref.constrained_dynamics(robot, cs, q, v, tau, k, K, redundant="lstsq")
         soft = ref.soft_dynamics(robot, cs, q, v, tau, k, R, K)
-        pin_ref = pin_dynamics(setup, specs, q, v, tau) if setup and not redundant else None
+        pin_ref = pin_dynamics(setup, q, v, tau) if setup and not redundant else None
         for a, f in fs.items():
             if isinstance(f, str) or (redundant and a in ("pv", "ltl")):
                 continue

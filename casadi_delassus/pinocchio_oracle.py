@@ -92,3 +92,41 @@ def delassus_expression(model, data, cms, q, damping):
     chol = pin.ConstraintCholeskyDecomposition(model, data, cms, cds)
     chol.compute(model, data, cms, cds, damping)
     return chol.getDelassusOperatorCholeskyExpression(), cds
+
+
+def frame_constraint_models(model, specs):
+    """RigidConstraintModels (LOCAL) for ``LINK:6d`` / ``LINK:3d[@x,y,z]`` specs placed on
+    Pinocchio's own frames, found by name (a BODY frame first): independent of our frame data.
+    None when a spec is of another kind (Pinocchio's constraintDynamics has no equivalent)."""
+    pin = _pin()
+    cms = pin.StdVec_RigidConstraintModel()
+    for spec in specs:
+        link, _, kind = spec.strip().partition(":")
+        kind, _, off = kind.partition("@")
+        if kind not in ("6d", "3d"):
+            return None
+        p = np.array([float(x) for x in off.split(",")]) if off else np.zeros(3)
+        fid = model.getFrameId(link, pin.FrameType.BODY) if model.existFrame(link, pin.FrameType.BODY) \
+            else model.getFrameId(link)
+        frame = model.frames[fid]
+        ct = pin.ContactType.CONTACT_6D if kind == "6d" else pin.ContactType.CONTACT_3D
+        cms.append(pin.RigidConstraintModel(ct, model, frame.parentJoint, frame.placement * pin.SE3(np.eye(3), p),
+                                            pin.ReferenceFrame.LOCAL))
+    return cms
+
+
+def zero_acceleration_k(model, data, cms, q, v):
+    """Our desired constraint accelerations k for Pinocchio's constraintDynamics problem (zero
+    LOCAL acceleration of each contact, no Baumgarte terms): 0 for a 6D weld (spatial
+    acceleration); −ω × v_p for a 3D point, since Pinocchio constrains the point's classical
+    acceleration a_p + ω × v_p while our rows are its spatial one."""
+    pin = _pin()
+    pin.forwardKinematics(model, data, q, v)
+    k = []
+    for cm in cms:
+        if cm.type == pin.ContactType.CONTACT_6D:
+            k += [0.0] * 6
+        else:
+            vel = cm.joint1_placement.actInv(data.v[cm.joint1_id])
+            k += list(-np.cross(vel.angular, vel.linear))
+    return np.array(k)

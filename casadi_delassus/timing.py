@@ -119,26 +119,18 @@ def random_samples(robot, constraints, samples=DEFAULT_SAMPLES, seed=0, dynamics
 
 def pinocchio_k(robot, constraints, q, v):
     """The desired constraint accelerations k that make our hard dynamics problem
-    Pinocchio's constraintDynamics one (zero LOCAL acceleration of each contact frame, no
-    Baumgarte terms): 0 for a 6D weld; −ω × v_p for a 3D point, Pinocchio constraining the
-    classical acceleration of the point (our rows: its spatial one).  Zeros where Pinocchio
-    has no such constraint or is not installed."""
-    k = np.zeros(constraints.m)
+    Pinocchio's constraintDynamics one (pinocchio_oracle.zero_acceleration_k).  Zeros where
+    Pinocchio has no such constraint or is not installed."""
     if pinocchio_problem(robot, constraints):
-        return k
+        return np.zeros(constraints.m)
     try:
-        import pinocchio as pin
+        import pinocchio  # noqa: F401
     except ImportError:
-        return k
+        return np.zeros(constraints.m)
+    from . import pinocchio_oracle as oracle
     model = _pin_model(robot)
-    data = model.createData()
-    pin.forwardKinematics(model, data, q, v)
-    for (kind, link, p), r0 in zip(_pin_specs(constraints), constraints.offsets):
-        if kind == "3d":
-            frame = model.frames[_pin_frame_id(model, link)]
-            vel = (frame.placement * pin.SE3(np.eye(3), np.array(p))).actInv(data.v[frame.parentJoint])
-            k[r0:r0 + 3] = -np.cross(vel.angular, vel.linear)
-    return k
+    cms = oracle.frame_constraint_models(model, constraints.specs)
+    return oracle.zero_acceleration_k(model, model.createData(), cms, q, v)
 
 
 def _pin_model(robot):
@@ -148,12 +140,6 @@ def _pin_model(robot):
     if model.nq != robot.nq:
         raise DelassusError(f"Pinocchio's model has nq = {model.nq}, ours {robot.nq}")
     return model
-
-
-def _pin_frame_id(model, link):
-    import pinocchio as pin
-    return model.getFrameId(link, pin.FrameType.BODY) if model.existFrame(link, pin.FrameType.BODY) \
-        else model.getFrameId(link)
 
 
 def pinocchio_mode(manifest):
@@ -477,7 +463,7 @@ class PinocchioPythonHarness:
         self.pin, self.mode = pin, mode
         self.model = _pin_model(robot)
         self.data = self.model.createData()
-        self.cm, self.cd = self._constraints(self.model, _pin_specs(constraints) if mode != "aba" else [])
+        self.cm, self.cd = self._constraints(self.model, constraints.specs if mode != "aba" else [])
         self.xs = _states(robot, xs)
         self.calls, self.label = int(calls), pinocchio_label(mode)
         self.warmup = _default_warmup(self.calls, len(xs)) if warmup is None else int(warmup)
@@ -485,19 +471,13 @@ class PinocchioPythonHarness:
         j = tiny.addJoint(0, pin.JointModelRZ(), pin.SE3.Identity(), "j")
         tiny.appendBodyToJoint(j, pin.Inertia.FromSphere(1.0, 0.1), pin.SE3.Identity())
         tiny.addFrame(pin.Frame("tip", j, 0, pin.SE3(np.eye(3), np.array([0.1, 0, 0])), pin.FrameType.OP_FRAME))
-        self._tiny = (tiny, tiny.createData(), *self._constraints(tiny, [("3d", "tip", [0.0, 0.0, 0.0])]),
+        self._tiny = (tiny, tiny.createData(), *self._constraints(tiny, ["tip:3d"]),
                       [[np.zeros(1)] * 3])
 
     def _constraints(self, model, specs):
-        pin = self.pin
-        models = pin.StdVec_RigidConstraintModel()
-        for kind, link, p in specs:
-            frame = model.frames[_pin_frame_id(model, link)]
-            contact = pin.ContactType.CONTACT_6D if kind == "6d" else pin.ContactType.CONTACT_3D
-            models.append(pin.RigidConstraintModel(contact, model, frame.parentJoint,
-                                                   frame.placement * pin.SE3(np.eye(3), np.array(p)),
-                                                   pin.ReferenceFrame.LOCAL))
-        datas = pin.StdVec_RigidConstraintData()
+        from .pinocchio_oracle import frame_constraint_models
+        models = frame_constraint_models(model, specs)
+        datas = self.pin.StdVec_RigidConstraintData()
         for c in models:
             datas.append(c.createData())
         return models, datas

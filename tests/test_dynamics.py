@@ -14,6 +14,7 @@ import numpy as np
 import pytest
 
 from casadi_delassus import generate, load_robot
+from casadi_delassus import pinocchio_oracle as oracle
 from casadi_delassus import reference as ref
 from casadi_delassus.algorithms import get_algorithm
 from casadi_delassus.check import dynamics as check_dynamics
@@ -150,35 +151,6 @@ def test_aba_rnea_match_pinocchio(name):
     assert ea <= 1e-9 and er <= 1e-9
 
 
-def pin_constraints(model, specs):
-    models, datas = pin.StdVec_RigidConstraintModel(), pin.StdVec_RigidConstraintData()
-    for spec in specs:
-        link, kind = spec.split(":")
-        kind, _, off = kind.partition("@")
-        p = np.array([float(x) for x in off.split(",")]) if off else np.zeros(3)
-        frame = model.frames[model.getFrameId(link)]
-        models.append(pin.RigidConstraintModel({"6d": pin.ContactType.CONTACT_6D, "3d": pin.ContactType.CONTACT_3D}[kind],
-                                               model, frame.parentJoint, frame.placement * pin.SE3(np.eye(3), p),
-                                               pin.ReferenceFrame.LOCAL))
-    for m in models:
-        datas.append(m.createData())
-    return models, datas
-
-
-def pin_k(model, data, specs, models, q, v):
-    """Our k for Pinocchio's zero constraint acceleration: 0 for a 6D weld (spatial, LOCAL);
-    −ω × v_p for a 3D point, since Pinocchio constrains the classical acceleration a_p + ω × v_p."""
-    pin.forwardKinematics(model, data, q, v)
-    k = []
-    for spec, cm in zip(specs, models):
-        if ":6d" in spec:
-            k += [0.0] * 6
-        else:
-            vel = cm.joint1_placement.actInv(data.v[cm.joint1_id])
-            k += list(-np.cross(vel.angular, vel.linear))
-    return np.array(k)
-
-
 @pytest.mark.parametrize("name,scenario", [("talos", "2F+2H"), ("go1", "4F3")])
 def test_hard_solvers_match_pinocchio_constraint_dynamics(name, scenario):
     robot = _robot(name)
@@ -186,7 +158,10 @@ def test_hard_solvers_match_pinocchio_constraint_dynamics(name, scenario):
     data = model.createData()
     specs = robot.scenarios[scenario]
     cs = ConstraintSet.parse(robot, specs)
-    models, datas = pin_constraints(model, specs)
+    models = oracle.frame_constraint_models(model, specs)
+    datas = pin.StdVec_RigidConstraintData()
+    for cm in models:
+        datas.append(cm.createData())
     pin.initConstraintDynamics(model, data, models, datas)
     fs = {a: trace(robot, cs, a)[0] for a in HARD}
     rng = np.random.default_rng(8)
@@ -195,7 +170,7 @@ def test_hard_solvers_match_pinocchio_constraint_dynamics(name, scenario):
         q, v, t = robot.random_q(rng), rng.normal(size=robot.nv), rng.normal(size=robot.nv)
         ddq = pin.constraintDynamics(model, data, q, v, t, models, datas).copy()
         lam_pin = data.lambda_c.copy()
-        k = pin_k(model, data, specs, models, q, v)
+        k = oracle.zero_acceleration_k(model, data, models, q, v)
         vd, lam = ref.constrained_dynamics(robot, cs, q, v, t, k)
         worst["reference"] = max(worst["reference"], _rel(vd, ddq), _rel(lam, lam_pin))
         for a, f in fs.items():
