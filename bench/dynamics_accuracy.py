@@ -66,9 +66,7 @@ def pin_setup(name, robot, specs):
         return None
     if name not in registry.names():
         return None
-    path = str(registry.model_path(name))
-    model = (pin.buildModelFromUrdf(path, pin.JointModelFreeFlyer()) if registry.registry()[name].get("floating_base", True)
-             else pin.buildModelFromUrdf(path))
+    model = oracle.model_for(robot)                         # Pinocchio's own parse of the URDF
     data = model.createData()
     if specs is None:
         return model, data, None, None

@@ -6,9 +6,23 @@ damping, is taken from ``getDelassusOperatorCholeskyExpression()`` (``@`` and ``
 Needs the ``pin`` package (the ``test`` and ``bench`` extras)."""
 from __future__ import annotations
 
+import re
+
 import numpy as np
 
 from .errors import DelassusError
+
+# LINK:6d or LINK:3d[@x,y,z]: the constraints Pinocchio's computeDelassusMatrix and
+# constraintDynamics take on a frame found by name
+_FRAME_SPEC = re.compile(r"^(?P<link>[^:@]+):(?P<kind>6d|3d)(?:@(?P<offset>[^@]+))?$")
+
+
+def frame_spec(spec):
+    """(kind, link, offset 3-list) of a ``LINK:6d`` / ``LINK:3d[@x,y,z]`` spec, or None."""
+    m = _FRAME_SPEC.match(spec.strip())
+    if m is None:
+        return None
+    return m["kind"], m["link"], [float(x) for x in m["offset"].split(",")] if m["offset"] else [0.0, 0.0, 0.0]
 
 
 def _pin():
@@ -101,16 +115,15 @@ def frame_constraint_models(model, specs):
     pin = _pin()
     cms = pin.StdVec_RigidConstraintModel()
     for spec in specs:
-        link, _, kind = spec.strip().partition(":")
-        kind, _, off = kind.partition("@")
-        if kind not in ("6d", "3d"):
+        parsed = frame_spec(spec)
+        if parsed is None:
             return None
-        p = np.array([float(x) for x in off.split(",")]) if off else np.zeros(3)
+        kind, link, p = parsed
         fid = model.getFrameId(link, pin.FrameType.BODY) if model.existFrame(link, pin.FrameType.BODY) \
             else model.getFrameId(link)
         frame = model.frames[fid]
         ct = pin.ContactType.CONTACT_6D if kind == "6d" else pin.ContactType.CONTACT_3D
-        cms.append(pin.RigidConstraintModel(ct, model, frame.parentJoint, frame.placement * pin.SE3(np.eye(3), p),
+        cms.append(pin.RigidConstraintModel(ct, model, frame.parentJoint, frame.placement * pin.SE3(np.eye(3), np.array(p)),
                                             pin.ReferenceFrame.LOCAL))
     return cms
 

@@ -34,6 +34,7 @@ from pathlib import Path
 import numpy as np
 
 from . import __version__, api, report
+from . import pinocchio_oracle as oracle
 from .codegen.build import DEFAULT_CFLAGS, find_compiler
 from .codegen.emit import _ENV
 from .errors import CompilerError, DelassusError
@@ -112,31 +113,31 @@ def random_samples(robot, constraints, samples=DEFAULT_SAMPLES, seed=0, dynamics
     if dynamics:
         for x in sets:
             x["v"], x["tau"] = rng.normal(size=robot.nv), rng.normal(size=robot.nv)
-            x["k"] = pinocchio_k(robot, constraints, x["q"], x["v"])
             x["R"] = np.full(constraints.m, SOFT_COMPLIANCE)
+        for x, k in zip(sets, pinocchio_k(robot, constraints, [(x["q"], x["v"]) for x in sets])):
+            x["k"] = k
     return sets
 
 
-def pinocchio_k(robot, constraints, q, v):
-    """The desired constraint accelerations k that make our hard dynamics problem
-    Pinocchio's constraintDynamics one (pinocchio_oracle.zero_acceleration_k).  Zeros where
-    Pinocchio has no such constraint or is not installed."""
+def pinocchio_k(robot, constraints, states):
+    """For each (q, v) of ``states``, the desired constraint accelerations k that make our hard
+    dynamics problem Pinocchio's constraintDynamics one (pinocchio_oracle.zero_acceleration_k),
+    on one Pinocchio model.  Zeros where Pinocchio has no such constraint or is not installed."""
+    zeros = [np.zeros(constraints.m) for _ in states]
     if pinocchio_problem(robot, constraints):
-        return np.zeros(constraints.m)
+        return zeros
     try:
         import pinocchio  # noqa: F401
     except ImportError:
-        return np.zeros(constraints.m)
-    from . import pinocchio_oracle as oracle
+        return zeros
     model = _pin_model(robot)
-    cms = oracle.frame_constraint_models(model, constraints.specs)
-    return oracle.zero_acceleration_k(model, model.createData(), cms, q, v)
+    data, cms = model.createData(), oracle.frame_constraint_models(model, constraints.specs)
+    return [oracle.zero_acceleration_k(model, data, cms, q, v) for q, v in states]
 
 
 def _pin_model(robot):
-    import pinocchio as pin
-    model = (pin.buildModelFromUrdf(str(robot.source), pin.JointModelFreeFlyer()) if robot.floating_base
-             else pin.buildModelFromUrdf(str(robot.source)))
+    """Pinocchio's parse of the robot's URDF, checked against our q layout's size."""
+    model = oracle.model_for(robot)
     if model.nq != robot.nq:
         raise DelassusError(f"Pinocchio's model has nq = {model.nq}, ours {robot.nq}")
     return model
@@ -392,9 +393,6 @@ def build_pinocchio_harness(build_dir=None, progress=None, only_cached=False):
     return exe
 
 
-_PIN_SPEC = re.compile(r"^(?P<link>[^:@]+):(?P<kind>6d|3d)(?:@(?P<offset>[^@]+))?$")
-
-
 def pinocchio_problem(robot, constraints, mode="delassus"):
     """None if Pinocchio computes the same quantity (PIN_FUNCTIONS[mode]) for this robot and
     these constraints (a URDF robot with 6d/3d constraints), else why not."""
@@ -403,19 +401,10 @@ def pinocchio_problem(robot, constraints, mode="delassus"):
         return f"robot {robot.name!r} is not a URDF file Pinocchio can load"
     if mode == "aba":
         return None
-    bad = [c.spec for c in constraints.constraints if not _PIN_SPEC.match(c.spec.strip())]
+    bad = [c.spec for c in constraints.constraints if oracle.frame_spec(c.spec) is None]
     if bad:
         return f"Pinocchio has no equivalent of {', '.join(bad)} (only LINK:6d and LINK:3d[@x,y,z])"
     return None
-
-
-def _pin_specs(constraints):
-    out = []
-    for c in constraints.constraints:
-        m = _PIN_SPEC.match(c.spec.strip())
-        p = [float(x) for x in m["offset"].split(",")] if m["offset"] else [0.0, 0.0, 0.0]
-        out.append((m["kind"], m["link"], p))
-    return out
 
 
 class PinocchioCppHarness:
@@ -434,7 +423,7 @@ class PinocchioCppHarness:
         d = Path(self._tmp.name)
         self.specs, self.qfile = d / "constraints.txt", d / "q.bin"
         self.specs.write_text("".join(f"{k} {link} {p[0]!r} {p[1]!r} {p[2]!r}\n"
-                                      for k, link, p in _pin_specs(constraints)))
+                                      for k, link, p in map(oracle.frame_spec, constraints.specs)))
         np.concatenate([a for st in _states(robot, xs) for a in st]).tofile(self.qfile)
 
     def run(self, reps=DEFAULT_REPS):
@@ -475,8 +464,7 @@ class PinocchioPythonHarness:
                       [[np.zeros(1)] * 3])
 
     def _constraints(self, model, specs):
-        from .pinocchio_oracle import frame_constraint_models
-        models = frame_constraint_models(model, specs)
+        models = oracle.frame_constraint_models(model, specs)
         datas = self.pin.StdVec_RigidConstraintData()
         for c in models:
             datas.append(c.createData())
