@@ -4,11 +4,12 @@ from __future__ import annotations
 import hashlib
 from pathlib import Path
 
+from .codegen import artifact
 from .codegen.build import DEFAULT_CFLAGS, build
 from .codegen.loader import StagedFunction, load
 from .codegen.staging import build_stages
 from .constraints import ConstraintSet
-from .errors import ConstraintError, DelassusError, unknown_name
+from .errors import ArtifactError, ConstraintError, DelassusError, unknown_name
 from .model import load_robot
 
 DEFAULT_OUT = Path("codegen_out")
@@ -41,24 +42,32 @@ def default_constraints(robot):
 
 
 def generate(robot, constraints=None, algorithm="naive", out_dir=DEFAULT_OUT, cflags=DEFAULT_CFLAGS,
-             cc=None, cse=True, force=False, backend="ctypes", osim=False, stages=False):
+             cc=None, cse=True, force=False, backend="ctypes", osim=False, stages=False, name=None):
     """Trace, count, emit, compile and load ``algorithm`` for ``robot`` (a Robot or a spec)
     and ``constraints`` (a scenario name, a list of specs, or a ConstraintSet; default: the
     robot's first scenario); ``osim=True`` adds Λ as a second output.  Returns a callable ``f(q, **K_inputs) -> numpy array`` with
-    ``.op_count`` and ``.manifest``; code is cached under out_dir/<robot>/<scenario>/.
+    ``.op_count`` and ``.manifest``; code is cached under out_dir/<name>/<scenario>/, ``name``
+    (letters and digits joined by single underscores) defaulting to the registry or synthetic
+    robot's name, or a model file's stem plus a hash of its path (codegen/artifact.py).
     ``stages=True`` generates the algorithm's re-evaluation stages instead (codegen/staging.py:
     ``<algo>_factor``, [``_damping``,] ``_apply``) and returns a StagedFunction."""
     robot = load_robot(robot)
     cs, scenario = constraint_set(robot, constraints if constraints is not None else default_constraints(robot))
-    folder = Path(out_dir) / robot.name / scenario.replace("/", "_")
-    if stages:
-        if osim:
-            raise DelassusError("stages and osim do not combine: stage an algorithm with vector inputs instead")
-        f = StagedFunction(build_stages(robot, cs, algorithm, folder, scenario, cflags=tuple(cflags), cc=cc, cse=cse,
-                                        force=force), backend=backend)
-    else:
-        f = load(build(robot, cs, algorithm, folder, scenario, cflags=tuple(cflags), cc=cc, cse=cse, force=force,
-                       osim=osim), backend=backend)
+    model = artifact.model_name(robot, name)
+    folder = artifact.folder(out_dir, model, scenario)
+    if stages and osim:
+        raise DelassusError("stages and osim do not combine: stage an algorithm with vector inputs instead")
+
+    def make(force):
+        if stages:
+            return StagedFunction(build_stages(robot, cs, algorithm, folder, scenario, cflags=tuple(cflags), cc=cc,
+                                               cse=cse, force=force, model=model), backend=backend)
+        return load(build(robot, cs, algorithm, folder, scenario, cflags=tuple(cflags), cc=cc, cse=cse, force=force,
+                          osim=osim, model=model), backend=backend)
+    try:
+        f = make(force)
+    except ArtifactError:       # intact files the .so contradicts (an edited, resealed manifest): rebuild
+        f = make(True)
     f.robot, f.constraints = robot, cs
     return f
 

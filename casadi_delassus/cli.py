@@ -1,6 +1,7 @@
 """The ``casadi-delassus`` command (also ``python -m casadi_delassus``)."""
 from __future__ import annotations
 
+import signal
 import sys
 import time
 
@@ -9,7 +10,7 @@ import click
 from . import api, report
 from .algorithms import ALGORITHMS, AUTO, get_algorithm
 from .check import check_delassus, check_outputs
-from .codegen.build import DEFAULT_CFLAGS
+from .codegen.build import DEFAULT_CFLAGS, check_osim, gives_osim
 from .codegen.opcount import count_ops
 from .codegen.trace import choose_cheapest, trace
 from .errors import DelassusError
@@ -115,10 +116,13 @@ def _cflags(cflags):
 
 
 _gen_opts = [click.option("-o", "--out", "out_dir", default=str(api.DEFAULT_OUT), show_default=True,
-                          help="output root; files go to OUT/<robot>/<scenario>/"),
+                          help="output root; files go to OUT/<name>/<scenario>/ (see --name)"),
              click.option("--cflags", default=None, help="compiler flags (default: 'auto' = -O2, or lower for huge functions)"),
              click.option("--cc", default=None, help="C compiler (default: $CC, gcc, cc, clang)"),
-             click.option("--force", is_flag=True, help="regenerate even if the cache is up to date")]
+             click.option("--force", is_flag=True, help="regenerate even if the cache is up to date"),
+             click.option("--name", default=None, metavar="NAME",
+                          help="the model's folder and C name (letters and digits joined by single underscores); "
+                               "default: the registry or synthetic name, or a model file's stem plus a hash of its path")]
 
 
 @cli.command()
@@ -130,13 +134,16 @@ _gen_opts = [click.option("-o", "--out", "out_dir", default=str(api.DEFAULT_OUT)
 @click.option("--stages", is_flag=True,
               help="generate the re-evaluation stages instead: <algo>_factor (q), [<algo>_damping (R),] <algo>_apply, "
                    "each taking the previous stage's stored intermediates")
-def generate(robot, scenario, specs, algorithms, cse, osim, out_dir, cflags, cc, force, package_dir, stages):
+def generate(robot, scenario, specs, algorithms, cse, osim, out_dir, cflags, cc, force, name, package_dir, stages):
     """Generate, compile and load C for each algorithm; print the files."""
     robot, cs, _ = _resolve(robot, scenario, specs)
-    made = []
-    for a in _algorithms(algorithms):
+    made, algorithms = [], _algorithms(algorithms)
+    for a in algorithms:            # refuse before generating anything
+        check_osim(a, osim)
+    for a in algorithms:
         f = api.generate(robot, cs if specs else (scenario or api.default_constraints(robot)), a,
-                         out_dir=out_dir, cflags=_cflags(cflags), cc=cc, cse=cse, force=force, osim=osim, stages=stages)
+                         out_dir=out_dir, cflags=_cflags(cflags), cc=cc, cse=cse, force=force, osim=osim, stages=stages,
+                         name=name)
         if stages:
             made += f.stages
             for g in f.stages:
@@ -156,7 +163,7 @@ def generate(robot, scenario, specs, algorithms, cse, osim, out_dir, cflags, cc,
         click.echo(f"C package -> {package_dir} (make, or cmake -S {package_dir} -B build; see its README.md)")
 
 
-def _check_one(robot, constraints, algorithms, samples, tol, out_dir, cflags, cc, cse, force, osim):
+def _check_one(robot, constraints, algorithms, samples, tol, out_dir, cflags, cc, cse, force, osim, name=None):
     rows, ok = [], True
     cs, scenario = api.constraint_set(robot, constraints)
     for a in algorithms:
@@ -164,8 +171,11 @@ def _check_one(robot, constraints, algorithms, samples, tol, out_dir, cflags, cc
         if a != AUTO and not get_algorithm(a).accepts(cs):     # e.g. `check registry -a all` on Cassie's loops
             rows.append([robot.name, scenario, a, cs.m, None, None, "n/a: link-to-link or joint rows", "skipped", 0.0])
             continue
+        if osim and not gives_osim(a):                         # `check -a all --osim`: the dynamics solvers
+            rows.append([robot.name, scenario, a, cs.m, None, None, "n/a: --osim needs a Delassus output", "skipped", 0.0])
+            continue
         f = api.generate(robot, constraints, a, out_dir=out_dir, cflags=_cflags(cflags), cc=cc, cse=cse,
-                         force=force, osim=osim)
+                         force=force, osim=osim, name=name)
         errs = check_outputs(f, robot, f.constraints, samples=samples)
         passed = all(e <= tol for e in errs.values())
         ok &= passed
@@ -188,11 +198,13 @@ def _check_one(robot, constraints, algorithms, samples, tol, out_dir, cflags, cc
 @click.option("--tol", default=DEFAULT_TOL, show_default=True, help="max relative error allowed")
 @click.option("--all-scenarios", is_flag=True, help="every scenario of the robot")
 @_with(_gen_opts)
-def check(robot, scenario, specs, algorithms, cse, osim, samples, tol, all_scenarios, out_dir, cflags, cc, force):
+def check(robot, scenario, specs, algorithms, cse, osim, samples, tol, all_scenarios, out_dir, cflags, cc, force, name):
     """Compile and compare with the NumPy reference on random configurations.
 
     ROBOT 'registry' checks every scenario of every available registry robot."""
     algos = _algorithms(algorithms)
+    if name and robot == "registry":
+        raise click.UsageError("--name names one model: not with 'check registry'")
     if robot == "registry" or all_scenarios:
         targets = [(load_robot(n), None) for n in (registry.names() if robot == "registry" else [robot])
                    if robot != "registry" or registry.is_available(n)]
@@ -202,7 +214,7 @@ def check(robot, scenario, specs, algorithms, cse, osim, samples, tol, all_scena
         targets = [(r, cs if specs else (scenario or api.default_constraints(r)))]
     rows, ok = [], True
     for r, constraints in targets:
-        new_rows, passed = _check_one(r, constraints, algos, samples, tol, out_dir, cflags, cc, cse, force, osim)
+        new_rows, passed = _check_one(r, constraints, algos, samples, tol, out_dir, cflags, cc, cse, force, osim, name)
         rows += new_rows
         ok &= passed
         for row in new_rows:
@@ -226,7 +238,8 @@ def check(robot, scenario, specs, algorithms, cse, osim, samples, tol, all_scena
               show_default=True, help="Pinocchio timing: C++ against the pin wheel, Python, or auto (C++ if it builds)")
 @click.option("--results", "results_dir", default=None, metavar="DIR", help="also write DIR/runtime.md, .csv and a PNG")
 @_with(_gen_opts)
-def bench(robot, scenario, specs, algorithms, reps, calls, samples, pin_method, results_dir, out_dir, cflags, cc, force):
+def bench(robot, scenario, specs, algorithms, reps, calls, samples, pin_method, results_dir, out_dir, cflags, cc, force,
+          name):
     """Time the generated C (a C harness calling the compiled .so) against Pinocchio's
     computeDelassusMatrix (constraintDynamics for the constrained-dynamics solvers, aba for
     aba) on the same inputs."""
@@ -239,7 +252,7 @@ def bench(robot, scenario, specs, algorithms, reps, calls, samples, pin_method, 
     names = _algorithms(names)
     res = timing.benchmark(robot, cs if specs else (scenario or api.default_constraints(robot)), names,
                            calls=calls, reps=reps, samples=samples, cflags=_cflags(cflags), cc=cc, out_dir=out_dir,
-                           force=force, pinocchio=pin_method, progress=lambda s: click.echo(s, err=True))
+                           force=force, pinocchio=pin_method, progress=lambda s: click.echo(s, err=True), name=name)
     click.echo(timing.describe(res))
     click.echo(report.table(timing.result_rows(res), timing.HEADERS))
     for note in res["notes"]:
@@ -279,9 +292,31 @@ def demo(out_dir, samples):
     click.echo("  D = f(np.r_[0, 0, 1, 0, 0, 0, 1, np.zeros(44)])   # 12 x 12 Delassus matrix")
 
 
+class Terminated(BaseException):
+    """SIGTERM, raised so that every ``finally`` and cleanup runs as for Ctrl-C."""
+
+
+def _terminate(signum, frame):
+    raise Terminated()
+
+
 def main(argv=None):
     try:
+        previous = signal.signal(signal.SIGTERM, _terminate)
+    except ValueError:          # not the main thread: leave signals to the caller
+        return _main(argv)
+    try:
+        _main(argv)
+    finally:
+        signal.signal(signal.SIGTERM, previous)
+
+
+def _main(argv):
+    try:
         cli.main(args=argv, prog_name="casadi-delassus", standalone_mode=False)
+    except Terminated:
+        click.echo("terminated", err=True)
+        sys.exit(128 + signal.SIGTERM)
     except click.exceptions.Abort:
         click.echo("aborted", err=True)
         sys.exit(130)

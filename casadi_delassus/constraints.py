@@ -42,6 +42,7 @@ import numpy as np
 
 from .errors import ConstraintError, DelassusError, unknown_name
 from .model.robot import cross_matrix
+from .names import ident_part
 from .spatial import sx
 
 KINDS = {"6d": 6, "3d": 3, "random6": 6, "random3": 3, "6d-input": 6, "3d-input": 3}
@@ -77,6 +78,7 @@ class Constraint:
     point2: np.ndarray | None = None   # A|B:3d: the point b in B's body coordinates
     joint: str | None = None       # JOINT:NAME: NAME
     joint_nv: int = 0              # JOINT:NAME: the joint's DoF count (its rows)
+    input_name: str | None = None  # runtime inputs: K_<link>, set by ConstraintSet (unique in the set)
 
     @property
     def rows(self):
@@ -95,10 +97,6 @@ class Constraint:
     @property
     def is_input(self):
         return self.kind.endswith("-input")
-
-    @property
-    def input_name(self):
-        return "K_" + re.sub(r"\W", "_", self.link)
 
     @property
     def row_names(self):
@@ -138,6 +136,22 @@ class ConstraintSet:
         offsets = np.cumsum([0] + [c.rows for c in self.constraints])
         self.offsets = offsets.tolist()
         self.m = int(offsets[-1])
+        self._name_inputs()
+
+    def _name_inputs(self):
+        """K_<link> for each runtime-input constraint (names.ident_part of the link: valid and
+        distinct for distinct links, e.g. a.b and a_b); a link that is a runtime input again
+        gets K_<link>_2, K_<link>_3, ... in order.  A name that still meets another one is
+        refused, naming both specs."""
+        given, seen = {}, {}
+        for c in self.inputs:
+            base = "K_" + ident_part(c.link)
+            seen[base] = seen.get(base, 0) + 1
+            name = base if seen[base] == 1 else f"{base}_{seen[base]}"
+            if name in given:
+                raise ConstraintError(f"runtime inputs {given[name].spec!r} and {c.spec!r} would both be named {name}: "
+                                      f"give one of them another link")
+            c.input_name, given[name] = name, c
 
     @classmethod
     def parse(cls, robot, specs):

@@ -23,6 +23,14 @@ class CompilerError(DelassusError):
     """No working C compiler, or the generated code failed to compile."""
 
 
+class OutputError(DelassusError):
+    """The output folder cannot be written (read-only, full, not a folder)."""
+
+
+class ArtifactError(DelassusError):
+    """Generated files that are not what their manifest records (damaged, edited, missing)."""
+
+
 def unknown_name(kind, name, known):
     """Error for an unknown name, with the close matches a user probably meant."""
     close = difflib.get_close_matches(name, list(known), n=4, cutoff=0.5)

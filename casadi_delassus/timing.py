@@ -22,6 +22,7 @@ import json
 import os
 import platform
 import re
+import shlex
 import shutil
 import statistics
 import subprocess
@@ -187,10 +188,10 @@ def pack_inputs(manifest, sets, seed=0):
 
 
 def _manifest(f):
+    """A function's manifest and its path; a path is loaded (and so verified) first: the
+    harness calls the function by the manifest's name."""
     if isinstance(f, (str, Path)):
-        p = Path(f)
-        p = p.with_suffix(".json") if p.suffix in (".so", ".c", ".h") else p
-        return json.loads(p.read_text()), p
+        f = api.load(f)
     return f.manifest, Path(f.manifest_path)
 
 
@@ -268,7 +269,7 @@ class CHarness:
         src, self.exe = self.dir / f"{stem}.timing.c", self.dir / f"{stem}.timing"
         src.write_text(render_c_harness(self.manifest))
         cc = find_compiler(cc)
-        cmd = [cc, *HARNESS_CFLAGS, "-o", self.exe, src, "-ldl"]
+        cmd = [*shlex.split(cc), *HARNESS_CFLAGS, "-o", self.exe, src, "-ldl"]
         try:
             proc = subprocess.run([str(c) for c in cmd], capture_output=True, text=True)
         except OSError as exc:
@@ -546,11 +547,11 @@ def relative_error(a, b):
 
 def benchmark(robot, constraints=None, algorithms=None, calls=DEFAULT_CALLS, reps=DEFAULT_REPS,
               samples=DEFAULT_SAMPLES, seed=0, cflags=DEFAULT_CFLAGS, cc=None, out_dir=api.DEFAULT_OUT,
-              force=False, pinocchio="auto", progress=None):
-    """Generate (cached) each algorithm and time it in C, and Pinocchio's counterpart of each
-    (``pinocchio_mode``: computeDelassusMatrix, constraintDynamics, aba) on the same
-    ``samples`` random inputs; repetitions are interleaved (round r times every contender
-    once).  ``pinocchio``: 'auto', 'cpp', 'python' or 'none'.  Returns a dict (robot,
+              force=False, pinocchio="auto", progress=None, name=None):
+    """Generate (cached; ``name`` as for api.generate) each algorithm and time it in C, and
+    Pinocchio's counterpart of each (``pinocchio_mode``: computeDelassusMatrix,
+    constraintDynamics, aba) on the same ``samples`` random inputs; repetitions are
+    interleaved (round r times every contender once).  ``pinocchio``: 'auto', 'cpp', 'python' or 'none'.  Returns a dict (robot,
     scenario, timings: {label: Timing}, manifests, pin_labels: {label: Pinocchio label},
     notes)."""
     from .algorithms import delassus_algorithms
@@ -559,25 +560,25 @@ def benchmark(robot, constraints=None, algorithms=None, calls=DEFAULT_CALLS, rep
     if constraints is None:
         constraints = api.default_constraints(robot)
     cs, scenario = api.constraint_set(robot, constraints)
-    name = f"{robot.name}/{scenario}"
+    where = f"{robot.name}/{scenario}"
     algorithms = list(algorithms or delassus_algorithms())
     from .algorithms import get_algorithm
     dynamics = any("vdot" in get_algorithm(a).outputs for a in algorithms if a != "auto")
     sets = random_samples(robot, cs, samples, seed, dynamics=dynamics)
     harnesses, manifests, notes, pin_labels = {}, {}, [], {}
     for a in algorithms:
-        say(f"[{name}] {a}: generating and compiling (cached when unchanged) ...")
+        say(f"[{where}] {a}: generating and compiling (cached when unchanged) ...")
         t0 = time.perf_counter()
         try:
-            f = api.generate(robot, constraints, a, out_dir=out_dir, cflags=cflags, cc=cc, force=force)
+            f = api.generate(robot, constraints, a, out_dir=out_dir, cflags=cflags, cc=cc, force=force, name=name)
         except Exception as exc:   # another algorithm may still be measured
             notes.append(f"{a}: not measured, generation failed: {exc}")
-            say(f"[{name}] {a}: FAILED: {exc}")
+            say(f"[{where}] {a}: FAILED: {exc}")
             continue
         m = f.manifest
         label = f"auto→{m['auto']['chosen']}" if a == "auto" and "auto" in m else a
         manifests[label] = m
-        say(f"[{name}] {label}: {m['op_count']['instructions']:,} instructions, {' '.join(m['cflags'])}, "
+        say(f"[{where}] {label}: {m['op_count']['instructions']:,} instructions, {' '.join(m['cflags'])}, "
             f"ready in {time.perf_counter() - t0:.1f} s")
         harnesses[label] = CHarness(f, sets, calls=calls, cc=cc, seed=seed, label=label)
         if pinocchio_mode(m):
@@ -592,14 +593,14 @@ def benchmark(robot, constraints=None, algorithms=None, calls=DEFAULT_CALLS, rep
             harnesses[h.label] = h
         except DelassusError as exc:
             notes.append(f"Pinocchio {PIN_FUNCTIONS[mode]} not measured: {exc}")
-            say(f"[{name}] Pinocchio {PIN_FUNCTIONS[mode]} not measured: {exc}")
+            say(f"[{where}] Pinocchio {PIN_FUNCTIONS[mode]} not measured: {exc}")
     timings = {label: None for label in harnesses}
     try:
         for r in range(reps):
             for label, h in harnesses.items():
                 t = h.run(1)
                 timings[label] = t if timings[label] is None else timings[label].extend(t)
-            say(f"[{name}] repetition {r + 1}/{reps} ({calls:,} calls each): " +
+            say(f"[{where}] repetition {r + 1}/{reps} ({calls:,} calls each): " +
                 ", ".join(f"{k} {t.ns[-1] / 1e3:.2f} µs" for k, t in timings.items()))
     finally:
         for h in harnesses.values():
@@ -663,7 +664,8 @@ def machine():
     except (OSError, StopIteration):
         pass
     try:
-        gcc = subprocess.run([find_compiler(None), "--version"], capture_output=True, text=True).stdout.splitlines()[0]
+        gcc = subprocess.run([*shlex.split(find_compiler(None)), "--version"], capture_output=True,
+                             text=True).stdout.splitlines()[0]
     except Exception:
         gcc = "?"
     return f"{cpu}, {os.cpu_count()} cores; {gcc}; Pinocchio {pin_version()}; Python {sys.version.split()[0]}"

@@ -61,10 +61,10 @@ def test_make_builds_static_shared_and_example(go1, tmp_path):
     assert written == {"naive.c", "naive.h", "naive.json", "Makefile", "CMakeLists.txt", "README.md", "main.c"}
     r = subprocess.run(["make"], cwd=pkg, capture_output=True, text=True)
     assert r.returncode == 0, r.stderr
-    assert (pkg / "libcd_go1_4f3.a").is_file() and (pkg / "libcd_go1_4f3.so").is_file()
+    assert (pkg / "libcd_go1_4F3.a").is_file() and (pkg / "libcd_go1_4F3.so").is_file()
     check_example(pkg / "example", go1)
     readme = (pkg / "README.md").read_text()
-    assert "cd_go1_4f3_naive_eval(const double* q, double* delassus)" in readme
+    assert "cd_go1_4F3_naive_eval(const double* q, double* delassus)" in readme
     assert "| 7 | `FL_hip_joint` | revolute |" in readme and "| `RR_foot:3d` | 9..11 (x, y, z) |" in readme
 
 
@@ -76,7 +76,7 @@ def test_cmake_builds_and_example_agrees(go1, tmp_path):
     for cmd in (["cmake", "-S", str(pkg), "-B", str(build)], ["cmake", "--build", str(build)]):
         r = subprocess.run(cmd, capture_output=True, text=True)
         assert r.returncode == 0, r.stdout + r.stderr
-    assert (build / "libcd_go1_4f3.a").is_file() and (build / "libcd_go1_4f3.so").is_file()
+    assert (build / "libcd_go1_4F3.a").is_file() and (build / "libcd_go1_4F3.so").is_file()
     check_example(build / "example", go1)
 
 

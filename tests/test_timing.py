@@ -25,7 +25,7 @@ def test_c_harness_gives_positive_per_call_times(go1, tmp_path):
     assert len(t.ns) == 3 and all(x > 0 for x in t.ns) and t.min <= t.median <= t.max
     # the harness really called the function: its output for sample 0 is the loader's
     assert np.allclose(t.output.reshape(12, 12, order="F"), go1(sets[0]["q"]), rtol=0, atol=1e-12)
-    assert "dlopen" in (tmp_path / "cd_go1_4f3_naive.timing.c").read_text()
+    assert "dlopen" in (tmp_path / "cd_go1_4F3_naive.timing.c").read_text()
 
 
 def test_c_harness_with_runtime_K_input(out_dir):

@@ -1,6 +1,8 @@
 """trace -> op count -> C -> gcc -> manifest, cached by a hash of every input and
 written atomically: files are built in a temporary folder beside the target and moved in
-with os.replace, the manifest last, so an interrupted run never leaves a broken .so."""
+with os.replace, the manifest last, so an interrupted run never leaves a broken .so.  The
+manifest records the files it was written with (codegen/artifact.py): the cache and the
+loader take nothing that does not match."""
 from __future__ import annotations
 
 import functools
@@ -8,18 +10,19 @@ import hashlib
 import json
 import os
 import platform
+import shlex
 import shutil
 import subprocess
-import tempfile
 import time
 from pathlib import Path
 
 from .. import __version__
-from ..errors import CompilerError
+from ..algorithms import AUTO, get_algorithm
+from ..errors import CompilerError, DelassusError
+from . import artifact
 from .emit import render, work_sizes
 from .opcount import count_ops
-from ..algorithms import AUTO
-from .trace import c_identifier, choose_cheapest, trace
+from .trace import choose_cheapest, trace
 
 DEFAULT_CFLAGS = ("auto",)
 # gcc's register allocation grows faster than linear in the size of one straight-line
@@ -60,7 +63,7 @@ def resolve_cflags(cflags, instructions, cc=None):
 def accepts_native(cc):
     """Whether ``cc`` compiles with -march=native here (gcc and clang on x86 and ARM do)."""
     try:
-        return subprocess.run([cc, NATIVE, "-x", "c", "-fsyntax-only", os.devnull],
+        return subprocess.run([*shlex.split(cc), NATIVE, "-x", "c", "-fsyntax-only", os.devnull],
                               capture_output=True).returncode == 0
     except OSError:
         return False
@@ -77,28 +80,47 @@ def host_cpu():
 
 
 def find_compiler(cc=None):
-    cc = cc or os.environ.get("CC")
-    if cc:
-        path = shutil.which(cc)
+    """The C compiler command: ``cc``, else $CC, else the first of gcc, cc, clang on PATH.  A
+    command with arguments (CC="ccache gcc") is split as a shell would; the result is a
+    command line (str) with the program resolved on PATH."""
+    spec = cc or os.environ.get("CC")
+    if spec:
+        try:
+            words = shlex.split(spec)
+        except ValueError as exc:
+            raise CompilerError(f"cannot parse the C compiler command {spec!r} (from CC or --cc): {exc}") from None
+        path = shutil.which(words[0]) if words else None
         if not path:
-            raise CompilerError(f"C compiler {cc!r} (from CC or --cc) not found on PATH")
-        return path
+            raise CompilerError(f"C compiler {words[0] if words else spec!r} (from CC or --cc) not found on PATH")
+        return shlex.join([path, *words[1:]])
     for name in ("gcc", "cc", "clang"):
         if shutil.which(name):
             return shutil.which(name)
     raise CompilerError("no C compiler found (looked for gcc, cc, clang): install gcc or set CC")
 
 
+def _first_line(text):
+    """The first line that mentions an error, else the first line, at most 300 characters."""
+    lines = [l.strip() for l in text.splitlines() if l.strip()]
+    return next((l for l in lines if "error" in l), lines[0] if lines else "")[:300]
+
+
 def compile_shared(c_file, so_file, cflags, cc):
-    cmd = [cc, *cflags, "-fPIC", "-shared", "-o", str(so_file), str(c_file), "-lm"]
+    """Compile ``c_file`` into the shared library ``so_file`` with the command line ``cc``
+    (find_compiler); CompilerError (one line) when it fails or writes no library."""
+    cmd = [*shlex.split(cc), *cflags, "-fPIC", "-shared", "-o", str(so_file), str(c_file), "-lm"]
     t0 = time.perf_counter()
     try:
-        proc = subprocess.run(cmd, capture_output=True, text=True)
+        proc = subprocess.run(cmd, capture_output=True, text=True, errors="replace")
     except OSError as exc:
         raise CompilerError(f"cannot run C compiler {cc}: {exc}") from None
+    what = f"compiling {Path(c_file).name} failed: {cc}"
     if proc.returncode != 0:
-        first = next((l for l in proc.stderr.splitlines() if "error" in l), proc.stderr.strip()[:300])
-        raise CompilerError(f"compiling {Path(c_file).name} failed: {first}")
+        status = f"was killed by signal {-proc.returncode}" if proc.returncode < 0 else f"exited with status {proc.returncode}"
+        said = _first_line(proc.stderr) or _first_line(proc.stdout)
+        raise CompilerError(f"{what} {status}" + (f": {said}" if said else " and printed nothing"))
+    if not Path(so_file).is_file() or Path(so_file).stat().st_size == 0:
+        raise CompilerError(f"{what} exited with status 0 but wrote no {Path(so_file).name} (is it a C compiler?)")
     return time.perf_counter() - t0, cmd
 
 
@@ -112,9 +134,16 @@ def source_hash():
     return h.hexdigest()
 
 
-def content_hash(robot, constraints, algorithm, cflags, cse, cc, osim):
+def _compiler_key(cc):
+    """The compiler's name and arguments, not where it is installed."""
+    words = shlex.split(cc)
+    return shlex.join([os.path.basename(words[0]), *words[1:]])
+
+
+def content_hash(robot, constraints, algorithm, cflags, cse, cc, osim, function=None):
     data = {"source": source_hash(), "robot": robot.describe(), "constraints": constraints.describe(), "algorithm": algorithm,
-            "cflags": list(cflags), "cse": cse, "osim": osim, "compiler": os.path.basename(cc), "version": __version__}
+            "cflags": list(cflags), "cse": cse, "osim": osim, "compiler": _compiler_key(cc), "version": __version__,
+            "function": function}
     if "auto" in cflags or NATIVE in cflags:
         data["host_cpu"] = host_cpu()
     return hashlib.sha256(json.dumps(data, sort_keys=True).encode()).hexdigest()
@@ -126,13 +155,11 @@ def q_layout(robot):
 
 
 def is_cached(manifest_path, key):
-    """True when ``manifest_path`` and its .so exist and were built for the hash ``key``."""
-    manifest_path = Path(manifest_path)
-    if not manifest_path.is_file() or not manifest_path.with_suffix(".so").is_file():
-        return False
+    """True when ``manifest_path`` was built for the hash ``key`` and it and its .c, .h and
+    .so are intact (codegen/artifact.py: sizes and sha256 as recorded)."""
     try:
-        return json.loads(manifest_path.read_text()).get("hash") == key
-    except (OSError, ValueError):
+        return artifact.verify(manifest_path).get("hash") == key
+    except DelassusError:
         return False
 
 
@@ -140,9 +167,11 @@ def make_manifest(f, robot, constraints, scenario, inputs, outputs, cflags, cc, 
     """The manifest of the generated function ``f``, led by ``head`` (function, algorithm, ...);
     ``cflags`` are resolved for f's size."""
     counts = count_ops(f)
+    model_file = getattr(robot, "model_file", None)
     return {
         **head, "robot": robot.name, "scenario": scenario,
-        "source": robot.source, "nq": robot.nq, "nv": robot.nv, "m": constraints.m,
+        "source": robot.source, **({"model_file": str(model_file)} if model_file else {}),
+        "nq": robot.nq, "nv": robot.nv, "m": constraints.m,
         "q_layout": q_layout(robot), "constraints": constraints.describe(),
         "row_names": constraints.row_names, "inputs": inputs, "outputs": outputs,
         "op_count": counts, "cse": cse, "cflags": list(resolve_cflags(cflags, counts["instructions"], cc)),
@@ -152,44 +181,53 @@ def make_manifest(f, robot, constraints, scenario, inputs, outputs, cflags, cc, 
 
 def write_compiled(f, manifest, out_dir, stem, t_trace):
     """Emit ``stem``.c/.h, compile ``stem``.so and write ``stem``.json (with the timings,
-    compile command and .so size added to ``manifest``), atomically."""
+    compile command and file records added to ``manifest``), atomically: built in this run's
+    own temporary folder (artifact.build_folder), moved in with the manifest last."""
     out_dir = Path(out_dir)
-    created = next((d for d in reversed([out_dir, *out_dir.parents]) if not d.exists()), None)
-    out_dir.mkdir(parents=True, exist_ok=True)
-    tmp = Path(tempfile.mkdtemp(prefix=f".{stem}-", dir=out_dir))
-    try:
+    with artifact.build_folder(out_dir, stem) as tmp:
         t0 = time.perf_counter()
         for name, text in render(f, manifest, stem).items():
             (tmp / name).write_text(text)
         t_emit = time.perf_counter() - t0
         t_cc, cmd = compile_shared(tmp / f"{stem}.c", tmp / f"{stem}.so", manifest["cflags"], manifest["compiler"])
         manifest["timings_s"] = {"trace": round(t_trace, 3), "emit": round(t_emit, 3), "compile": round(t_cc, 3)}
-        manifest["compile_command"] = " ".join(cmd[:-4] + ["-o", f"{stem}.so", f"{stem}.c", "-lm"])
+        manifest["compile_command"] = shlex.join(cmd[:-4] + ["-o", f"{stem}.so", f"{stem}.c", "-lm"])
         manifest["so_bytes"] = (tmp / f"{stem}.so").stat().st_size
+        artifact.seal(manifest, tmp, stem)
         (tmp / f"{stem}.json").write_text(json.dumps(manifest, indent=1))
         for ext in ("c", "h", "so", "json"):
             os.replace(tmp / f"{stem}.{ext}", out_dir / f"{stem}.{ext}")
-    except BaseException:
-        shutil.rmtree(tmp, ignore_errors=True)
-        if created is not None:  # leave no folder this call made
-            shutil.rmtree(created, ignore_errors=True)
-        raise
-    shutil.rmtree(tmp, ignore_errors=True)
     return out_dir / f"{stem}.json"
 
 
+def gives_osim(algorithm):
+    """Whether ``--osim`` applies: the algorithm outputs Λ⁻¹ (Λ comes from its LDLᵀ) or Λ."""
+    return algorithm == AUTO or bool({"delassus", "osim"} & set(get_algorithm(algorithm).outputs))
+
+
+def check_osim(algorithm, osim):
+    if osim and not gives_osim(algorithm):
+        raise DelassusError(f"--osim needs a Delassus output (Λ is computed from Λ⁻¹): algorithm {algorithm!r} "
+                            f"outputs {', '.join(get_algorithm(algorithm).outputs)}")
+
+
 def build(robot, constraints, algorithm, out_dir, scenario, cflags=DEFAULT_CFLAGS, cc=None, cse=True,
-          force=False, osim=False):
-    """Generate and compile; returns the path of the manifest (JSON).  Files are named
-    after the algorithm (``<algo>_osim`` when Λ is an output too)."""
+          force=False, osim=False, model=None):
+    """Generate and compile into ``out_dir``; returns the path of the manifest (JSON).  Files
+    are named after the algorithm (artifact.stem: ``<algo>-osim`` when Λ is an output too),
+    the C function after ``model`` (artifact.model_name; default: the robot's), the scenario
+    and the algorithm."""
+    check_osim(algorithm, osim)
     cc = find_compiler(cc)
     out_dir = Path(out_dir)
-    stem = f"{algorithm}_osim" if osim else algorithm
+    model = model or artifact.model_name(robot)
+    stem = artifact.stem(algorithm, osim)
     manifest_path = out_dir / f"{stem}.json"
-    key = content_hash(robot, constraints, algorithm, cflags, cse, cc, osim)
+    fname = artifact.function_name(model, scenario, algorithm, osim=osim)
+    key = content_hash(robot, constraints, algorithm, cflags, cse, cc, osim, fname)
+    artifact.clean_stale(out_dir)       # what killed runs left here
     if not force and is_cached(manifest_path, key):
         return manifest_path
-    fname = c_identifier("cd", robot.name, scenario, stem)
     t0 = time.perf_counter()
     auto = None
     if algorithm == AUTO:
@@ -198,7 +236,7 @@ def build(robot, constraints, algorithm, out_dir, scenario, cflags=DEFAULT_CFLAG
     f, inputs, outputs = trace(robot, constraints, auto["chosen"] if auto else algorithm, name=fname, cse=cse, osim=osim)
     t_trace = time.perf_counter() - t0
     manifest = make_manifest(f, robot, constraints, scenario, inputs, outputs, cflags, cc, cse, key,
-                             function=fname, algorithm=algorithm, osim=osim)
+                             function=fname, model_name=model, algorithm=algorithm, osim=osim)
     if auto:
         manifest["auto"] = auto
     return write_compiled(f, manifest, out_dir, stem, t_trace)

@@ -3,13 +3,13 @@ layout and a convenience ``*_eval`` call), plus the JSON manifest."""
 from __future__ import annotations
 
 import ctypes
-import re
 
 import casadi as ca
-import jinja2
 
-_ENV = jinja2.Environment(loader=jinja2.PackageLoader("casadi_delassus", "codegen/templates"),
-                          keep_trailing_newline=True, undefined=jinja2.StrictUndefined)
+from .escape import Safe, environment
+
+# Every string a template prints passes an escaping filter (codegen/escape.py).
+_ENV = environment("casadi_delassus", "codegen/templates")
 
 
 def work_sizes(f: ca.Function):
@@ -30,7 +30,7 @@ def casadi_source(f: ca.Function):
 def render(f: ca.Function, manifest: dict, stem: str):
     """Returns {filename: text} for ``stem``.c and ``stem``.h."""
     fname = f.name()
-    ctx = dict(manifest, fname=fname, header=stem + ".h", guard=re.sub(r"\W", "_", fname).upper() + "_H",
-               casadi_code=casadi_source(f), counts=manifest["op_count"], cse=manifest["cse"])
+    ctx = dict(manifest, fname=fname, header=stem + ".h", manifest_file=stem + ".json", guard=fname + "_H",
+               macro=fname, casadi_code=Safe(casadi_source(f)), counts=manifest["op_count"], cse=manifest["cse"])
     return {stem + ".c": _ENV.get_template("function.c.j2").render(ctx),
             stem + ".h": _ENV.get_template("function.h.j2").render(ctx)}

@@ -1,48 +1,192 @@
-"""Load compiled functions back: ctypes with preallocated buffers (default), or
-``casadi.external``.  Both are driven by the JSON manifest written beside the .so."""
+"""Load compiled functions back: ctypes (default) or ``casadi.external``, driven by the JSON
+manifest written beside the .so.
+
+A manifest is data, not code.  Before anything is mapped, the manifest's own hash and the
+recorded sizes and sha256 of its .c, .h and .so are checked (codegen/artifact.py), and what
+is mapped is a private copy of the .so whose bytes were checked as they were copied (then
+unlinked): a later change of the file in place cannot reach the mapping, and a .so
+regenerated at the same path is mapped anew (dlopen would hand back the library already
+loaded under that name).  The function called is the one the manifest's model, scenario and algorithm name
+(artifact.expected_function), it must be defined by that .so itself (not found through its
+dependencies, as ``system`` from libc would be), and the .so's own description of the
+function (number, shapes and density of inputs and outputs, work sizes) must be the
+manifest's: a mismatch is a one-line ArtifactError, never a call with wrong buffers.
+
+Threads: ctypes releases the GIL during the call, so each thread gets its own input, output
+and work buffers (allocated on its first call); calls from several threads run in parallel.
+"""
 from __future__ import annotations
 
 import ctypes
-import json
+import hashlib
+import os
+import tempfile
+import threading
 from pathlib import Path
 
 import numpy as np
 
-from ..errors import DelassusError, InputError
+from ..errors import ArtifactError, DelassusError, InputError
+from . import artifact
 
 _real_p = ctypes.POINTER(ctypes.c_double)
+_int_p = ctypes.POINTER(ctypes.c_longlong)
+
+
+class _DlInfo(ctypes.Structure):
+    _fields_ = [("dli_fname", ctypes.c_char_p), ("dli_fbase", ctypes.c_void_p),
+                ("dli_sname", ctypes.c_char_p), ("dli_saddr", ctypes.c_void_p)]
+
+
+def _dladdr():
+    try:
+        fn = ctypes.CDLL(None).dladdr
+    except (AttributeError, OSError):
+        return None
+    fn.argtypes, fn.restype = [ctypes.c_void_p, ctypes.POINTER(_DlInfo)], ctypes.c_int
+    return fn
+
+
+_DLADDR = _dladdr()
+
+
+def open_library(so_path, record):
+    """(library, the path it was mapped from): a private copy of ``so_path`` whose sha256 is
+    ``record``'s, unlinked once mapped; the file itself where the copy cannot be mapped
+    (a temporary folder mounted noexec)."""
+    fd, copy = tempfile.mkstemp(prefix="casadi_delassus-", suffix=".so")
+    try:
+        digest = hashlib.sha256()
+        with os.fdopen(fd, "wb") as out, open(so_path, "rb") as src:
+            for block in iter(lambda: src.read(1 << 20), b""):
+                digest.update(block)
+                out.write(block)
+        if digest.hexdigest() != record.get("sha256"):
+            raise ArtifactError(f"{so_path} changed after its manifest was checked: regenerate it")
+        try:
+            return ctypes.CDLL(copy), copy
+        except OSError:
+            pass
+    finally:
+        os.unlink(copy)
+    try:
+        return ctypes.CDLL(str(so_path)), str(so_path)
+    except OSError as exc:
+        raise ArtifactError(f"cannot load {so_path}: {exc}") from None
+
+
+def own_symbol(lib, mapped, name, restype=ctypes.c_int, argtypes=None, label=None):
+    """``name`` from the shared library ``lib`` mapped from the file ``mapped``, refused unless
+    that library itself defines it (dlsym also finds the symbols of its dependencies, such as
+    libc's ``system``).  ``label`` names the library in errors."""
+    label = label or mapped
+    try:
+        fn = getattr(lib, name)
+    except AttributeError:
+        raise ArtifactError(f"{label} does not define {name}: regenerate it") from None
+    if _DLADDR is not None:
+        info = _DlInfo()
+        addr = ctypes.cast(fn, ctypes.c_void_p).value
+        if not _DLADDR(addr, ctypes.byref(info)) or info.dli_fname is None or \
+                os.path.realpath(os.fsdecode(info.dli_fname)) != os.path.realpath(mapped):
+            where = os.fsdecode(info.dli_fname) if info.dli_fname else "elsewhere"
+            raise ArtifactError(f"{name} is not defined by {label} (found in {where}): refusing to call it")
+    fn.restype = restype
+    if argtypes is not None:
+        fn.argtypes = argtypes
+    return fn
+
+
+def _shape_of(sparsity, name, so_path):
+    """(rows, cols) of a CasADi sparsity pattern [rows, cols, 1 (dense) | colind…, row…]."""
+    rows, cols, flag = sparsity[0], sparsity[1], sparsity[2]
+    if flag != 1 and rows * cols != 0:
+        raise ArtifactError(f"{so_path}: {name} is not dense: regenerate it")
+    return rows, cols
+
+
+def check_library(lib, mapped, so_path, manifest):
+    """(the function, its work sizes) after checking the .so's own description of it against
+    the manifest.  Work sizes are the .so's own (CasADi's C keeps most of the work of an SX
+    function in locals, so they are often below the manifest's in-memory sz_w)."""
+    fname = manifest["function"]
+
+    def sym(name, restype=ctypes.c_int, argtypes=None):
+        return own_symbol(lib, mapped, name, restype, argtypes, label=so_path)
+
+    expected = artifact.expected_function(manifest)
+    if fname != expected:
+        raise ArtifactError(f"manifest {so_path.with_suffix('.json')} names function {fname!r}, "
+                            f"not {expected!r} (its model, scenario and algorithm): refusing to call it")
+    if sym(f"{fname}_casadi_int_size")() != ctypes.sizeof(ctypes.c_longlong):
+        raise ArtifactError(f"{so_path} uses another casadi_int size than 64-bit: regenerate it")
+    for kind, specs in (("in", manifest["inputs"]), ("out", manifest["outputs"])):
+        n = sym(f"{fname}_n_{kind}", ctypes.c_longlong)()
+        if n != len(specs):
+            raise ArtifactError(f"{so_path}: {fname} has {n} {kind}puts, its manifest lists {len(specs)}: regenerate it")
+        sparsity = sym(f"{fname}_sparsity_{kind}", _int_p, [ctypes.c_longlong])
+        for k, spec in enumerate(specs):
+            shape = [int(d) for d in spec["shape"]]
+            want = (shape[0], shape[1] if len(shape) > 1 else 1)
+            got = _shape_of(sparsity(k), spec["name"], so_path)
+            if got != want:
+                raise ArtifactError(f"{so_path}: {kind}put {spec['name']!r} is {got[0]} x {got[1]}, its manifest says "
+                                    f"{want[0]} x {want[1]}: regenerate it")
+    sizes = [ctypes.c_longlong() for _ in range(4)]
+    if sym(f"{fname}_work")(*[ctypes.byref(x) for x in sizes]) != 0:
+        raise ArtifactError(f"{so_path}: {fname}_work failed: regenerate it")
+    work = dict(zip(("sz_arg", "sz_res", "sz_iw", "sz_w"), (x.value for x in sizes)))
+    if work["sz_arg"] < len(manifest["inputs"]) or work["sz_res"] < len(manifest["outputs"]) or min(work.values()) < 0:
+        raise ArtifactError(f"{so_path}: implausible work sizes {work}: regenerate it")
+    return sym(fname), work
+
+
+class _Buffers:
+    """One thread's inputs, outputs and CasADi work arrays, and the pointer arrays into them."""
+    __slots__ = ("inputs", "outputs", "arg", "res", "iw", "w")
+
+    def __init__(self, input_sizes, output_sizes, work):
+        self.inputs = [np.zeros(n) for n in input_sizes]
+        self.outputs = [np.zeros(n) for n in output_sizes]
+        self.arg = (_real_p * max(work["sz_arg"], 1))(*[a.ctypes.data_as(_real_p) for a in self.inputs])
+        self.res = (_real_p * max(work["sz_res"], 1))(*[a.ctypes.data_as(_real_p) for a in self.outputs])
+        self.iw = (ctypes.c_longlong * max(work["sz_iw"], 1))()
+        self.w = (ctypes.c_double * max(work["sz_w"], 1))()
 
 
 class CompiledFunction:
     """``f(q, **inputs) -> numpy array`` (the first output); ``f.outputs(...)`` gives all.
     ``inputs`` are named as in the manifest: vectors (v, tau, k, R, …) and runtime K_<link>.
-    ``op_count`` and ``manifest`` describe the generated code."""
+    ``op_count`` and ``manifest`` describe the generated code.  Safe to call from several
+    threads at once (per-thread buffers)."""
 
     def __init__(self, manifest_path, backend="ctypes"):
         self.manifest_path = Path(manifest_path)
-        self.manifest = json.loads(self.manifest_path.read_text())
+        self.manifest = m = artifact.verify(self.manifest_path)
         self.so_path = self.manifest_path.with_suffix(".so")
-        if not self.so_path.is_file():
-            raise DelassusError(f"compiled library missing: {self.so_path}")
         self.backend = backend
-        m = self.manifest
-        self.inputs, self.output_specs = m["inputs"], m["outputs"]
-        self._in = [np.zeros(int(np.prod(i["shape"]))) for i in self.inputs]
-        self._out = [np.zeros(int(np.prod(o["shape"]))) for o in self.output_specs]
-        if backend == "ctypes":
-            lib = ctypes.CDLL(str(self.so_path))
-            self._fn = getattr(lib, m["function"])
-            self._fn.restype = ctypes.c_int
-            self._arg = (_real_p * max(m["sz_arg"], 1))(*[a.ctypes.data_as(_real_p) for a in self._in])
-            self._res = (_real_p * max(m["sz_res"], 1))(*[a.ctypes.data_as(_real_p) for a in self._out])
-            self._iw = (ctypes.c_longlong * max(m["sz_iw"], 1))()
-            self._w = (ctypes.c_double * max(m["sz_w"], 1))()
-            self._lib = lib
-        elif backend == "casadi":
-            import casadi as ca
-            self._fn = ca.external(m["function"], str(self.so_path))
-        else:
-            raise DelassusError(f"unknown backend {backend!r}: use 'ctypes' or 'casadi'")
+        try:
+            self.inputs, self.output_specs = m["inputs"], m["outputs"]
+            self._sizes = ([int(np.prod(i["shape"])) for i in self.inputs], [int(np.prod(o["shape"])) for o in self.output_specs])
+            if backend not in ("ctypes", "casadi"):
+                raise DelassusError(f"unknown backend {backend!r}: use 'ctypes' or 'casadi'")
+            lib, mapped = open_library(self.so_path, m["files"]["so"])
+            self._fn, self._work = check_library(lib, mapped, self.so_path, m)
+            self._lib, self._local = lib, threading.local()
+            if backend == "casadi":
+                import casadi as ca
+                self._fn = ca.external(m["function"], str(self.so_path))
+        except DelassusError:
+            raise
+        except (KeyError, TypeError, ValueError, IndexError) as exc:
+            raise ArtifactError(f"manifest {self.manifest_path} lacks or garbles {exc}: regenerate it") from None
+
+    def _buffers(self):
+        try:
+            return self._local.buffers
+        except AttributeError:
+            self._local.buffers = _Buffers(*self._sizes, self._work)
+            return self._local.buffers
 
     @property
     def op_count(self):
@@ -83,11 +227,12 @@ class CompiledFunction:
             res = res if isinstance(res, (list, tuple)) else [res]
             return {o["name"]: np.array(r, dtype=float).reshape(o["shape"], order="F")
                     for o, r in zip(self.output_specs, res)}
-        for buf, v in zip(self._in, values):
+        b = self._buffers()
+        for buf, v in zip(b.inputs, values):
             buf[:] = v
-        if self._fn(self._arg, self._res, self._iw, self._w, 0) != 0:
+        if self._fn(b.arg, b.res, b.iw, b.w, 0) != 0:
             raise DelassusError(f"{self.manifest['function']} returned an error")
-        return {o["name"]: buf.reshape(o["shape"], order="F").copy() for o, buf in zip(self.output_specs, self._out)}
+        return {o["name"]: buf.reshape(o["shape"], order="F").copy() for o, buf in zip(self.output_specs, b.outputs)}
 
     def __call__(self, *first, **inputs):
         return next(iter(self.outputs(*first, **inputs).values()))

@@ -5,18 +5,16 @@ an example ``main.c``.  Everything is rendered from the manifests; a C user need
 casadi_delassus to build it."""
 from __future__ import annotations
 
-import json
 import os
 import shutil
-import tempfile
 from pathlib import Path
 
 import numpy as np
 
 from .. import __version__
 from ..errors import DelassusError
+from . import artifact
 from .emit import _ENV
-from .trace import c_identifier
 
 PACKAGE_FILES = ("Makefile", "CMakeLists.txt", "README.md", "main.c")
 
@@ -44,10 +42,6 @@ def example_input(spec):
     return a.reshape(-1, order="F")
 
 
-def _num(x):
-    return repr(float(x))
-
-
 def _opt_level(cflags):
     """The optimisation level and math flags the function was generated with."""
     return [f for f in cflags if f.startswith(("-O", "-f"))] or ["-O2"]
@@ -60,8 +54,7 @@ def _function_context(manifest, stem):
         "chosen": manifest.get("auto", {}).get("chosen"), "instructions": f"{counts['instructions']:,}",
         "flops": f"{counts['flops']:,}", "cse": manifest.get("cse", True), "opt": _opt_level(manifest["cflags"]),
         "sz_iw": manifest["sz_iw"], "sz_w": manifest["sz_w"],
-        "inputs": [dict(i, size=int(np.prod(i["shape"])), example=[_num(v) for v in example_input(i)])
-                   for i in manifest["inputs"]],
+        "inputs": [dict(i, size=int(np.prod(i["shape"])), example=example_input(i)) for i in manifest["inputs"]],
         "outputs": [dict(o, size=int(np.prod(o["shape"]))) for o in manifest["outputs"]],
     }
 
@@ -87,15 +80,16 @@ def render_package(manifests):
                      "names": [n.split(".")[-1] for n in names[start:start + c["rows"]]]})
         start += c["rows"]
     scenario = first["scenario"]
-    regen = " ".join(f"-c {c['spec']}" for c in first["constraints"]) if scenario.startswith("custom-") \
-        else f"-s {scenario}"
-    regen += "".join(f" -a {f['algorithm']}" for f in functions)
-    source = first.get("source") or ""
-    ctx = dict(first, lib=c_identifier("cd", first["robot"], scenario), version=__version__,
-               functions=functions, f=functions[0], neutral=[_num(v) for v in neutral_q(first)],
+    regen = [w for c in first["constraints"] for w in ("-c", c["spec"])] if scenario.startswith("custom-") \
+        else ["-s", scenario]
+    regen += [w for f in functions for w in ("-a", f["algorithm"])]
+    model_file = first.get("model_file")
+    ctx = dict(first, lib=artifact.library_name(first["model_name"], scenario), version=__version__,
+               functions=functions, f=functions[0], neutral=neutral_q(first),
                floating=any(j["kind"] == "free" for j in first["q_layout"]),
                has_continuous=any(j["kind"] == "continuous" for j in first["q_layout"]),
-               constraint_rows=rows, regen_args=regen, source=source, source_name=Path(source).name if source else "")
+               constraint_rows=rows, regen_args=regen, model=model_file or first["robot"],
+               source_name=Path(model_file).name if model_file else "")
     return {"Makefile": _ENV.get_template("package_Makefile.j2").render(ctx),
             "CMakeLists.txt": _ENV.get_template("package_CMakeLists.txt.j2").render(ctx),
             "README.md": _ENV.get_template("package_README.md.j2").render(ctx),
@@ -109,19 +103,13 @@ def write_package(package_dir, functions):
     paths = [_manifest_path(f) for f in functions]
     if not paths:
         raise DelassusError("no function to package")
-    manifests = []
-    for p in paths:
-        if not p.is_file() or not p.with_suffix(".c").is_file() or not p.with_suffix(".h").is_file():
-            raise DelassusError(f"generated code missing for {p} (expected its .json, .c and .h)")
-        manifests.append((json.loads(p.read_text()), p.stem))
-    stems = [s for _, s in manifests]
-    if len(set(stems)) != len(stems):
-        raise DelassusError(f"two functions with the same file name in one package: {stems}")
+    manifests = [(artifact.verify(p), p.stem) for p in paths]
+    for kind, values in (("file name", [s for _, s in manifests]), ("function name", [m["function"] for m, _ in manifests])):
+        if len(set(values)) != len(values):
+            raise DelassusError(f"two functions with the same {kind} in one package: {values}")
     out = Path(package_dir)
-    out.mkdir(parents=True, exist_ok=True)
-    tmp = Path(tempfile.mkdtemp(prefix=".package-", dir=out))
-    try:
-        names = []
+    names = []
+    with artifact.build_folder(out, "package") as tmp:
         for p in paths:
             for ext in (".c", ".h", ".json"):
                 shutil.copyfile(p.with_suffix(ext), tmp / (p.stem + ext))
@@ -131,6 +119,4 @@ def write_package(package_dir, functions):
             names.append(name)
         for name in names:
             os.replace(tmp / name, out / name)
-    finally:
-        shutil.rmtree(tmp, ignore_errors=True)
     return [out / n for n in names]

@@ -29,8 +29,9 @@ import numpy as np
 
 from ..algorithms import get_algorithm
 from ..errors import DelassusError
+from . import artifact
 from .build import DEFAULT_CFLAGS, content_hash, find_compiler, is_cached, make_manifest, write_compiled
-from .trace import c_identifier, trace
+from .trace import trace
 
 
 @dataclass
@@ -127,25 +128,27 @@ def stage_io(stage, inputs, outputs, sizes):
 
 
 def build_stages(robot, constraints, algorithm, out_dir, scenario, cflags=DEFAULT_CFLAGS, cc=None, cse=True,
-                 force=False):
+                 force=False, model=None):
     """Generate and compile one function per registry stage of ``algorithm``
     (``<algo>_factor``, [``<algo>_damping``,] ``<algo>_apply``), each with its manifest;
     returns their manifest paths in stage order."""
     cc = find_compiler(cc)
-    key = content_hash(robot, constraints, algorithm, cflags, cse, cc, False) + "-stages"
-    paths = [Path(out_dir) / f"{algorithm}_{name}.json" for name, _ in algorithm_stages(algorithm, [])]
+    model = model or artifact.model_name(robot)
+    fname = artifact.function_name(model, scenario, algorithm)
+    key = content_hash(robot, constraints, algorithm, cflags, cse, cc, False, fname) + "-stages"
+    paths = [Path(out_dir) / f"{artifact.stem(algorithm, stage=name)}.json" for name, _ in algorithm_stages(algorithm, [])]
+    artifact.clean_stale(out_dir)
     if not force and all(is_cached(p, key) for p in paths):
         return paths
     t0 = time.perf_counter()
-    f, inputs, outputs = trace(robot, constraints, algorithm, name=c_identifier("cd", robot.name, scenario, algorithm),
-                               cse=cse)
+    f, inputs, outputs = trace(robot, constraints, algorithm, name=fname, cse=cse)
     stages = split(f, algorithm_stages(algorithm, list(f.name_in())))
     t_trace = time.perf_counter() - t0
     sizes = {st.work_out: int(st.function.size1_out(0)) for st in stages if st.work_out}
     for k, (st, path) in enumerate(zip(stages, paths)):
         ins, outs = stage_io(st, inputs, outputs, sizes)
         manifest = make_manifest(st.function, robot, constraints, scenario, ins, outs, cflags, cc, cse, key,
-                                 function=st.function.name(), algorithm=algorithm, osim=False,
+                                 function=st.function.name(), model_name=model, algorithm=algorithm, osim=False,
                                  stage={"name": st.name, "index": k, "of": [s.name for s in stages],
                                         "inputs": st.inputs, "work_in": st.work_in, "work_out": st.work_out,
                                         "work_sizes": sizes})

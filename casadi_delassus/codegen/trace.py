@@ -1,16 +1,10 @@
 """Trace an algorithm for one robot and constraint set into a casadi.Function."""
 from __future__ import annotations
 
-import re
-
 import casadi as ca
 
 from ..algorithms import VECTOR_INPUTS, delassus_algorithms, get_algorithm, linalg
 from .opcount import count_ops
-
-
-def c_identifier(*parts):
-    return re.sub(r"\W", "_", "_".join(parts)).strip("_").lower()
 
 
 OSIM_MEANING = "operational-space inertia Λ = (Λ⁻¹)⁻¹ by an LDLᵀ of the Delassus matrix"

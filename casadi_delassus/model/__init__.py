@@ -38,6 +38,7 @@ def load_robot(spec, floating_base=None):
         else:
             raise ModelError(f"unsupported model file {spec}: expected .urdf, .sdf or .json")
         robot.scenarios = {"loops": robot.loops} if getattr(robot, "loops", None) else {}
+        robot.model_file = path.resolve()       # names its output folder (codegen/artifact.py)
         return robot
     from .synthetic_contact import is_contact_synthetic, parse_contact_synthetic
     if is_contact_synthetic(spec):

@@ -115,6 +115,7 @@ class Robot:
         self.source = source
         self.gravity = np.asarray(gravity, dtype=float)
         self.scenarios = {}             # name -> constraint specs (registry robots)
+        self.model_file = None          # the resolved path when loaded from a model file
         self._check_tree()
         q = v = 0
         for b in self.bodies:

@@ -1,0 +1,241 @@
+"""Generated files on disk: their names, their integrity record, and the temporary folders
+they are built in.
+
+Names.  A function's files are ``<folder>/<stem>.{c,h,so,json}`` with the folder
+``<model>/<scenario>`` (each component from codegen/escape.py's sanitisers) and the stem the
+algorithm's name, ``<algorithm>-osim`` when Λ is an output too (a hyphen never occurs in an
+algorithm name, so no stem of one algorithm is another's), ``<algorithm>_<stage>`` for a
+stage.  The C function is ``cd_<model>_<scenario>_<algorithm>`` plus ``_OSIM`` (algorithm
+names are lower case) or ``_<stage>``.
+
+Integrity.  The manifest records the size and sha256 of the .c, .h and .so and the sha256
+of its own content (``manifest_sha256``).  :func:`verify` recomputes all of them before
+anything is loaded or taken from the cache: a truncated .so, a deleted header or an edited
+manifest is refused (the cache regenerates, ``cd.load`` raises a one-line error) instead of
+being mapped into the process.  The record detects damage and stale mixtures of files; it is
+not a signature: whoever can write the folder can write a new .so too.
+
+Temporary folders.  Files are built in ``.tmp-<host>-<pid>-<time>-<stem>-XXXX`` inside the
+output folder and moved into place.  A run that is killed (SIGKILL) cannot remove its own,
+so every run removes the stale ones it finds where it writes: those of a dead process on
+this host, and any older than STALE_AFTER_S.
+"""
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+import re
+import shutil
+import socket
+import tempfile
+import time
+from contextlib import contextmanager
+from pathlib import Path
+
+from ..errors import ArtifactError, DelassusError, OutputError
+from ..names import PART_LIMIT, ident_part, is_plain, path_part, readable, short_hash
+
+OSIM_STEM = "-osim"
+OSIM_FUNCTION = "_OSIM"
+FILE_KINDS = ("c", "h", "so")
+_MODEL = re.compile(r"[A-Za-z0-9]+(?:_[A-Za-z0-9]+)*")
+MANIFEST_FORMAT = 2
+
+
+# -- names ----------------------------------------------------------------------------------
+def stem(algorithm, osim=False, stage=None):
+    return f"{algorithm}_{stage}" if stage else f"{algorithm}{OSIM_STEM}" if osim else algorithm
+
+
+def model_name(robot, name=None):
+    """The model's name in folder and C names: ``name`` if given (letters and digits joined by
+    single underscores), a model file's stem plus a hash of its resolved path (two files
+    anymal_b/anymal.urdf and anymal_c/anymal.urdf get two folders), else the robot's name
+    (registry, synthetic) through the identifier sanitiser."""
+    if name is not None:
+        if not is_plain(name):
+            raise DelassusError(f"name {name!r}: use letters and digits joined by single underscores "
+                                f"(at most {PART_LIMIT} characters, e.g. anymal_c)")
+        return name
+    model_file = getattr(robot, "model_file", None)
+    if model_file:
+        return f"{readable(Path(model_file).stem)}_h{short_hash(str(model_file))}"
+    return ident_part(robot.name)
+
+
+def _checked_model(model):
+    """A model name as :func:`model_name` makes them (a manifest's is data: checked again)."""
+    if not (isinstance(model, str) and len(model) <= PART_LIMIT + 10 and _MODEL.fullmatch(model)):
+        raise ArtifactError(f"model name {model!r} is not one casadi_delassus makes")
+    return model
+
+
+def function_name(model, scenario, algorithm, osim=False, stage=None):
+    """The C name of a generated function for the model name ``model`` (:func:`model_name`);
+    stage functions are the traced function's name plus ``_<stage>`` (codegen/staging.py)."""
+    base = "_".join(["cd", _checked_model(model), ident_part(scenario), ident_part(algorithm)])
+    return f"{base}_{ident_part(stage)}" if stage else base + (OSIM_FUNCTION if osim else "")
+
+
+def library_name(model, scenario):
+    """The C package's library: lib<this>.a / .so."""
+    return "_".join(["cd", _checked_model(model), ident_part(scenario)])
+
+
+def folder(out_dir, model, scenario):
+    return Path(out_dir) / _checked_model(model) / path_part(scenario)
+
+
+def expected_function(manifest):
+    """The function name the manifest's own model, scenario, algorithm and variant give."""
+    stage = manifest.get("stage")
+    return function_name(manifest["model_name"], manifest["scenario"], manifest["algorithm"],
+                         osim=bool(manifest.get("osim")), stage=stage["name"] if stage else None)
+
+
+# -- integrity ------------------------------------------------------------------------------
+def sha256_file(path):
+    h = hashlib.sha256()
+    with open(path, "rb") as fh:
+        for block in iter(lambda: fh.read(1 << 20), b""):
+            h.update(block)
+    return h.hexdigest()
+
+
+def self_hash(manifest):
+    body = {k: v for k, v in manifest.items() if k != "manifest_sha256"}
+    return hashlib.sha256(json.dumps(body, sort_keys=True, separators=(",", ":")).encode()).hexdigest()
+
+
+def seal(manifest, folder_, file_stem):
+    """Record the files ``folder_/file_stem.{c,h,so}`` and the manifest's own hash."""
+    manifest["manifest_format"] = MANIFEST_FORMAT
+    manifest["files"] = {k: {"bytes": (Path(folder_) / f"{file_stem}.{k}").stat().st_size,
+                             "sha256": sha256_file(Path(folder_) / f"{file_stem}.{k}")} for k in FILE_KINDS}
+    manifest["manifest_sha256"] = self_hash(manifest)
+    return manifest
+
+
+def verify(manifest_path):
+    """The manifest at ``manifest_path`` after checking its own hash and the size and sha256
+    of its .c, .h and .so; ArtifactError (one line) on any mismatch."""
+    path = Path(manifest_path)
+    try:
+        manifest = json.loads(path.read_text())
+    except (OSError, UnicodeDecodeError, ValueError) as exc:
+        raise ArtifactError(f"cannot read manifest {path}: {getattr(exc, 'strerror', None) or exc}") from None
+    if not isinstance(manifest, dict) or "manifest_sha256" not in manifest or "files" not in manifest:
+        raise ArtifactError(f"manifest {path} has no integrity record (written by an older casadi_delassus "
+                            f"or not by casadi_delassus): regenerate it")
+    if self_hash(manifest) != manifest["manifest_sha256"]:
+        raise ArtifactError(f"manifest {path} was modified after it was written (its hash does not match): regenerate it")
+    files = manifest["files"]
+    for kind in FILE_KINDS:
+        p = path.with_suffix("." + kind)
+        record = files.get(kind) if isinstance(files, dict) else None
+        if not isinstance(record, dict):
+            raise ArtifactError(f"manifest {path} does not record its .{kind} file: regenerate it")
+        if not p.is_file():
+            raise ArtifactError(f"{p} is missing (the manifest {path.name} records it): regenerate it")
+        size = p.stat().st_size
+        if size != record.get("bytes") or sha256_file(p) != record.get("sha256"):
+            raise ArtifactError(f"{p} is not the file its manifest records ({size:,} bytes, recorded "
+                                f"{record.get('bytes')!r}; sha256 differs): regenerate it")
+    return manifest
+
+
+# -- temporary folders ----------------------------------------------------------------------
+TEMP_PREFIX = ".tmp-"
+STALE_AFTER_S = 6 * 3600
+_TEMP = re.compile(r"\.tmp-([0-9a-f]{6})-(\d+)-(\d+)-")
+
+
+def _host():
+    return short_hash(socket.gethostname())[:6]
+
+
+def make_temp(parent, file_stem):
+    """A new temporary folder in ``parent`` (created with its parents), named after this process."""
+    parent = Path(parent)
+    prefix = f"{TEMP_PREFIX}{_host()}-{os.getpid()}-{int(time.time())}-{file_stem}-"
+    for _ in range(10):        # a concurrent run may remove an empty folder it made (remove_empty)
+        parent.mkdir(parents=True, exist_ok=True)
+        try:
+            return Path(tempfile.mkdtemp(prefix=prefix, dir=parent))
+        except FileNotFoundError:
+            continue
+    return Path(tempfile.mkdtemp(prefix=prefix, dir=parent))
+
+
+def _alive(pid):
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except OSError:             # exists, owned by someone else
+        return True
+    return True
+
+
+def is_stale(name, now=None):
+    m = _TEMP.match(name)
+    if not m:
+        return False
+    host, pid, started = m[1], int(m[2]), int(m[3])
+    if (now or time.time()) - started > STALE_AFTER_S:
+        return True
+    return host == _host() and pid != os.getpid() and not _alive(pid)
+
+
+def clean_stale(parent):
+    """Remove the stale temporary folders in ``parent``; returns their names."""
+    removed = []
+    try:
+        entries = list(Path(parent).iterdir())
+    except OSError:
+        return removed
+    for p in entries:
+        if p.name.startswith(TEMP_PREFIX) and is_stale(p.name) and p.is_dir() and not p.is_symlink():
+            shutil.rmtree(p, ignore_errors=True)
+            removed.append(p.name)
+    return removed
+
+
+def missing_folders(path):
+    """The folders ``path`` needs that do not exist yet, deepest first."""
+    path = Path(path)
+    return [d for d in [path, *path.parents] if not d.exists()]
+
+
+def remove_empty(folders):
+    """Remove those of ``folders`` (deepest first) that are empty: what this run created and
+    nobody has put anything in.  A folder another run writes to is never empty."""
+    for d in folders:
+        try:
+            d.rmdir()
+        except OSError:
+            return
+
+
+@contextmanager
+def build_folder(parent, file_stem):
+    """A temporary folder of this run in ``parent`` to build files in and move them out of
+    with os.replace.  On any failure or interrupt it is removed, with the folders this run
+    created while they are empty, and nothing else; an OSError (read-only, full disk)
+    becomes a one-line OutputError.  Stale folders of killed runs in ``parent`` go too."""
+    parent = Path(parent)
+    created = missing_folders(parent)
+    tmp = None
+    try:
+        tmp = make_temp(parent, file_stem)
+        clean_stale(parent)
+        yield tmp
+    except BaseException as exc:
+        if tmp is not None:
+            shutil.rmtree(tmp, ignore_errors=True)
+        remove_empty(created)
+        if isinstance(exc, OSError):
+            raise OutputError(f"cannot write to {parent}: {exc.strerror or exc}") from None
+        raise
+    shutil.rmtree(tmp, ignore_errors=True)
