@@ -50,9 +50,9 @@ def _dladdr():
 _DLADDR = _dladdr()
 
 
-def open_library(so_path, record):
-    """(library, the path it was mapped from): a private copy of ``so_path`` whose sha256 is
-    ``record``'s, unlinked once mapped; the file itself where the copy cannot be mapped
+def open_library(so_path, record, load=ctypes.CDLL):
+    """(``load(path)``, that path): ``path`` a private copy of ``so_path`` whose sha256 is
+    ``record``'s, unlinked once loaded; the file itself where the copy cannot be loaded
     (a temporary folder mounted noexec)."""
     fd, copy = tempfile.mkstemp(prefix="casadi_delassus-", suffix=".so")
     try:
@@ -64,15 +64,15 @@ def open_library(so_path, record):
         if digest.hexdigest() != record.get("sha256"):
             raise ArtifactError(f"{so_path} changed after its manifest was checked: regenerate it")
         try:
-            return ctypes.CDLL(copy), copy
-        except OSError:
+            return load(copy), copy
+        except (OSError, RuntimeError):         # casadi.external raises RuntimeError
             pass
     finally:
         os.unlink(copy)
     try:
-        return ctypes.CDLL(str(so_path)), str(so_path)
-    except OSError as exc:
-        raise ArtifactError(f"cannot load {so_path}: {exc}") from None
+        return load(str(so_path)), str(so_path)
+    except (OSError, RuntimeError) as exc:
+        raise ArtifactError(f"cannot load {so_path}: {str(exc).strip().splitlines()[-1]}") from None
 
 
 def own_symbol(lib, mapped, name, restype=ctypes.c_int, argtypes=None, label=None):
@@ -141,17 +141,19 @@ def check_library(lib, mapped, so_path, manifest):
     return sym(fname), work
 
 
-class _Buffers:
-    """One thread's inputs, outputs and CasADi work arrays, and the pointer arrays into them."""
-    __slots__ = ("inputs", "outputs", "arg", "res", "iw", "w")
+class _Buffers(threading.local):
+    """Each thread's ``views``: (inputs, outputs, arg, res, iw, w), its input and output arrays,
+    the pointer arrays into them and CasADi's work arrays.  threading.local runs __init__
+    again, with the same arguments, in each new thread; one tuple because each attribute
+    read of a threading.local costs a lookup in the thread's own dict."""
 
     def __init__(self, input_sizes, output_sizes, work):
-        self.inputs = [np.zeros(n) for n in input_sizes]
-        self.outputs = [np.zeros(n) for n in output_sizes]
-        self.arg = (_real_p * max(work["sz_arg"], 1))(*[a.ctypes.data_as(_real_p) for a in self.inputs])
-        self.res = (_real_p * max(work["sz_res"], 1))(*[a.ctypes.data_as(_real_p) for a in self.outputs])
-        self.iw = (ctypes.c_longlong * max(work["sz_iw"], 1))()
-        self.w = (ctypes.c_double * max(work["sz_w"], 1))()
+        inputs = [np.zeros(n) for n in input_sizes]
+        outputs = [np.zeros(n) for n in output_sizes]
+        self.views = (inputs, outputs,
+                      (_real_p * max(work["sz_arg"], 1))(*[a.ctypes.data_as(_real_p) for a in inputs]),
+                      (_real_p * max(work["sz_res"], 1))(*[a.ctypes.data_as(_real_p) for a in outputs]),
+                      (ctypes.c_longlong * max(work["sz_iw"], 1))(), (ctypes.c_double * max(work["sz_w"], 1))())
 
 
 class CompiledFunction:
@@ -172,21 +174,14 @@ class CompiledFunction:
                 raise DelassusError(f"unknown backend {backend!r}: use 'ctypes' or 'casadi'")
             lib, mapped = open_library(self.so_path, m["files"]["so"])
             self._fn, self._work = check_library(lib, mapped, self.so_path, m)
-            self._lib, self._local = lib, threading.local()
+            self._lib, self._buffers = lib, _Buffers(*self._sizes, self._work)
             if backend == "casadi":
                 import casadi as ca
-                self._fn = ca.external(m["function"], str(self.so_path))
+                self._fn = open_library(self.so_path, m["files"]["so"], lambda p: ca.external(m["function"], p))[0]
         except DelassusError:
             raise
         except (KeyError, TypeError, ValueError, IndexError) as exc:
             raise ArtifactError(f"manifest {self.manifest_path} lacks or garbles {exc}: regenerate it") from None
-
-    def _buffers(self):
-        try:
-            return self._local.buffers
-        except AttributeError:
-            self._local.buffers = _Buffers(*self._sizes, self._work)
-            return self._local.buffers
 
     @property
     def op_count(self):
@@ -227,12 +222,12 @@ class CompiledFunction:
             res = res if isinstance(res, (list, tuple)) else [res]
             return {o["name"]: np.array(r, dtype=float).reshape(o["shape"], order="F")
                     for o, r in zip(self.output_specs, res)}
-        b = self._buffers()
-        for buf, v in zip(b.inputs, values):
+        ins, outs, arg, res, iw, w = self._buffers.views
+        for buf, v in zip(ins, values):
             buf[:] = v
-        if self._fn(b.arg, b.res, b.iw, b.w, 0) != 0:
+        if self._fn(arg, res, iw, w, 0) != 0:
             raise DelassusError(f"{self.manifest['function']} returned an error")
-        return {o["name"]: buf.reshape(o["shape"], order="F").copy() for o, buf in zip(self.output_specs, b.outputs)}
+        return {o["name"]: buf.reshape(o["shape"], order="F").copy() for o, buf in zip(self.output_specs, outs)}
 
     def __call__(self, *first, **inputs):
         return next(iter(self.outputs(*first, **inputs).values()))
