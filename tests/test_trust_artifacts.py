@@ -21,6 +21,7 @@ import numpy as np
 import pytest
 
 import casadi_delassus as cd
+from casadi_delassus import timing
 from casadi_delassus.algorithms import ALGORITHMS, get_algorithm
 from casadi_delassus.check import check_delassus
 from casadi_delassus.codegen import artifact, escape, loader
@@ -146,8 +147,12 @@ def test_security_urdf_joint_and_link_payloads_build_load_and_package_without_si
     if shutil.which("cmake"):
         for cmd in (["cmake", "-S", str(pkg), "-B", str(tmp_path / "build")], ["cmake", "--build", str(tmp_path / "build")]):
             assert subprocess.run(cmd, capture_output=True).returncode == 0
+    harness = tmp_path / "harness" / "timing.c"             # the timing harness renders the same names
+    harness.parent.mkdir()
+    harness.write_text(timing.render_c_harness(json.loads(manifest.read_text())))
+    assert subprocess.run([CC, "-fsyntax-only", str(harness)], capture_output=True).returncode == 0
     assert not marker.exists() and not list(tmp_path.rglob("pwned"))
-    assert_no_payload_escapes(generated_files(out, pkg), [evil])
+    assert_no_payload_escapes(generated_files(out, pkg, harness.parent), [evil])
     regen = next(l for l in (pkg / "README.md").read_text().splitlines() if l.startswith("casadi-delassus generate"))
     words = shlex.split(regen)                                      # one shell word per argument
     assert words[:2] == ["casadi-delassus", "generate"] and words[3:5] == ["-c", f"{evil}:6d"] and words[-2:] == ["--package", "DIR"]

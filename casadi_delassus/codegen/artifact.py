@@ -138,8 +138,12 @@ def verify(manifest_path):
             raise ArtifactError(f"manifest {path} does not record its .{kind} file: regenerate it")
         if not p.is_file():
             raise ArtifactError(f"{p} is missing (the manifest {path.name} records it): regenerate it")
-        size = p.stat().st_size
-        if size != record.get("bytes") or sha256_file(p) != record.get("sha256"):
+        try:
+            size = p.stat().st_size
+            digest = sha256_file(p) if size == record.get("bytes") else None
+        except OSError as exc:
+            raise ArtifactError(f"cannot read {p}: {exc.strerror or exc}") from None
+        if size != record.get("bytes") or digest != record.get("sha256"):
             raise ArtifactError(f"{p} is not the file its manifest records ({size:,} bytes, recorded "
                                 f"{record.get('bytes')!r}; sha256 differs): regenerate it")
     return manifest

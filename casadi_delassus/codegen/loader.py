@@ -50,10 +50,8 @@ def _dladdr():
 _DLADDR = _dladdr()
 
 
-def open_library(so_path, record, load=ctypes.CDLL):
-    """(``load(path)``, that path): ``path`` a private copy of ``so_path`` whose sha256 is
-    ``record``'s, unlinked once loaded; the file itself where the copy cannot be loaded
-    (a temporary folder mounted noexec)."""
+def _verified_copy(so_path, record):
+    """A private copy of ``so_path`` in the temporary folder, its sha256 checked against ``record``."""
     fd, copy = tempfile.mkstemp(prefix="casadi_delassus-", suffix=".so")
     try:
         digest = hashlib.sha256()
@@ -63,12 +61,27 @@ def open_library(so_path, record, load=ctypes.CDLL):
                 out.write(block)
         if digest.hexdigest() != record.get("sha256"):
             raise ArtifactError(f"{so_path} changed after its manifest was checked: regenerate it")
+    except BaseException:
+        os.unlink(copy)
+        raise
+    return copy
+
+
+def open_library(so_path, record, load=ctypes.CDLL):
+    """(``load(path)``, that path): ``path`` a private copy of ``so_path`` whose sha256 is
+    ``record``'s, unlinked once loaded; the file itself (checked by artifact.verify just
+    before) where no copy can be written or loaded (a full or noexec temporary folder)."""
+    try:
+        copy = _verified_copy(so_path, record)
+    except OSError:
+        copy = None
+    if copy is not None:
         try:
             return load(copy), copy
         except (OSError, RuntimeError):         # casadi.external raises RuntimeError
             pass
-    finally:
-        os.unlink(copy)
+        finally:
+            os.unlink(copy)
     try:
         return load(str(so_path)), str(so_path)
     except (OSError, RuntimeError) as exc:
