@@ -129,20 +129,31 @@ def pinocchio_mass_matrix(path, q):
     return np.triu(M) + np.triu(M, 1).T
 
 
+def loaded(path, text):
+    """(the robot in ``text`` written to ``path``, or None after a one-line error)."""
+    path.write_text(text, encoding="utf-8")
+    return outcome(lambda: load_robot(str(path)))
+
+
+def mass_matrix(robot, seed):
+    """The reference M at a random q: finite and positive definite for any model we accept."""
+    q = robot.random_q(np.random.default_rng(seed))
+    M = ref.mass_matrix(robot, q)
+    assert np.all(np.isfinite(M)) and np.linalg.eigvalsh(M).min() > 0
+    return q, M
+
+
 @fuzz(150)
 @given(doc=urdf_documents(), seed=st.integers(0, 2 ** 16))
 def test_fuzz_urdf(tmp_path, doc, seed):
     text, links, joints = doc
     path = tmp_path / "fuzz.urdf"
-    path.write_text(text, encoding="utf-8")
-    robot = outcome(lambda: load_robot(str(path)))
+    robot = loaded(path, text)
     if robot is None:
         return
     assert robot.nv == 6 + sum(kind in MOVING for *_, kind in joints)      # nothing dropped
     assert set(links) <= set(robot.frames)
-    q = robot.random_q(np.random.default_rng(seed))
-    M = ref.mass_matrix(robot, q)
-    assert np.all(np.isfinite(M)) and np.linalg.eigvalsh(M).min() > 0
+    q, M = mass_matrix(robot, seed)
     M_pin = pinocchio_mass_matrix(path, q)
     event("compared with Pinocchio" if M_pin is not None else "Pinocchio refused it")
     if M_pin is not None:
@@ -188,9 +199,7 @@ def sdf_documents(draw):
 @given(doc=sdf_documents(), seed=st.integers(0, 2 ** 16))
 def test_fuzz_sdf(tmp_path, doc, seed):
     text, masses, joints = doc
-    path = tmp_path / "fuzz.sdf"
-    path.write_text(text, encoding="utf-8")
-    robot = outcome(lambda: load_robot(str(path)))
+    robot = loaded(tmp_path / "fuzz.sdf", text)
     if robot is None:
         return
     first_parent = {}
@@ -200,8 +209,7 @@ def test_fuzz_sdf(tmp_path, doc, seed):
     assert robot.nv == 6 + sum(kind in ("revolute", "prismatic") for *_, kind in tree)
     assert len(robot.loops) == len(joints) - len(tree)
     assert math.isclose(sum(b.mass for b in robot.bodies), sum(float(m) for m in masses), rel_tol=1e-12)
-    M = ref.mass_matrix(robot, robot.random_q(np.random.default_rng(seed)))
-    assert np.all(np.isfinite(M)) and np.linalg.eigvalsh(M).min() > 0
+    mass_matrix(robot, seed)
 
 
 # -- spatial_v2 JSON -------------------------------------------------------------------------
@@ -252,9 +260,7 @@ def spatial_v2_documents(draw):
 @given(doc=spatial_v2_documents())
 def test_fuzz_spatial_v2(tmp_path, doc):
     data, valid = doc
-    path = tmp_path / "fuzz.json"
-    path.write_text(json.dumps(data, allow_nan=True))
-    robot = outcome(lambda: load_robot(str(path)))
+    robot = loaded(tmp_path / "fuzz.json", json.dumps(data, allow_nan=True))
     if valid:
         assert robot is not None
     if robot is None:
