@@ -15,9 +15,10 @@ def c_identifier(*parts):
     return re.sub(r"\W", "_", "_".join(parts)).strip("_").lower()
 
 
-# Expression graphs above this many nodes make cse and Function construction single C++
-# calls of many seconds, during which the progress timer cannot speak: announced up front.
-BIG_GRAPH = 2_000_000
+# cse is one C++ call of ~15 µs per node of the expression graph (8 s for the 515k nodes of
+# naive on chain:n=100), during which the progress timer cannot speak: graphs above this
+# size (~5 s) are announced up front.
+BIG_GRAPH = 300_000
 OSIM_MEANING = "operational-space inertia Λ = (Λ⁻¹)⁻¹ by an LDLᵀ of the Delassus matrix"
 
 
