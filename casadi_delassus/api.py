@@ -8,7 +8,7 @@ from .codegen import artifact
 from .codegen.build import DEFAULT_CFLAGS, build
 from .codegen.loader import StagedFunction, load
 from .codegen.staging import build_stages
-from .constraints import ConstraintSet
+from .constraints import ConstraintSet, spec_list
 from .errors import ArtifactError, ConstraintError, DelassusError, unknown_name
 from .model import load_robot
 
@@ -26,7 +26,7 @@ def constraint_set(robot, constraints):
                                   (f" (known: {', '.join(scenarios)})" if scenarios else
                                    " (this robot has no named scenarios: give constraints with -c LINK:6d)"))
         return ConstraintSet.parse(robot, scenarios[constraints]), constraints
-    specs = [constraints] if isinstance(constraints, str) else list(constraints)
+    specs = spec_list(constraints)
     return ConstraintSet.parse(robot, specs), _custom_name(specs)
 
 

@@ -155,9 +155,7 @@ class ConstraintSet:
 
     @classmethod
     def parse(cls, robot, specs):
-        if isinstance(specs, str):
-            specs = [specs]
-        return cls(robot, [parse_constraint(robot, s) for s in specs])
+        return cls(robot, [parse_constraint(robot, s) for s in spec_list(specs)])
 
     @property
     def inputs(self):
@@ -208,11 +206,38 @@ class ConstraintSet:
         return out
 
 
+def _shown(value, limit=60):
+    text = repr(value)
+    return text if len(text) <= limit else text[:limit] + "..."
+
+
+def spec_list(specs):
+    """``specs`` (one spec string, or a list, tuple or other iterable of them) as a list of strings, or a
+    ConstraintError naming what is not a spec (an int, None, bytes, a list of lists)."""
+    if isinstance(specs, str):
+        return [specs]
+    try:
+        if isinstance(specs, (bytes, bytearray, dict)):
+            raise TypeError
+        specs = list(specs)
+    except TypeError:
+        raise ConstraintError(f"constraints must be a spec string such as 'LINK:6d' or a list of them, "
+                              f"got {type(specs).__name__} {_shown(specs)}") from None
+    for s in specs:
+        if not isinstance(s, str):
+            raise ConstraintError(f"bad constraint spec {_shown(s)}: expected a string such as 'LINK:6d', "
+                                  f"got {type(s).__name__}")
+    return specs
+
+
 def parse_constraint(robot, spec):
+    if not isinstance(spec, str):
+        raise ConstraintError(f"bad constraint spec {_shown(spec)}: expected a string such as 'LINK:6d', "
+                              f"got {type(spec).__name__}")
     spec = spec.strip()
     if spec.startswith(JOINT_PREFIX):
         return _joint_constraint(robot, spec, spec[len(JOINT_PREFIX):].strip())
-    m = _SPEC.match(spec)
+    m = _SPEC.fullmatch(spec)
     if not m:
         raise ConstraintError(f"bad constraint spec {spec!r}: expected LINK:TYPE with TYPE in "
                               f"{', '.join(KINDS)} (3d takes an optional @x,y,z offset), "

@@ -30,6 +30,6 @@ def test_runtime_input_shape_is_checked(out_dir):
     robot = cd.load_robot("go1")
     f = cd.generate(robot, ["FL_foot:3d-input"], out_dir=out_dir)
     with pytest.raises(cd.InputError, match="missing input K_FL_foot"):
-        f(np.zeros(19))
+        f(robot.neutral_q())
     with pytest.raises(cd.InputError, match=r"K_FL_foot has shape \(6, 6\), expected \(3, 6\)"):
-        f(np.zeros(19), K_FL_foot=np.eye(6))
+        f(robot.neutral_q(), K_FL_foot=np.eye(6))

@@ -24,7 +24,7 @@ def test_robots_lists_registry_with_sizes():
 @needs_anchor
 def test_count_json_on_the_papers_talos_model():
     r = run("count", str(ANCHOR_JSON), "-c", "leg_left_6_link:6d-input", "-c", "leg_right_6_link:6d-input",
-            "--format", "json")
+            "-a", "naive", "--format", "json")
     assert r.returncode == 0, r.stderr
     out = json.loads(r.stdout)
     assert (out["nq"], out["nv"], out["n_bodies"], out["m"]) == (51, 50, 45, 12)
@@ -36,16 +36,18 @@ def test_count_json_on_the_papers_talos_model():
 
 @pytest.mark.parametrize("spec", ["chain:n=5", "stem:n=4,branches=2,length=3", "kchain:k=3", "ladder:rungs=2"])
 def test_count_synthetic_specs(spec):
+    """The default algorithm is auto: its choice on stderr, its counts on stdout."""
     r = run("count", spec, "--format", "csv")
     assert r.returncode == 0, r.stderr
     header, row = r.stdout.splitlines()
-    assert header.startswith("algorithm,instructions") and row.startswith("naive,")
+    chosen = r.stderr.split("auto -> ")[1].split(":")[0]
+    assert header.startswith("algorithm,instructions") and row.startswith(chosen + ",")
 
 
 def test_generate_and_check_commands(tmp_path):
     r = run("generate", "go2", "-s", "2F3", "-o", str(tmp_path))
     assert r.returncode == 0, r.stderr
-    assert (tmp_path / "go2" / "2F3" / "naive.so").is_file()
+    assert (tmp_path / "go2" / "2F3" / "auto.so").is_file()        # the default algorithm
     r = run("check", "go2", "-s", "2F3", "-o", str(tmp_path), "--samples", "100")
     assert r.returncode == 0, r.stderr
     assert "ok" in r.stdout
@@ -94,7 +96,7 @@ def test_missing_compiler_leaves_nothing_behind(tmp_path):
 
 def test_failed_compile_leaves_nothing_behind(tmp_path):
     r = run("generate", "go1", "-o", str(tmp_path / "out"), "--cflags", "-O2 -fno-such-flag-xyz")
-    assert r.returncode == 2 and "compiling naive.c failed" in r.stderr
+    assert r.returncode == 2 and "compiling auto.c failed" in r.stderr
     assert not (tmp_path / "out").exists()
 
 

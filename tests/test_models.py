@@ -217,7 +217,7 @@ MALFORMED = [
     ("Xtree shape", _replace("Xtree", 1, np.eye(5)), r"Xtree of body 'upper' must be a 6x6 numeric matrix, got shape \(5, 5\)"),
     ("Xtree ragged", _replace("Xtree", 1, [[1, 2], [3]]), "Xtree of body 'upper' must be a 6x6"),
     ("Xtree text", _replace("Xtree", 1, "eye(6)"), "Xtree of body 'upper' must be a 6x6"),
-    ("Xtree null", _replace("Xtree", 1, [[None] * 6] * 6), "Xtree of body 'upper' has non-finite"),
+    ("Xtree null", _replace("Xtree", 1, [[None] * 6] * 6), "Xtree of body 'upper' has a non-finite"),
     ("Xtree upper-right", _replace("Xtree", 1, _BAD_X), "Xtree of body 'upper' is not a Plücker transform: its upper-right"),
     ("Xtree not rotation", _replace("Xtree", 2, _NOT_ROT), "Xtree of body 'lower' is not a Plücker transform: its rotation"),
     ("Xtree reflection", _replace("Xtree", 2, _REFLECT), "not a proper rotation"),

@@ -19,6 +19,7 @@ from pathlib import Path
 from .. import __version__
 from ..algorithms import AUTO, get_algorithm
 from ..errors import CompilerError, DelassusError
+from ..progress import step
 from . import artifact
 from .emit import render, work_sizes
 from .opcount import count_ops
@@ -186,10 +187,12 @@ def write_compiled(f, manifest, out_dir, stem, t_trace):
     out_dir = Path(out_dir)
     with artifact.build_folder(out_dir, stem) as tmp:
         t0 = time.perf_counter()
-        for name, text in render(f, manifest, stem).items():
-            (tmp / name).write_text(text)
+        with step(f"writing {stem}.c ({manifest['op_count']['instructions']:,} instructions)"):
+            for name, text in render(f, manifest, stem).items():
+                (tmp / name).write_text(text)
         t_emit = time.perf_counter() - t0
-        t_cc, cmd = compile_shared(tmp / f"{stem}.c", tmp / f"{stem}.so", manifest["cflags"], manifest["compiler"])
+        with step(f"compiling {stem}.c ({manifest['op_count']['instructions']:,} instructions, {' '.join(manifest['cflags'])})"):
+            t_cc, cmd = compile_shared(tmp / f"{stem}.c", tmp / f"{stem}.so", manifest["cflags"], manifest["compiler"])
         manifest["timings_s"] = {"trace": round(t_trace, 3), "emit": round(t_emit, 3), "compile": round(t_cc, 3)}
         manifest["compile_command"] = shlex.join(cmd[:-4] + ["-o", f"{stem}.so", f"{stem}.c", "-lm"])
         manifest["so_bytes"] = (tmp / f"{stem}.so").stat().st_size

@@ -28,6 +28,7 @@ import numpy as np
 
 from ..errors import ArtifactError, DelassusError, InputError
 from . import artifact
+from .inputs import as_input
 
 _real_p = ctypes.POINTER(ctypes.c_double)
 _int_p = ctypes.POINTER(ctypes.c_longlong)
@@ -216,14 +217,7 @@ class CompiledFunction:
         for spec in self.inputs:
             if spec["name"] not in inputs:
                 raise InputError(f"missing input {spec['name']} ({' x '.join(map(str, spec['shape']))})")
-            a = np.asarray(inputs[spec["name"]], dtype=float)
-            if len(spec["shape"]) == 1:     # vectors: any shape with the right number of entries
-                a = a.reshape(-1)
-            if spec["name"] == "q" and a.size != self.manifest["nq"]:
-                raise InputError(f"q has {a.size} entries, robot {self.manifest['robot']!r} needs nq = {self.manifest['nq']}")
-            if a.shape != tuple(spec["shape"]):
-                raise InputError(f"input {spec['name']} has shape {a.shape}, expected {tuple(spec['shape'])}")
-            values.append(a.reshape(-1, order="F"))
+            values.append(as_input(spec, inputs[spec["name"]], self.manifest))
         return values
 
     def outputs(self, *first, **inputs):

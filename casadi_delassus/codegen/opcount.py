@@ -7,6 +7,8 @@ from collections import Counter
 
 import casadi as ca
 
+from ..progress import step
+
 _NAMES = {getattr(ca, n): n[3:].lower() for n in dir(ca) if n.startswith("OP_")}
 _GROUP = {"add": "add", "sub": "add", "mul": "mul", "sq": "mul", "twice": "mul",
           "div": "div", "inv": "div", "neg": "neg", "sqrt": "sqrt"}
@@ -14,7 +16,8 @@ _NOT_FLOPS = {"const", "input", "output", "parameter", "assign"}
 
 
 def count_ops(f: ca.Function) -> dict:
-    raw = Counter(_NAMES.get(f.instruction_id(k), str(f.instruction_id(k))) for k in range(f.n_instructions()))
+    with step(f"counting the operations of {f.name()} ({f.n_instructions():,} instructions)"):
+        raw = Counter(_NAMES.get(f.instruction_id(k), str(f.instruction_id(k))) for k in range(f.n_instructions()))
     ops = Counter()
     for name, n in raw.items():
         if name not in ("input", "output"):

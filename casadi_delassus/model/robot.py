@@ -18,6 +18,26 @@ import numpy as np
 from ..errors import ModelError, unknown_name
 
 _EXACT = (0.0, 1.0, -1.0)
+# The largest magnitude accepted for a model number (length, mass, inertia, gravity), in any
+# unit.  Robots are far inside it; beyond it the products the algorithms form (inertias times
+# squared lengths, summed over the tree, then multiplied again in the factorizations) approach
+# double overflow, and a model value of 1e308 made the generated code return inf.
+MAX_MAGNITUDE = 1e12
+
+
+def check_numbers(values, what, where=""):
+    """``values`` as a float array, or a ModelError (``where`` + ``what`` + the problem) when
+    an entry is not a number, not finite, or larger in magnitude than MAX_MAGNITUDE."""
+    try:
+        a = np.asarray(values, dtype=float)
+    except (TypeError, ValueError):
+        raise ModelError(f"{where}{what} is not numeric") from None
+    if not np.all(np.isfinite(a)):
+        raise ModelError(f"{where}{what} has a non-finite value")
+    if a.size and np.abs(a).max() > MAX_MAGNITUDE:
+        raise ModelError(f"{where}{what} has a value of magnitude {np.abs(a).max():.3g}, "
+                         f"above the {MAX_MAGNITUDE:g} this tool accepts (it would overflow downstream)")
+    return a
 
 
 def clean(values, tol=1e-14):
@@ -131,6 +151,8 @@ class Robot:
         for f in frames:
             # a loader's frame wins over the body frame of the same name: an SDF link whose
             # joint frame is not the link frame keeps its link frame under its name
+            check_numbers(f.rotation, f"frame {f.name!r}: rotation")
+            check_numbers(f.translation, f"frame {f.name!r}: translation")
             f.rotation, f.translation = clean_rotation(f.rotation), clean(f.translation)
             self.frames[f.name] = f
         self._check_inertias()
@@ -140,7 +162,12 @@ class Robot:
         if not self.bodies:
             raise ModelError(f"robot {self.name!r} has no moving bodies")
         names = set()
+        check_numbers(self.gravity, f"robot {self.name!r}: gravity")
         for i, b in enumerate(self.bodies):
+            for what, value in (("joint placement rotation", b.rotation), ("joint placement translation",
+                                b.translation), ("mass", b.mass), ("centre of mass", b.com), ("inertia", b.inertia),
+                                ("joint axis", [] if b.joint.axis is None else b.joint.axis)):
+                check_numbers(value, f"body {b.name!r}: {what}")
             if not -1 <= b.parent < i:
                 raise ModelError(f"body {b.name!r}: parent index {b.parent} does not precede it")
             if b.name in names:

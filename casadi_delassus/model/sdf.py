@@ -26,7 +26,7 @@ from xml.etree import ElementTree
 import numpy as np
 
 from ..errors import ModelError
-from .robot import Body, Frame, Joint, Robot
+from .robot import Body, Frame, Joint, Robot, check_numbers
 from .urdf import _MergedInertia
 
 _MOVING = {"revolute": "revolute", "prismatic": "prismatic"}
@@ -67,9 +67,9 @@ class _Reader:
             values = [float(x) for x in (elem.text or "").split()]
         except ValueError:
             values = []
-        if len(values) != n or not np.all(np.isfinite(values)):
+        if len(values) != n:
             self.fail(f"{what}: expected {n} numbers, got {elem.text!r}")
-        return np.array(values)
+        return check_numbers(values, what, f"malformed SDF {self.path}: ")
 
     def pose(self, parent, what):
         elem = parent.find("pose")
@@ -109,14 +109,22 @@ def load_sdf(path, name=None):
         lname = link.get("name")
         if not lname:
             rd.fail("a <link> has no name")
+        if lname in links:
+            rd.fail(f"two <link> elements are named {lname!r}")
         links[lname] = link
     if not links:
         rd.fail("no links")
     joints = [_joint(rd, j, links) for j in model.findall("joint")]
+    names = [j["name"] for j in joints]
+    if len(set(names)) != len(names):
+        rd.fail(f"two <joint> elements are named {next(n for n in names if names.count(n) > 1)!r}")
     placement = {n: world * rd.pose(link, f"link {n!r}") for n, link in links.items()}
 
     root_link, tree, loops = _spanning_tree(rd, links, joints)
     bodies, frames, merged, body_of = [], [], [], {}
+    children = {}
+    for j in tree:
+        children.setdefault(j["parent"], []).append(j)
 
     def add_link(lname, body, body_pose):
         """Link ``lname`` rides on ``body`` whose frame is at ``body_pose`` (world)."""
@@ -131,25 +139,27 @@ def load_sdf(path, name=None):
             merged[body].add(rd.scalar(inertial, "mass", 1.0, what), com.p, com.R @ I @ com.R.T)
         else:
             merged[body].add(1.0, rel.p, np.eye(3))                        # SDF's default inertial
-        for j in tree:
-            if j["parent"] != lname:
-                continue
-            joint_pose = placement[j["child"]] * j["pose"]
-            if j["type"] == "fixed":
-                add_link(j["child"], body, body_pose)
-                continue
-            rel_joint = body_pose.inverse() * joint_pose
-            bodies.append(Body(j["child"], body, Joint(j["name"], _MOVING[j["type"]], j["axis"]),
-                               rel_joint.R.T, rel_joint.p, 0.0, np.zeros(3), np.eye(3)))
-            merged.append(_MergedInertia())
-            add_link(j["child"], len(bodies) - 1, joint_pose)
 
     bodies.append(Body(root_link, -1, Joint("root_joint", "free"), np.eye(3), np.zeros(3), 0.0, np.zeros(3), np.eye(3)))
     merged.append(_MergedInertia())
     add_link(root_link, 0, placement[root_link])
+    # depth first, child joints in file order, without recursion (long chains are valid models)
+    stack = [(j, 0, placement[root_link]) for j in reversed(children.get(root_link, []))]
+    while stack:
+        j, body, body_pose = stack.pop()
+        if j["type"] != "fixed":
+            joint_pose = placement[j["child"]] * j["pose"]
+            rel_joint = body_pose.inverse() * joint_pose
+            bodies.append(Body(j["child"], body, Joint(j["name"], _MOVING[j["type"]], j["axis"]),
+                               rel_joint.R.T, rel_joint.p, 0.0, np.zeros(3), np.eye(3)))
+            merged.append(_MergedInertia())
+            body, body_pose = len(bodies) - 1, joint_pose
+        add_link(j["child"], body, body_pose)
+        stack += [(k, body, body_pose) for k in reversed(children.get(j["child"], []))]
     missing = sorted(set(links) - set(body_of))
     if missing:
-        rd.fail(f"links {missing} are not connected to the root link {root_link!r}")
+        rd.fail(f"links {missing[:8]}{' ...' if len(missing) > 8 else ''} are not connected to the root link "
+                f"{root_link!r} (their joints form a cycle)")
     for b, m in zip(bodies, merged):
         b.mass, b.com, b.inertia = m.com_form()
     robot = Robot(name or model.get("name") or path.stem, bodies, frames, source=str(path))
@@ -160,7 +170,9 @@ def load_sdf(path, name=None):
 def _spanning_tree(rd, links, joints):
     """(root link, tree joints, loop-closing joints), both in file order: a link's first
     parent joint in the file is its tree joint (Pinocchio's choice without guidance)."""
-    parents = {n: [j for j in joints if j["child"] == n] for n in links}
+    parents = {n: [] for n in links}
+    for j in joints:
+        parents[j["child"]].append(j)
     roots = [n for n, js in parents.items() if not js]
     if len(roots) != 1:
         rd.fail(f"expected one root link (a link no joint has as child), found {roots}")
@@ -186,6 +198,8 @@ def _joint(rd, elem, links):
     for end in ("parent", "child"):
         if j[end] not in links:
             rd.fail(f"{what}: its {end} {j[end]!r} is not a link of the model")
+    if j["parent"] == j["child"]:
+        rd.fail(f"{what} connects link {j['child']!r} to itself")
     axis = elem.find("axis")
     if axis is not None and axis.find("xyz") is not None:
         xyz = axis.find("xyz")

@@ -33,7 +33,7 @@ from pathlib import Path
 import numpy as np
 
 from ..errors import ModelError
-from .robot import Body, Joint, Robot, cross_matrix
+from .robot import Body, Joint, Robot, check_numbers, cross_matrix
 
 _AXES = {"x": (1.0, 0.0, 0.0), "y": (0.0, 1.0, 0.0), "z": (0.0, 0.0, 1.0)}
 JTYPES = {
@@ -113,9 +113,7 @@ def _matrix6(value, key, body, where):
         shape = "a ragged or non-numeric array" if a is None else f"shape {a.shape}"
         raise ModelError(f"malformed {where}: {key} of body {body!r} must be a 6x6 numeric "
                          f"matrix, got {shape}")
-    if not np.all(np.isfinite(a)):
-        raise ModelError(f"malformed {where}: {key} of body {body!r} has non-finite entries")
-    return a
+    return check_numbers(a, f"{key} of body {body!r}", f"malformed {where}: ")
 
 
 def _skew_vector(S):
@@ -225,6 +223,11 @@ def _build(data, name, source, where):
     if nb < 1:
         raise ModelError(f"malformed {where}: NB = {nb}, expected at least 1 body")
 
+    # the lists first: NB alone must never size an allocation (a 90-byte file with NB = 1e12)
+    raw_parents = _list(data, "parent", nb, where)
+    jtypes = _list(data, "jtype", nb, where)
+    xtrees = _list(data, "Xtree", nb, where, matrices=True)
+    inertias = _list(data, "I", nb, where, matrices=True)
     if data.get("bodyNames") is None:
         names = [f"body{i + 1}" for i in range(nb)]
     else:
@@ -239,11 +242,7 @@ def _build(data, name, source, where):
                 raise ModelError(f"malformed {where}: duplicate body name {n!r} in bodyNames")
             seen.add(n)
 
-    parents = [_integer(p, f"parent of body {names[i]!r}", where)
-               for i, p in enumerate(_list(data, "parent", nb, where))]
-    jtypes = _list(data, "jtype", nb, where)
-    xtrees = _list(data, "Xtree", nb, where, matrices=True)
-    inertias = _list(data, "I", nb, where, matrices=True)
+    parents = [_integer(p, f"parent of body {names[i]!r}", where) for i, p in enumerate(raw_parents)]
 
     floating = data.get("floating_base")
     if floating is not None and not isinstance(floating, bool):
@@ -280,8 +279,9 @@ def _build(data, name, source, where):
         gravity = np.array(gravity, dtype=float).reshape(-1)
     except (TypeError, ValueError):
         gravity = np.zeros(0)
-    if gravity.shape != (3,) or not np.all(np.isfinite(gravity)):
+    if gravity.shape != (3,):
         raise ModelError(f"malformed {where}: 'gravity' must be a 3-vector")
+    check_numbers(gravity, "'gravity'", f"malformed {where}: ")
 
     order = _order(parents)
     new_index = {old: new for new, old in enumerate(order)}

@@ -5,13 +5,14 @@ parent body; mimic joints are ordinary joints; an optional 6-DoF free joint name
 ``root_joint`` carries the root link, as ``pinocchio.JointModelFreeFlyer()`` does."""
 from __future__ import annotations
 
+import warnings
 from pathlib import Path
 from xml.etree import ElementTree
 
 import numpy as np
 
 from ..errors import ModelError
-from .robot import Body, Frame, Joint, Robot, cross_matrix
+from .robot import Body, Frame, Joint, Robot, check_numbers, cross_matrix
 
 _MOVING = {"revolute": "revolute", "continuous": "continuous", "prismatic": "prismatic"}
 
@@ -36,9 +37,82 @@ class _MergedInertia:
         return self.mass, com, self.inertia_origin + self.mass * c @ c
 
 
+def _matrix(origin):
+    return np.eye(4) if origin is None else np.asarray(origin, dtype=float)
+
+
 def _pose(origin):
-    T = np.eye(4) if origin is None else np.asarray(origin, dtype=float)
+    T = _matrix(origin)
     return T[:3, :3], T[:3, 3]
+
+
+def _pre_parse(path):
+    """The strict ElementTree parse (yourdfpy silently recovers from broken XML and keeps the
+    last of two links or joints with one name): the root element, its name, unique names."""
+    try:
+        root = ElementTree.parse(path).getroot()
+    except ElementTree.ParseError as exc:
+        raise ModelError(f"malformed URDF {path}: {exc}") from None
+    if root.tag != "robot":
+        raise ModelError(f"malformed URDF {path}: root element is <{root.tag}>, expected <robot>")
+    if not (root.get("name") or "").strip():
+        raise ModelError(f"malformed URDF {path}: <robot> has no name attribute")
+    for tag in ("link", "joint"):
+        seen = set()
+        for elem in root.findall(tag):
+            name = elem.get("name")
+            if name is None:
+                raise ModelError(f"malformed URDF {path}: a <{tag}> has no name attribute")
+            if name in seen:
+                raise ModelError(f"malformed URDF {path}: two <{tag}> elements are named {name!r}")
+            seen.add(name)
+
+
+def _check_values(model, where):
+    """Every number yourdfpy read (placements, axes, masses, inertias) finite and bounded."""
+    for j in model.joints:
+        check_numbers(_matrix(j.origin), f"joint {j.name!r}: <origin> (xyz, rpy)", where)
+        if j.axis is not None:
+            check_numbers(j.axis, f"joint {j.name!r}: <axis>", where)
+    for link in model.links:
+        if link.inertial is not None:
+            what = f"link {link.name!r}: <inertial>"
+            check_numbers(_matrix(link.inertial.origin), f"{what} <origin> (xyz, rpy)", where)
+            check_numbers(0.0 if link.inertial.mass is None else link.inertial.mass, f"{what} <mass>", where)
+            if link.inertial.inertia is not None:
+                check_numbers(link.inertial.inertia, f"{what} <inertia>", where)
+
+
+def _tree(model, where):
+    """(root link, {link: [child joints sorted by name]}): one parent joint per link, one
+    root, and every link reachable from it (a cycle of joints is not a tree)."""
+    links = {link.name for link in model.links}
+    children, parent_of = {}, {}
+    for j in model.joints:
+        if j.parent not in links or j.child not in links:
+            raise ModelError(f"{where}joint {j.name!r} refers to a missing link")
+        if j.parent == j.child:
+            raise ModelError(f"{where}joint {j.name!r} connects link {j.child!r} to itself")
+        if j.child in parent_of:
+            raise ModelError(f"{where}link {j.child!r} is the child of two joints, {parent_of[j.child]!r} and "
+                             f"{j.name!r} (a URDF is a tree; close loops in an SDF model instead)")
+        parent_of[j.child] = j.name
+        children.setdefault(j.parent, []).append(j)
+    roots = [n for n in links if n not in parent_of]
+    if len(roots) != 1:
+        raise ModelError(f"{where}expected one root link, found {sorted(roots)}"
+                         + (" (the joints form a cycle)" if not roots else ""))
+    children = {k: sorted(v, key=lambda j: j.name) for k, v in children.items()}
+    reached, stack = set(), [roots[0]]
+    while stack:
+        link = stack.pop()
+        reached.add(link)
+        stack += [j.child for j in children.get(link, [])]
+    if reached != links:
+        lost = sorted(links - reached)
+        raise ModelError(f"{where}links {lost[:8]}{' ...' if len(lost) > 8 else ''} are not connected to the "
+                         f"root link {roots[0]!r} (their joints form a cycle)")
+    return roots[0], children
 
 
 def load_urdf(path, floating_base=True, name=None):
@@ -47,33 +121,20 @@ def load_urdf(path, floating_base=True, name=None):
     path = Path(path)
     if not path.is_file():
         raise ModelError(f"model file not found: {path}")
-    try:  # yourdfpy silently recovers from broken XML; a strict parse first names the fault
-        root = ElementTree.parse(path).getroot()
-    except ElementTree.ParseError as exc:
-        raise ModelError(f"malformed URDF {path}: {exc}") from None
-    if root.tag != "robot":
-        raise ModelError(f"malformed URDF {path}: root element is <{root.tag}>, expected <robot>")
+    _pre_parse(path)
+    where = f"malformed URDF {path}: "
     try:
-        urdf = yourdfpy.URDF.load(str(path), load_meshes=False, build_scene_graph=False,
-                                  load_collision_meshes=False, build_collision_scene_graph=False)
-        model = urdf.robot
+        with warnings.catch_warnings():     # sin(inf) in an rpy: reported below, as one line
+            warnings.simplefilter("ignore", RuntimeWarning)
+            model = yourdfpy.URDF.load(str(path), load_meshes=False, build_scene_graph=False,
+                                       load_collision_meshes=False, build_collision_scene_graph=False).robot
     except Exception as exc:  # yourdfpy raises many types for broken XML
-        raise ModelError(f"malformed URDF {path}: {type(exc).__name__}: {str(exc).splitlines()[0] if str(exc) else ''}") from None
+        raise ModelError(f"{where}{type(exc).__name__}: {str(exc).splitlines()[0] if str(exc) else ''}") from None
     if model is None or not model.links:
-        raise ModelError(f"malformed URDF {path}: no links")
-
+        raise ModelError(f"{where}no links")
+    _check_values(model, where)
+    root, children = _tree(model, where)
     links = {link.name: link for link in model.links}
-    children = {}
-    child_links = set()
-    for j in model.joints:
-        if j.parent not in links or j.child not in links:
-            raise ModelError(f"malformed URDF {path}: joint {j.name!r} refers to a missing link")
-        children.setdefault(j.parent, []).append(j)
-        child_links.add(j.child)
-    roots = [n for n in links if n not in child_links]
-    if len(roots) != 1:
-        raise ModelError(f"malformed URDF {path}: expected one root link, found {roots}")
-
     bodies, frames, merged = [], [], []
 
     def add_body(body_name, parent, joint, R, p):
@@ -81,33 +142,39 @@ def load_urdf(path, floating_base=True, name=None):
         merged.append(_MergedInertia())
         return len(bodies) - 1
 
-    def visit(link_name, body, R, p):
-        """``R, p``: pose of this link in the coordinates of the body it is welded to."""
-        if body >= 0:
-            frames.append(Frame(link_name, body, R, p))
-            inertial = links[link_name].inertial
-            if inertial is not None and inertial.mass:
-                Rc, pc = _pose(inertial.origin)
-                I = np.asarray(inertial.inertia, dtype=float)
-                merged[body].add(float(inertial.mass), R @ pc + p, R @ Rc @ I @ Rc.T @ R.T)
-        for j in sorted(children.get(link_name, []), key=lambda j: j.name):
-            Rj, pj = _pose(j.origin)
-            Rc, pc = R @ Rj, R @ pj + p
-            if j.type == "fixed":
-                visit(j.child, body, Rc, pc)
-            elif j.type in _MOVING:
-                axis = np.array([1.0, 0, 0]) if j.axis is None else np.asarray(j.axis, float)
-                new = add_body(j.child, body, Joint(j.name, _MOVING[j.type], axis), Rc, pc)
-                visit(j.child, new, np.eye(3), np.zeros(3))
-            else:
-                raise ModelError(f"joint {j.name!r} in {path}: unsupported type {j.type!r}")
+    def add_link(link_name, body, R, p):
+        """``R, p``: pose of this link in the coordinates of the body it is welded to.  A mass
+        of 0 keeps its rotational inertia (Pinocchio's too: Bolt's feet)."""
+        if body < 0:
+            return
+        frames.append(Frame(link_name, body, R, p))
+        inertial = links[link_name].inertial
+        if inertial is not None:
+            Rc, pc = _pose(inertial.origin)
+            I = np.zeros((3, 3)) if inertial.inertia is None else np.asarray(inertial.inertia, dtype=float)
+            merged[body].add(float(inertial.mass or 0.0), R @ pc + p, R @ Rc @ I @ Rc.T @ R.T)
 
-    root = roots[0]
+    # depth first, children in joint-name order (Pinocchio's body order), without recursion:
+    # a chain of thousands of links is a valid model
     if floating_base:
-        visit(root, add_body(root, -1, Joint("root_joint", "free"), np.eye(3), np.zeros(3)),
-              np.eye(3), np.zeros(3))
+        top = (root, add_body(root, -1, Joint("root_joint", "free"), np.eye(3), np.zeros(3)), np.eye(3), np.zeros(3))
     else:
-        visit(root, -1, np.eye(3), np.zeros(3))
+        top = (root, -1, np.eye(3), np.zeros(3))
+    add_link(*top)
+    stack = [(j, *top[1:]) for j in reversed(children.get(root, []))]
+    while stack:
+        j, body, R, p = stack.pop()
+        Rj, pj = _pose(j.origin)
+        Rc, pc = R @ Rj, R @ pj + p
+        if j.type == "fixed":
+            here = (body, Rc, pc)
+        elif j.type in _MOVING:
+            axis = np.array([1.0, 0, 0]) if j.axis is None else np.asarray(j.axis, float)
+            here = (add_body(j.child, body, Joint(j.name, _MOVING[j.type], axis), Rc, pc), np.eye(3), np.zeros(3))
+        else:
+            raise ModelError(f"joint {j.name!r} in {path}: unsupported type {j.type!r}")
+        add_link(j.child, *here)
+        stack += [(k, *here) for k in reversed(children.get(j.child, []))]
     for b, m in zip(bodies, merged):
         b.mass, b.com, b.inertia = m.com_form()
     fixed = [f for f in frames if f.name not in {b.name for b in bodies}]

@@ -1,0 +1,369 @@
+"""Property-based fuzzing (issue 11, "Done when" 5) of everything a user hands us: constraint
+specs, the three model loaders (URDF, SDF, spatial_v2 JSON: random trees with non-finite and
+huge numbers, odd names, missing fields, cycles) and the numeric inputs of one compiled
+function.  Every example ends in one of two ways:
+
+- a DelassusError subclass whose message is one non-empty line, or
+- a result checked against an independent oracle: Pinocchio's own URDF parse (mass matrix),
+  the masses and joint counts written in the document, the document's own matrices (spatial_v2
+  round trip), the NumPy reference (specs and numbers).
+
+Deterministic for CI (derandomized, no example database) and bounded to about a minute."""
+import json
+import math
+from xml.sax.saxutils import escape, quoteattr
+
+import numpy as np
+import pytest
+from hypothesis import HealthCheck, assume, event, given, settings
+from hypothesis import strategies as st
+
+import casadi_delassus as cd
+from casadi_delassus import reference as ref
+from casadi_delassus.constraints import KINDS, ConstraintSet
+from casadi_delassus.errors import DelassusError
+from casadi_delassus.model import load_robot
+from casadi_delassus.model.spatial_v2 import JTYPES, plucker, to_spatial_v2
+
+from conftest import model_for
+
+def fuzz(examples):
+    """Deterministic settings: derandomized, no example database, no deadline."""
+    return settings(max_examples=examples, derandomize=True, database=None, deadline=None, print_blob=True,
+                    suppress_health_check=[HealthCheck.too_slow, HealthCheck.function_scoped_fixture,
+                                           HealthCheck.filter_too_much, HealthCheck.data_too_large])
+
+
+def one_line(exc):
+    msg = str(exc)
+    assert msg.strip() and len(msg.splitlines()) == 1, repr(msg)
+
+
+def outcome(call):
+    """call()'s result, or None after checking that it raised a one-line DelassusError."""
+    try:
+        result = call()
+    except DelassusError as exc:
+        one_line(exc)
+        event(f"refused: {type(exc).__name__}")
+        return None
+    event("accepted")
+    return result
+
+
+# -- numbers and names -----------------------------------------------------------------------
+HOSTILE = [math.nan, math.inf, -math.inf, 1e308, -1e308, 1e13, 5e-324, 0.0, -0.0]
+sane = st.floats(-2, 2, allow_nan=False, allow_infinity=False)
+number = st.one_of(sane, sane, sane, sane, st.sampled_from(HOSTILE))
+number_text = st.one_of(number.map(repr), number.map(repr), number.map(repr),
+                        st.sampled_from(["", "abc", "1 2", "0x10", "--1", "1e", " "]))
+odd_name = st.text(st.characters(codec="utf-8", exclude_categories=("Cs",)), min_size=0, max_size=6)
+
+
+def name(prefix, i, hostile=True):
+    return st.one_of(*[st.just(f"{prefix}{i}")] * 6, odd_name) if hostile else st.just(f"{prefix}{i}")
+
+
+def vec(n, hostile=True):
+    """n numbers as text; a document drawn ``hostile`` gets non-finite, huge and junk ones too."""
+    return st.lists(number_text if hostile else sane.map(repr), min_size=n, max_size=n).map(" ".join)
+
+
+# -- URDF ------------------------------------------------------------------------------------
+URDF_TYPES = ["revolute", "continuous", "prismatic", "fixed"]
+MOVING = {"revolute", "continuous", "prismatic"}
+AXES = st.sampled_from(["1 0 0", "0 1 0", "0 0 1", "0 0 -1", "0.6 0.8 0"])
+INERTIA = dict(ixx="0.1", iyy="0.2", izz="0.3", ixy="0.01", ixz="0", iyz="0")
+
+
+def axis_text(hostile):
+    return st.one_of(AXES, vec(3)) if hostile else AXES
+
+
+def inertia_text(hostile):
+    return st.one_of(*[st.just(INERTIA)] * 3, st.fixed_dictionaries({k: number_text for k in INERTIA})) \
+        if hostile else st.just(INERTIA)
+
+
+def mass_text(hostile):
+    return st.one_of(*[st.just("1.5")] * 3, number_text) if hostile else st.floats(0.1, 5).map(repr)
+
+
+@st.composite
+def urdf_documents(draw):
+    """(text, links, joints): a random tree of up to 6 links; half of them hostile (broken
+    numbers, odd names, cycles, unsupported joint types, missing inertials)."""
+    hostile = draw(st.booleans())
+    n = draw(st.integers(1, 6))
+    links = [draw(name("l", i, hostile)) for i in range(n)]
+    parents = [None] + [draw(st.integers(0, i - 1)) for i in range(1, n)]
+    if hostile and n > 1 and draw(st.integers(0, 3)) == 0:        # a cycle, self-loop or second parent
+        parents[draw(st.integers(1, n - 1))] = draw(st.integers(0, n - 1))
+    kinds = URDF_TYPES + ["floating", "ball", "planar"] if hostile else URDF_TYPES
+    joints = [(draw(name("j", i, hostile)), parents[i], i, draw(st.sampled_from(kinds))) for i in range(1, n)]
+    parts = []
+    for lname in links:
+        inertial = ""
+        if not hostile or draw(st.integers(0, 6)):                 # hostile: sometimes none
+            I = draw(inertia_text(hostile))
+            inertial = (f'<inertial><origin xyz={quoteattr(draw(vec(3, hostile)))} rpy={quoteattr(draw(vec(3, hostile)))}/>'
+                        f'<mass value={quoteattr(draw(mass_text(hostile)))}/>'
+                        f'<inertia {" ".join(f"{k}={quoteattr(v)}" for k, v in I.items())}/></inertial>')
+        parts.append(f"<link name={quoteattr(lname)}>{inertial}</link>")
+    for jname, p, c, kind in joints:
+        parts.append(f'<joint name={quoteattr(jname)} type="{kind}"><parent link={quoteattr(links[p])}/>'
+                     f'<child link={quoteattr(links[c])}/><origin xyz={quoteattr(draw(vec(3, hostile)))} '
+                     f'rpy={quoteattr(draw(vec(3, hostile)))}/><axis xyz={quoteattr(draw(axis_text(hostile)))}/>'
+                     f'<limit lower="-1" upper="1" effort="1" velocity="1"/></joint>')
+    robot_name = draw(st.one_of(*[st.just("fuzz")] * 4, odd_name)) if hostile else "fuzz"
+    return f"<robot name={quoteattr(robot_name)}>{''.join(parts)}</robot>", links, joints
+
+
+def pinocchio_mass_matrix(path, q):
+    try:
+        import pinocchio as pin
+        model = pin.buildModelFromUrdf(str(path), pin.JointModelFreeFlyer())
+        M = pin.crba(model, model.createData(), q)
+    except Exception:                         # Pinocchio refuses some documents we accept, or has no pin
+        return None
+    return np.triu(M) + np.triu(M, 1).T
+
+
+def loaded(path, text):
+    """(the robot in ``text`` written to ``path``, or None after a one-line error)."""
+    path.write_text(text, encoding="utf-8")
+    return outcome(lambda: load_robot(str(path)))
+
+
+def mass_matrix(robot, seed):
+    """The reference M at a random q: finite and positive definite for any model we accept."""
+    q = robot.random_q(np.random.default_rng(seed))
+    M = ref.mass_matrix(robot, q)
+    assert np.all(np.isfinite(M)) and np.linalg.eigvalsh(M).min() > 0
+    return q, M
+
+
+@fuzz(150)
+@given(doc=urdf_documents(), seed=st.integers(0, 2 ** 16))
+def test_fuzz_urdf(tmp_path, doc, seed):
+    text, links, joints = doc
+    path = tmp_path / "fuzz.urdf"
+    robot = loaded(path, text)
+    if robot is None:
+        return
+    assert robot.nv == 6 + sum(kind in MOVING for *_, kind in joints)      # nothing dropped
+    assert set(links) <= set(robot.frames)
+    q, M = mass_matrix(robot, seed)
+    M_pin = pinocchio_mass_matrix(path, q)
+    event("compared with Pinocchio" if M_pin is not None else "Pinocchio refused it")
+    if M_pin is not None:
+        assert np.abs(M - M_pin).max() <= 1e-9 * np.abs(M_pin).max()
+
+
+# -- SDF -------------------------------------------------------------------------------------
+SDF_TYPES = ["revolute", "prismatic", "fixed", "ball"]
+
+
+@st.composite
+def sdf_documents(draw):
+    """(text, link masses, joints): a random model with loops; half of them hostile."""
+    hostile = draw(st.booleans())
+    n = draw(st.integers(1, 6))
+    links = [draw(name("l", i, hostile)) for i in range(n)]
+    joints = [(draw(name("j", i, hostile)), draw(st.integers(0, i - 1)), i, draw(st.sampled_from(SDF_TYPES[:3])))
+              for i in range(1, n)]
+    for k in range(draw(st.integers(0, 2))):                           # extra joints: loops (ball joints)
+        p, c = draw(st.integers(0, n - 1)), draw(st.integers(1, n - 1) if n > 1 else st.just(0))
+        joints.append((draw(name("x", k, hostile)), p, c,
+                       draw(st.sampled_from(SDF_TYPES + ["universal"])) if hostile else "ball"))
+    parts, masses = [], []
+    for lname in links:
+        body = f"<pose>{escape(draw(vec(6, hostile)))}</pose>" if draw(st.booleans()) else ""
+        if not hostile or draw(st.integers(0, 5)):
+            mass = draw(mass_text(hostile))
+            masses.append(mass)
+            body += (f"<inertial><pose>{escape(draw(vec(6, hostile)))}</pose><mass>{escape(mass)}</mass>"
+                     f"<inertia><ixx>0.1</ixx><iyy>0.2</iyy><izz>0.3</izz></inertia></inertial>")
+        else:
+            masses.append("1")                                         # SDF's default inertial
+        parts.append(f"<link name={quoteattr(lname)}>{body}</link>")
+    for jname, p, c, kind in joints:
+        parts.append(f"<joint name={quoteattr(jname)} type={quoteattr(kind)}><parent>{escape(links[p])}</parent>"
+                     f"<child>{escape(links[c])}</child><pose>{escape(draw(vec(6, hostile)))}</pose>"
+                     f"<axis><xyz>{escape(draw(axis_text(hostile)))}</xyz></axis></joint>")
+    model = draw(st.one_of(st.just("m"), odd_name)) if hostile else "m"
+    return f'<sdf version="1.6"><model name={quoteattr(model)}>{"".join(parts)}</model></sdf>', masses, joints
+
+
+@fuzz(150)
+@given(doc=sdf_documents(), seed=st.integers(0, 2 ** 16))
+def test_fuzz_sdf(tmp_path, doc, seed):
+    text, masses, joints = doc
+    robot = loaded(tmp_path / "fuzz.sdf", text)
+    if robot is None:
+        return
+    first_parent = {}
+    for j in joints:
+        first_parent.setdefault(j[2], j)
+    tree = [j for j in joints if first_parent[j[2]] is j]
+    assert robot.nv == 6 + sum(kind in ("revolute", "prismatic") for *_, kind in tree)
+    assert len(robot.loops) == len(joints) - len(tree)
+    assert math.isclose(sum(b.mass for b in robot.bodies), sum(float(m) for m in masses), rel_tol=1e-12)
+    mass_matrix(robot, seed)
+
+
+# -- spatial_v2 JSON -------------------------------------------------------------------------
+junk = st.one_of(st.none(), st.booleans(), number, st.text(max_size=4), st.lists(number, max_size=3),
+                 st.just([[math.nan] * 6] * 6), st.just({"a": 1}))
+
+
+def rotation(rng):
+    Q = np.linalg.qr(rng.normal(size=(3, 3)))[0]
+    return Q * np.sign(np.linalg.det(Q))
+
+
+def spatial_inertia(m, c, Ic):
+    C = np.array([[0, -c[2], c[1]], [c[2], 0, -c[0]], [-c[1], c[0], 0]])
+    return np.block([[Ic + m * C @ C.T, m * C], [m * C.T, m * np.eye(3)]])
+
+
+@st.composite
+def spatial_v2_documents(draw):
+    """(data, valid): a model of up to 5 bodies, and whether it was left intact."""
+    nb = draw(st.integers(1, 5))
+    rng = np.random.default_rng(draw(st.integers(0, 2 ** 16)))
+    data = {"NB": nb, "parent": [draw(st.integers(0, i)) for i in range(nb)],
+            "jtype": [draw(st.sampled_from(list(JTYPES))) for _ in range(nb)],
+            "Xtree": [plucker(rotation(rng), rng.normal(size=3)).tolist() for _ in range(nb)],
+            "I": [spatial_inertia(rng.uniform(0.5, 2), rng.normal(size=3) * 0.1,
+                                  np.diag(rng.uniform(0.1, 0.3, 3))).tolist() for _ in range(nb)],
+            "bodyNames": [f"b{i}" for i in range(nb)]}
+    if draw(st.booleans()):
+        data["floating_base"] = True
+        data["parent"][0] = 0
+    valid = True
+    for _ in range(draw(st.integers(0, 2))):                           # break something
+        valid = False
+        key = draw(st.sampled_from([*data, "NB", "gravity"]))
+        if key in ("NB",):
+            data[key] = draw(st.one_of(junk, st.sampled_from([0, -1, 1e12, 10 ** 30, nb + 1, 2.5])))
+        elif draw(st.booleans()) and isinstance(data.get(key), list) and data[key]:
+            data[key][draw(st.integers(0, len(data[key]) - 1))] = draw(st.one_of(junk, odd_name))
+        elif key == "gravity":
+            data[key] = draw(st.one_of(junk, st.lists(number, min_size=3, max_size=3)))
+        else:
+            data[key] = draw(junk)
+    return data, valid
+
+
+@fuzz(200)
+@given(doc=spatial_v2_documents())
+def test_fuzz_spatial_v2(tmp_path, doc):
+    data, valid = doc
+    robot = loaded(tmp_path / "fuzz.json", json.dumps(data, allow_nan=True))
+    if valid:
+        assert robot is not None
+    if robot is None:
+        return
+    assert robot.n_bodies == data["NB"]
+    back = to_spatial_v2(robot)
+    order = [back["bodyNames"].index(n) for n in data.get("bodyNames") or [f"body{i + 1}" for i in range(data["NB"])]]
+    for key in ("Xtree", "I"):       # the document's own matrices come back
+        got, want = np.array(back[key])[order], np.array(data[key], float).reshape(-1, 6, 6)
+        assert np.abs(got - want).max() <= 1e-9 * max(1.0, np.abs(want).max())
+
+
+# -- constraint specs ------------------------------------------------------------------------
+@pytest.fixture(scope="module")
+def go1():
+    return model_for("go1")
+
+
+GO1_LINKS = ["FL_foot", "FR_calf", "trunk", "base", "RL_thigh", "FL_foot_fixed", "nope", ""]
+valid_spec = st.one_of(
+    st.builds(lambda link, kind: f"{link}:{kind}", st.sampled_from(GO1_LINKS[:6]), st.sampled_from(list(KINDS))),
+    st.builds(lambda link, p: f"{link}:3d@{p}", st.sampled_from(GO1_LINKS[:6]),
+              st.lists(sane.map(repr), min_size=3, max_size=3).map(",".join)),
+    st.builds(lambda a, b: f"{a}|{b}:3d", st.sampled_from(["FL_foot", "FR_foot"]), st.sampled_from(["RL_calf", "trunk"])),
+    st.sampled_from(["JOINT:FL_calf_joint", "JOINT:root_joint"]))
+spec_text = st.one_of(
+    valid_spec, valid_spec, valid_spec, valid_spec,
+    st.text(max_size=20),
+    st.builds(lambda link, kind, off: f"{link}:{kind}{off}", st.sampled_from(GO1_LINKS) | odd_name,
+              st.sampled_from([*KINDS, "7d", "3D", "", "6d-inputs"]),
+              st.one_of(st.just(""), vec(3).map(lambda v: "@" + v.replace(" ", ",")), st.text(max_size=6).map("@".__add__))),
+    st.builds(lambda a, b, kind, pts: f"{a}|{b}:{kind}{pts}", st.sampled_from(GO1_LINKS), st.sampled_from(GO1_LINKS),
+              st.sampled_from(["3d", "6d", "random3"]), st.one_of(st.just(""), st.just("@0,0,0;1,nan,0"), st.just("@1,2,3;4,5,6"))),
+    st.builds(lambda j: f"JOINT:{j}", st.sampled_from(["root_joint", "FL_calf_joint", "nope", ""]) | odd_name),
+)
+specs = st.one_of(st.lists(valid_spec, min_size=1, max_size=4), st.lists(spec_text, max_size=4), spec_text, junk,
+                  st.binary(max_size=8),
+                  st.lists(st.one_of(spec_text, junk, st.binary(max_size=4)), max_size=3))
+
+
+@fuzz(300)
+@given(s=specs, seed=st.integers(0, 2 ** 16))
+def test_fuzz_constraint_specs(go1, s, seed):
+    cs = outcome(lambda: cd.constraint_set(go1, s)[0])
+    if cs is None:
+        return
+    assert cs.m == sum(c.rows for c in cs.constraints) > 0
+    rng = np.random.default_rng(seed)
+    D = outcome(lambda: ref.delassus(go1, cs, go1.random_q(rng), cs.random_inputs(rng)))
+    if D is not None:
+        assert D.shape == (cs.m, cs.m) and np.all(np.isfinite(D)) and np.allclose(D, D.T, rtol=0, atol=1e-12 * np.abs(D).max())
+
+
+# -- numeric inputs of one compiled function -------------------------------------------------
+SPECS = ["FL_foot:3d-input", "FR_foot:3d", "RL_foot:3d", "RR_foot:3d"]
+
+
+@pytest.fixture(scope="module")
+def compiled(out_dir, go1):
+    f = cd.generate("go1", SPECS, "pv_osimr", out_dir=out_dir)
+    return f, ConstraintSet.parse(go1, SPECS)
+
+
+@st.composite
+def q_and_K(draw):
+    """(q, K, changed): a valid q and K, sometimes made hostile (``changed`` says how)."""
+    rng = np.random.default_rng(draw(st.integers(0, 2 ** 16)))
+    q = model_for("go1").random_q(rng)
+    K = rng.normal(size=(3, 6))
+    change = draw(st.sampled_from(["none", "none", "entry", "quaternion", "dtype", "shape", "K entry", "K dtype",
+                                   "joint angles", "base position"]))
+    if change == "entry":
+        q[draw(st.integers(0, q.size - 1))] = draw(st.sampled_from(HOSTILE[:3]))
+    elif change == "quaternion":
+        q[3:7] *= draw(st.sampled_from([0.0, 0.5, 1 + 1e-9, 1 - 1e-7, 1.001, 3.0, -1.0]))
+    elif change == "dtype":
+        q = draw(st.sampled_from([q.astype(complex), q.astype(object), q.astype(np.float32), q.astype(str),
+                                  np.array([None] * q.size), list(q), [list(q)], q.astype(bool)]))
+    elif change == "shape":
+        q = draw(st.sampled_from([q[:-1], np.r_[q, 0.0], q.reshape(1, -1), q.reshape(-1, 1), np.zeros((19, 2)), []]))
+    elif change == "K entry":
+        K[draw(st.integers(0, 2)), draw(st.integers(0, 5))] = draw(st.sampled_from(HOSTILE[:3]))
+    elif change == "K dtype":
+        K = draw(st.sampled_from([K.astype(complex), K.T, K.ravel(), K[:2], [[1, 2]], "K"]))
+    elif change == "joint angles":
+        q[7:] = draw(st.lists(st.floats(-1e3, 1e3), min_size=12, max_size=12))
+    elif change == "base position":
+        q[:3] = draw(st.lists(st.floats(-1e12, 1e12), min_size=3, max_size=3))
+    return q, K, change
+
+
+@fuzz(200)
+@given(x=q_and_K())
+def test_fuzz_numeric_inputs(compiled, x):
+    f, cs = compiled
+    q, K, change = x
+    D = outcome(lambda: f(q, K_FL_foot=K))
+    if change in ("none", "joint angles", "base position"):
+        assert D is not None
+    if D is None:
+        return
+    qn = np.asarray(q, float).reshape(-1)
+    qn = np.r_[qn[:3], qn[3:7] / np.linalg.norm(qn[3:7]), qn[7:]]
+    expected = ref.delassus(model_for("go1"), cs, qn, {"K_FL_foot": np.asarray(K, float).reshape(3, 6)})
+    assume(np.linalg.cond(expected) < 1e8)        # a random K can be nearly rank-deficient
+    assert np.abs(D - expected).max() <= 1e-9 * np.abs(expected).max()

@@ -1,0 +1,66 @@
+"""Long work says so, and the default algorithm scales (issue 11, last "Bad input" bullet):
+`count chain:n=300` with the old default (naive) ran over 9 minutes and 5 GB with no output."""
+import subprocess
+import sys
+import time
+
+import pytest
+
+from casadi_delassus import load_robot, progress
+from casadi_delassus.codegen.trace import CHEAP_NV, LINEAR_TIME, auto_candidates
+from casadi_delassus.constraints import ConstraintSet
+
+
+def candidates(spec, specs=None):
+    robot = load_robot(spec)
+    return auto_candidates(robot, ConstraintSet.parse(robot, specs or robot.scenarios["default"]))
+
+
+def test_auto_traces_only_linear_time_algorithms_on_big_robots():
+    assert set(candidates("chain:n=300")) == set(LINEAR_TIME)
+    assert set(candidates(f"chain:n={CHEAP_NV + 1}")) == set(LINEAR_TIME)
+
+
+def test_auto_traces_everything_on_small_robots():
+    assert {"naive", "ltl_osim", *LINEAR_TIME} <= set(candidates(f"chain:n={CHEAP_NV}"))
+
+
+def test_auto_falls_back_to_the_only_algorithms_that_accept_the_constraints():
+    """Link-to-link rows: only naive and ltl_osim take them, whatever nv."""
+    assert set(candidates("chain:n=80", ["link80|link40:3d"])) == {"naive", "ltl_osim"}
+
+
+@pytest.fixture
+def fast_progress(monkeypatch):
+    monkeypatch.setattr(progress, "AFTER", 0.05)
+    progress.quiet(False)
+
+
+def test_a_long_step_is_announced_with_its_time(fast_progress, capsys):
+    with progress.step("tracing something big"):
+        time.sleep(0.3)
+    err = capsys.readouterr().err.splitlines()
+    assert len(err) == 2 and err[0].endswith("tracing something big ...") and "s] " in err[0]
+    assert "tracing something big: done in 0." in err[1]
+
+
+def test_a_quick_step_prints_nothing(fast_progress, capsys):
+    with progress.step("quick"):
+        pass
+    assert capsys.readouterr().err == ""
+
+
+def test_a_big_step_is_announced_when_it_starts(fast_progress, capsys):
+    with progress.step("one long C++ call", now=True):
+        assert capsys.readouterr().err.endswith("one long C++ call ...\n")
+
+
+def test_count_of_a_long_chain_uses_a_scalable_default():
+    """A chain just above CHEAP_NV: auto traces the linear-time algorithms only and says which."""
+    t0 = time.perf_counter()
+    r = subprocess.run([sys.executable, "-m", "casadi_delassus", "count", f"chain:n={CHEAP_NV + 2}", "--format", "csv"],
+                       capture_output=True, text=True)
+    assert r.returncode == 0, r.stderr
+    chosen = r.stderr.split("auto -> ")[1].split(":")[0]
+    assert chosen in LINEAR_TIME and "naive" not in r.stderr
+    assert time.perf_counter() - t0 < 90
