@@ -364,7 +364,7 @@ def test_cache_integrity_truncated_so_is_refused_then_regenerated(chain, tmp_pat
         fh.truncate(f.so_path.stat().st_size // 2)
     with pytest.raises(cd.ArtifactError, match=r"naive.so is not the file its manifest records"):
         cd.load(f.manifest_path)
-    r = run("generate", "chain:n=3", "-o", tmp_path / "out")       # no bus error: regenerated
+    r = run("generate", "chain:n=3", "-a", "naive", "-o", tmp_path / "out")       # no bus error: regenerated
     assert r.returncode == 0, r.stderr
     g = make()
     assert check_delassus(g, g.robot, g.constraints, samples=20) <= TOL
@@ -457,7 +457,7 @@ def test_data_safety_killed_generate_leaves_nothing_stale_after_the_next_run(tmp
     is then correct."""
     cc, started, go = _blocking_compiler(tmp_path)
     out = tmp_path / "out"
-    proc = subprocess.Popen([sys.executable, "-m", "casadi_delassus", "generate", "chain:n=3", "-o", str(out),
+    proc = subprocess.Popen([sys.executable, "-m", "casadi_delassus", "generate", "chain:n=3", "-a", "naive", "-o", str(out),
                              "--cc", str(cc)], stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
     try:
         _wait_for(started, proc)
@@ -471,7 +471,7 @@ def test_data_safety_killed_generate_leaves_nothing_stale_after_the_next_run(tmp
         assert not _temp_folders(out) and not out.exists()
     else:
         assert proc.returncode == -signal.SIGKILL and len(_temp_folders(out)) == 1
-    r = run("generate", "chain:n=3", "-o", out)
+    r = run("generate", "chain:n=3", "-a", "naive", "-o", out)
     assert r.returncode == 0, r.stderr
     assert not _temp_folders(out)
     f = cd.load(out / "chain_n3" / "default" / "naive.json")
@@ -542,11 +542,11 @@ def test_output_folders_two_model_files_with_one_stem_do_not_share_a_folder(tmp_
 @needs_cc
 def test_output_folders_name_option(tmp_path):
     urdf = small_urdf(tmp_path / "robot.urdf")
-    r = run("generate", urdf, "-c", "l2:3d", "--name", "my_bot", "-o", tmp_path / "out")
+    r = run("generate", urdf, "-c", "l2:3d", "-a", "naive", "--name", "my_bot", "-o", tmp_path / "out")
     assert r.returncode == 0, r.stderr
     f = cd.load(next((tmp_path / "out" / "my_bot").rglob("naive.json")))
     assert f.manifest["function"].startswith("cd_my_bot_custom_")
-    r = run("generate", urdf, "-c", "l2:3d", "--name", "my bot", "-o", tmp_path / "out")
+    r = run("generate", urdf, "-c", "l2:3d", "-a", "naive", "--name", "my bot", "-o", tmp_path / "out")
     assert one_line_error(r) and "name 'my bot': use letters and digits" in r.stderr
 
 
@@ -624,13 +624,13 @@ def test_environment_full_disk_simulated_leaves_nothing(tmp_path, monkeypatch):
 
 
 def test_environment_cc_true_writes_no_library_is_a_compiler_error(tmp_path):
-    r = run("generate", "chain:n=3", "-o", tmp_path / "out", "--cc", "/bin/true")
+    r = run("generate", "chain:n=3", "-a", "naive", "-o", tmp_path / "out", "--cc", "/bin/true")
     assert one_line_error(r) and "exited with status 0 but wrote no naive.so" in r.stderr, r.stderr
     assert not (tmp_path / "out").exists()
 
 
 def test_environment_cc_false_gives_a_reason(tmp_path):
-    r = run("generate", "chain:n=3", "-o", tmp_path / "out", env=dict(os.environ, CC="/bin/false"))
+    r = run("generate", "chain:n=3", "-a", "naive", "-o", tmp_path / "out", env=dict(os.environ, CC="/bin/false"))
     assert one_line_error(r) and "/bin/false exited with status 1 and printed nothing" in r.stderr, r.stderr
 
 
@@ -640,7 +640,7 @@ def test_environment_compiler_with_arguments(tmp_path, command):
     """CC="ccache gcc" is normal: a compiler command with arguments is split like a shell does."""
     if command.startswith("ccache") and shutil.which("ccache") is None:
         pytest.skip("ccache is not installed (env gcc is the same case)")
-    r = run("generate", "chain:n=3", "-o", tmp_path / "out", env=dict(os.environ, CC=command.format(cc=CC)))
+    r = run("generate", "chain:n=3", "-a", "naive", "-o", tmp_path / "out", env=dict(os.environ, CC=command.format(cc=CC)))
     assert r.returncode == 0, r.stderr
     words = shlex.split(command.format(cc=CC))
     manifest = cd.load(tmp_path / "out" / "chain_n3" / "default" / "naive.json").manifest
