@@ -16,6 +16,7 @@ from pathlib import Path
 
 from .. import __version__
 from ..errors import CompilerError
+from . import batch
 from .emit import render, work_sizes
 from .opcount import count_ops
 from ..algorithms import AUTO
@@ -163,6 +164,7 @@ def write_compiled(f, manifest, out_dir, stem, t_trace):
             (tmp / name).write_text(text)
         t_emit = time.perf_counter() - t0
         t_cc, cmd = compile_shared(tmp / f"{stem}.c", tmp / f"{stem}.so", manifest["cflags"], manifest["compiler"])
+        manifest["batch"] = batch.target(manifest, tmp / f"{stem}.c", manifest["cflags"], manifest["compiler"])
         manifest["timings_s"] = {"trace": round(t_trace, 3), "emit": round(t_emit, 3), "compile": round(t_cc, 3)}
         manifest["compile_command"] = " ".join(cmd[:-4] + ["-o", f"{stem}.so", f"{stem}.c", "-lm"])
         manifest["so_bytes"] = (tmp / f"{stem}.so").stat().st_size

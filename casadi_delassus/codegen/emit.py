@@ -8,6 +8,8 @@ import re
 import casadi as ca
 import jinja2
 
+from . import batch
+
 _ENV = jinja2.Environment(loader=jinja2.PackageLoader("casadi_delassus", "codegen/templates"),
                           keep_trailing_newline=True, undefined=jinja2.StrictUndefined)
 
@@ -30,7 +32,10 @@ def casadi_source(f: ca.Function):
 def render(f: ca.Function, manifest: dict, stem: str):
     """Returns {filename: text} for ``stem``.c and ``stem``.h."""
     fname = f.name()
+    code = casadi_source(f)
+    batch_code, batch_decl = batch.render(f, manifest, code, _ENV)
     ctx = dict(manifest, fname=fname, header=stem + ".h", guard=re.sub(r"\W", "_", fname).upper() + "_H",
-               casadi_code=casadi_source(f), counts=manifest["op_count"], cse=manifest["cse"])
+               casadi_code=code, counts=manifest["op_count"], cse=manifest["cse"],
+               batch_code=batch_code, batch_decl=batch_decl)
     return {stem + ".c": _ENV.get_template("function.c.j2").render(ctx),
             stem + ".h": _ENV.get_template("function.h.j2").render(ctx)}

@@ -9,6 +9,7 @@ from pathlib import Path
 import numpy as np
 
 from ..errors import DelassusError, InputError
+from . import batch
 
 _real_p = ctypes.POINTER(ctypes.c_double)
 
@@ -74,9 +75,13 @@ class CompiledFunction:
             values.append(a.reshape(-1, order="F"))
         return values
 
-    def outputs(self, *first, **inputs):
+    def outputs(self, *first, threads=None, out=None, **inputs):
         """All outputs by name: ``f.outputs(q, **inputs)`` with the named inputs after q (vectors,
-        K_…); a stage function takes its first input positionally too, or all by name."""
+        K_…); a stage function takes its first input positionally too, or all by name.
+        A batch (q of shape N x nq) gives N x (output shape) each (codegen/batch.py: ``threads``
+        default all cores, ``out`` {name: array} to reuse memory)."""
+        if batch.is_batched(self, first, inputs, threads, out):
+            return batch.evaluate(self, first, inputs, threads, out)
         values = self._fill(first, inputs)
         if self.backend == "casadi":
             res = self._fn(*values)
@@ -89,7 +94,9 @@ class CompiledFunction:
             raise DelassusError(f"{self.manifest['function']} returned an error")
         return {o["name"]: buf.reshape(o["shape"], order="F").copy() for o, buf in zip(self.output_specs, self._out)}
 
-    def __call__(self, *first, **inputs):
+    def __call__(self, *first, threads=None, out=None, **inputs):
+        if batch.is_batched(self, first, inputs, threads, out):
+            return batch.evaluate(self, first, inputs, threads, out, only_first=True)[self.output_specs[0]["name"]]
         return next(iter(self.outputs(*first, **inputs).values()))
 
     def __repr__(self):
