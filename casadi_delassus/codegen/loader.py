@@ -99,6 +99,11 @@ class CompiledFunction:
             return batch.evaluate(self, first, inputs, threads, out, only_first=True)[self.output_specs[0]["name"]]
         return next(iter(self.outputs(*first, **inputs).values()))
 
+    def map_blocks(self, Q, output=None, threads=1, **inputs):
+        """This function on every block of rows of a dask array of configurations (codegen/distributed.py)."""
+        from .distributed import map_blocks
+        return map_blocks(self, Q, output, threads, **inputs)
+
     def __repr__(self):
         m = self.manifest
         return (f"<{m['algorithm']} for {m['robot']}/{m['scenario']}: m = {m['m']}, "
