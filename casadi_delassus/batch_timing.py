@@ -16,7 +16,7 @@ from pathlib import Path
 import numpy as np
 
 from . import __version__
-from .codegen.batch import _io
+from .codegen.batch import io_layout
 from .codegen.build import find_compiler
 from .codegen.emit import _ENV
 from .errors import CompilerError
@@ -65,7 +65,7 @@ class BatchHarness:
         np.concatenate([values[s["name"]].reshape(-1) for s in self.manifest["inputs"]]).tofile(self.data)
         src, self.exe = d / "batch_timing.c", d / "batch_timing"
         src.write_text(_ENV.get_template("batch_timing.c.j2").render(
-            dict(self.manifest, inputs=_io(self.manifest["inputs"]), outputs=_io(self.manifest["outputs"]),
+            dict(self.manifest, inputs=io_layout(self.manifest["inputs"]), outputs=io_layout(self.manifest["outputs"]),
                  version=__version__)))
         cc = find_compiler(cc)
         proc = subprocess.run([cc, *HARNESS_CFLAGS, "-o", str(self.exe), str(src), "-ldl"], capture_output=True,

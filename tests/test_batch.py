@@ -266,3 +266,17 @@ def test_dask_worker_rebuilds_from_the_manifest(go1, tmp_path, monkeypatch):
     Q = configurations(go1.robot, 7, seed=4)
     assert np.array_equal(distributed.BlockEvaluator(tmp_path / "x.json", go1.manifest, "delassus", 1, {})(Q), f(Q))
     assert rel(f(Q), go1(Q)) <= 1e-14
+
+
+def test_staged_function_in_batches(out_dir):
+    """Stages chain their stored intermediates per instance (N x size x 1 feeds N x size)."""
+    f = cd.generate("go1", "4F3", "delassus_apply", stages=True, out_dir=out_dir)
+    robot = cd.load_robot("go1")
+    rng = np.random.default_rng(6)
+    Q, lam = configurations(robot, 6, seed=6), rng.normal(size=(6, 12))
+    f.run("factor", q=Q)
+    y = f.run("apply", lam=lam)["delassus_apply"]
+    assert y.shape == (6, 12, 1)
+    for i in range(6):
+        f.run("factor", q=Q[i])
+        assert rel(y[i], f.run("apply", lam=lam[i])["delassus_apply"]) <= 1e-14

@@ -230,7 +230,7 @@ def vectorize(casadi_code, n_in, n_out, in_sizes, out_sizes):
 
 
 # -- emitted C -----------------------------------------------------------------------------
-def _io(specs):
+def io_layout(specs):
     """Template view of inputs or outputs: per-instance rows x cols, vectors (and r x 1
     matrices) as 1 x r, which indexes them alike in row- and column-major order and lets the
     gather and scatter move whole vectors along them."""
@@ -250,15 +250,15 @@ def comment_text(s):
 
 
 def signature(fname, inputs, outputs):
-    params = ["casadi_int n"] + [f"const double* x{i['k']}" for i in _io(inputs)] + \
-             [f"double* y{o['k']}" for o in _io(outputs)]
+    params = ["casadi_int n"] + [f"const double* x{i['k']}" for i in io_layout(inputs)] + \
+             [f"double* y{o['k']}" for o in io_layout(outputs)]
     return f"int {fname}_batch({', '.join(params)})"
 
 
 def render(f, manifest, casadi_code, env):
     """The C of the batched entry point (appended to the .c after ``casadi_code``, CasADi's
     code of ``f``) and its declaration (for the .h), from the templates of jinja2 ``env``."""
-    inputs, outputs = _io(manifest["inputs"]), _io(manifest["outputs"])
+    inputs, outputs = io_layout(manifest["inputs"]), io_layout(manifest["outputs"])
     if len(inputs) != f.n_in() or len(outputs) != f.n_out():
         raise CompilerError(f"{f.name()}: manifest and function disagree on inputs/outputs")
     kernel = vectorize(casadi_code, f.n_in(), f.n_out(), [i["size"] for i in inputs], [o["size"] for o in outputs])
@@ -350,10 +350,8 @@ class BatchFunction:
             ptrs = [None if a is None else a.ctypes.data + start * a.itemsize * (a.size // n) for a in ins + outs]
             return self._fn(stop - start, *ptrs)
         parts = self.chunks(n, threads)
-        if len(parts) == 1:
-            codes = [call(*parts[0])]
-        else:
-            codes = list(_executor().map(lambda p: call(*p), parts))
+        others = [_executor().submit(call, *p) for p in parts[1:]]
+        codes = [call(*parts[0])] + [job.result() for job in others]     # the caller takes the first share
         if any(codes):
             raise DelassusError(f"{self.manifest['function']}_batch returned an error")
 
@@ -399,6 +397,8 @@ def _batch_inputs(f, first, inputs):
             raise InputError(f"input {spec['name']} holds {a.dtype}, not numbers")
         if a.shape == shape and spec is not f.inputs[0]:
             a = np.broadcast_to(a, (n, *shape))
+        elif len(shape) == 1 and a.shape == (n, *shape, 1):    # vectors as outputs give them: N x r x 1
+            a = a.reshape(n, *shape)
         elif a.shape != (n, *shape):
             want = " x ".join(map(str, (n, *shape)))
             raise InputError(f"input {spec['name']} has shape {a.shape}; a batch of {n} needs {want}"
