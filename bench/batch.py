@@ -177,7 +177,8 @@ def main():
     ap.add_argument("-s", "--scenario", action="append", help="robot/scenario (default: go1/4F3 and talos/2F)")
     ap.add_argument("-a", "--algorithm", default="auto")
     ap.add_argument("--reps", type=int, default=7)
-    ap.add_argument("--n", type=int, default=1024, help="batch size of the C batch harness (default 1024)")
+    ap.add_argument("--n", type=int, default=10_000, help="batch size of the C batch harness (default 10,000, "
+                    "as the Python one: memory traffic grows with it)")
     ap.add_argument("--n-python", type=int, default=10_000)
     args = ap.parse_args()
     all_cpus = os.sched_getaffinity(0)
