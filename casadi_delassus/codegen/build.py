@@ -21,6 +21,7 @@ from ..algorithms import AUTO, get_algorithm
 from ..errors import CompilerError, DelassusError
 from ..progress import step
 from . import artifact
+from . import batch
 from .emit import render, work_sizes
 from .opcount import count_ops
 from .trace import choose_cheapest, trace
@@ -193,6 +194,7 @@ def write_compiled(f, manifest, out_dir, stem, t_trace):
         t_emit = time.perf_counter() - t0
         with step(f"compiling {stem}.c ({manifest['op_count']['instructions']:,} instructions, {' '.join(manifest['cflags'])})"):
             t_cc, cmd = compile_shared(tmp / f"{stem}.c", tmp / f"{stem}.so", manifest["cflags"], manifest["compiler"])
+        manifest["batch"] = batch.target(manifest, tmp / f"{stem}.c", manifest["cflags"], manifest["compiler"])
         manifest["timings_s"] = {"trace": round(t_trace, 3), "emit": round(t_emit, 3), "compile": round(t_cc, 3)}
         manifest["compile_command"] = shlex.join(cmd[:-4] + ["-o", f"{stem}.so", f"{stem}.c", "-lm"])
         manifest["so_bytes"] = (tmp / f"{stem}.so").stat().st_size

@@ -29,6 +29,7 @@ import numpy as np
 from ..errors import ArtifactError, DelassusError, InputError
 from . import artifact
 from .inputs import as_input
+from . import batch
 
 _real_p = ctypes.POINTER(ctypes.c_double)
 _int_p = ctypes.POINTER(ctypes.c_longlong)
@@ -188,7 +189,7 @@ class CompiledFunction:
                 raise DelassusError(f"unknown backend {backend!r}: use 'ctypes' or 'casadi'")
             lib, mapped = open_library(self.so_path, m["files"]["so"])
             self._fn, self._work = check_library(lib, mapped, self.so_path, m)
-            self._lib, self._buffers = lib, _Buffers(*self._sizes, self._work)
+            self._lib, self._mapped, self._buffers = lib, mapped, _Buffers(*self._sizes, self._work)
             if backend == "casadi":
                 import casadi as ca
                 self._fn = open_library(self.so_path, m["files"]["so"], lambda p: ca.external(m["function"], p))[0]
@@ -220,9 +221,13 @@ class CompiledFunction:
             values.append(as_input(spec, inputs[spec["name"]], self.manifest))
         return values
 
-    def outputs(self, *first, **inputs):
+    def outputs(self, *first, threads=None, out=None, **inputs):
         """All outputs by name: ``f.outputs(q, **inputs)`` with the named inputs after q (vectors,
-        K_…); a stage function takes its first input positionally too, or all by name."""
+        K_…); a stage function takes its first input positionally too, or all by name.
+        A batch (q of shape N x nq) gives N x (output shape) each (codegen/batch.py: ``threads``
+        default all cores, ``out`` {name: array} to reuse memory)."""
+        if batch.is_batched(self, first, inputs, threads, out):
+            return batch.evaluate(self, first, inputs, threads, out)
         values = self._fill(first, inputs)
         if self.backend == "casadi":
             res = self._fn(*values)
@@ -236,8 +241,15 @@ class CompiledFunction:
             raise DelassusError(f"{self.manifest['function']} returned an error")
         return {o["name"]: buf.reshape(o["shape"], order="F").copy() for o, buf in zip(self.output_specs, outs)}
 
-    def __call__(self, *first, **inputs):
+    def __call__(self, *first, threads=None, out=None, **inputs):
+        if batch.is_batched(self, first, inputs, threads, out):
+            return batch.evaluate(self, first, inputs, threads, out, only_first=True)[self.output_specs[0]["name"]]
         return next(iter(self.outputs(*first, **inputs).values()))
+
+    def map_blocks(self, Q, output=None, threads=1, **inputs):
+        """This function on every block of rows of a dask array of configurations (codegen/distributed.py)."""
+        from .distributed import map_blocks
+        return map_blocks(self, Q, output, threads, **inputs)
 
     def __repr__(self):
         m = self.manifest

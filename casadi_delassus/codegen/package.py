@@ -54,7 +54,9 @@ def _function_context(manifest, stem):
         "chosen": manifest.get("auto", {}).get("chosen"), "instructions": f"{counts['instructions']:,}",
         "flops": f"{counts['flops']:,}", "cse": manifest.get("cse", True), "opt": _opt_level(manifest["cflags"]),
         "sz_iw": manifest["sz_iw"], "sz_w": manifest["sz_w"],
-        "inputs": [dict(i, size=int(np.prod(i["shape"])), example=example_input(i)) for i in manifest["inputs"]],
+        "inputs": [dict(i, size=int(np.prod(i["shape"])), example=example_input(i),
+                        example_rows=example_input(i).reshape(i["shape"], order="F").reshape(-1))
+                   for i in manifest["inputs"]],
         "outputs": [dict(o, size=int(np.prod(o["shape"]))) for o in manifest["outputs"]],
     }
 

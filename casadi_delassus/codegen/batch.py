@@ -1,0 +1,439 @@
+"""Batched evaluation: ``<fn>_batch(n, x0, …, y0, …)`` evaluates a generated function on n
+instances at once, SIMD across instances, and ``f(Q)`` calls it from Python on all cores.
+
+Memory order (C and Python alike): batch first, then each instance's entries in C (row-major)
+order -- entry (i, a, b) of an input or output whose per-instance shape is rows x cols sits
+at ``i*rows*cols + a*cols + b``; vectors are rows x 1.  A C-contiguous float64 numpy array
+of shape (n, *shape) is therefore passed without a copy, and outputs come back as one.  (The
+scalar function's own matrices are column-major; the batched entry point transposes each
+instance while it moves it into and out of SIMD registers anyway, so row-major costs
+nothing.)  A NULL input reads as zeros (CasADi's convention), a NULL output is not written.
+
+Inside, CasADi's straight-line code for one instance is rewritten (``vectorize``) so that
+every scalar becomes a GCC vector of CD_BATCH_LANES doubles, one instance per lane: the
+lane count is the CPU's vector width (AVX-512 8, AVX 4, SSE2/NEON 2; the preprocessor
+decides, so the same .c is portable), sin/cos go through glibc's vector math library
+(libmvec) where it exists, comparisons and ``?:`` become bit masks (GNU C has no vector
+ternary), and rarer functions (fmin, pow, …) are applied lane by lane with the very scalar
+function the single call uses.  Without GNU C vectors (or with ``-DCD_BATCH_LANES=1``) the
+entry point loops over the scalar function.  The last, partial group of instances is padded
+with copies of its last instance, so every instance goes through the same vector code: an
+instance's result does not depend on n, on its position or on how a batch is split across
+threads.
+
+The rewrite parses every statement of the function body and fails loudly (CompilerError
+naming the line) on anything it does not know; it never passes text through unchecked.
+"""
+from __future__ import annotations
+
+import ctypes
+import os
+import re
+import shlex
+import subprocess
+import threading
+from concurrent.futures import ThreadPoolExecutor
+from pathlib import Path
+
+import numpy as np
+
+from ..errors import CompilerError, DelassusError, InputError
+from .escape import Safe, c_comment, c_ident
+
+# -- the rewrite of CasADi's function body ------------------------------------------------
+_BODY_START = ("static int casadi_f0(const casadi_real** arg, casadi_real** res, casadi_int* iw, "
+               "casadi_real* w, int mem) {")
+_VAR = re.compile(r"a\d+")
+_DECL = re.compile(r"  casadi_real (a\d+(?:, a\d+)*);")
+_INPUT = re.compile(r"  (a\d+)=arg\[(\d+)\]\? arg\[\2\]\[(\d+)\] : 0;")
+_OUTPUT = re.compile(r"  if \(res\[(\d+)\]!=0\) res\[\1\]\[(\d+)\]=(.+);")
+_ASSIGN = re.compile(r"  (a\d+)=(.+);")
+_TOKEN = re.compile(r"\s*(?:(?P<num>(?:\d+\.?\d*|\.\d+)(?:[eE][-+]?\d+)?)|(?P<name>[A-Za-z_]\w*)|"
+                    r"(?P<op><=|>=|==|!=|&&|\|\||[-+*/<>!?:(),]))")
+
+# vector forms exact by construction (bit operations, correctly rounded sqrt) or, for
+# sin/cos, libmvec's (a few ulp; lane by lane libm without it)
+_VECTOR_FUNCTIONS = {"sin": ("cd_batch_sin", 1), "cos": ("cd_batch_cos", 1), "sqrt": ("cd_batch_sqrt", 1),
+                     "casadi_sq": ("cd_batch_sq", 1), "casadi_fabs": ("cd_batch_fabs", 1),
+                     "fabs": ("cd_batch_fabs", 1), "copysign": ("cd_batch_copysign", 2)}
+# applied lane by lane: the same scalar function as the single call (CasADi's helpers are
+# defined earlier in the same file, and only when the scalar code uses them)
+_LANEWISE = {**{f: 1 for f in ("exp", "log", "tan", "asin", "acos", "atan", "floor", "ceil", "erf", "sinh", "cosh",
+                               "tanh", "asinh", "acosh", "atanh", "casadi_sign", "casadi_log1p", "casadi_expm1")},
+             **{f: 2 for f in ("pow", "fmod", "atan2", "remainder", "fmin", "fmax", "casadi_fmin", "casadi_fmax",
+                               "casadi_hypot")}}
+_CONSTANTS = ("casadi_inf", "casadi_nan")
+_COMPARE = ("<", "<=", ">", ">=", "==", "!=")
+
+
+def _fail(lineno, line, why):
+    raise CompilerError(f"cannot vectorise line {lineno} of the generated code ({why}): {line.strip()[:120]}")
+
+
+class _Expression:
+    """Recursive-descent parser of one C expression of CasADi's scalar code (C precedence),
+    printing its vector form: every value a cd_batch_v, literals splat, comparisons and logic
+    as 1.0/0.0, ``c ? x : y`` a bitwise select."""
+
+    def __init__(self, text, variables, lineno, line):
+        self.variables, self.lineno, self.line = variables, lineno, line
+        self.tokens, pos = [], 0
+        text = text.rstrip()
+        while pos < len(text):
+            m = _TOKEN.match(text, pos)
+            if not m or m.end() == pos:
+                _fail(lineno, line, f"unknown token at {text[pos:pos + 10]!r}")
+            self.tokens.append((m.lastgroup, m.group(m.lastgroup)))
+            pos = m.end()
+        self.pos = 0
+
+    def fail(self, why):
+        _fail(self.lineno, self.line, why)
+
+    def peek(self):
+        return self.tokens[self.pos][1] if self.pos < len(self.tokens) else None
+
+    def take(self, expected=None):
+        if self.pos >= len(self.tokens):
+            self.fail("unexpected end of expression")
+        kind, value = self.tokens[self.pos]
+        if expected is not None and value != expected:
+            self.fail(f"expected {expected!r}, found {value!r}")
+        self.pos += 1
+        return kind, value
+
+    def parse(self):
+        out = self.conditional()
+        if self.pos != len(self.tokens):
+            self.fail(f"unexpected {self.peek()!r}")
+        return out
+
+    def conditional(self):
+        cond = self.binary(0)
+        if self.peek() != "?":
+            return cond
+        self.take("?")
+        yes = self.conditional()
+        self.take(":")
+        return f"cd_batch_select({cond}, {yes}, {self.conditional()})"
+
+    _LEVELS = (("||",), ("&&",), ("==", "!="), ("<", "<=", ">", ">="), ("+", "-"), ("*", "/"))
+
+    def binary(self, level):
+        if level == len(self._LEVELS):
+            return self.unary()
+        left = self.binary(level + 1)
+        while self.peek() in self._LEVELS[level]:
+            _, op = self.take()
+            right = self.binary(level + 1)
+            if op in _COMPARE:
+                left = f"cd_batch_bool({left}{op}{right})"
+            elif op == "&&":
+                left = f"cd_batch_and({left}, {right})"
+            elif op == "||":
+                left = f"cd_batch_or({left}, {right})"
+            else:
+                left = f"({left}{op}{right})"
+        return left
+
+    def unary(self):
+        if self.peek() == "-":
+            self.take()
+            return f"(-{self.unary()})"
+        if self.peek() == "!":
+            self.take()
+            return f"cd_batch_not({self.unary()})"
+        if self.peek() == "+":
+            self.take()
+            return self.unary()
+        return self.primary()
+
+    def primary(self):
+        kind, value = self.take()
+        if kind == "num" or value in _CONSTANTS:
+            return f"CD_BATCH_SPLAT({value})"
+        if value == "(":
+            inner = self.conditional()
+            self.take(")")
+            return f"({inner})"
+        if kind != "name":
+            self.fail(f"unexpected {value!r}")
+        if self.peek() != "(":
+            if value not in self.variables:
+                self.fail(f"unknown name {value!r}")
+            return value
+        self.take("(")
+        args = [self.conditional()]
+        while self.peek() == ",":
+            self.take(",")
+            args.append(self.conditional())
+        self.take(")")
+        if value in _VECTOR_FUNCTIONS:
+            name, arity = _VECTOR_FUNCTIONS[value]
+        elif value in _LANEWISE:
+            name, arity = f"cd_batch_lanewise{_LANEWISE[value]}", _LANEWISE[value]
+            args = [value] + args
+        else:
+            self.fail(f"function {value!r} has no vector form")
+        if len(args) - (name.startswith("cd_batch_lanewise")) != arity:
+            self.fail(f"{value} takes {arity} argument(s)")
+        return f"{name}({', '.join(args)})"
+
+
+def function_body(casadi_code):
+    """The lines of CasADi's one evaluation function (casadi_f0) in ``casadi_code``."""
+    lines = casadi_code.splitlines()
+    starts = [i for i, l in enumerate(lines) if l.startswith("static int casadi_f")]
+    if len(starts) != 1 or lines[starts[0]] != _BODY_START:
+        raise CompilerError("cannot vectorise: expected exactly one CasADi function body "
+                            f"'{_BODY_START[:40]}…', found {len(starts)}")
+    end = next((i for i in range(starts[0] + 1, len(lines)) if lines[i] == "}"), None)
+    if end is None:
+        raise CompilerError("cannot vectorise: the CasADi function body has no end")
+    return starts[0] + 1, lines[starts[0] + 1:end]
+
+
+def vectorize(casadi_code, n_in, n_out, in_sizes, out_sizes):
+    """The body of ``cd_batch_kernel(const cd_batch_v** arg, cd_batch_v** res)``: CasADi's
+    scalar body with every statement rewritten for vectors.  Inputs and outputs must be read
+    and written within ``in_sizes`` / ``out_sizes`` entries (checked)."""
+    first, body = function_body(casadi_code)
+    variables, out = set(), []
+    for lineno, line in enumerate(body, first + 1):
+        if not line.strip():
+            continue
+        if m := _DECL.fullmatch(line):
+            names = m[1].split(", ")
+            if variables & set(names):
+                _fail(lineno, line, "variable declared twice")
+            variables.update(names)
+            out.append(f"  cd_batch_v {m[1]};")
+        elif m := _INPUT.fullmatch(line):
+            var, i, k = m[1], int(m[2]), int(m[3])
+            if var not in variables or i >= n_in or k >= in_sizes[i]:
+                _fail(lineno, line, "input read out of range or into an undeclared variable")
+            out.append(f"  {var}=arg[{i}][{k}];")
+        elif m := _OUTPUT.fullmatch(line):
+            i, k = int(m[1]), int(m[2])
+            if i >= n_out or k >= out_sizes[i]:
+                _fail(lineno, line, "output written out of range")
+            out.append(f"  res[{i}][{k}]={_Expression(m[3], variables, lineno, line).parse()};")
+        elif m := _ASSIGN.fullmatch(line):
+            if m[1] not in variables:
+                _fail(lineno, line, f"assignment to undeclared {m[1]!r}")
+            out.append(f"  {m[1]}={_Expression(m[2], variables, lineno, line).parse()};")
+        elif line == "  return 0;":
+            out.append(line)
+        else:
+            _fail(lineno, line, "unknown statement")
+    if not out or out[-1] != "  return 0;":
+        raise CompilerError("cannot vectorise: the CasADi function body does not end with 'return 0;'")
+    return "\n".join(out)
+
+
+# -- emitted C -----------------------------------------------------------------------------
+def io_layout(specs):
+    """Template view of inputs or outputs: per-instance rows x cols, vectors (and r x 1
+    matrices) as 1 x r, which indexes them alike in row- and column-major order and lets the
+    gather and scatter move whole vectors along them."""
+    out = []
+    for k, s in enumerate(specs):
+        shape = list(s["shape"]) + [1] * (2 - len(s["shape"]))
+        if shape[1] == 1:
+            shape = [1, shape[0]]
+        out.append({"k": k, "rows": int(shape[0]), "cols": int(shape[1]), "size": int(shape[0] * shape[1]),
+                    "label": c_comment(f"{s['name']} [{' x '.join(map(str, s['shape']))}]")})
+    return out
+
+
+def signature(fname, inputs, outputs):
+    params = ["casadi_int n"] + [f"const double* x{i['k']}" for i in io_layout(inputs)] + \
+             [f"double* y{o['k']}" for o in io_layout(outputs)]
+    return f"int {fname}_batch({', '.join(params)})"
+
+
+def render(f, manifest, casadi_code, env):
+    """The C of the batched entry point (appended to the .c after ``casadi_code``, CasADi's
+    code of ``f``) and its declaration (for the .h), from the templates of jinja2 ``env``."""
+    inputs, outputs = io_layout(manifest["inputs"]), io_layout(manifest["outputs"])
+    if len(inputs) != f.n_in() or len(outputs) != f.n_out():
+        raise CompilerError(f"{f.name()}: manifest and function disagree on inputs/outputs")
+    kernel = vectorize(casadi_code, f.n_in(), f.n_out(), [i["size"] for i in inputs], [o["size"] for o in outputs])
+    fname = c_ident(f.name())
+    ctx = dict(fname=fname, inputs=inputs, outputs=outputs, kernel=Safe(kernel),
+               signature=Safe(signature(fname, manifest["inputs"], manifest["outputs"])),
+               sz_iw=max(int(f.sz_iw()), 1), sz_w=max(int(f.sz_w()), 1), sz_arg=max(int(f.sz_arg()), len(inputs), 1),
+               sz_res=max(int(f.sz_res()), len(outputs), 1))
+    return env.get_template("batch.c.j2").render(ctx), env.get_template("batch.h.j2").render(ctx)
+
+
+def target(manifest, c_file, cflags, cc):
+    """The manifest's ``batch`` entry: the entry point and what the compiler picks for the
+    batched code of ``c_file`` with ``cflags`` (lanes, isa, sincos), read back from the C
+    preprocessor, so that the manifest states what the .so holds."""
+    try:
+        proc = subprocess.run([*shlex.split(cc), *[f for f in cflags if not f.startswith("-O")], "-E", "-dM", str(c_file)],
+                              capture_output=True, text=True, errors="replace")
+    except OSError as exc:
+        raise CompilerError(f"cannot run the C compiler {cc}: {exc}") from None
+    macros = dict(re.findall(r"^#define (CD_BATCH_(?:LANES|ISA|SINCOS)) (.+)$", proc.stdout, re.M))
+    if proc.returncode != 0 or len(macros) != 3:
+        raise CompilerError(f"cannot read the batch target of {Path(c_file).name}: {proc.stderr.strip()[:200]}")
+    return {"entry": f"{manifest['function']}_batch", "lanes": int(macros["CD_BATCH_LANES"]), "isa": macros["CD_BATCH_ISA"].strip('"'),
+            "sincos": macros["CD_BATCH_SINCOS"].strip('"'), "layout": "batch first, row-major (C order) per instance"}
+
+
+# -- the Python call path -------------------------------------------------------------------
+MIN_CHUNK = 64     # instances per thread below which more threads cost more than they save
+
+
+def cores():
+    """The cores this process may run on (taskset / cgroups respected)."""
+    try:
+        return len(os.sched_getaffinity(0))
+    except AttributeError:
+        return os.cpu_count() or 1
+
+
+_pool_lock = threading.Lock()
+_pool = None
+
+
+def _executor():
+    global _pool
+    with _pool_lock:
+        if _pool is None:
+            _pool = ThreadPoolExecutor(max_workers=max(cores(), 1), thread_name_prefix="cd-batch")
+        return _pool
+
+
+def _forget_pool():      # a forked child has the pool object but not its threads
+    global _pool, _pool_lock
+    _pool, _pool_lock = None, threading.Lock()
+
+
+if hasattr(os, "register_at_fork"):
+    os.register_at_fork(after_in_child=_forget_pool)
+
+
+class BatchFunction:
+    """ctypes binding of ``<fn>_batch`` of one compiled function (stateless: safe from threads)."""
+
+    def __init__(self, f):
+        """The entry point of the CompiledFunction ``f``, from the library ``f`` loaded and
+        checked (codegen/loader.py: only symbols that library itself defines)."""
+        from .loader import own_symbol
+        manifest, so_path = f.manifest, f.so_path
+        info = manifest.get("batch")
+        if not info:
+            raise DelassusError(f"{so_path.name} was generated without a batched entry point: regenerate it (--force)")
+        self.manifest, self.inputs, self.outputs = manifest, manifest["inputs"], manifest["outputs"]
+        entry = f"{manifest['function']}_batch"
+        if info.get("entry") != entry:
+            raise DelassusError(f"{so_path.name}: the manifest's batched entry point is not {entry}: regenerate it")
+        argtypes = [ctypes.c_longlong] + [ctypes.c_void_p] * (len(self.inputs) + len(self.outputs))
+        self._fn = own_symbol(f._lib, f._mapped, entry, ctypes.c_int, argtypes, label=so_path)
+        self.lanes = int(own_symbol(f._lib, f._mapped, entry + "_lanes", ctypes.c_int, [], label=so_path)())
+        if self.lanes != info["lanes"]:
+            raise DelassusError(f"{so_path.name} computes {self.lanes} lanes, its manifest says {info['lanes']}")
+
+    def chunks(self, n, threads):
+        """[(start, stop)] splitting n instances over at most ``threads`` threads at multiples of
+        the lane count (MIN_CHUNK instances per thread at least)."""
+        threads = max(1, min(threads, -(-n // MIN_CHUNK)))
+        groups = -(-n // self.lanes)
+        per = -(-groups // threads) * self.lanes
+        return [(s, min(s + per, n)) for s in range(0, n, per)] or [(0, 0)]
+
+    def run(self, n, ins, outs, threads):
+        """``ins``/``outs``: C-contiguous float64 arrays (batch first) or None, in manifest order."""
+        def call(start, stop):
+            ptrs = [None if a is None else a.ctypes.data + start * a.itemsize * (a.size // n) for a in ins + outs]
+            return self._fn(stop - start, *ptrs)
+        parts = self.chunks(n, threads)
+        others = [_executor().submit(call, *p) for p in parts[1:]]
+        codes = [call(*parts[0])] + [job.result() for job in others]     # the caller takes the first share
+        if any(codes):
+            raise DelassusError(f"{self.manifest['function']}_batch returned an error")
+
+
+def _first_value(f, first, inputs):
+    name = f.inputs[0]["name"]
+    return first[0] if first else inputs.get(name)
+
+
+def is_batched(f, first, inputs, threads=None, out=None):
+    """Whether a call of ``f`` is a batch: its first input (q, or a stage's own first input) is
+    given with a leading batch dimension, i.e. has one dimension more than one instance
+    (a column vector of the right size stays a single call)."""
+    x = _first_value(f, first, inputs)
+    spec = f.inputs[0]["shape"]
+    shape = np.shape(x)
+    batched = len(shape) == len(spec) + 1 and not (len(spec) == 1 and shape == (spec[0], 1))
+    if not batched and out is not None:
+        raise InputError("out= is for batches (q with a leading batch dimension, N x nq)")
+    if threads is not None and (not isinstance(threads, (int, np.integer)) or threads < 1):
+        raise InputError(f"threads must be a positive integer, got {threads!r}")
+    return batched
+
+
+def _batch_inputs(f, first, inputs):
+    """(n, [arrays]) from the call's inputs: each (n, *shape), C-contiguous float64; an input
+    given for one instance is repeated for all."""
+    if first:
+        inputs = {f.inputs[0]["name"]: first[0], **inputs}
+    names = [s["name"] for s in f.inputs]
+    extra = set(inputs) - set(names)
+    if extra:
+        raise InputError(f"unexpected inputs {sorted(extra)}; this function takes {names}")
+    lead = np.asarray(inputs[names[0]])
+    n = lead.shape[0]
+    values = []
+    for spec in f.inputs:
+        if spec["name"] not in inputs:
+            raise InputError(f"missing input {spec['name']} ({' x '.join(map(str, spec['shape']))})")
+        shape = tuple(spec["shape"])
+        a = np.asarray(inputs[spec["name"]])
+        if a.dtype.kind not in "fiub":
+            raise InputError(f"input {spec['name']} holds {a.dtype}, not numbers")
+        if a.shape == shape and spec is not f.inputs[0]:
+            a = np.broadcast_to(a, (n, *shape))
+        elif len(shape) == 1 and a.shape == (n, *shape, 1):    # vectors as outputs give them: N x r x 1
+            a = a.reshape(n, *shape)
+        elif a.shape != (n, *shape):
+            want = " x ".join(map(str, (n, *shape)))
+            raise InputError(f"input {spec['name']} has shape {a.shape}; a batch of {n} needs {want}"
+                             + (f" (nq = {f.manifest['nq']})" if spec["name"] == "q" else ""))
+        values.append(np.ascontiguousarray(a, dtype=np.float64))
+    return n, values
+
+
+def _output_buffer(spec, n, given):
+    shape = (n, *spec["shape"])
+    if given is None:
+        return np.empty(shape)
+    if not isinstance(given, np.ndarray) or given.dtype != np.float64 or given.shape != shape or \
+            not given.flags.c_contiguous or not given.flags.writeable:
+        got = f"{given.dtype} {given.shape}" if isinstance(given, np.ndarray) else type(given).__name__
+        raise InputError(f"out for {spec['name']} must be a writeable C-contiguous float64 array of shape {shape}, "
+                         f"got {got}")
+    return given
+
+
+def evaluate(f, first, inputs, threads=None, out=None, only_first=False):
+    """Outputs {name: (n, *shape) array} of a batched call of the CompiledFunction ``f``.
+    ``out``: an array for the first output (``only_first``) or {name: array}; ``threads``:
+    default all cores."""
+    if getattr(f, "_batch", None) is None:
+        f._batch = BatchFunction(f)
+    n, ins = _batch_inputs(f, first, inputs)
+    specs = f.output_specs
+    wanted = specs[:1] if only_first else specs
+    given = {specs[0]["name"]: out} if only_first else dict(out or {})
+    unknown = set(given) - {s["name"] for s in specs}
+    if unknown:
+        raise InputError(f"out names unknown outputs {sorted(unknown)}; this function has {[s['name'] for s in specs]}")
+    bufs = {s["name"]: _output_buffer(s, n, given.get(s["name"])) for s in wanted}
+    if n:
+        f._batch.run(n, ins, [bufs.get(s["name"]) for s in specs], cores() if threads is None else int(threads))
+    return bufs
