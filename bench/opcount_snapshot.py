@@ -1,0 +1,136 @@
+"""Instruction counts of every registry algorithm on a fixed set of scenarios, as JSON, and a
+before/after comparison of two such files: the guard of a refactoring that must not change
+any algorithm's count (issue 12).
+
+Counted per scenario and algorithm (traced SX Function, ``count_ops``' instructions):
+``cse`` and ``no_cse``; ``osim`` (Λ through an LDLᵀ of Λ⁻¹ added, cse) for the Delassus
+family; ``stages`` (each re-evaluation stage of codegen/staging.py, cse) for every algorithm
+with vector inputs; and the choice of ``-a auto``.
+
+    .venv/bin/python bench/opcount_snapshot.py -o counts.json           # ~15 min on 2 cores
+    .venv/bin/python bench/opcount_snapshot.py --compare before.json after.json
+"""
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+import time
+from pathlib import Path
+
+from casadi_delassus import load_robot
+from casadi_delassus.algorithms import ALGORITHMS, get_algorithm
+from casadi_delassus.codegen.opcount import count_ops
+from casadi_delassus.codegen.staging import algorithm_stages, split
+from casadi_delassus.codegen.trace import choose_cheapest, trace
+from casadi_delassus.constraints import ConstraintSet
+from casadi_delassus.errors import DelassusError
+
+ANCHOR = Path(__file__).resolve().parents[2] / "shared" / "anchors" / "talos_spatial_v2_model.json"
+# label -> (robot spec, scenario name or constraint specs)
+SCENARIOS = {
+    "anchor (4 x 6d-input)": (str(ANCHOR), ["leg_left_6_link:6d-input", "leg_right_6_link:6d-input",
+                                            "gripper_left_motor_double_link:6d-input",
+                                            "gripper_right_motor_single_link:6d-input"]),
+    "anchor dynamics (K = I6)": (str(ANCHOR), ["gripper_right_motor_single_link:6d", "leg_left_6_link:6d",
+                                               "gripper_left_inner_single_link:6d", "leg_right_6_link:6d"]),
+    "go1 4F3": ("go1", "4F3"),
+    "talos 2F+2H": ("talos", "2F+2H"),
+    "ladder:rungs=4": ("ladder:rungs=4", "default"),
+    "cassie loops": ("cassie", "loops"),
+}
+
+
+def instructions(f):
+    return count_ops(f)["instructions"]
+
+
+def count_algorithm(robot, cs, name):
+    algo = get_algorithm(name)
+    if not algo.accepts(cs):
+        return {"n/a": "rejects these constraints"}
+    try:
+        f = trace(robot, cs, name)[0]
+    except DelassusError as exc:                     # e.g. redundant constraints for pv / ltl
+        return {"n/a": str(exc).split(":")[0]}
+    out = {"cse": instructions(f), "no_cse": instructions(trace(robot, cs, name, cse=False)[0])}
+    if "delassus" in algo.outputs:
+        out["osim"] = instructions(trace(robot, cs, name, osim=True)[0])
+    if algo.inputs:
+        out["stages"] = {st.name: instructions(st.function)
+                         for st in split(f, algorithm_stages(name, list(f.name_in())))}
+    return out
+
+
+def snapshot(labels):
+    result = {}
+    for label in labels:
+        spec, constraints = SCENARIOS[label]
+        robot = load_robot(spec)
+        cs = ConstraintSet.parse(robot, robot.scenarios[constraints] if isinstance(constraints, str) else constraints)
+        rows = {}
+        for name in ALGORITHMS:
+            t0 = time.perf_counter()
+            rows[name] = count_algorithm(robot, cs, name)
+            print(f"[{label}] {name}: {rows[name]} ({time.perf_counter() - t0:.1f} s)", file=sys.stderr, flush=True)
+        rows["auto"] = {"chosen": choose_cheapest(robot, cs)[0]}
+        result[label] = rows
+    return result
+
+
+def flatten(snap):
+    """{(scenario, algorithm, quantity): value} with stage counts as 'stage <name>'."""
+    out = {}
+    for label, rows in snap.items():
+        for name, counts in rows.items():
+            for key, value in counts.items():
+                if key == "stages":
+                    out.update({(label, name, f"stage {s}"): n for s, n in value.items()})
+                else:
+                    out[(label, name, key)] = value
+    return out
+
+
+def compare(before, after):
+    """A Markdown table of every count in either file; returns (table, the keys that got worse)."""
+    b, a = flatten(before), flatten(after)
+    lines = ["| scenario | algorithm | count | before | after | change |", "| --- | --- | --- | --- | --- | --- |"]
+    worse = []
+    for key in sorted(set(b) | set(a), key=lambda k: (list(SCENARIOS).index(k[0]) if k[0] in SCENARIOS else 99,
+                                                     k[1], k[2])):
+        x, y = b.get(key), a.get(key)
+        if isinstance(x, int) and isinstance(y, int):
+            change = "=" if x == y else f"{y - x:+,d} ({(y - x) / x:+.2%})"
+            if y > x:
+                worse.append(key)
+        else:
+            change = "=" if x == y else "CHANGED"
+            if x != y:
+                worse.append(key)
+        fmt = (lambda v: f"{v:,}" if isinstance(v, int) else "—" if v is None else str(v))
+        lines.append(f"| {key[0]} | {key[1]} | {key[2]} | {fmt(x)} | {fmt(y)} | {change} |")
+    return "\n".join(lines), worse
+
+
+def main(argv=None):
+    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    ap.add_argument("-o", "--output", help="write the counts to this JSON file (default: stdout)")
+    ap.add_argument("-s", "--scenario", action="append", choices=list(SCENARIOS), help="only these scenarios")
+    ap.add_argument("--compare", nargs=2, metavar=("BEFORE", "AFTER"), help="compare two snapshots")
+    args = ap.parse_args(argv)
+    if args.compare:
+        table, worse = compare(*(json.loads(Path(p).read_text()) for p in args.compare))
+        print(table)
+        if worse:
+            print(f"\n{len(worse)} counts got worse or changed: {worse}", file=sys.stderr)
+            sys.exit(1)
+        return
+    text = json.dumps(snapshot(args.scenario or list(SCENARIOS)), indent=1)
+    if args.output:
+        Path(args.output).write_text(text + "\n")
+    else:
+        print(text)
+
+
+if __name__ == "__main__":
+    main()
