@@ -41,8 +41,8 @@ import numpy as np
 from common import write
 
 from casadi_delassus import load_robot
-from casadi_delassus import pinocchio_oracle as oracle
-from casadi_delassus import reference as ref
+from casadi_delassus.verify import pinocchio_oracle as oracle
+from casadi_delassus.verify import reference as ref
 from casadi_delassus.codegen.trace import trace
 from casadi_delassus.constraints import ConstraintSet
 from casadi_delassus.errors import ConstraintError

@@ -18,10 +18,10 @@ import casadi as ca
 from common import ANCHOR_JSON, write
 
 from casadi_delassus import load_robot
-from casadi_delassus.algorithms import VECTOR_INPUTS, get_algorithm
-from casadi_delassus.algorithms import dynamics_sweeps as ds
+from casadi_delassus.registry import VECTOR_INPUTS, get_algorithm
+from casadi_delassus.sweeps import tree as ds
 from casadi_delassus.api import constraint_set
-from casadi_delassus.codegen.opcount import count_ops
+from casadi_delassus.opcount import count_ops
 from casadi_delassus.codegen.trace import trace
 from casadi_delassus.constraints import ConstraintSet
 from casadi_delassus.model import registry

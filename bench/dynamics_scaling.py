@@ -22,7 +22,7 @@ from common import RESULTS, write
 
 from casadi_delassus import load_robot
 from casadi_delassus.api import constraint_set
-from casadi_delassus.codegen.opcount import count_ops
+from casadi_delassus.opcount import count_ops
 from casadi_delassus.codegen.trace import trace
 
 ALGOS = ["pv", "pv_early", "pv_soft", "ltl", "ltl_soft", "aba"]

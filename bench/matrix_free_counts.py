@@ -17,7 +17,7 @@ import numpy as np
 from common import RESULTS, write
 
 from casadi_delassus.codegen import staging
-from casadi_delassus.codegen.opcount import count_ops
+from casadi_delassus.opcount import count_ops
 from casadi_delassus.codegen.trace import trace
 from casadi_delassus.constraints import ConstraintSet
 from casadi_delassus.model import load_robot

@@ -13,9 +13,9 @@ import numpy as np
 from common import ANCHOR_JSON, ANCHOR_SPECS, RESULTS, write
 
 from casadi_delassus import load_robot
-from casadi_delassus.algorithms import ALGORITHMS
+from casadi_delassus.registry import ALGORITHMS
 from casadi_delassus.api import constraint_set
-from casadi_delassus.codegen.opcount import count_ops
+from casadi_delassus.opcount import count_ops
 from casadi_delassus.codegen.trace import choose_cheapest, trace
 from casadi_delassus.model import registry
 

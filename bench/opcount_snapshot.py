@@ -19,8 +19,8 @@ import time
 from pathlib import Path
 
 from casadi_delassus import load_robot
-from casadi_delassus.algorithms import ALGORITHMS, get_algorithm
-from casadi_delassus.codegen.opcount import count_ops
+from casadi_delassus.registry import ALGORITHMS, get_algorithm
+from casadi_delassus.opcount import count_ops
 from casadi_delassus.codegen.staging import algorithm_stages, split
 from casadi_delassus.codegen.trace import choose_cheapest, trace
 from casadi_delassus.constraints import ConstraintSet

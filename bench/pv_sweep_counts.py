@@ -13,8 +13,8 @@ from pathlib import Path
 import casadi as ca
 
 from casadi_delassus import load_robot
-from casadi_delassus.algorithms import pv_osim, pv_osim_fast, pv_osimr
-from casadi_delassus.codegen.opcount import count_ops
+from casadi_delassus.delassus import pv_osim, pv_osim_fast, pv_osimr
+from casadi_delassus.opcount import count_ops
 from casadi_delassus.codegen.trace import trace
 from casadi_delassus.constraints import ConstraintSet
 

@@ -37,10 +37,10 @@ from common import RESULTS, write
 
 from casadi_delassus import api, timing
 from casadi_delassus.codegen import build
-from casadi_delassus.algorithms.damped_inverse_explicit import cheapest_delassus
-from casadi_delassus.check import ORACLES, relative_error
+from casadi_delassus.operators.damped_inverse_explicit import cheapest_delassus
+from casadi_delassus.verify.check import ORACLES, relative_error
 from casadi_delassus.codegen import staging
-from casadi_delassus.codegen.opcount import count_ops
+from casadi_delassus.opcount import count_ops
 from casadi_delassus.codegen.trace import trace
 from casadi_delassus.errors import DelassusError
 from casadi_delassus.model import load_robot

@@ -7,10 +7,10 @@ import time
 import click
 
 from . import api, report
-from .algorithms import ALGORITHMS, AUTO, get_algorithm
-from .check import check_delassus, check_outputs
+from .registry import ALGORITHMS, AUTO, get_algorithm
+from .verify.check import check_delassus, check_outputs
 from .codegen.build import DEFAULT_CFLAGS
-from .codegen.opcount import count_ops
+from .opcount import count_ops
 from .codegen.trace import choose_cheapest, trace
 from .errors import DelassusError
 from .model import load_robot, registry
@@ -231,7 +231,7 @@ def bench(robot, scenario, specs, algorithms, reps, calls, samples, pin_method, 
     computeDelassusMatrix (constraintDynamics for the constrained-dynamics solvers, aba for
     aba) on the same inputs."""
     from . import timing
-    from .algorithms import delassus_algorithms, dynamics_algorithms
+    from .registry import delassus_algorithms, dynamics_algorithms
     robot, cs, _ = _resolve(robot, scenario, specs)
     names = list(algorithms) or ["all"]
     names = [n for x in names for n in (delassus_algorithms() if x == "all" else

@@ -14,11 +14,11 @@ import numpy as np
 import pytest
 
 from casadi_delassus import generate, load_robot
-from casadi_delassus import pinocchio_oracle as oracle
-from casadi_delassus import reference as ref
-from casadi_delassus.algorithms import get_algorithm
-from casadi_delassus.check import dynamics as check_dynamics
-from casadi_delassus.codegen.opcount import count_ops
+from casadi_delassus.verify import pinocchio_oracle as oracle
+from casadi_delassus.verify import reference as ref
+from casadi_delassus.registry import get_algorithm
+from casadi_delassus.verify.check import dynamics as check_dynamics
+from casadi_delassus.opcount import count_ops
 from casadi_delassus.codegen.trace import trace
 from casadi_delassus.constraints import ConstraintSet
 from casadi_delassus.errors import ConstraintError
@@ -184,7 +184,7 @@ def test_hard_solvers_match_pinocchio_constraint_dynamics(name, scenario):
 def test_pv_without_constraints_is_aba():
     """PV with no constraint rows is ABA: same v̇, same operation count (PV paper Sec. IV)."""
     import casadi as ca
-    from casadi_delassus.algorithms import aba, pv
+    from casadi_delassus.dynamics import aba, pv
     robot = _robot("go1")
 
     class NoConstraints:
@@ -246,7 +246,7 @@ def test_pv_early_zero_pivots():
     """At q = 0 many Householder pivots k̃_1 are exactly zero (sign(0) = +1 is needed, Remark 7):
     no NaN, and the result is exact where every joint still sees its row (ladder, floating
     chain); the ``pivot`` output stays at a generic configuration's order there."""
-    from casadi_delassus.algorithms import pv_early
+    from casadi_delassus.dynamics import pv_early
     pivots = []
     orig = pv_early.householder
 
@@ -338,8 +338,8 @@ def test_block_elimination_needs_no_invertible_block():
     branch block of L singular (rank 3 of 6), one zero and one regular: the pivots it meets are
     those of Λ⁻¹ = L + K A⁻¹ Kᵀ, positive."""
     import casadi as ca
-    from casadi_delassus.algorithms import dynamics_sweeps as ds
-    from casadi_delassus.algorithms import linalg
+    from casadi_delassus.sweeps import tree as ds
+    from casadi_delassus.symbolic import linalg
     rng = np.random.default_rng(3)
     sizes, m = [2, 6, 4], 12
     blocks = [list(range(sum(sizes[:j]), sum(sizes[:j + 1]))) for j in range(3)]

@@ -9,8 +9,8 @@ import numpy as np
 import pytest
 
 from conftest import model_for
-from casadi_delassus import reference as ref
-from casadi_delassus.codegen.opcount import count_ops
+from casadi_delassus.verify import reference as ref
+from casadi_delassus.opcount import count_ops
 from casadi_delassus.codegen.trace import trace
 from casadi_delassus.constraints import ConstraintSet
 from casadi_delassus.model import Robot, load_robot

@@ -7,10 +7,11 @@ import functools
 import numpy as np
 import pytest
 
-from casadi_delassus import api, reference
-from casadi_delassus import pinocchio_oracle as oracle
-from casadi_delassus.algorithms import ALGORITHMS, loop_algorithms
-from casadi_delassus.check import ORACLES, check_outputs, relative_error
+from casadi_delassus import api
+from casadi_delassus.verify import reference
+from casadi_delassus.verify import pinocchio_oracle as oracle
+from casadi_delassus.registry import ALGORITHMS, loop_algorithms
+from casadi_delassus.verify.check import ORACLES, check_outputs, relative_error
 from casadi_delassus.codegen.trace import choose_cheapest, trace
 from casadi_delassus.constraints import ConstraintSet
 from casadi_delassus.errors import ConstraintError, ModelError

@@ -6,8 +6,8 @@ import functools
 import numpy as np
 import pytest
 
-from casadi_delassus.check import ORACLES, relative_error
-from casadi_delassus.codegen.opcount import count_ops
+from casadi_delassus.verify.check import ORACLES, relative_error
+from casadi_delassus.opcount import count_ops
 from casadi_delassus.codegen.trace import trace
 from casadi_delassus.constraints import ConstraintSet
 from casadi_delassus.errors import ModelError

@@ -9,10 +9,10 @@ import casadi as ca
 import numpy as np
 import pytest
 
-from casadi_delassus import reference as ref
+from casadi_delassus.verify import reference as ref
 from conftest import model_for
-from casadi_delassus.algorithms import pv_osim_fast, pv_osimr
-from casadi_delassus.codegen.opcount import count_ops
+from casadi_delassus.delassus import pv_osim_fast, pv_osimr
+from casadi_delassus.opcount import count_ops
 from casadi_delassus.codegen.trace import trace
 from casadi_delassus.constraints import ConstraintSet
 from casadi_delassus.model import Robot, load_robot

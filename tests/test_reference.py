@@ -11,7 +11,7 @@ import pytest
 
 pin = pytest.importorskip("pinocchio")
 
-from casadi_delassus import reference as ref  # noqa: E402
+from casadi_delassus.verify import reference as ref  # noqa: E402
 from casadi_delassus.constraints import ConstraintSet  # noqa: E402
 from casadi_delassus.errors import ConstraintError  # noqa: E402
 from casadi_delassus.model.urdf import load_urdf  # noqa: E402

@@ -9,9 +9,9 @@ import numpy as np
 import pytest
 
 import casadi_delassus as cd
-from casadi_delassus.check import ORACLES, relative_error
+from casadi_delassus.verify.check import ORACLES, relative_error
 from casadi_delassus.codegen import staging
-from casadi_delassus.codegen.opcount import count_ops
+from casadi_delassus.opcount import count_ops
 from casadi_delassus.codegen.trace import trace
 from casadi_delassus.constraints import ConstraintSet
 from casadi_delassus.errors import DelassusError, InputError

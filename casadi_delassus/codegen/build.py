@@ -17,8 +17,8 @@ from pathlib import Path
 from .. import __version__
 from ..errors import CompilerError
 from .emit import render, work_sizes
-from .opcount import count_ops
-from ..algorithms import AUTO
+from ..opcount import count_ops
+from ..registry import AUTO
 from .trace import c_identifier, choose_cheapest, trace
 
 DEFAULT_CFLAGS = ("auto",)

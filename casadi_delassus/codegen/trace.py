@@ -5,8 +5,9 @@ import re
 
 import casadi as ca
 
-from ..algorithms import VECTOR_INPUTS, delassus_algorithms, get_algorithm, linalg
-from .opcount import count_ops
+from ..registry import VECTOR_INPUTS, delassus_algorithms, get_algorithm
+from ..symbolic import linalg
+from ..opcount import count_ops
 
 
 def c_identifier(*parts):

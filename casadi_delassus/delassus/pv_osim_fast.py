@@ -1,0 +1,97 @@
+"""PV-OSIM-fast — the operational-space inertia Λ of a floating-base tree through the matrix
+inversion lemma, without forming (or factorizing) the dense Λ⁻¹.
+
+PV paper ../shared/papers/004_52dd6d88d839fc14.txt, Sec. VII-B, eqs. (53)-(55): with L_b^A
+the constraint-space inverse inertia of PV-OSIM's backward sweep (pv_osim.py), which is
+block-diagonal (one block per branch at the free base b), and K_b^A the rows at b,
+
+    Λ = (L_b^A + K_b^A (H_b^A)⁻¹ K_b^Aᵀ)⁻¹ = Λ_b − L_K (H_b^A + K_b^Aᵀ L_K)⁻¹ L_Kᵀ,
+    Λ_b = (L_b^A)⁻¹,  L_K = Λ_b K_b^A.
+
+As the paper says, the right-hand side is meant to be applied to vectors, so the outputs are
+factors: ``Lb_ldl`` (LDLᵀ of L_b^A in natural row order: no fill between branches),
+``K_b`` (m x 6r, r free bases) and ``schur_ldl`` (LDLᵀ of H_b^A + K_b^Aᵀ (L_b^A)⁻¹ K_b^A,
+6r x 6r); both packed as unit-lower L below the diagonal and D on it.  Then
+Λ x = y − L_b⁻¹ K_b schur⁻¹ K_bᵀ y with y = L_b⁻¹ x: two sparse LDLᵀ solves and 6r-wide
+products.  ``delassus`` (Λ⁻¹, eq. 48) and ``osim`` (Λ) are assembled for checking.
+
+Limitation (the paper's): every branch block of L_b^A must be invertible.  A tree whose base
+is fixed, or carries a constraint itself, puts its whole block of Λ⁻¹ into Lb_ldl instead
+(no lemma there).
+"""
+from __future__ import annotations
+
+import casadi as ca
+
+from ..symbolic import linalg
+from .pv_osim import free_update, lead_rows, sweeps
+
+
+def _packed(L, D, n):
+    """Unit-lower L strictly below the diagonal, D on it."""
+    M = ca.SX.zeros(n, n)
+    for (i, j), e in L.items():
+        M[i, j] = e
+    for i in range(n):
+        M[i, i] = D[i]
+    return M
+
+
+def delassus(robot, constraints, q, K_bodies):
+    f = factors(robot, constraints, q, K_bodies)
+    checks = check_outputs(f)                      # Λ⁻¹ first, as every algorithm's f(q)
+    return {"delassus": checks["delassus"], "Lb_ldl": f["Lb_ldl"], "K_b": f["K_b"],
+            "schur_ldl": f["schur_ldl"], "osim": checks["osim"]}
+
+
+def factors(robot, constraints, q, K_bodies):
+    """PV-OSIM's sweeps without the update at the free bases, then the lemma's factors."""
+    s = sweeps(robot, constraints, q, K_bodies, free_update_=False)
+    Lb, abi, stack, m = s["L"], s["abi"], s["stack"], constraints.m
+    full = dict(Lb)                                  # Λ⁻¹ (PV eq. 48), for checking
+    own = {c.body for c in constraints.constraints}
+    bases = [i for i, J in enumerate(abi) if J.free and stack[i][0]]
+    mil = [i for i in bases if i not in own]        # L_b^A has only branch blocks there
+    for i in bases:
+        free_update(full, stack[i][0], abi[i], stack[i][1], lead_rows(s["T"], s["via"][i]))
+        if i not in mil:                             # no lemma: this tree's Λ⁻¹ goes to Lb
+            rows = stack[i][0]
+            Lb.update({(a, b): full[(a, b)] for a in rows for b in rows if (a, b) in full})
+    r = max(len(mil), 1)
+    Kb = ca.SX.zeros(m, 6 * r)
+    for c, i in enumerate(mil):
+        for p, g in enumerate(stack[i][0]):
+            Kb[g, 6 * c:6 * c + 6] = stack[i][1][p, :]
+    L, D, Dinv = linalg.ldl(Lb, m)                   # Λ_b = (L_b^A)⁻¹ through its factors
+    Z = linalg.forward_substitute(L, m, [[Kb[g, a] for a in range(6 * r)] for g in range(m)])
+    S = linalg.scaled_gram(Z, Dinv, 6 * r)           # K_bᵀ (L_b^A)⁻¹ K_b
+    for c, i in enumerate(mil):
+        for a in range(6):
+            for b in range(a, 6):                    # + H_b^A
+                S[(6 * c + a, 6 * c + b)] = S[(6 * c + a, 6 * c + b)] + abi[i].HA[a, b]
+    if not mil:
+        S = {(a, b): float(a == b) for a in range(6) for b in range(a, 6)}
+    Ls, Ds, Dsinv = linalg.ldl(S, 6 * r)
+    return {"sweeps": s, "Lb": Lb, "full": full, "L": L, "Dinv": Dinv, "Z": Z, "Ls": Ls, "Dsinv": Dsinv,
+            "m": m, "r6": 6 * r, "Lb_ldl": _packed(L, D, m), "K_b": Kb, "schur_ldl": _packed(Ls, Ds, 6 * r)}
+
+
+def check_outputs(f):
+    """Λ⁻¹ (eq. 48) and Λ = Λ_b − Λ_b K_b S⁻¹ K_bᵀ Λ_b (eq. 55) assembled, for checking."""
+    m, L, Z, Dinv = f["m"], f["L"], f["Z"], f["Dinv"]
+    W = linalg.forward_substitute(f["Ls"], f["r6"], [[Z[g][a] * Dinv[g] for g in range(m)] for a in range(f["r6"])])
+    osim = linalg.spd_inverse(f["Lb"], m)
+    for k, e in linalg.scaled_gram(_back(L, m, W), f["Dsinv"], m).items():
+        osim[k] = osim[k] - e
+    return {"delassus": linalg.to_sx(f["full"], m), "osim": linalg.to_sx(osim, m)}
+
+
+def _back(L, m, W):
+    """Rows of W L⁻¹ (each row w of W solves Lᵀ xᵀ = wᵀ): Λ_b K_b S-weighted columns."""
+    out = []
+    for w in W:
+        x = [0] * m
+        for i in reversed(range(m)):
+            x[i] = w[i] - linalg._dot((L.get((k, i), 0), x[k]) for k in range(i + 1, m))
+        out.append(x)
+    return out

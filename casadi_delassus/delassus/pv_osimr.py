@@ -1,0 +1,244 @@
+"""PV-OSIMr — O(n + m²) Delassus matrix: PV-OSIM with constraint-space quantities kept
+only between branching links.
+
+PV-OSIMr paper ../shared/papers/000_82174d5af858539c.txt, Alg. 3 and eqs. (13), (16)-(19);
+notation of its Sec. I-C.  Every constraint is an end-effector (EE) attached to its link;
+a link is a branching link (N) when two or more EE-carrying branches meet there (child
+subtrees with EEs, or EEs on the link itself); A(i) is the closest branching ancestor, D(i)
+the closest branching descendant.  In local link frames:
+
+  backward sweep (lines 5-15):  ^λ(i)K_D(i) = ^iK_D(i) P_iᵀ ^iX_λ(i)     (eq. 17, rows)
+                                ^λ(i)Ω_D(i) = ^iΩ_D(i) + v D_i⁻¹ vᵀ,  v = ^iK_D(i) S_i (eq. 16)
+                                starting from ^iK_i = 1, ^iΩ_i = 0 at i ∈ N and K_j, 0 at EEs;
+                                articulated inertias in articulated.py
+  forward over N (lines 16-17): ^0Ω_i = ^A(i)Ω_i + ^A(i)K_i ^0Ω_A(i) ^A(i)K_iᵀ   (eq. 18)
+  backward over N (18-22):      ^A(j)K_i = ^jK_i ^A(j)K_j                         (eq. 19)
+  assembly (23-28):             Λ⁻¹_ij = ^cK_i ^0Ω_c ^cK_jᵀ, c = cca(i, j)        (eq. 13)
+
+Local-frame choices: Ω_D is expressed in D's own frame, so no similarity transforms; at a
+free root in N, ^0Ω = S D⁻¹ Sᵀ stays as the LDLᵀ of D (never an inverse), and the rows
+through it enter as Z = L⁻¹ Sᵀ Kᵀ, with Z for a deeper EE obtained as Z_A(i) ^A(i)K_iᵀ.
+A free joint below the root passes nothing to its parent, so it starts a separate tree.
+"""
+from __future__ import annotations
+
+import casadi as ca
+
+from ..symbolic.spatial import sx
+from ..symbolic import linalg
+from ..sweeps.articulated import articulated_inertias
+from ..symbolic.frames import choose_offsets, local_transforms, transform_rows
+from .pv_osim import lead_axes, sr1
+
+
+class FactoredOmega:
+    """^0Ω_b = S D⁻¹ Sᵀ of a free root b, kept as the LDLᵀ factors of D.  With ``lead`` (a
+    child of b with a numeric joint axis s), D is factored in a basis led by s: the rows that
+    come through that child annihilate s, so their first Z entry is an exact zero."""
+
+    def __init__(self, J, leads=()):
+        self.lead = leads[0] if leads else None
+        self.J = J if self.lead is None else J.leading([self.lead[0]])
+
+    def z(self, R, via=None):
+        """Z = L⁻¹ Sᵀ Rᵀ (6 x m) for rows R (m x 6) that came through the child ``via``."""
+        B = [self.J.coords([R[r, c] for c in range(6)]) for r in range(R.shape[0])]
+        if self.lead is not None and via in self.lead[1]:
+            for b in B:
+                b[0] = 0
+        Z = linalg.forward_substitute(self.J.ldl[0], 6, [[b[a] for b in B] for a in range(6)])
+        return linalg.to_sx_rows(Z)
+
+
+def structure(robot, constraints):
+    """Branching structure: branches per link, N, D per EE-carrying link, A per N-member.
+    Nodes are ('L', body) for links and ('E', constraint index) for end-effectors."""
+    n = robot.n_bodies
+    cut = [robot.parent(i) < 0 or robot.bodies[i].joint.kind == "free" for i in range(n)]
+    ees = [[] for _ in range(n)]
+    for j, c in enumerate(constraints.constraints):
+        ees[c.body].append(j)
+    carries = [bool(ees[i]) for i in range(n)]
+    for i in reversed(range(n)):
+        if carries[i] and not cut[i]:
+            carries[robot.parent(i)] = True
+    branches = [[("E", j) for j in ees[i]] for i in range(n)]
+    for i in range(n):
+        if carries[i] and not cut[i]:
+            branches[robot.parent(i)].append(("L", i))
+    inN = [len(b) >= 2 for b in branches]
+    D = [None] * n
+    for i in reversed(range(n)):                       # from branch data only: a sibling
+        if carries[i]:                                 # without EEs never touches D
+            b = branches[i]
+            D[i] = ("L", i) if inN[i] else (b[0] if b[0][0] == "E" else D[b[0][1]])
+    A = {}
+    for i in range(n):
+        if not carries[i]:
+            continue
+        j = i
+        while not cut[j] and not inN[robot.parent(j)]:
+            j = robot.parent(j)
+        up = None if cut[j] else ("L", robot.parent(j))
+        if inN[i]:
+            A[("L", i)] = up
+        for e in ees[i]:
+            A[("E", e)] = ("L", i) if inN[i] else up
+    return {"carries": carries, "branches": branches, "inN": inN, "D": D, "A": A, "cut": cut,
+            "ees": [c.body for c in constraints.constraints]}
+
+
+def backward(robot, st, T, abi, Ks):
+    """Alg. 3 lines 5-15: (top, omega0, via) with top[n] = (^A(n)K_n rows, ^A(n)Ω_n) for the
+    N-members n below a branching link, omega0[n] = ^0Ω_n where A(n) = 0, via[n] = the child
+    of A(n) that n's rows came through (None for an EE on A(n) itself)."""
+    rows_of = lambda node: Ks[node[1]].shape[0] if node[0] == "E" else 6   # noqa: E731
+    weight = [0] * robot.n_bodies                          # constraint rows in each subtree
+    for K, c in zip(Ks, st["ees"]):
+        for i in robot.ancestors(c):
+            weight[i] += K.shape[0]
+    up, top, omega0, via = {}, {}, {}, {}
+    for i in reversed(range(robot.n_bodies)):
+        if not st["carries"][i]:
+            continue
+        child = None
+        if st["inN"][i]:
+            R, Om, node = ca.SX.eye(6), {}, ("L", i)       # ^iK_i = 1, ^iΩ_i = 0 (line 7)
+            for b in st["branches"][i]:                    # ^iK_n, ^iΩ_n for the N-members
+                if b[0] == "E":                            # n just below i (line 4)
+                    top[b], via[b] = (Ks[b[1]], {}), None
+                else:
+                    top[up[b[1]][2]], via[up[b[1]][2]] = up[b[1]][:2], b[1]
+        else:
+            b = st["branches"][i][0]
+            R, Om, node = (Ks[b[1]], {}, b) if b[0] == "E" else up[b[1]]
+            child = b[1] if b[0] == "L" else None
+        J, m = abi[i], rows_of(node)
+        if J.free:                                         # ^0Ω_D(i) through D_i = LDLᵀ
+            if st["inN"][i]:
+                kids = {b[1]: weight[b[1]] for b in st["branches"][i] if b[0] == "L"}
+                omega0[node] = FactoredOmega(J, lead_axes(T, kids, 1))
+            else:
+                fo = FactoredOmega(J, lead_axes(T, {child: 1}, 1) if child is not None else ())
+                Z = fo.z(R, child)
+                omega0[node] = _add(Om, _gram(Z, fo.J.ldl[2], Z, m, True))
+            continue
+        Rp, v = J.project_rows(R)
+        Om = dict(Om)
+        sr1(Om, list(range(m)), v, J.Dinv)                 # eq. (16)
+        if st["cut"][i]:
+            omega0[node] = Om                              # fixed-base root: ^0Ω_D(i)
+        else:
+            up[i] = (transform_rows(T[i], Rp), Om, node)   # eq. (17)
+    return top, omega0, via
+
+
+class Blocks:
+    """^cK_a ^0Ω_c ^cK_bᵀ (eq. 13) with every product computed once: ^cK composed along N
+    (eq. 19), Y = ^0Ω_c ^cK_bᵀ for an explicit ^0Ω_c, Z = L⁻¹ Sᵀ ^cK_bᵀ for a factored one."""
+
+    def __init__(self, A, top, omega0, rows, via):
+        self.A, self.top, self.omega0, self.rows, self.via = A, top, omega0, rows, via
+        self.cache = {}
+
+    def _memo(self, key, make):
+        if key not in self.cache:
+            self.cache[key] = make()
+        return self.cache[key]
+
+    def Z(self, c, n):
+        R = self.top[n][0]
+        return self._memo(("Z", c, n), lambda: self.omega0[c].z(R, self.via[n]) if self.A[n] == c
+                          else ca.mtimes(self.Z(c, self.A[n]), R.T))
+
+    def Zs(self, c, n):
+        dinv = self.omega0[c].J.ldl[2]
+        return self._memo(("Zs", c, n), lambda: ca.vertcat(*[self.Z(c, n)[r, :] * dinv[r] for r in range(6)]))
+
+    def K(self, c, n):
+        R = self.top[n][0]
+        return self._memo(("K", c, n), lambda: R if self.A[n] == c else ca.mtimes(R, self.K(c, self.A[n])))
+
+    def Y(self, c, n):
+        return self._memo(("Y", c, n), lambda: ca.mtimes(linalg.to_sx(self.omega0[c], 6), self.K(c, n).T))
+
+    def block(self, c, a, b, upper):
+        Pa, Pb = ((self.Zs(c, a), self.Z(c, b)) if isinstance(self.omega0[c], FactoredOmega)
+                  else (self.K(c, a).T, self.Y(c, b)))
+        return {(p, q): ca.dot(Pa[:, p], Pb[:, q]) for p in range(self.rows(a))
+                for q in range(p if upper else 0, self.rows(b))}
+
+
+def sweeps(robot, constraints, q, K_bodies):
+    """{'abi', 'top', 'omega0_backward', 'omega0' (after the forward sweep over N), 'blocks',
+    'structure'}."""
+    T = local_transforms(robot, q, choose_offsets(robot, constraints))
+    abi = articulated_inertias(robot, T)
+    st = structure(robot, constraints)
+    Ks = [sx(K) for K in K_bodies]
+    top, omega0, via = backward(robot, st, T, abi, Ks)
+    after_backward = dict(omega0)
+    A = st["A"]
+    blocks = Blocks(A, top, omega0, lambda n: Ks[n[1]].shape[0] if n[0] == "E" else 6, via)
+    # forward sweep over N (lines 16-17), parents first
+    for n in sorted((k for k in A if k not in omega0), key=lambda k: (_body(k, constraints), k[0] == "E")):
+        if A[n] is not None:
+            omega0[n] = _add(top[n][1], blocks.block(A[n], n, n, True))            # eq. (18)
+    return {"abi": abi, "top": top, "omega0_backward": after_backward, "omega0": omega0,
+            "blocks": blocks, "structure": st}
+
+
+def delassus(robot, constraints, q, K_bodies):
+    return assemble(constraints, sweeps(robot, constraints, q, K_bodies))
+
+
+def assemble(constraints, s):
+    """Λ⁻¹ from the sweeps: line 28 for diagonal blocks, line 25 off the diagonal."""
+    A, omega0, blocks = s["structure"]["A"], s["omega0"], s["blocks"]
+    L = {}
+    nodes = [("E", j) for j in range(len(constraints.constraints))]
+    for a, na in enumerate(nodes):                        # assembly (lines 23-28)
+        ra = constraints.offsets[a]
+        for (p, q_), e in omega0[na].items():                                       # line 28
+            L[(ra + p, ra + q_)] = e
+        for b in range(a + 1, len(nodes)):
+            c = _cca(A, na, nodes[b])
+            if c is None:
+                continue                                   # separate trees: no coupling
+            rb = constraints.offsets[b]
+            for (p, q_), e in blocks.block(c, na, nodes[b], False).items():         # line 25
+                L[(ra + p, rb + q_)] = e
+    return {"delassus": linalg.to_sx(L, constraints.m)}
+
+
+def _body(node, constraints):
+    return node[1] if node[0] == "L" else constraints.constraints[node[1]].body
+
+
+def _cca(A, a, b):
+    """Closest common branching ancestor of two EEs."""
+    anc = []
+    while A.get(a) is not None:
+        a = A[a]
+        anc.append(a)
+    while A.get(b) is not None:
+        b = A[b]
+        if b in anc:
+            return b
+    return None
+
+
+def _gram(Za, dinv, Zb, ma, upper):
+    """Zaᵀ d⁻¹ Zb entries (upper only when ``upper``, i.e. Za is Zb)."""
+    mb = Zb.shape[1]
+    Zs = ca.SX(Za)
+    for r in range(6):
+        Zs[r, :] = Za[r, :] * dinv[r]
+    return {(p, q): ca.dot(Zs[:, p], Zb[:, q]) for p in range(ma) for q in range(p if upper else 0, mb)}
+
+
+def _add(a, b):
+    out = dict(a)
+    for k, e in b.items():
+        out[k] = out.get(k, 0) + e
+    return out

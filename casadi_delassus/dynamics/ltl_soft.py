@@ -1,0 +1,75 @@
+"""ltl_soft — the soft Gauss principle in joint space (MuJoCo's formulation) with Featherstone's
+sparse LᵀDL factorization, O(nd² + md²).
+
+PV paper ../shared/papers/004_52dd6d88d839fc14.txt, Sec. VI (eq. 50) and Sec. IX-C ("LTL-s": "the
+LTL solver is also used in MuJoCo which uses a joint-space version of the soft-Gauss
+principle"), Table II.  Same problem and outputs as pv_soft.py:
+
+    (M + Jᵀ R⁻¹ J) v̇ = τ − c − Jᵀ R⁻¹ (J̇ v − k),      λ = −R⁻¹ (J v̇ + J̇ v − k).
+
+Jᵀ R⁻¹ J = Σ_i J_iᵀ K_iᵀ R_i⁻¹ K_i J_i couples only dofs on one root-to-link path, so
+M + Jᵀ R⁻¹ J keeps the branch-induced sparsity of M and factorizes without fill-in:
+
+  RNEA (v̇ = 0) with the forces K_iᵀ R_i⁻¹ (K_i a'_i + l_i) added on the constrained links:
+        its backward pass gives c + Jᵀ R⁻¹ (J̇ v − k) directly (J is never formed)
+  CRBA with the link inertias H_i + K_iᵀ R_i⁻¹ K_i (PV eq. 52): M + Jᵀ R⁻¹ J directly
+  M̃ = Lᵀ D L (ltl.ltdl),  v̇ = L⁻¹ D⁻¹ L⁻ᵀ (τ − c̃)
+  λ_i = −R_i⁻¹ (K_i a'_i + l_i) = R_i⁻¹ (k'_i − K_i a'_i) with a'_i the constrained links' accelerations (one forward
+        pass along their paths).
+"""
+from __future__ import annotations
+
+from ..sweeps import tree as ds
+from .ltl import crba, dof_parents, from_slid, ltdl, rnea_bias, solve_l, solve_lt, sweeps, to_slid
+from .pv_soft import soft_terms
+
+
+def ltl_soft(robot, constraints, q, K_bodies, v, tau, k, R, rec=None):
+    rec = rec or (lambda *a: None)
+    tree = ds.Tree(robot, constraints, q, K_bodies)
+    vel, c, g, _ = sweeps(tree, v, tau, k, rec)
+    own = tree.targets(k, g, negate=True)                # k'_i = k_i − K_i a_grav,i = −l_i
+    inertia, _, rinv = soft_terms(tree, R, k)
+
+    def soft_forces(acc):                      # K_iᵀ R_i⁻¹ (K_i a'_i + l_i) = Jᵀ R⁻¹ (J̇ v − k)
+        out = {}
+        for i in range(tree.n):
+            for rows, K, lv in own[i]:
+                f = out.get(i, [0.0] * 6)
+                for r, gr in enumerate(rows):
+                    row = [K[r, c_] for c_ in range(6)]
+                    e = ds.mul(rinv[gr], ds.sub(ds.dot(row, acc[i]), lv[r]))
+                    f = ds.vadd(f, [ds.mul(x, e) for x in row])
+                out[i] = f
+        return out
+
+    C, _ = rnea_bias(tree, vel, c, g, soft_forces)
+    rec("RNEA (v̇ = 0) with soft constraint forces: c + Jᵀ R⁻¹ (J̇ v − k)", C)
+    M = crba(tree, inertia)
+    rec("CRBA with H_i + K_iᵀ R_i⁻¹ K_i: M + Jᵀ R⁻¹ J", M)
+    lam_ = dof_parents(tree)
+    L, Dinv = ltdl(M, lam_)
+    rec("M̃ = Lᵀ D L (sparse)", L, Dinv)
+    tau_s = to_slid(tree, tau)
+    y = solve_lt(L, lam_, [ds.sub(tau_s[d], C[d]) for d in range(robot.nv)])
+    vs = solve_l(L, lam_, [ds.mul(a, b) for a, b in zip(y, Dinv)])
+    rec("v̇ = L⁻¹ D⁻¹ L⁻ᵀ (τ − c̃)", vs)
+    # accelerations of the constrained links (true ones shifted by −a_grav): a'_i = ^iX a'_λ + a_b,i + S_i v̇_i
+    acc = [None] * tree.n
+    lam = [0.0] * constraints.m
+    for i in range(tree.n):
+        if not tree.supports[i]:
+            continue
+        bi, par = robot.bodies[i], tree.parent[i]
+        vi = vs[bi.v_index:bi.v_index + bi.joint.nv]
+        if tree.is_free(i):
+            acc[i] = ds.vsub(vi[3:] + vi[:3], [0.0] * 3 + g[i])        # slid dofs [a_lin; α]
+        else:
+            y_ = ds.root_accel(tree, i, g) if par < 0 else ds.motion(tree.T[i], acc[par])
+            acc[i] = ds.vadd(ds.vadd(y_, c[i]), tree.s_times(i, vi[0]) if tree.axis[i][0] is not None
+                             else ds.mat_vec(tree.S[i], vi))
+        for rows, K, nl in own[i]:
+            for r, gr in enumerate(rows):                              # λ = R⁻¹ (k' − K a')
+                lam[gr] = ds.mul(rinv[gr], ds.sub(nl[r], ds.dot([K[r, c_] for c_ in range(6)], acc[i])))
+    rec("λ = −R⁻¹ (K_i a'_i + l_i) along the constrained paths", lam)
+    return {"vdot": ds.column(from_slid(tree, vs)), "lam": ds.column(lam)}

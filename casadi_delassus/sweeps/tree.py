@@ -1,0 +1,793 @@
+"""Shared sweeps of the dynamics solvers (aba, rnea, pv, pv_soft, pv_early, ltl, ltl_soft).
+
+PV paper ../shared/papers/004_52dd6d88d839fc14.txt, Alg. 1: the first forward sweep (lines 1-5:
+joint transforms, link velocities v_i (eq. 10), bias accelerations a_b,i = v_i × S_i q̇_i
+(eq. 11), bias forces v_i ×* H_i v_i (eq. 23)), the force recursion of the backward sweep
+(eq. 42b, line 8), the roll-out (lines 16-17), and the hard solvers' base solve (eq. 47 by a
+block elimination that needs no invertible branch block, ``saddle_solve``: pv, pv_early, ltl)
+with well-conditioned constraint rows (``Tree.orthonormalize``: pv, ltl).  Everything is in
+local link frames (frames.local_transforms, bodies slid along their joint axes by
+frames.choose_offsets, which changes neither S_i nor any joint-space quantity), Featherstone's
+[angular; linear] order.
+
+Conventions shared by the solvers
+- 6-vectors are lists of six SX scalars, exact numeric zeros kept as 0.0 so that they cost
+  nothing (every helper below skips them).
+- Forces use Featherstone's bias-force sign, p = v ×* H v − f_ext, so the paper's force terms
+  are f^A = −p^A: the backward sweep passes p^a_i = p^A_i + H^a_i c_i + Ū_i u_i to the parent
+  (the paper's P_i(f_i^A − H_i^A a_b,i) with the joint force folded in, eq. (24)), where
+  u_i = τ_i − S_iᵀ p^A_i and Ū_i = U_i D_i⁻¹.  No negation is needed anywhere.
+- Gravity enters as the acceleration a_0 = −a_grav of the world (Sec. III-B2): every link
+  acceleration computed is a'_i = a_i − a_grav,i, and a constraint K_i a_i = k_i becomes
+  K_i a'_i = k_i − K_i a_grav,i.  a_grav,i = [0; g_i] only needs g_i (gravity in link-i axes)
+  on the paths from the roots to the constrained links: a 3-vector rotation per joint.
+- The free base's velocity coordinates are Pinocchio's ([linear; angular] of the base frame
+  at the joint origin); its body frame may be slid by o (frames.choose_offsets), so its
+  velocity, joint force and acceleration are converted at this boundary, once.
+"""
+from __future__ import annotations
+
+import casadi as ca
+import numpy as np
+
+from ..errors import DelassusError
+from ..symbolic.spatial import symmetric
+from ..symbolic import linalg
+from .articulated import unit_axis
+from ..symbolic.frames import body_inertia, choose_offsets, local_transforms
+
+
+# -- scalars with structural zeros -----------------------------------------------------------
+def is0(x):
+    return (isinstance(x, (int, float)) and x == 0) or (isinstance(x, ca.SX) and x.is_zero())
+
+
+def add(a, b):
+    return b if is0(a) else a if is0(b) else a + b
+
+
+def sub(a, b):
+    return a if is0(b) else -b if is0(a) else a - b
+
+
+def mul(a, b):
+    return 0.0 if is0(a) or is0(b) else a * b
+
+
+def lin(pairs):
+    """Σ w x over (numeric w, SX x): ±1 weights cost no product, zeros are skipped."""
+    acc = 0.0
+    for w, x in pairs:
+        w = float(w)
+        if w == 0 or is0(x):
+            continue
+        if abs(w) == 1:
+            acc = (x if w > 0 else -x) if is0(acc) else (acc + x if w > 0 else acc - x)
+        else:
+            acc = w * x if is0(acc) else acc + w * x
+    return acc
+
+
+def dot(a, b):
+    acc = 0.0
+    for x, y in zip(a, b):
+        if not (is0(x) or is0(y)):
+            acc = x * y if is0(acc) else acc + x * y
+    return acc
+
+
+def vadd(a, b):
+    return [add(x, y) for x, y in zip(a, b)]
+
+
+def vsub(a, b):
+    return [sub(x, y) for x, y in zip(a, b)]
+
+
+def cross(a, b):
+    """a × b for 3-lists of SX scalars (or zeros)."""
+    return [sub(mul(a[1], b[2]), mul(a[2], b[1])), sub(mul(a[2], b[0]), mul(a[0], b[2])),
+            sub(mul(a[0], b[1]), mul(a[1], b[0]))]
+
+
+def cross_num(r, w):
+    """r × w for a numeric 3-vector r."""
+    return [lin([(r[1], w[2]), (-r[2], w[1])]), lin([(r[2], w[0]), (-r[0], w[2])]),
+            lin([(r[0], w[1]), (-r[1], w[0])])]
+
+
+def mat_vec(A, x):
+    """A x for a numeric matrix A (zeros skipped)."""
+    return [lin([(A[r, c], x[c]) for c in range(A.shape[1])]) for r in range(A.shape[0])]
+
+
+def mat_t_vec(A, x):
+    return mat_vec(A.T, x)
+
+
+def sym_vec(H, x):
+    """H x for a symmetric SX matrix (structural zeros skipped)."""
+    n = H.shape[0]
+    return [dot([H[r, c] for c in range(n)], x) for r in range(n)]
+
+
+# -- structured joint transforms ^iX_λ(i) ------------------------------------------------------
+def _plane(T):
+    return (T.k + 1) % 3, (T.k + 2) % 3
+
+
+def rot(T, w):
+    """E w (parent axes -> body axes) for a 3-list."""
+    if T.k is None:
+        E = T.X.E
+        return [dot([E[r, c] for c in range(3)], w) for r in range(3)]
+    w = mat_vec(T.E_T, w)
+    a, b = _plane(T)
+    out = list(w)
+    out[a] = add(mul(T.c, w[a]), mul(T.t, w[b]))
+    out[b] = sub(mul(T.c, w[b]), mul(T.t, w[a]))
+    return out
+
+
+def rot_t(T, f):
+    """Eᵀ f (body axes -> parent axes) for a 3-list."""
+    if T.k is None:
+        E = T.X.E
+        return [dot([E[r, c] for r in range(3)], f) for c in range(3)]
+    a, b = _plane(T)
+    g = list(f)
+    g[a] = sub(mul(T.c, f[a]), mul(T.t, f[b]))
+    g[b] = add(mul(T.t, f[a]), mul(T.c, f[b]))
+    return mat_t_vec(T.E_T, g)
+
+
+def motion(T, m):
+    """^iX_λ m for a motion 6-list in parent coordinates: [E ω; E (v − r × ω)]."""
+    w, v = m[:3], m[3:]
+    if T.k is None:
+        r = [T.X.r[j] for j in range(3)]
+        return rot(T, w) + rot(T, vsub(v, cross(r, w)))
+    # X = X_J T(r_J) R(E_T): rotate by E_T, shift in joint coordinates, then the plane rotation
+    w1, v1 = mat_vec(T.E_T, w), mat_vec(T.E_T, v)
+    v1 = vsub(v1, cross_num(T.r_J, w1))
+    a, b = _plane(T)
+    out = []
+    for x in (w1, v1):
+        y = list(x)
+        y[a] = add(mul(T.c, x[a]), mul(T.t, x[b]))
+        y[b] = sub(mul(T.c, x[b]), mul(T.t, x[a]))
+        out += y
+    return out
+
+
+def force(T, f):
+    """^iX_λᵀ f: a force 6-list in body coordinates expressed in the parent's."""
+    n, lf = f[:3], f[3:]
+    if T.k is None:
+        r = [T.X.r[j] for j in range(3)]
+        fl = rot_t(T, lf)
+        return vadd(rot_t(T, n), cross(r, fl)) + fl
+    a, b = _plane(T)
+    out = []
+    for x in (n, lf):
+        y = list(x)
+        y[a] = sub(mul(T.c, x[a]), mul(T.t, x[b]))
+        y[b] = add(mul(T.t, x[a]), mul(T.c, x[b]))
+        out.append(y)
+    n1 = vadd(out[0], cross_num(T.r_J, out[1]))
+    return mat_t_vec(T.E_T, n1) + mat_t_vec(T.E_T, out[1])
+
+
+def cross_axis(x, a, s, qd):
+    """(s qd) (x × e_a) for a 3-list x: two products, the sign folded into the order."""
+    i, j = (a + 1) % 3, (a + 2) % 3
+    out = [0.0, 0.0, 0.0]
+    # x × e_a = x_j e_i − x_i e_j  (e_i × e_a = e_j ... for (a, i, j) cyclic)
+    hi, hj = mul(qd, x[j]), mul(qd, x[i])
+    if s > 0:
+        out[i], out[j] = hi, (-hj if not is0(hj) else 0.0)
+    else:
+        out[i], out[j] = (-hi if not is0(hi) else 0.0), hj
+    return out
+
+
+# -- the tree -----------------------------------------------------------------------------------
+class Tree:
+    """One robot and constraint set at one symbolic q: local frames,
+    motion subspaces, the constraint rows of every body.  Shared by every solver."""
+
+    def __init__(self, robot, constraints, q, K_bodies=(), offsets=None):
+        self.robot, self.cs, self.q = robot, constraints, q
+        for i, b in enumerate(robot.bodies):
+            if b.joint.kind == "free" and b.parent >= 0:
+                raise DelassusError(f"body {b.name!r}: a free joint below the root is not supported "
+                                    f"by the dynamics solvers")
+        self.offsets = choose_offsets(robot, constraints) if offsets is None else offsets
+        self.T = local_transforms(robot, q, self.offsets)
+        self.S = [b.joint.motion_subspace() for b in robot.bodies]
+        self.axis = [unit_axis(S) for S in self.S]
+        self.n = robot.n_bodies
+        self.parent = [b.parent for b in robot.bodies]
+        self.children = [[] for _ in robot.bodies]
+        for i, p in enumerate(self.parent):
+            if p >= 0:
+                self.children[p].append(i)
+        # constraint rows per body: [(global row indices, K_i (SX m_i x 6))], in order
+        self.own = [[] for _ in robot.bodies]
+        for c, K, r0 in zip(getattr(constraints, "constraints", []), K_bodies, getattr(constraints, "offsets", [])):
+            self.own[c.body].append((list(range(r0, r0 + c.rows)), K if isinstance(K, ca.SX) else ca.SX(K)))
+        self.factors = {}                       # first row -> RowFactor (``orthonormalize``)
+        self.constrained = [bool(o) for o in self.own]
+        self.supports = [False] * self.n        # body on a path from a root to a constrained body
+        for i in reversed(range(self.n)):
+            if self.constrained[i] or any(self.supports[c] for c in self.children[i]):
+                self.supports[i] = True
+
+    def is_free(self, i):
+        return self.robot.bodies[i].joint.kind == "free"
+
+    def vslice(self, x, i):
+        b = self.robot.bodies[i]
+        return [x[b.v_index + j] for j in range(b.joint.nv)]
+
+    # -- first forward sweep ----------------------------------------------------------------
+    def velocities(self, v):
+        """(v_i, c_i = a_b,i, q̇_i) per body (PV Alg. 1 lines 3-4)."""
+        vel, c, qd = [None] * self.n, [None] * self.n, [None] * self.n
+        for i in range(self.n):
+            qd[i] = self.vslice(v, i)
+            p = self.parent[i]
+            if self.is_free(i):
+                lin_, w = qd[i][:3], qd[i][3:]
+                vel[i] = w + vadd(lin_, cross(w, list(self.T[i].o)))    # v + ω × o
+                c[i] = [0.0] * 6
+                continue
+            a, s = self.axis[i]
+            if a is not None:
+                vJ = [0.0] * 6
+                vJ[a] = qd[i][0] if s > 0 else -qd[i][0]
+            else:
+                vJ = mat_vec(self.S[i], qd[i])
+            if p < 0:
+                vel[i], c[i] = vJ, [0.0] * 6                           # vJ × vJ = 0
+                continue
+            vel[i] = vadd(motion(self.T[i], vel[p]), vJ)
+            if a is not None:
+                ax = a if a < 3 else a - 3
+                w, lv = vel[i][:3], vel[i][3:]
+                if a < 3:                                            # [ω; v] × [e_a; 0]
+                    c[i] = cross_axis(w, ax, s, qd[i][0]) + cross_axis(lv, ax, s, qd[i][0])
+                else:                                                # [ω; v] × [0; e_a]
+                    c[i] = [0.0] * 3 + cross_axis(w, ax, s, qd[i][0])
+            else:
+                w, lv = vel[i][:3], vel[i][3:]
+                c[i] = vadd(cross(w, vJ[:3]) + cross(w, vJ[3:]), [0.0] * 3 + cross(lv, vJ[:3]))
+        return vel, c, qd
+
+    def bias_forces(self, vel):
+        """p_i = v_i ×* H_i v_i (Featherstone's sign; the paper's f_i = −p_i, eq. 23), written
+        about the centre of mass c (body coordinates): with v_c = v − c × ω the velocity of the
+        centre of mass, p = [ω × Ī_c ω + c × p_f; p_f], p_f = m ω × v_c (Jacobi identity:
+        ω × (c × v_c) + (c × ω) × v_c = c × (ω × v_c)).  About 60 operations instead of 72."""
+        out = []
+        for i, b in enumerate(self.robot.bodies):
+            w, lv = vel[i][:3], vel[i][3:]
+            com = np.asarray(b.com, float) - self.T[i].o
+            com[np.abs(com) < 1e-12] = 0.0
+            vc = vsub(lv, cross_num(com, w))
+            pf = [mul(float(b.mass), x) for x in cross(w, vc)]
+            pn = vadd(cross(w, mat_vec(np.asarray(b.inertia, float), w)), cross_num(com, pf))
+            out.append(pn + pf)
+        return out
+
+    def gravity(self, bodies=None):
+        """g_i (3-list, gravity in body-i axes) on the paths to ``bodies`` (default: the
+        constrained links), roots included; None elsewhere."""
+        need = [False] * self.n
+        for i in (range(self.n) if bodies is None else bodies):
+            if bodies is None and not self.constrained[i]:
+                continue
+            while i >= 0 and not need[i]:
+                need[i] = True
+                i = self.parent[i]
+        for i in range(self.n):
+            if self.parent[i] < 0:
+                need[i] = True
+        g = [None] * self.n
+        g0 = [float(x) for x in self.robot.gravity]
+        for i in range(self.n):
+            if need[i]:
+                p = self.parent[i]
+                g[i] = rot(self.T[i], g0 if p < 0 else g[p])
+        return g
+
+    def targets(self, k, g, negate=False):
+        """l_i = K_i a_grav,i − k_i for each body's own rows (the paper's l_i = −k_i of Alg. 1
+        line 5 with the gravity update of Sec. III-B2), or −l_i = k_i − K_i a_grav,i with
+        ``negate``: [(rows, K_i, list)] per body (rows orthonormalized: K_i = Q_i, k_i = T_i⁻¹ k_i)."""
+        out = [[] for _ in range(self.n)]
+        for i in range(self.n):
+            for rows, K in self.own[i]:
+                ki = [k[r] for r in rows]
+                if rows[0] in self.factors:
+                    ki = self.factors[rows[0]].solve(ki)
+                kg = [dot([K[r, 3 + j] for j in range(3)], g[i]) for r in range(len(rows))]
+                lv = [sub(ki[r], kg[r]) if negate else sub(kg[r], ki[r]) for r in range(len(rows))]
+                out[i].append((rows, K, lv))
+        return out
+
+    # -- well-conditioned constraint rows -------------------------------------------------------
+    def orthonormalize(self):
+        """Each constraint's rows K_i = T_i Q_i (T_i lower triangular, Q_i orthonormal rows):
+        the solvers then enforce Q_i a_i = T_i⁻¹ k_i, and ``multipliers`` maps their μ_i back to
+        λ_i = T_i⁻ᵀ μ_i.  The Delassus system of the rows Q keeps the mechanism's condition
+        number instead of one multiplied by up to cond(K_i)²: an N(0, 1) runtime K_i on the talos
+        anchor made cond(Λ⁻¹) ≈ 4e9 and cost pv and ltl two digits of J v̇ + J̇ v − k.  Numeric
+        K_i are factorized by numpy at trace time (nothing to do for orthonormal rows: welds,
+        points); runtime K_i by modified Gram-Schmidt on the rows (~450 operations for 6 x 6)."""
+        for i in range(self.n):
+            for j, (rows, K) in enumerate(self.own[i]):
+                fac = RowFactor.of(K)
+                if fac is not None:
+                    fac.rows = slice(rows[0], rows[-1] + 1)
+                    self.own[i][j] = (rows, fac.Q)
+                    self.factors[rows[0]] = fac
+
+    def multipliers(self, mu):
+        """λ from the multipliers μ of the orthonormalized rows (a list over all rows)."""
+        lam = list(mu)
+        for fac in self.factors.values():
+            lam[fac.rows.start:fac.rows.stop] = fac.back(lam[fac.rows.start:fac.rows.stop])
+        return lam
+
+    # -- free base boundary -------------------------------------------------------------------
+    def base_wrench(self, i, tau_b):
+        """The free joint's τ = [f; n] (Pinocchio) as a force [n − o × f; f] in the slid frame."""
+        f, n = tau_b[:3], tau_b[3:]
+        return vsub(n, cross_num(self.T[i].o, f)) + list(f)
+
+    def base_qdd(self, i, a_prime, g_b):
+        """Pinocchio's base v̇ = [a_lin; α] from a'_b (slid frame, gravity removed: a = a' + [0; g])."""
+        alpha, al = a_prime[:3], vadd(a_prime[3:], g_b)
+        return vsub(al, cross(alpha, list(self.T[i].o))) + alpha
+
+    def base_accel(self, i, qdd_b, g_b):
+        """Inverse of base_qdd: a'_b in the slid frame from Pinocchio's base v̇."""
+        al, alpha = qdd_b[:3], qdd_b[3:]
+        return alpha + vsub(vadd(al, cross(alpha, list(self.T[i].o))), g_b)
+
+    # -- joint terms ----------------------------------------------------------------------------
+    def sq(self, i, x):
+        """S_iᵀ x for a 1-DoF joint."""
+        a, s = self.axis[i]
+        if a is not None:
+            return x[a] if s > 0 else (-x[a] if not is0(x[a]) else 0.0)
+        return lin([(self.S[i][r, 0], x[r]) for r in range(6)])
+
+    def s_times(self, i, y):
+        """S_i y for a 1-DoF joint (a 6-list)."""
+        a, s = self.axis[i]
+        if a is not None:
+            out = [0.0] * 6
+            out[a] = y if s > 0 else -y
+            return out
+        return [mul(float(self.S[i][r, 0]), y) if self.S[i][r, 0] else 0.0 for r in range(6)]
+
+
+class RowFactor:
+    """K = T Q for constraint rows K (m_i x 6, SX): Q orthonormal rows, T lower triangular
+    (``Tree.orthonormalize``)."""
+
+    def __init__(self, Q, T, tinv, m):
+        self.Q, self.T, self.tinv, self.m = Q, T, tinv, m
+        self.rows = None                      # the constraint's slice of all rows (Tree.orthonormalize)
+
+    @classmethod
+    def of(cls, K):
+        """None when K's rows are already orthonormal (numeric)."""
+        m = K.shape[0]
+        if K.is_constant():
+            Kn = np.array(ca.DM(K))
+            if np.allclose(Kn @ Kn.T, np.eye(m), rtol=0, atol=1e-14):
+                return None
+            q, r = np.linalg.qr(Kn.T)
+            T = {(a, b): float(r[b, a]) for a in range(m) for b in range(a)}
+            return cls(ca.SX(q.T), T, [1.0 / float(r[a, a]) for a in range(m)], m)
+        rows, T, tinv = [], {}, []                  # modified Gram-Schmidt
+        for a in range(m):
+            x = [K[a, c] for c in range(6)]
+            for b in range(a):
+                T[(a, b)] = dot(rows[b], x)
+                x = vsub(x, [mul(T[(a, b)], e) for e in rows[b]])
+            tinv.append(1 / ca.sqrt(dot(x, x)))
+            rows.append([mul(tinv[a], e) for e in x])
+        return cls(ca.vertcat(*[ca.horzcat(*r) for r in rows]), T, tinv, m)
+
+    def solve(self, k):
+        """T⁻¹ k (forward substitution)."""
+        x = []
+        for a in range(self.m):
+            x.append(mul(self.tinv[a], sub(k[a], dot([self.T[(a, b)] for b in range(a)], x))))
+        return x
+
+    def back(self, mu):
+        """T⁻ᵀ μ (back substitution)."""
+        x = [0.0] * self.m
+        for a in reversed(range(self.m)):
+            x[a] = mul(self.tinv[a], sub(mu[a], dot([self.T[(b, a)] for b in range(a + 1, self.m)], x[a + 1:])))
+        return x
+
+
+def ucol(J):
+    """U_i and Ū_i of a 1-DoF ArticulatedJoint as 6-lists."""
+    return [J.U[r] for r in range(6)], [J.Ubar[r] for r in range(6)]
+
+
+def ha_times(J, x):
+    """H^a_i x (H^a's row and column along S_i are structural zeros)."""
+    return sym_vec(J.Ha, x)
+
+
+def axis_g(tree, i, J):
+    """(a, sign, g) with g = Ū_i without the sign of S_i = ±e_a (g_a = 1 exactly, so that
+    whatever is projected through the joint has an exact zero along S_i); for other 1-DoF
+    joints (None, 1, Ū_i)."""
+    a, s = tree.axis[i]
+    if a is None:
+        return None, 1.0, [J.Ubar[r] for r in range(6)]
+    g = getattr(J, "g", None)          # articulated.ArticulatedJoint.g when it has it: shared nodes
+    if g is not None:
+        return a, s, [1.0 if l == a else g[l] for l in range(6)]
+    return a, s, [1.0 if l == a else mul(J.HA[a, l], J.Dinv) for l in range(6)]
+
+
+def joint_backward(tree, i, J, pA, tau_i, c_i):
+    """u_i = τ_i − S_iᵀ p^A_i and p^a_i = p^A_i + H^a_i c_i + Ū_i u_i for a 1-DoF joint
+    (along S_i = ±e_a: p^a_a = ±τ_i exactly, since Ū_a = ±1 and H^a S = 0)."""
+    u = sub(tau_i, tree.sq(i, pA))
+    a, s, g = axis_g(tree, i, J)
+    hc = ha_times(J, c_i)
+    pm = add if s > 0 else sub
+    pa = [pm(add(pA[l], hc[l]), mul(g[l], u)) for l in range(6)]
+    if a is not None:
+        pa[a] = tau_i if s > 0 else (-tau_i if not is0(tau_i) else 0.0)
+    return u, pa
+
+
+def joint_forward(tree, i, J, y, c_i, u, extra=0.0, sign=1.0):
+    """Roll-out (PV Alg. 1 lines 16-17): x = y + c_i with y = ^iX_λ a'_λ,
+    q̈_i = D_i⁻¹ (u_i − U_iᵀ x − sign · extra), a'_i = x + S_i q̈_i.  Returns (q̈_i, a'_i).
+    For S_i = ±e_a the component a of a'_i is formed first, a'_a = ±D⁻¹(u − sign·extra) −
+    Σ_{l≠a} g_l x_l (g = Ū without the sign, g_a = 1), which needs no U_a x_a product."""
+    x = vadd(y, c_i)
+    a, s, g = axis_g(tree, i, J)
+    t = (sub if sign > 0 else add)(u, extra)
+    if a is None:
+        U, _ = ucol(J)
+        qdd = mul(J.Dinv, sub(t, dot(U, x)))
+        return qdd, vadd(x, tree.s_times(i, qdd))
+    r = dot([g[l] if l != a else 0.0 for l in range(6)], x)
+    dt = mul(J.Dinv, t)
+    aa = sub(dt, r) if s > 0 else sub(-dt if not is0(dt) else 0.0, r)
+    qdd = sub(aa, x[a]) if s > 0 else sub(x[a], aa)
+    out = list(x)
+    out[a] = aa
+    return qdd, out
+
+
+def root_accel(tree, i, g):
+    """^iX_0 a_0 for a fixed root: the world's a_0 = −a_grav in body-i coordinates."""
+    return [0.0] * 3 + [(-x if not is0(x) else 0.0) for x in g[i]]
+
+
+# -- small dense solves ---------------------------------------------------------------------------
+def back_substitute(Lf, z):
+    """x = L⁻ᵀ z for unit lower-triangular L ({(i, j): e}, linalg.ldl)."""
+    x = [0.0] * len(z)
+    for i in reversed(range(len(z))):
+        acc = z[i]
+        for j in range(i + 1, len(z)):
+            Lji = Lf.get((j, i), 0)
+            if not (is0(Lji) or is0(x[j])):
+                acc = sub(acc, Lji * x[j])
+        x[i] = acc
+    return x
+
+
+def ldl_solve(fac, b):
+    """x = A⁻¹ b for A = L D Lᵀ from linalg.ldl (fac = (L, D, D⁻¹)); b a list."""
+    L, _, Dinv = fac
+    z = [row[0] for row in linalg.forward_substitute(L, len(b), [[x] for x in b])]
+    return back_substitute(L, [mul(x, d) for x, d in zip(z, Dinv)])
+
+
+def blocks_of(upper, rows):
+    """Connected components of the pattern of a symmetric matrix over ``rows`` (upper entries
+    keyed by row ids): the independent diagonal blocks, each a list of rows in ``rows``' order."""
+    parent = {r: r for r in rows}
+
+    def find(x):
+        while parent[x] != x:
+            parent[x] = parent[parent[x]]
+            x = parent[x]
+        return x
+    for (a, b), e in upper.items():
+        if a in parent and b in parent and not is0(e):
+            parent[find(a)] = find(b)
+    comps = {}
+    for r in rows:
+        comps.setdefault(find(r), []).append(r)
+    return list(comps.values())
+
+
+def local(upper, block):
+    """The entries of ``upper`` (keyed by row ids) inside ``block``, keyed by positions."""
+    idx = {r: j for j, r in enumerate(block)}
+    return {(min(idx[a], idx[b]), max(idx[a], idx[b])): e for (a, b), e in upper.items()
+            if a in idx and b in idx}
+
+
+def block_plus_low_rank_solve(L, blocks, V, g, h0, l):
+    """λ = (L + V G₀ Vᵀ)⁻¹ (l − V h0) and s = Vᵀ λ, for L block-diagonal and positive
+    semi-definite (upper entries keyed by row ids, ``blocks`` its diagonal blocks, in the order
+    they are eliminated), V {row: 6-list}, G₀ = diag(g) positive definite, h0 a 6-list.
+
+    Block Gaussian elimination in the "generator" form: after blocks 1..j−1 the remaining
+    matrix is still L + V G_{j−1} Vᵀ on the remaining rows, with the 6x6
+        G_j = G_{j−1} − G_{j−1} V_jᵀ B_j⁻¹ V_j G_{j−1},   B_j = L_j + V_j G_{j−1} V_jᵀ,
+    so only the b_j x b_j pivot blocks B_j are factorized (LDLᵀ, B_j = P Δ Pᵀ).  Each B_j is a
+    diagonal block of a Schur complement of the whole matrix: positive definite whenever the
+    whole matrix is, whatever L_j is (L_j singular, e.g. a branch at a kinematic singularity,
+    or L_j = 0).  The last block needs no G update; small blocks first keep the dense G
+    products (36 per row) off the largest block's factorization."""
+    G = {(x, y): (g[x] if x == y else 0.0) for x in range(6) for y in range(x, 6)}
+    h = list(h0)
+    steps, pivots = [], []
+    for n_, blk in enumerate(blocks):
+        b = len(blk)
+        U = [[dot([G[(min(x, y), max(x, y))] for y in range(6)], V[r]) for x in range(6)] for r in blk]   # V_j G
+        B = {(a_, c_): add(L.get((min(blk[a_], blk[c_]), max(blk[a_], blk[c_])), 0.0), dot(V[blk[a_]], U[c_]))
+             for a_ in range(b) for c_ in range(a_, b)}
+        P, D, dinv = linalg.ldl(B, b)
+        pivots += D
+        w = [row[0] for row in linalg.forward_substitute(P, b, [[sub(l[r], dot(V[r], h))] for r in blk])]
+        W = None
+        if n_ < len(blocks) - 1:                            # G ← G − Wᵀ Δ⁻¹ W,  W = P⁻¹ V_j G
+            W = linalg.forward_substitute(P, b, U)
+            Ws = [[mul(dinv[a_], e) for e in W[a_]] for a_ in range(b)]
+            for x in range(6):
+                for y in range(x, 6):
+                    G[(x, y)] = sub(G[(x, y)], dot([row[x] for row in Ws], [row[y] for row in W]))
+            h = [add(h[x], dot([row[x] for row in Ws], w)) for x in range(6)]
+        steps.append((blk, P, dinv, w, W))
+    s, lam = [0.0] * 6, {}
+    for blk, P, dinv, w, W in reversed(steps):          # λ_j = B_j⁻¹ (ρ_j − V_j G_{j−1} Σ_{i>j} V_iᵀ λ_i)
+        t = [mul(dinv[a_], sub(w[a_], dot(W[a_], s)) if W is not None else w[a_]) for a_ in range(len(blk))]
+        lam.update(zip(blk, back_substitute(P, t)))
+        s = [add(s[x], dot([V[r][x] for r in blk], [lam[r] for r in blk])) for x in range(6)]
+    return lam, s, pivots
+
+
+def saddle_solve(fac, K, L, blocks, p, l):
+    """The base's saddle point  [A, Kᵀ; K, −L] [a; λ] = [−p; −l]  (PV paper eqs. (45)-(47)):
+    A the 6x6 positive-definite base inertia given by its LDLᵀ factors ``fac`` (P, Δ, Δ⁻¹),
+    K {row: 6-list} the rows at the base, L their block-diagonal inverse-OSIM part (one block
+    per branch, ``blocks``).  Eliminating a first gives eq. (47), λ = (L + K A⁻¹ Kᵀ)⁻¹ (l − K A⁻¹ p),
+    solved by ``block_plus_low_rank_solve`` with V = P⁻¹ Kᵀ, G₀ = Δ⁻¹: never inverts a block
+    of L, so it holds wherever Λ⁻¹ = L + K A⁻¹ Kᵀ is positive definite (eq. (49) needs every
+    branch block of L invertible: not at a stretched knee).  a = −A⁻¹ (p + Kᵀ λ) comes from
+    the same factors and s = P⁻¹ Kᵀ λ.  Returns (a, {row: λ}, the pivots, for checks)."""
+    P, _, g = fac
+    rows = [r for blk in blocks for r in blk]
+    W = linalg.forward_substitute(P, 6, [[K[r][x] for r in rows] + [p[x]] for x in range(6)])
+    V = {r: [W[x][c] for x in range(6)] for c, r in enumerate(rows)}
+    tp = [W[x][len(rows)] for x in range(6)]
+    lam, s, pivots = block_plus_low_rank_solve(L, blocks, V, g, [mul(g[x], tp[x]) for x in range(6)], l)
+    a = back_substitute(P, [mul(g[x], add(tp[x], s[x])) for x in range(6)])
+    return [(-e if not is0(e) else 0.0) for e in a], lam, pivots
+
+
+def free_solve(tree, i, J, rhs):
+    """(H_b^A)⁻¹ rhs for a free joint, through the LDLᵀ of D_b = S_bᵀ H_b^A S_b (articulated.py)."""
+    S = tree.S[i]
+    y = ldl_solve(J.ldl, mat_t_vec(S, rhs))
+    return mat_vec(S, y)
+
+
+def outputs_vdot(tree, qdd):
+    """Assemble v̇ (nv) from per-body lists."""
+    out = []
+    for i in range(tree.n):
+        out += list(qdd[i])
+    return ca.vertcat(*[x if isinstance(x, ca.SX) else ca.SX(x) for x in out])
+
+
+def column(xs):
+    return ca.vertcat(*[x if isinstance(x, ca.SX) else ca.SX(float(x)) for x in xs])
+
+
+# -- numeric probe (structural decisions at trace time) ---------------------------------------------
+class Probe:
+    """Numeric values of SX expressions of q (and runtime K inputs) at seeded random inputs:
+    used at trace time to decide generically-valid structure (e.g. whether a block of L_b^A is
+    invertible, or whether rows passed through a joint are generically zero)."""
+
+    def __init__(self, robot, q, K_bodies, seed=12345):
+        rng = np.random.default_rng(seed)
+        syms = []
+        for K in K_bodies:
+            if isinstance(K, ca.SX):
+                syms += [s for s in ca.symvar(K) if not any(ca.depends_on(s, q[j]) for j in range(q.shape[0]))]
+        seen, self.syms = set(), []
+        for s in syms:
+            h = s.element_hash() if hasattr(s, "element_hash") else id(s)
+            if h not in seen:
+                seen.add(h)
+                self.syms.append(s)
+        self.q = q
+        self.values = [robot.random_q(rng)] + [rng.normal() for _ in self.syms]
+
+    def __call__(self, exprs):
+        exprs = [e if isinstance(e, ca.SX) else ca.SX(float(e)) for e in exprs]
+        f = ca.Function("probe", [self.q, *self.syms], [ca.vertcat(*exprs)] if exprs else [ca.SX(0, 1)])
+        return np.array(f(*self.values)).reshape(-1)
+
+
+# -- sweep-by-sweep operation counts ---------------------------------------------------------------
+class Recorder:
+    """Collects the intermediate results of a solver sweep by sweep, so that bench scripts can
+    count the operations each sweep adds (cumulative Functions, differences)."""
+
+    def __init__(self):
+        self.stages = []
+
+    def __call__(self, name, *groups):
+        flat = []
+        for g in groups:
+            stack = [g]
+            while stack:
+                x = stack.pop()
+                if isinstance(x, dict):
+                    stack.extend(x.values())
+                elif isinstance(x, (list, tuple)):
+                    stack.extend(x)
+                elif isinstance(x, ca.SX):
+                    flat.extend(x.nz[k] for k in range(x.nnz()))
+        self.stages.append((name, [e for e in flat if not e.is_constant()]))
+
+
+def stage_counts(stages, inputs):
+    """[(stage name, instructions added)] for Recorder stages, each counted as the Function of
+    everything recorded so far (with CasADi's cse), minus the previous count."""
+    from ..opcount import count_ops
+    out, seen, prev = [], [], 0
+    for name, exprs in stages:
+        seen += exprs
+        f = ca.Function("stage", inputs, ca.cse([ca.vertcat(*seen)]) if seen else [ca.SX(0, 1)])
+        n = count_ops(f)["instructions"]
+        out.append((name, n - prev))
+        prev = n
+    return out
+
+
+# -- rigid-body (composite) inertias: mass, first moment h = m c, rotational inertia about the origin
+class Rigid:
+    """A rigid-body inertia (m numeric, h 3-list, Ī as upper entries {(a, b): SX} about the
+    frame's origin), transformed to the parent with the joint's plane rotation: about half the
+    operations of a general symmetric 6x6 congruence (frames.transform_inertia)."""
+
+    def __init__(self, m, h, I):
+        self.m, self.h, self.I = m, h, I
+
+    @classmethod
+    def of_body(cls, body, o):
+        H = body_inertia(body, o)
+        return cls(float(H[5, 5]), [float(H[2, 4]), float(H[0, 5]), float(H[1, 3])],
+                   {(a, b): float(H[a, b]) for a in range(3) for b in range(a, 3)})
+
+    def __add__(self, other):
+        return Rigid(self.m + other.m, vadd(self.h, other.h),
+                     {key: add(self.I[key], other.I[key]) for key in self.I})
+
+    def Ib(self, a, b):
+        return self.I[(min(a, b), max(a, b))]
+
+    def matrix(self):
+        """The symmetric 6x6 [[Ī, h×], [h×ᵀ, m 1]] as SX (for checks)."""
+        h = self.h
+        ent = {(a, b): self.Ib(a, b) for a in range(3) for b in range(a, 3)}
+        hx = [[0.0, -h[2], h[1]], [h[2], 0.0, -h[0]], [-h[1], h[0], 0.0]]
+        for a in range(3):
+            for b in range(3):
+                ent[(a, 3 + b)] = hx[a][b]
+            for b in range(a, 3):
+                ent[(3 + a, 3 + b)] = self.m if a == b else 0.0
+        return symmetric(ent, 6)
+
+    def times(self, mv):
+        """I m for a motion 6-list: [Ī ω + h × v; m v − h × ω]."""
+        w, v = mv[:3], mv[3:]
+        Iw = [dot([self.Ib(a, b) for b in range(3)], w) for a in range(3)]
+        return vadd(Iw, cross(self.h, v)) + vsub([mul(self.m, x) for x in v], cross(self.h, w))
+
+    def to_parent(self, T):
+        """^iX_λᵀ I ^iX_λ: the same inertia about the parent's origin, in its axes."""
+        if T.k is None:
+            E, r = T.X.E, [T.X.r[j] for j in range(3)]
+            h1 = [dot([E[a, b] for a in range(3)], self.h) for b in range(3)]          # Eᵀ h
+            I1 = {}
+            EI = [[dot([E[a, x] for a in range(3)], [self.Ib(a, y) for a in range(3)]) for y in range(3)]
+                  for x in range(3)]                                                   # (Eᵀ Ī)
+            for x in range(3):
+                for y in range(x, 3):
+                    I1[(x, y)] = dot(EI[x], [E[a, y] for a in range(3)])
+            return Rigid(self.m, h1, I1)._shift(r)
+        a, b, k = (T.k + 1) % 3, (T.k + 2) % 3, T.k
+        c, t = T.c, T.t
+        cc, ct = mul(c, c), mul(c, t)
+        h1 = list(self.h)                                                              # E_Jᵀ h
+        h1[a] = sub(mul(c, self.h[a]), mul(t, self.h[b]))
+        h1[b] = add(mul(t, self.h[a]), mul(c, self.h[b]))
+        I = self.Ib
+        I1 = {(k, k): I(k, k)}
+        ka, kb = sub(mul(I(k, a), c), mul(I(k, b), t)), add(mul(I(k, a), t), mul(I(k, b), c))
+        I1[(min(k, a), max(k, a))], I1[(min(k, b), max(k, b))] = ka, kb
+        A, B, C = I(a, a), I(a, b), I(b, b)
+        delta = sub(A, C)
+        S2, C2 = mul(2.0, ct), sub(mul(2.0, cc), 1.0)                                  # sin 2θ, cos 2θ
+        A2 = sub(add(C, mul(delta, cc)), mul(B, S2))
+        I1[(a, a)] = A2
+        I1[(min(a, b), max(a, b))] = add(mul(delta, ct), mul(B, C2))
+        I1[(b, b)] = sub(add(A, C), A2)
+        out = Rigid(self.m, h1, I1)._shift(T.r_J)
+        if np.array_equal(T.E_T, np.eye(3)):
+            return out
+        return out._rotate_num(T.E_T)
+
+    def _shift(self, r):
+        """Xᵀ I X for X = T(r) (E = 1): h' = h + m r, Ī' = Ī − (h rᵀ + r hᵀ + m r rᵀ − (2 r·h + m r·r) 1)."""
+        num = not isinstance(r[0], ca.SX) or all(not isinstance(x, ca.SX) or x.is_constant() for x in r)
+        if num:
+            r = [float(x) for x in r]
+            if not any(r):
+                return self
+        h = self.h
+        h2 = [add(h[j], mul(self.m, r[j])) for j in range(3)]
+        rh = dot(r, h) if not num else lin([(r[j], h[j]) for j in range(3)])
+        mrr = mul(self.m, dot(r, r)) if not num else self.m * sum(x * x for x in r)
+        diag = add(add(rh, rh), mrr)
+        I2 = {}
+        for x in range(3):
+            for y in range(x, 3):
+                if num:
+                    cterm = lin([(r[y], h[x]), (r[x], h[y])])
+                    cterm = add(cterm, self.m * r[x] * r[y]) if self.m * r[x] * r[y] else cterm
+                else:
+                    cterm = add(add(mul(h[x], r[y]), mul(r[x], h[y])), mul(self.m, mul(r[x], r[y])))
+                if x == y:
+                    cterm = sub(cterm, diag)
+                I2[(x, y)] = sub(self.I[(x, y)], cterm)
+        return Rigid(self.m, h2, I2)
+
+    def _rotate_num(self, E):
+        """E is numeric: Eᵀ h, Eᵀ Ī E."""
+        h = mat_t_vec(E, self.h)
+        M = [[self.Ib(a, b) for b in range(3)] for a in range(3)]
+        ME = [[lin([(E[l, y], M[x][l]) for l in range(3)]) for y in range(3)] for x in range(3)]
+        I = {(x, y): lin([(E[l, x], ME[l][y]) for l in range(3)]) for x in range(3) for y in range(x, 3)}
+        return Rigid(self.m, h, I)
+
+
+def body_force(body, o, vel, acc):
+    """f = H a + v ×* H v about the centre of mass c (body coordinates): with v_c = v − c × ω,
+    a_c = a − c × α:  f_l = m (a_c + ω × v_c),  f_n = Ī_c α + ω × Ī_c ω + c × f_l."""
+    w, v = vel[:3], vel[3:]
+    al, a = acc[:3], acc[3:]
+    com = np.asarray(body.com, float) - o
+    com[np.abs(com) < 1e-12] = 0.0
+    Ic = np.asarray(body.inertia, float)
+    vc = vsub(v, cross_num(com, w))
+    ac = vsub(a, cross_num(com, al))
+    fl = [mul(float(body.mass), x) for x in vadd(ac, cross(w, vc))]
+    fn = vadd(vadd(mat_vec(Ic, al), cross(w, mat_vec(Ic, w))), cross_num(com, fl))
+    return fn + fl
