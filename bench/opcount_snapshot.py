@@ -8,7 +8,8 @@ family; ``stages`` (each re-evaluation stage of codegen/staging.py, cse) for eve
 with vector inputs; and the choice of ``-a auto``.
 
     .venv/bin/python bench/opcount_snapshot.py -o counts.json           # ~15 min on 2 cores
-    .venv/bin/python bench/opcount_snapshot.py --compare before.json after.json
+    .venv/bin/python bench/opcount_snapshot.py -s "go1 4F3" -a ltl -o part.json     # a subset
+    .venv/bin/python bench/opcount_snapshot.py --compare before.json after.json [--subset]
 """
 from __future__ import annotations
 
@@ -62,18 +63,19 @@ def count_algorithm(robot, cs, name):
     return out
 
 
-def snapshot(labels):
+def snapshot(labels, algorithms=None):
     result = {}
     for label in labels:
         spec, constraints = SCENARIOS[label]
         robot = load_robot(spec)
         cs = ConstraintSet.parse(robot, robot.scenarios[constraints] if isinstance(constraints, str) else constraints)
         rows = {}
-        for name in ALGORITHMS:
+        for name in algorithms or ALGORITHMS:
             t0 = time.perf_counter()
             rows[name] = count_algorithm(robot, cs, name)
             print(f"[{label}] {name}: {rows[name]} ({time.perf_counter() - t0:.1f} s)", file=sys.stderr, flush=True)
-        rows["auto"] = {"chosen": choose_cheapest(robot, cs)[0]}
+        if not algorithms:
+            rows["auto"] = {"chosen": choose_cheapest(robot, cs)[0]}
         result[label] = rows
     return result
 
@@ -91,13 +93,16 @@ def flatten(snap):
     return out
 
 
-def compare(before, after):
-    """A Markdown table of every count in either file; returns (table, the keys that got worse)."""
+def compare(before, after, subset=False):
+    """A Markdown table of every count in either file (``subset``: in AFTER only); returns
+    (table, the keys that got worse or changed)."""
     b, a = flatten(before), flatten(after)
+    if subset:
+        b = {k: v for k, v in b.items() if k in a}
     lines = ["| scenario | algorithm | count | before | after | change |", "| --- | --- | --- | --- | --- | --- |"]
     worse = []
     for key in sorted(set(b) | set(a), key=lambda k: (list(SCENARIOS).index(k[0]) if k[0] in SCENARIOS else 99,
-                                                     k[1], k[2])):
+                                                     list(ALGORITHMS).index(k[1]) if k[1] in ALGORITHMS else 99, k[2])):
         x, y = b.get(key), a.get(key)
         if isinstance(x, int) and isinstance(y, int):
             change = "=" if x == y else f"{y - x:+,d} ({(y - x) / x:+.2%})"
@@ -116,16 +121,18 @@ def main(argv=None):
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("-o", "--output", help="write the counts to this JSON file (default: stdout)")
     ap.add_argument("-s", "--scenario", action="append", choices=list(SCENARIOS), help="only these scenarios")
+    ap.add_argument("-a", "--algorithm", action="append", choices=list(ALGORITHMS), help="only these algorithms")
     ap.add_argument("--compare", nargs=2, metavar=("BEFORE", "AFTER"), help="compare two snapshots")
+    ap.add_argument("--subset", action="store_true", help="with --compare: only what AFTER counted")
     args = ap.parse_args(argv)
     if args.compare:
-        table, worse = compare(*(json.loads(Path(p).read_text()) for p in args.compare))
+        table, worse = compare(*(json.loads(Path(p).read_text()) for p in args.compare), subset=args.subset)
         print(table)
         if worse:
             print(f"\n{len(worse)} counts got worse or changed: {worse}", file=sys.stderr)
             sys.exit(1)
         return
-    text = json.dumps(snapshot(args.scenario or list(SCENARIOS)), indent=1)
+    text = json.dumps(snapshot(args.scenario or list(SCENARIOS), args.algorithm), indent=1)
     if args.output:
         Path(args.output).write_text(text + "\n")
     else:
