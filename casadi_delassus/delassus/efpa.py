@@ -24,7 +24,8 @@ from __future__ import annotations
 from ..symbolic import linalg
 from ..sweeps.articulated import articulated_inertias
 from ..symbolic.frames import choose_offsets, local_transforms, transform_force, transform_motion
-from ..symbolic.linalg import dot, gram_cost, is_zero, sym
+from ..symbolic.linalg import gram_cost, sym
+from ..symbolic.scalar import dot, is_zero
 
 
 def support(robot, constraints):

@@ -21,7 +21,8 @@ from ..symbolic import linalg
 from ..sweeps.articulated import articulated_inertias
 from .efpa import assemble, cca, frames_for, rows, support
 from ..symbolic.frames import transform_compliance, transform_motion
-from ..symbolic.linalg import dot, sym
+from ..symbolic.linalg import sym
+from ..symbolic.scalar import dot
 
 
 def _path(robot, top, bottom):

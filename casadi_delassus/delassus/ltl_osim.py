@@ -21,7 +21,7 @@ from __future__ import annotations
 from ..sweeps import joint_space as kinematics
 from ..symbolic import linalg
 from ..symbolic.frames import choose_offsets, local_transforms
-from ..symbolic.linalg import is_zero
+from ..symbolic.scalar import is_zero
 
 
 def dof_parents(robot):

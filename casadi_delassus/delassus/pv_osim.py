@@ -30,7 +30,7 @@ import numpy as np
 
 from ..symbolic.spatial import sx
 from ..symbolic import linalg
-from ..symbolic.linalg import is_zero
+from ..symbolic.scalar import dot, is_zero
 from ..sweeps.articulated import articulated_inertias
 from ..symbolic.frames import choose_offsets, local_transforms, transform_rows
 
@@ -103,20 +103,20 @@ def free_update(L, rows, J, K, leads=()):
     if g:
         Di = linalg.spd_inverse({(a, b): D[a][b] for a in range(g) for b in range(a, g)}, g)
         Di = linalg.sym(g, lambda a, b: Di[(a, b)])
-        L21 = [[linalg.dot(D[i][:g], [Di[c][k] for c in range(g)]) for k in range(g)] for i in range(g, 6)]
-        S22 = {(i - g, j - g): D[i][j] - linalg.dot(L21[i - g], [D[c][j] for c in range(g)])
+        L21 = [[dot(D[i][:g], [Di[c][k] for c in range(g)]) for k in range(g)] for i in range(g, 6)]
+        S22 = {(i - g, j - g): D[i][j] - dot(L21[i - g], [D[c][j] for c in range(g)])
                for i in range(g, 6) for j in range(i, 6)}
     else:
         S22 = {(i, j): D[i][j] for i in range(6) for j in range(i, 6)}
     Ls, _, dinv = linalg.ldl(S22, 6 - g)
     Y1 = [y[:g] for y in Y]
-    W1 = [[linalg.dot(Di[k], y1) for k in range(g)] for y1 in Y1] if g else [[] for _ in Y]
-    T2 = [[Y[r][g + i] - (linalg.dot(L21[i], Y1[r]) if g else 0) for r in range(m)] for i in range(6 - g)]
+    W1 = [[dot(Di[k], y1) for k in range(g)] for y1 in Y1] if g else [[] for _ in Y]
+    T2 = [[Y[r][g + i] - (dot(L21[i], Y1[r]) if g else 0) for r in range(m)] for i in range(6 - g)]
     Z2 = linalg.forward_substitute(Ls, 6 - g, T2)
     has_zero = [any(is_zero(x) for x in y1) for y1 in Y1]
     for (p, q), e in linalg.scaled_gram(Z2, dinv, m).items():
         if g:                                  # y₁·D₁₁⁻¹y₁ from the side with the zero
-            e = e + (linalg.dot(Y1[q], W1[p]) if has_zero[q] and not has_zero[p] else linalg.dot(Y1[p], W1[q]))
+            e = e + (dot(Y1[q], W1[p]) if has_zero[q] and not has_zero[p] else dot(Y1[p], W1[q]))
         key = (rows[p], rows[q]) if rows[p] <= rows[q] else (rows[q], rows[p])
         L[key] = L.get(key, 0) + e
 

@@ -81,17 +81,7 @@ def check_outputs(f):
     m, L, Z, Dinv = f["m"], f["L"], f["Z"], f["Dinv"]
     W = linalg.forward_substitute(f["Ls"], f["r6"], [[Z[g][a] * Dinv[g] for g in range(m)] for a in range(f["r6"])])
     osim = linalg.spd_inverse(f["Lb"], m)
-    for k, e in linalg.scaled_gram(_back(L, m, W), f["Dsinv"], m).items():
+    for k, e in linalg.scaled_gram([linalg.back_substitute(L, m, w) for w in W], f["Dsinv"], m).items():
         osim[k] = osim[k] - e
     return {"delassus": linalg.to_sx(f["full"], m), "osim": linalg.to_sx(osim, m)}
 
-
-def _back(L, m, W):
-    """Rows of W L⁻¹ (each row w of W solves Lᵀ xᵀ = wᵀ): Λ_b K_b S-weighted columns."""
-    out = []
-    for w in W:
-        x = [0] * m
-        for i in reversed(range(m)):
-            x[i] = w[i] - linalg._dot((L.get((k, i), 0), x[k]) for k in range(i + 1, m))
-        out.append(x)
-    return out

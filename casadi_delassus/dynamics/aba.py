@@ -18,7 +18,9 @@ when there are no constraints.
 """
 from __future__ import annotations
 
+from ..symbolic.scalar import neg, vadd, vsub
 from ..sweeps import tree as ds
+from ..symbolic.frames import transform_force, transform_motion
 from ..sweeps.articulated import articulated_inertias
 
 
@@ -32,7 +34,7 @@ def solve(tree, v, tau, extra_inertia=None, extra_force=None, rec=None):
     g = tree.gravity([i for i in range(tree.n) if tree.constrained[i] or tree.is_free(i)])
     if extra_force:
         ef = extra_force(g)
-        p = [ds.vadd(x, ef[i]) if i in ef else x for i, x in enumerate(p)]
+        p = [vadd(x, ef[i]) if i in ef else x for i, x in enumerate(p)]
     rec("first forward sweep: v_i, a_b,i, p_i", vel, c, p)
     abi = (articulated_inertias(tree.robot, tree.T) if not extra_inertia
            else articulated_inertias(tree.robot, tree.T, {i: [E] for i, E in extra_inertia.items()}))
@@ -42,21 +44,21 @@ def solve(tree, v, tau, extra_inertia=None, extra_force=None, rec=None):
     for i in reversed(range(tree.n)):
         J = abi[i]
         if J.free:
-            pA[i] = ds.vsub(pA[i], tree.base_wrench(i, tree.vslice(tau, i)))
+            pA[i] = vsub(pA[i], tree.base_wrench(i, tree.vslice(tau, i)))
             continue
         u[i], pa = ds.joint_backward(tree, i, J, pA[i], tree.vslice(tau, i)[0], c[i])
         par = tree.parent[i]
         if par >= 0:
-            pA[par] = ds.vadd(pA[par], ds.force(tree.T[i], pa))
+            pA[par] = vadd(pA[par], transform_force(tree.T[i], pa))
     rec("backward: forces p^A, u", pA, u)
     qdd, acc = [None] * tree.n, [None] * tree.n
     for i in range(tree.n):
         J, par = abi[i], tree.parent[i]
         if J.free:
-            acc[i] = ds.free_solve(tree, i, J, [-x if not ds.is0(x) else 0.0 for x in pA[i]])
+            acc[i] = ds.free_solve(tree, i, J, [neg(x) for x in pA[i]])
             qdd[i] = tree.base_qdd(i, acc[i], g[i])
             continue
-        y = ds.root_accel(tree, i, g) if par < 0 else ds.motion(tree.T[i], acc[par])
+        y = ds.root_accel(tree, i, g) if par < 0 else transform_motion(tree.T[i], acc[par])
         q1, acc[i] = ds.joint_forward(tree, i, J, y, c[i], u[i])
         qdd[i] = [q1]
     rec("roll-out: q̈_i, a_i", qdd)

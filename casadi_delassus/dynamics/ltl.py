@@ -33,11 +33,12 @@ from __future__ import annotations
 
 import numpy as np
 
+from ..symbolic.scalar import add, column, cross, dot, is_zero, mul, neg, sub, sym_vec, vadd, vsub
 from ..sweeps import tree as ds
 from ..symbolic import linalg
 from ..sweeps.articulated import symmetric_sum
 from .pv import check_regular
-from ..symbolic.frames import transform_inertia
+from ..symbolic.frames import transform_force, transform_inertia, transform_motion
 
 
 # -- the dof tree ------------------------------------------------------------------------------
@@ -97,7 +98,7 @@ def from_slid(tree, vdot):
         if tree.is_free(i):
             v0 = tree.robot.bodies[i].v_index
             al, alpha = out[v0:v0 + 3], out[v0 + 3:v0 + 6]
-            out[v0:v0 + 3] = ds.vsub(al, ds.cross(alpha, [float(x) for x in tree.T[i].o]))
+            out[v0:v0 + 3] = vsub(al, cross(alpha, [float(x) for x in tree.T[i].o]))
     return out
 
 
@@ -109,7 +110,7 @@ def columns(tree, i, IC, extra=None):
     for col in cols:
         f = IC.times(col)
         if extra is not None:
-            f = ds.vadd(f, ds.sym_vec(extra, col))
+            f = vadd(f, sym_vec(extra, col))
         out.append(f)
     return out
 
@@ -142,7 +143,7 @@ def crba(tree, extra=None):
                     M[(bi.v_index + r_, col)] = e
         j = i
         while tree.parent[j] >= 0:
-            F = [ds.force(tree.T[j], f) for f in F]
+            F = [transform_force(tree.T[j], f) for f in F]
             j = tree.parent[j]
             bj = tree.robot.bodies[j]
             for c_, f in enumerate(F):
@@ -159,14 +160,14 @@ def rnea_bias(tree, vel, c, g, extra_force=None):
     for i in range(tree.n):
         par = tree.parent[i]
         if tree.is_free(i):
-            acc[i] = [0.0] * 3 + [(-x if not ds.is0(x) else 0.0) for x in g[i]]
+            acc[i] = [0.0] * 3 + [neg(x) for x in g[i]]
         else:
-            y = ds.root_accel(tree, i, g) if par < 0 else ds.motion(tree.T[i], acc[par])
-            acc[i] = ds.vadd(y, c[i])
+            y = ds.root_accel(tree, i, g) if par < 0 else transform_motion(tree.T[i], acc[par])
+            acc[i] = vadd(y, c[i])
         f[i] = ds.body_force(tree.robot.bodies[i], tree.T[i].o, vel[i], acc[i])
     if extra_force:
         for i, e in extra_force(acc).items():
-            f[i] = ds.vadd(f[i], e)
+            f[i] = vadd(f[i], e)
     C = [None] * tree.robot.nv
     for i in reversed(range(tree.n)):
         bi = tree.robot.bodies[i]
@@ -174,7 +175,7 @@ def rnea_bias(tree, vel, c, g, extra_force=None):
             C[bi.v_index + r_] = e
         par = tree.parent[i]
         if par >= 0:
-            f[par] = ds.vadd(f[par], ds.force(tree.T[i], f[i]))
+            f[par] = vadd(f[par], transform_force(tree.T[i], f[i]))
     return C, acc
 
 
@@ -189,11 +190,11 @@ def jacobian(tree):
                 while True:
                     bj = tree.robot.bodies[j]
                     for d, e in enumerate(pick(tree, j, row)):
-                        if not ds.is0(e):
+                        if not is_zero(e):
                             out[bj.v_index + d] = e
                     if tree.parent[j] < 0:
                         break
-                    row = ds.force(tree.T[j], row)
+                    row = transform_force(tree.T[j], row)
                     j = tree.parent[j]
                 rows[gr] = out
     return rows
@@ -213,10 +214,10 @@ def ltdl(M, lam, D=None):
         i = lam[k]
         while i >= 0:
             hki = H.get((k, i), 0.0)
-            a = ds.mul(hki, Dinv[k])
+            a = mul(hki, Dinv[k])
             j = i
             while j >= 0:
-                H[(i, j)] = ds.sub(H.get((i, j), 0.0), ds.mul(a, H.get((k, j), 0.0)))
+                H[(i, j)] = sub(H.get((i, j), 0.0), mul(a, H.get((k, j), 0.0)))
                 j = lam[j]
             L[(k, i)] = a
             i = lam[i]
@@ -227,11 +228,11 @@ def solve_lt(L, lam, b):
     """L⁻ᵀ b (leaves first)."""
     y = list(b)
     for k in reversed(range(len(lam))):
-        if ds.is0(y[k]):
+        if is_zero(y[k]):
             continue
         i = lam[k]
         while i >= 0:
-            y[i] = ds.sub(y[i], ds.mul(L[(k, i)], y[k]))
+            y[i] = sub(y[i], mul(L[(k, i)], y[k]))
             i = lam[i]
     return y
 
@@ -243,7 +244,7 @@ def solve_l(L, lam, z):
         acc = z[k]
         i = lam[k]
         while i >= 0:
-            acc = ds.sub(acc, ds.mul(L[(k, i)], x[i]))
+            acc = sub(acc, mul(L[(k, i)], x[i]))
             i = lam[i]
         x[k] = acc
     return x
@@ -278,15 +279,15 @@ def delassus_solve(tree, Y, YD, D, Dinv, rhs, rec):
         A = {}
         for a in range(m):
             for b in range(a, m):
-                e = ds.dot([YD[a][d] for d in N], [Y[b][d] for d in N])
-                if not ds.is0(e):
+                e = dot([YD[a][d] for d in N], [Y[b][d] for d in N])
+                if not is_zero(e):
                     A[(a, b)] = e
         rec("Y = J L⁻¹, A = Σ_{d∉B} Y_d D_d⁻¹ Y_dᵀ (block-diagonal), right-hand side", A, rhs)
         a, lam, pivots = ds.saddle_solve(({}, [D[d] for d in B], [Dinv[d] for d in B]),
                                          {r: [Y[r][d] for d in B] for r in rows}, A,
                                          sorted(ds.blocks_of(A, rows), key=len), [0.0] * 6, dict(zip(rows, rhs)))
         return [lam[r] for r in rows], dict(zip(B, a)), pivots
-    Lam = {(a, b): ds.dot(YD[a], Y[b]) for a in range(m) for b in range(a, m)}
+    Lam = {(a, b): dot(YD[a], Y[b]) for a in range(m) for b in range(a, m)}
     rec("Y = J L⁻¹, Λ⁻¹ = Y D⁻¹ Yᵀ, right-hand side", Lam, rhs)
     lam, pivots = [None] * m, []
     for blk in ds.blocks_of(Lam, rows):
@@ -314,21 +315,21 @@ def ltl(robot, constraints, q, K_bodies, v, tau, k, rec=None):
     rec("M = Lᵀ D L (sparse)", L, Dinv)
     n, m = robot.nv, constraints.m
     tau_s = to_slid(tree, tau)
-    y = solve_lt(L, lam_, [ds.sub(tau_s[d], C[d]) for d in range(n)])
-    z = [ds.mul(a, b) for a, b in zip(y, Dinv)]
+    y = solve_lt(L, lam_, [sub(tau_s[d], C[d]) for d in range(n)])
+    z = [mul(a, b) for a, b in zip(y, Dinv)]
     Y = [solve_lt(L, lam_, [row.get(d, 0.0) for d in range(n)]) for row in Jrows]
     rhs = [None] * m                                    # k − J̇ v − J M⁻¹ (τ − c)
     for i in range(tree.n):
         for rows, K, lv in own[i]:
             for r, gr in enumerate(rows):
-                drift = ds.add(ds.dot([K[r, c_] for c_ in range(6)], acc[i]), lv[r])   # J̇v − k
-                rhs[gr] = ds.sub(ds.sub(0.0, drift), ds.dot(Y[gr], z))
-    YD = [[ds.mul(e, d) for e, d in zip(row, Dinv)] for row in Y]
+                drift = add(dot([K[r, c_] for c_ in range(6)], acc[i]), lv[r])   # J̇v − k
+                rhs[gr] = sub(sub(0.0, drift), dot(Y[gr], z))
+    YD = [[mul(e, d) for e, d in zip(row, Dinv)] for row in Y]
     lam, a_B, pivots = delassus_solve(tree, Y, YD, D, Dinv, rhs, rec)
     check_regular(ds.Probe(robot, q, K_bodies), pivots, "ltl", constraints)
     rec("λ: Λ⁻¹ λ = k − J̇ v − J M⁻¹ (τ − c)", lam)
-    w = [ds.sub(z[d], a_B[d]) if d in a_B else ds.add(z[d], ds.dot([YD[r][d] for r in range(m)], lam))
+    w = [sub(z[d], a_B[d]) if d in a_B else add(z[d], dot([YD[r][d] for r in range(m)], lam))
          for d in range(n)]
     vdot = from_slid(tree, solve_l(L, lam_, w))
     rec("v̇ = L⁻¹ (z + D⁻¹ Yᵀ λ)", vdot)
-    return {"vdot": ds.column(vdot), "lam": ds.column(tree.multipliers(lam))}
+    return {"vdot": column(vdot), "lam": column(tree.multipliers(lam))}

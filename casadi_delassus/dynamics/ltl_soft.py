@@ -19,7 +19,9 @@ M + Jᵀ R⁻¹ J keeps the branch-induced sparsity of M and factorizes without 
 """
 from __future__ import annotations
 
+from ..symbolic.scalar import column, dot, mat_vec, mul, sub, vadd, vsub
 from ..sweeps import tree as ds
+from ..symbolic.frames import transform_motion
 from .ltl import crba, dof_parents, from_slid, ltdl, rnea_bias, solve_l, solve_lt, sweeps, to_slid
 from .pv_soft import soft_terms
 
@@ -38,8 +40,8 @@ def ltl_soft(robot, constraints, q, K_bodies, v, tau, k, R, rec=None):
                 f = out.get(i, [0.0] * 6)
                 for r, gr in enumerate(rows):
                     row = [K[r, c_] for c_ in range(6)]
-                    e = ds.mul(rinv[gr], ds.sub(ds.dot(row, acc[i]), lv[r]))
-                    f = ds.vadd(f, [ds.mul(x, e) for x in row])
+                    e = mul(rinv[gr], sub(dot(row, acc[i]), lv[r]))
+                    f = vadd(f, [mul(x, e) for x in row])
                 out[i] = f
         return out
 
@@ -51,8 +53,8 @@ def ltl_soft(robot, constraints, q, K_bodies, v, tau, k, R, rec=None):
     L, Dinv = ltdl(M, lam_)
     rec("M̃ = Lᵀ D L (sparse)", L, Dinv)
     tau_s = to_slid(tree, tau)
-    y = solve_lt(L, lam_, [ds.sub(tau_s[d], C[d]) for d in range(robot.nv)])
-    vs = solve_l(L, lam_, [ds.mul(a, b) for a, b in zip(y, Dinv)])
+    y = solve_lt(L, lam_, [sub(tau_s[d], C[d]) for d in range(robot.nv)])
+    vs = solve_l(L, lam_, [mul(a, b) for a, b in zip(y, Dinv)])
     rec("v̇ = L⁻¹ D⁻¹ L⁻ᵀ (τ − c̃)", vs)
     # accelerations of the constrained links (true ones shifted by −a_grav): a'_i = ^iX a'_λ + a_b,i + S_i v̇_i
     acc = [None] * tree.n
@@ -63,13 +65,13 @@ def ltl_soft(robot, constraints, q, K_bodies, v, tau, k, R, rec=None):
         bi, par = robot.bodies[i], tree.parent[i]
         vi = vs[bi.v_index:bi.v_index + bi.joint.nv]
         if tree.is_free(i):
-            acc[i] = ds.vsub(vi[3:] + vi[:3], [0.0] * 3 + g[i])        # slid dofs [a_lin; α]
+            acc[i] = vsub(vi[3:] + vi[:3], [0.0] * 3 + g[i])        # slid dofs [a_lin; α]
         else:
-            y_ = ds.root_accel(tree, i, g) if par < 0 else ds.motion(tree.T[i], acc[par])
-            acc[i] = ds.vadd(ds.vadd(y_, c[i]), tree.s_times(i, vi[0]) if tree.axis[i][0] is not None
-                             else ds.mat_vec(tree.S[i], vi))
+            y_ = ds.root_accel(tree, i, g) if par < 0 else transform_motion(tree.T[i], acc[par])
+            acc[i] = vadd(vadd(y_, c[i]), tree.s_times(i, vi[0]) if tree.axis[i][0] is not None
+                             else mat_vec(tree.S[i], vi))
         for rows, K, nl in own[i]:
             for r, gr in enumerate(rows):                              # λ = R⁻¹ (k' − K a')
-                lam[gr] = ds.mul(rinv[gr], ds.sub(nl[r], ds.dot([K[r, c_] for c_ in range(6)], acc[i])))
+                lam[gr] = mul(rinv[gr], sub(nl[r], dot([K[r, c_] for c_ in range(6)], acc[i])))
     rec("λ = −R⁻¹ (K_i a'_i + l_i) along the constrained paths", lam)
-    return {"vdot": ds.column(from_slid(tree, vs)), "lam": ds.column(lam)}
+    return {"vdot": column(from_slid(tree, vs)), "lam": column(lam)}

@@ -47,6 +47,7 @@ from __future__ import annotations
 import numpy as np
 
 from ..errors import ConstraintError
+from ..symbolic.scalar import column, neg
 from ..sweeps import tree as ds
 from . import pv_early as pe
 
@@ -81,4 +82,4 @@ def pv(robot, constraints, q, K_bodies, v, tau, k, rec=None):
     qdd, lam, pivots, _ = pe.solve(tree, v, tau, k, probe, rec or (lambda *a: None), never_vanishing, drop=False)
     check_regular(probe, pivots, "pv", constraints)
     lam = tree.multipliers(lam)
-    return {"vdot": ds.outputs_vdot(tree, qdd), "lam": ds.column([(-x if not ds.is0(x) else 0.0) for x in lam])}
+    return {"vdot": ds.outputs_vdot(tree, qdd), "lam": column([neg(x) for x in lam])}

@@ -49,7 +49,9 @@ import numpy as np
 
 from ..errors import ConstraintError
 from ..symbolic.spatial import symmetric
+from ..symbolic.scalar import add, column, dot, is_zero, mat_vec, mul, neg, sub, vadd, vsub
 from ..sweeps import tree as ds
+from ..symbolic.frames import transform_force, transform_motion
 from ..symbolic import linalg
 from ..sweeps.articulated import articulated_inertias
 
@@ -88,11 +90,11 @@ class Elimination:
 
 def householder(kt):
     """Q as (w, β = 2 / wᵀw) and cs = copysign(‖k̃‖, k̃_1) (sign(0) = +1), ‖k̃‖²; Q k̃ = −cs e_1."""
-    nrm2 = ds.dot(kt, kt)
+    nrm2 = dot(kt, kt)
     nrm = ca.sqrt(nrm2)
-    cs = ca.copysign(nrm, kt[0]) if not ds.is0(kt[0]) else nrm
-    w = [ds.add(kt[0], cs)] + list(kt[1:])
-    beta = 1 / (nrm * (nrm + (ca.fabs(kt[0]) if not ds.is0(kt[0]) else 0.0)) + EPS)   # wᵀw = 2‖k‖(‖k‖ + |k₁|)
+    cs = ca.copysign(nrm, kt[0]) if not is_zero(kt[0]) else nrm
+    w = [add(kt[0], cs)] + list(kt[1:])
+    beta = 1 / (nrm * (nrm + (ca.fabs(kt[0]) if not is_zero(kt[0]) else 0.0)) + EPS)   # wᵀw = 2‖k‖(‖k‖ + |k₁|)
     return (w, beta), cs, nrm2
 
 
@@ -116,12 +118,12 @@ def numeric_reflection(kv):
 def reflect(Q, cols):
     """Q x for each column x: Q numeric (a matrix) or (w, β) with Q = 1 − β w wᵀ."""
     if isinstance(Q, np.ndarray):
-        return [ds.mat_vec(Q, x) for x in cols]
+        return [mat_vec(Q, x) for x in cols]
     w, beta = Q
     out = []
     for x in cols:
-        bt = ds.mul(beta, ds.dot(w, x))
-        out.append([ds.sub(xi, ds.mul(wi, bt)) for xi, wi in zip(x, w)])
+        bt = mul(beta, dot(w, x))
+        out.append([sub(xi, mul(wi, bt)) for xi, wi in zip(x, w)])
     return out
 
 
@@ -142,9 +144,9 @@ def eliminate(kt, K, l0, gb, t, a, D):
     if all(is_numeric(x) for x in kt):
         Q, cs = numeric_reflection(np.array([float(x) for x in kt]))
         nrm2 = cs * cs
-        sig = ds.mul(D, 1.0 / nrm2)
+        sig = mul(D, 1.0 / nrm2)
     elif m == 1:                                     # Q = 1: Σ⁻¹ = D / k², (Q k)_1 = k
-        Q, cs, nrm2 = np.eye(1), -kt[0], ds.mul(kt[0], kt[0])
+        Q, cs, nrm2 = np.eye(1), -kt[0], mul(kt[0], kt[0])
         sig = ca.if_else(nrm2 > 0, D / nrm2, 0)
     else:
         Q, cs, nrm2 = householder(kt)
@@ -152,13 +154,13 @@ def eliminate(kt, K, l0, gb, t, a, D):
     cols = {col: [row[col] for row in K] for col in range(6) if col != a}
     QK = dict(zip(cols, reflect(Q, list(cols.values()))))
     Ql = reflect(Q, [l0])[0]
-    Kt = [0.0 if col == a else ds.add(QK[col][0], ds.mul(cs, gb[col])) for col in range(6)]
+    Kt = [0.0 if col == a else add(QK[col][0], mul(cs, gb[col])) for col in range(6)]
     tv, tsign = t
-    lt = (ds.sub if tsign > 0 else ds.add)(Ql[0], ds.mul(cs, tv))
-    sK = [ds.mul(sig, x) for x in Kt]
-    more = {(x, y): ds.mul(sK[x], Kt[y]) for x in range(6) for y in range(x, 6)}
+    lt = (ds.sub if tsign > 0 else ds.add)(Ql[0], mul(cs, tv))
+    sK = [mul(sig, x) for x in Kt]
+    more = {(x, y): mul(sK[x], Kt[y]) for x in range(6) for y in range(x, 6)}
     up = [[0.0 if col == a else QK[col][r] for col in range(6)] for r in range(1, m)]
-    return Elimination(Kt, lt, sig, Q, cs, nrm2), up, Ql[1:], more, ds.mul(sig, lt)
+    return Elimination(Kt, lt, sig, Q, cs, nrm2), up, Ql[1:], more, mul(sig, lt)
 
 
 def propagate(tree, i, J, K, l, u_i, c_i):
@@ -167,12 +169,12 @@ def propagate(tree, i, J, K, l, u_i, c_i):
     k_i is used)."""
     a, s, g = ds.axis_g(tree, i, J)
     kt = [row[a] for row in K] if a is not None else [tree.sq(i, row) for row in K]
-    nu = ds.mul(J.Dinv, u_i)
+    nu = mul(J.Dinv, u_i)
     pm = ds.add if s > 0 else ds.sub
-    Kp = [[0.0 if col == a else ds.sub(row[col], ds.mul(kr, g[col])) for col in range(6)]
+    Kp = [[0.0 if col == a else sub(row[col], mul(kr, g[col])) for col in range(6)]
           for row, kr in zip(K, kt)]                  # K Pᵀ, column a exactly zero
     # l + K^A (a_b + S D⁻¹ (u − Uᵀ a_b)) = l + K Pᵀ a_b + k D⁻¹ u   (eq. 42d)
-    lp = [pm(ds.add(lr, ds.dot(row, c_i)), ds.mul(kr, nu)) for row, lr, kr in zip(Kp, l, kt)]
+    lp = [pm(add(lr, dot(row, c_i)), mul(kr, nu)) for row, lr, kr in zip(Kp, l, kt)]
     return kt, Kp, lp
 
 
@@ -185,7 +187,7 @@ def pv_early(robot, constraints, q, K_bodies, v, tau, k, rec=None):
     tree = ds.Tree(robot, constraints, q, K_bodies)
     probe = ds.Probe(robot, q, K_bodies)
     qdd, lam, _, elim = solve(tree, v, tau, k, probe, rec or (lambda *a: None), every_joint)
-    return {"vdot": ds.outputs_vdot(tree, qdd), "lam": ds.column([(-x if not ds.is0(x) else 0.0) for x in lam]),
+    return {"vdot": ds.outputs_vdot(tree, qdd), "lam": column([neg(x) for x in lam]),
             "pivot": pivot_ratio(elim, probe)}
 
 
@@ -243,7 +245,7 @@ class Sweeps:
 
     def nonzero(self, exprs):
         """Whether some of ``exprs`` is not identically zero (at the probe)."""
-        live = [x for x in exprs if not ds.is0(x)]
+        live = [x for x in exprs if not is_zero(x)]
         return bool(live) and float(np.abs(self.probe(live)).max()) > ZERO * self.scale
 
     def zero_rows(self, rows):
@@ -271,7 +273,7 @@ class Sweeps:
         of Sec. VIII where the policy says so; returns H^a's update."""
         tree, st, c = self.tree, self.stacks[i], self.c
         if J.free:
-            self.pA[i] = ds.vsub(self.pA[i], tree.base_wrench(i, tree.vslice(self.tau, i)))
+            self.pA[i] = vsub(self.pA[i], tree.base_wrench(i, tree.vslice(self.tau, i)))
             return None
         self.u[i], pa = ds.joint_backward(tree, i, J, self.pA[i], tree.vslice(self.tau, i)[0], c[i])
         more, K_up, l_up, ids_up, fresh = None, [], [], [], st.fresh
@@ -279,13 +281,13 @@ class Sweeps:
             a, sgn, gb = ds.axis_g(tree, i, J)
             kt = [row[a] for row in st.K] if a is not None else [tree.sq(i, row) for row in st.K]
             if st.fresh and self.early(tree, i, st, kt, self.nonzero):       # eliminate one row here
-                l0 = [ds.add(lr, ds.dot(row, c[i])) for row, lr in zip(st.K, st.l)]
-                du, gc = ds.mul(J.Dinv, self.u[i]), ds.dot(gb, c[i])
-                t = (ds.sub(du, gc), 1) if sgn > 0 else (ds.add(du, gc), -1)     # t = ±D⁻¹u − gbᵀ a_b
+                l0 = [add(lr, dot(row, c[i])) for row, lr in zip(st.K, st.l)]
+                du, gc = mul(J.Dinv, self.u[i]), dot(gb, c[i])
+                t = (sub(du, gc), 1) if sgn > 0 else (add(du, gc), -1)     # t = ±D⁻¹u − gbᵀ a_b
                 self.elim[i], K_up, l_up, upd, sl = eliminate(kt, st.K, l0, gb, t, a, J.D)
                 ids_up = [next(self.new_id) for _ in K_up]
                 more = symmetric(upd, 6)
-                pa = [ds.add(pa[x], ds.mul(sl, self.elim[i].Kt[x])) for x in range(6)]
+                pa = [add(pa[x], mul(sl, self.elim[i].Kt[x])) for x in range(6)]
             else:                                                       # rows pass (Remark 8 / Alg. 1)
                 _, K_up, l_up = propagate(tree, i, J, st.K, st.l, self.u[i], c[i])
                 ids_up = list(st.ids)
@@ -299,25 +301,25 @@ class Sweeps:
 
     def accumulate(self, ids, kt, Dinv):
         """L^A += k_i D_i⁻¹ k_iᵀ (Alg. 1 line 11; the sign of S_i cancels)."""
-        w = [ds.mul(x, Dinv) for x in kt]
+        w = [mul(x, Dinv) for x in kt]
         for a_, ra in enumerate(ids):
             for b_, rb in enumerate(ids):
-                if ra <= rb and not (ds.is0(w[a_]) or ds.is0(kt[b_])):
-                    self.L[(ra, rb)] = ds.add(self.L.get((ra, rb), 0.0), ds.mul(w[a_], kt[b_]))
+                if ra <= rb and not (is_zero(w[a_]) or is_zero(kt[b_])):
+                    self.L[(ra, rb)] = add(self.L.get((ra, rb), 0.0), mul(w[a_], kt[b_]))
 
     def pass_up(self, i, pa, K_up, l_up, ids_up, fresh):
         """p^a and the rows to the parent (K P_iᵀ ^iX_λ), or rows to the world at a fixed root."""
         tree, par = self.tree, self.tree.parent[i]
         if par >= 0:
-            self.pA[par] = ds.vadd(self.pA[par], ds.force(tree.T[i], pa))
+            self.pA[par] = vadd(self.pA[par], transform_force(tree.T[i], pa))
             if K_up:
                 up = self.stacks[par]
-                up.extend([ds.force(tree.T[i], row) for row in K_up], l_up, ids_up, ("child", i, len(K_up)), fresh)
+                up.extend([transform_force(tree.T[i], row) for row in K_up], l_up, ids_up, ("child", i, len(K_up)), fresh)
                 alone = len(up.segments) == 1 and not tree.constrained[par]
                 up.weld = "reduced" if alone and self.stacks[i].weld == "own" and self.elim[i] is not None else None
         elif K_up:                                  # rows left at a fixed root act on a_0 = −a_grav
             y = ds.root_accel(tree, i, self.g)
-            self.roots.append((i, ids_up, [ds.add(lr, ds.dot(row, y)) for row, lr in zip(K_up, l_up)], fresh, K_up))
+            self.roots.append((i, ids_up, [add(lr, dot(row, y)) for row, lr in zip(K_up, l_up)], fresh, K_up))
 
     def resolve(self, abi):
         """The multipliers left at fixed roots (eq. 43) and free bases (eq. 47); returns the
@@ -348,18 +350,18 @@ class Sweeps:
         the branch blocks of L^A, then the rows no joint has seen, against the 6 DoF)."""
         st, S = self.stacks[b], self.tree.S[b]
         if not st.K:
-            return ds.free_solve(self.tree, b, J, [-x if not ds.is0(x) else 0.0 for x in self.pA[b]])   # as aba.py
+            return ds.free_solve(self.tree, b, J, [neg(x) for x in self.pA[b]])   # as aba.py
         coupled = {r for key in self.L for r in key}
         blocks = ds.blocks_of(self.L, [r for r in st.ids if r in coupled])
         rest = [(r, row) for r, row in zip(st.ids, st.K) if r not in coupled]
         if self.drop:
             rest = [rest[j] for j in self.independent([row for _, row in rest])]
         blocks += [[r for r, _ in rest]] if rest else []
-        a, lam_b, piv = ds.saddle_solve(J.ldl, {r: ds.mat_t_vec(S, row) for r, row in zip(st.ids, st.K)}, self.L,
-                                        sorted(blocks, key=len), ds.mat_t_vec(S, self.pA[b]), dict(zip(st.ids, st.l)))
+        a, lam_b, piv = ds.saddle_solve(J.ldl, {r: mat_vec(S, row, transpose=True) for r, row in zip(st.ids, st.K)}, self.L,
+                                        sorted(blocks, key=len), mat_vec(S, self.pA[b], transpose=True), dict(zip(st.ids, st.l)))
         self.pivots += piv
         hand_back(st, [lam_b.get(r, 0.0) for r in st.ids], self.lam, self.mu)
-        return ds.mat_vec(S, a)
+        return mat_vec(S, a)
 
     def independent(self, rows, rcond=1e-9):
         """Indices of a maximal linearly independent subset of ``rows`` (6-lists) at the probe,
@@ -381,20 +383,20 @@ class Sweeps:
             if J.free:
                 qdd[i] = tree.base_qdd(i, acc[i], self.g[i])
                 continue
-            y = ds.root_accel(tree, i, self.g) if par < 0 else ds.motion(tree.T[i], acc[par])
+            y = ds.root_accel(tree, i, self.g) if par < 0 else transform_motion(tree.T[i], acc[par])
             e = self.elim[i]
             extra, sign = 0.0, tree.axis[i][1]
             if st.K:
                 it = iter(self.mu[i] if self.mu[i] is not None else [])
                 full = [next(it, 0.0) if kp else 0.0 for kp in st.keep]    # dropped rows: μ = 0
                 if e is not None:
-                    mu1 = ds.mul(e.sig, ds.add(ds.dot(e.Kt, y), e.lt))      # eq. (62)
+                    mu1 = mul(e.sig, add(dot(e.Kt, y), e.lt))      # eq. (62)
                     vec = reflect(e.Q, [[mu1] + full])[0]                   # eq. (64): λ^A = Q [μ̃; μ̂]
-                    extra, sign = ds.mul(e.cs, mu1), -sign                  # k_iᵀ λ^A = ∓ cs μ̃
+                    extra, sign = mul(e.cs, mu1), -sign                  # k_iᵀ λ^A = ∓ cs μ̃
                 else:
                     vec = full
                     if self.ks[i] is not None:                              # ± k_iᵀ λ_i^A (line 16)
-                        extra = ds.dot(self.ks[i], vec)
+                        extra = dot(self.ks[i], vec)
                 hand_back(st, vec, self.lam, self.mu)
             q1, acc[i] = ds.joint_forward(tree, i, J, y, self.c[i], self.u[i], extra, sign)
             qdd[i] = [q1]

@@ -20,6 +20,7 @@ Always solvable, also for redundant constraints.
 """
 from __future__ import annotations
 
+from ..symbolic.scalar import add, column, dot, mul, sub, vsub
 from ..sweeps import tree as ds
 from .aba import solve as aba_solve
 from ..symbolic.spatial import symmetric
@@ -33,11 +34,11 @@ def soft_terms(tree, R, k):
         ent = {}
         for rows, K in tree.own[i]:
             for r, gr in enumerate(rows):
-                w = [ds.mul(K[r, a], rinv[gr]) for a in range(6)]
+                w = [mul(K[r, a], rinv[gr]) for a in range(6)]
                 weighted.setdefault(i, []).append((gr, w))
                 for a in range(6):
                     for b in range(a, 6):
-                        ent[(a, b)] = ds.add(ent.get((a, b), 0.0), ds.mul(w[a], K[r, b]))
+                        ent[(a, b)] = add(ent.get((a, b), 0.0), mul(w[a], K[r, b]))
         if ent:
             inertia[i] = symmetric(ent, 6)
 
@@ -48,7 +49,7 @@ def soft_terms(tree, R, k):
                 w = dict(weighted[i])
                 f = out.get(i, [0.0] * 6)
                 for r, gr in enumerate(rows):
-                    f = ds.vsub(f, [ds.mul(x, nl[r]) for x in w[gr]])
+                    f = vsub(f, [mul(x, nl[r]) for x in w[gr]])
                 out[i] = f
         return out
     return inertia, forces, rinv
@@ -62,5 +63,5 @@ def pv_soft(robot, constraints, q, K_bodies, v, tau, k, R, rec=None):
     for i, own in enumerate(tree.targets(k, g, negate=True)):
         for rows, K, nl in own:
             for r, gr in enumerate(rows):                   # λ = −R⁻¹ (K a' + l) = R⁻¹ (k' − K a')
-                lam[gr] = ds.mul(rinv[gr], ds.sub(nl[r], ds.dot([K[r, a] for a in range(6)], acc[i])))
-    return {"vdot": ds.outputs_vdot(tree, qdd), "lam": ds.column(lam)}
+                lam[gr] = mul(rinv[gr], sub(nl[r], dot([K[r, a] for a in range(6)], acc[i])))
+    return {"vdot": ds.outputs_vdot(tree, qdd), "lam": column(lam)}

@@ -13,7 +13,9 @@ The velocity sweep is dynamics_sweeps.Tree.velocities (shared with the forward s
 """
 from __future__ import annotations
 
+from ..symbolic.scalar import cross_num, mat_vec, vadd
 from ..sweeps import tree as ds
+from ..symbolic.frames import transform_force, transform_motion
 
 
 def inverse_dynamics(tree, v, a):
@@ -27,20 +29,20 @@ def inverse_dynamics(tree, v, a):
         if tree.is_free(i):
             acc[i] = tree.base_accel(i, ai, g[i])
         else:
-            y = ds.root_accel(tree, i, g) if par < 0 else ds.motion(tree.T[i], acc[par])
-            acc[i] = ds.vadd(ds.vadd(y, c[i]), tree.s_times(i, ai[0]) if tree.axis[i][0] is not None
-                             else ds.mat_vec(tree.S[i], ai))
+            y = ds.root_accel(tree, i, g) if par < 0 else transform_motion(tree.T[i], acc[par])
+            acc[i] = vadd(vadd(y, c[i]), tree.s_times(i, ai[0]) if tree.axis[i][0] is not None
+                             else mat_vec(tree.S[i], ai))
         f[i] = ds.body_force(tree.robot.bodies[i], tree.T[i].o, vel[i], acc[i])    # H a + v ×* H v
     tau = [None] * tree.n
     for i in reversed(range(tree.n)):
         par = tree.parent[i]
         if tree.is_free(i):
             n, fl = f[i][:3], f[i][3:]                       # [n'; f] about the slid origin
-            tau[i] = list(fl) + ds.vadd(n, ds.cross_num(tree.T[i].o, fl))
+            tau[i] = list(fl) + vadd(n, cross_num(tree.T[i].o, fl))
         else:
             tau[i] = [tree.sq(i, f[i])]
         if par >= 0:
-            f[par] = ds.vadd(f[par], ds.force(tree.T[i], f[i]))
+            f[par] = vadd(f[par], transform_force(tree.T[i], f[i]))
     return tau
 
 

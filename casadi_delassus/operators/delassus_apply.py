@@ -64,17 +64,6 @@ def constraint_forces(robot, constraints, rows, lam):
     return f, tau
 
 
-def _ldl_solve(fac, b):
-    """x with (L d Lᵀ) x = b for the free joint's 6x6 LDLᵀ factors (linalg.ldl)."""
-    L, _, dinv = fac
-    z = linalg.forward_substitute(L, 6, [[b[k]] for k in range(6)])
-    y = [z[k][0] * dinv[k] for k in range(6)]
-    x = [None] * 6
-    for i in reversed(range(6)):
-        x[i] = y[i] - linalg._dot((L.get((k, i), 0), x[k]) for k in range(i + 1, 6))
-    return ca.vertcat(*x)
-
-
 def _joint_force(J, f, tau):
     """u_i = S_iᵀ f_i + τ_i (either may be None)."""
     u = None
@@ -117,7 +106,7 @@ def sweeps(robot, T, abi, f, tau=None):
         for j, R in J.couplings.items():                           # Alg. 4 line 36
             r = r - ca.mtimes(R, a[j])
         if J.free:
-            nu[i] = _ldl_solve(J.ldl, r)
+            nu[i] = ca.vertcat(*linalg.ldl_solve(J.ldl[0], J.ldl[2], [r[k] for k in range(6)]))
             a[i] = ca.mtimes(sx(J.S), nu[i])
             continue
         nu[i] = J.Dinv * r

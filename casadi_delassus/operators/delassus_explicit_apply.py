@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import casadi as ca
 
-from ..symbolic import linalg
+from ..symbolic.scalar import dot
 from .damped_inverse_explicit import explicit_delassus
 
 
@@ -18,5 +18,5 @@ def apply(robot, constraints, q, K_bodies, lam, base=None):
     m = constraints.m
     A = explicit_delassus(robot, constraints, q, K_bodies, base)
     x = [lam[j] for j in range(m)]
-    y = [linalg.dot([A[(min(i, j), max(i, j))] for j in range(m)], x) for i in range(m)]
+    y = [dot([A[(min(i, j), max(i, j))] for j in range(m)], x) for i in range(m)]
     return {"delassus_explicit_apply": ca.vertcat(*[ca.SX(e) for e in y])}

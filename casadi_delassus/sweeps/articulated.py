@@ -43,7 +43,7 @@ import numpy as np
 from ..symbolic.spatial import sx, symmetric
 from ..symbolic import linalg
 from ..symbolic.frames import body_inertia, transform_force, transform_inertia
-from ..symbolic.linalg import dot, is_zero
+from ..symbolic.scalar import dot, is_zero
 
 
 @dataclass

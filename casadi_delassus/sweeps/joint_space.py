@@ -9,7 +9,7 @@ import casadi as ca
 
 from ..symbolic.spatial import sx
 from ..symbolic.frames import body_rigid_inertia, relative_transform, transform_force, transform_rigid, transform_rows
-from ..symbolic.linalg import dot
+from ..symbolic.scalar import dot
 
 
 def motion_subspace(body):

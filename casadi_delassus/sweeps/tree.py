@@ -31,151 +31,12 @@ import casadi as ca
 import numpy as np
 
 from ..errors import DelassusError
+from ..symbolic.scalar import (add, column, cross, cross_num, dot, is_zero, lin, mat_vec, mul, neg, sub,
+                               sym_vec, vadd, vsub)
 from ..symbolic.spatial import symmetric
 from ..symbolic import linalg
 from .articulated import unit_axis
-from ..symbolic.frames import body_inertia, choose_offsets, local_transforms
-
-
-# -- scalars with structural zeros -----------------------------------------------------------
-def is0(x):
-    return (isinstance(x, (int, float)) and x == 0) or (isinstance(x, ca.SX) and x.is_zero())
-
-
-def add(a, b):
-    return b if is0(a) else a if is0(b) else a + b
-
-
-def sub(a, b):
-    return a if is0(b) else -b if is0(a) else a - b
-
-
-def mul(a, b):
-    return 0.0 if is0(a) or is0(b) else a * b
-
-
-def lin(pairs):
-    """Σ w x over (numeric w, SX x): ±1 weights cost no product, zeros are skipped."""
-    acc = 0.0
-    for w, x in pairs:
-        w = float(w)
-        if w == 0 or is0(x):
-            continue
-        if abs(w) == 1:
-            acc = (x if w > 0 else -x) if is0(acc) else (acc + x if w > 0 else acc - x)
-        else:
-            acc = w * x if is0(acc) else acc + w * x
-    return acc
-
-
-def dot(a, b):
-    acc = 0.0
-    for x, y in zip(a, b):
-        if not (is0(x) or is0(y)):
-            acc = x * y if is0(acc) else acc + x * y
-    return acc
-
-
-def vadd(a, b):
-    return [add(x, y) for x, y in zip(a, b)]
-
-
-def vsub(a, b):
-    return [sub(x, y) for x, y in zip(a, b)]
-
-
-def cross(a, b):
-    """a × b for 3-lists of SX scalars (or zeros)."""
-    return [sub(mul(a[1], b[2]), mul(a[2], b[1])), sub(mul(a[2], b[0]), mul(a[0], b[2])),
-            sub(mul(a[0], b[1]), mul(a[1], b[0]))]
-
-
-def cross_num(r, w):
-    """r × w for a numeric 3-vector r."""
-    return [lin([(r[1], w[2]), (-r[2], w[1])]), lin([(r[2], w[0]), (-r[0], w[2])]),
-            lin([(r[0], w[1]), (-r[1], w[0])])]
-
-
-def mat_vec(A, x):
-    """A x for a numeric matrix A (zeros skipped)."""
-    return [lin([(A[r, c], x[c]) for c in range(A.shape[1])]) for r in range(A.shape[0])]
-
-
-def mat_t_vec(A, x):
-    return mat_vec(A.T, x)
-
-
-def sym_vec(H, x):
-    """H x for a symmetric SX matrix (structural zeros skipped)."""
-    n = H.shape[0]
-    return [dot([H[r, c] for c in range(n)], x) for r in range(n)]
-
-
-# -- structured joint transforms ^iX_λ(i) ------------------------------------------------------
-def _plane(T):
-    return (T.k + 1) % 3, (T.k + 2) % 3
-
-
-def rot(T, w):
-    """E w (parent axes -> body axes) for a 3-list."""
-    if T.k is None:
-        E = T.X.E
-        return [dot([E[r, c] for c in range(3)], w) for r in range(3)]
-    w = mat_vec(T.E_T, w)
-    a, b = _plane(T)
-    out = list(w)
-    out[a] = add(mul(T.c, w[a]), mul(T.t, w[b]))
-    out[b] = sub(mul(T.c, w[b]), mul(T.t, w[a]))
-    return out
-
-
-def rot_t(T, f):
-    """Eᵀ f (body axes -> parent axes) for a 3-list."""
-    if T.k is None:
-        E = T.X.E
-        return [dot([E[r, c] for r in range(3)], f) for c in range(3)]
-    a, b = _plane(T)
-    g = list(f)
-    g[a] = sub(mul(T.c, f[a]), mul(T.t, f[b]))
-    g[b] = add(mul(T.t, f[a]), mul(T.c, f[b]))
-    return mat_t_vec(T.E_T, g)
-
-
-def motion(T, m):
-    """^iX_λ m for a motion 6-list in parent coordinates: [E ω; E (v − r × ω)]."""
-    w, v = m[:3], m[3:]
-    if T.k is None:
-        r = [T.X.r[j] for j in range(3)]
-        return rot(T, w) + rot(T, vsub(v, cross(r, w)))
-    # X = X_J T(r_J) R(E_T): rotate by E_T, shift in joint coordinates, then the plane rotation
-    w1, v1 = mat_vec(T.E_T, w), mat_vec(T.E_T, v)
-    v1 = vsub(v1, cross_num(T.r_J, w1))
-    a, b = _plane(T)
-    out = []
-    for x in (w1, v1):
-        y = list(x)
-        y[a] = add(mul(T.c, x[a]), mul(T.t, x[b]))
-        y[b] = sub(mul(T.c, x[b]), mul(T.t, x[a]))
-        out += y
-    return out
-
-
-def force(T, f):
-    """^iX_λᵀ f: a force 6-list in body coordinates expressed in the parent's."""
-    n, lf = f[:3], f[3:]
-    if T.k is None:
-        r = [T.X.r[j] for j in range(3)]
-        fl = rot_t(T, lf)
-        return vadd(rot_t(T, n), cross(r, fl)) + fl
-    a, b = _plane(T)
-    out = []
-    for x in (n, lf):
-        y = list(x)
-        y[a] = sub(mul(T.c, x[a]), mul(T.t, x[b]))
-        y[b] = add(mul(T.t, x[a]), mul(T.c, x[b]))
-        out.append(y)
-    n1 = vadd(out[0], cross_num(T.r_J, out[1]))
-    return mat_t_vec(T.E_T, n1) + mat_t_vec(T.E_T, out[1])
+from ..symbolic.frames import body_inertia, choose_offsets, local_transforms, rotate_vector, transform_motion
 
 
 def cross_axis(x, a, s, qd):
@@ -185,9 +46,9 @@ def cross_axis(x, a, s, qd):
     # x × e_a = x_j e_i − x_i e_j  (e_i × e_a = e_j ... for (a, i, j) cyclic)
     hi, hj = mul(qd, x[j]), mul(qd, x[i])
     if s > 0:
-        out[i], out[j] = hi, (-hj if not is0(hj) else 0.0)
+        out[i], out[j] = hi, neg(hj)
     else:
-        out[i], out[j] = (-hi if not is0(hi) else 0.0), hj
+        out[i], out[j] = neg(hi), hj
     return out
 
 
@@ -251,7 +112,7 @@ class Tree:
             if p < 0:
                 vel[i], c[i] = vJ, [0.0] * 6                           # vJ × vJ = 0
                 continue
-            vel[i] = vadd(motion(self.T[i], vel[p]), vJ)
+            vel[i] = vadd(transform_motion(self.T[i], vel[p]), vJ)
             if a is not None:
                 ax = a if a < 3 else a - 3
                 w, lv = vel[i][:3], vel[i][3:]
@@ -298,7 +159,7 @@ class Tree:
         for i in range(self.n):
             if need[i]:
                 p = self.parent[i]
-                g[i] = rot(self.T[i], g0 if p < 0 else g[p])
+                g[i] = rotate_vector(self.T[i], g0 if p < 0 else g[p])
         return g
 
     def targets(self, k, g, negate=False):
@@ -361,7 +222,7 @@ class Tree:
         """S_iᵀ x for a 1-DoF joint."""
         a, s = self.axis[i]
         if a is not None:
-            return x[a] if s > 0 else (-x[a] if not is0(x[a]) else 0.0)
+            return x[a] if s > 0 else neg(x[a])
         return lin([(self.S[i][r, 0], x[r]) for r in range(6)])
 
     def s_times(self, i, y):
@@ -450,7 +311,7 @@ def joint_backward(tree, i, J, pA, tau_i, c_i):
     pm = add if s > 0 else sub
     pa = [pm(add(pA[l], hc[l]), mul(g[l], u)) for l in range(6)]
     if a is not None:
-        pa[a] = tau_i if s > 0 else (-tau_i if not is0(tau_i) else 0.0)
+        pa[a] = tau_i if s > 0 else neg(tau_i)
     return u, pa
 
 
@@ -468,7 +329,7 @@ def joint_forward(tree, i, J, y, c_i, u, extra=0.0, sign=1.0):
         return qdd, vadd(x, tree.s_times(i, qdd))
     r = dot([g[l] if l != a else 0.0 for l in range(6)], x)
     dt = mul(J.Dinv, t)
-    aa = sub(dt, r) if s > 0 else sub(-dt if not is0(dt) else 0.0, r)
+    aa = sub(dt, r) if s > 0 else sub(neg(dt), r)
     qdd = sub(aa, x[a]) if s > 0 else sub(x[a], aa)
     out = list(x)
     out[a] = aa
@@ -477,7 +338,7 @@ def joint_forward(tree, i, J, y, c_i, u, extra=0.0, sign=1.0):
 
 def root_accel(tree, i, g):
     """^iX_0 a_0 for a fixed root: the world's a_0 = −a_grav in body-i coordinates."""
-    return [0.0] * 3 + [(-x if not is0(x) else 0.0) for x in g[i]]
+    return [0.0] * 3 + [neg(x) for x in g[i]]
 
 
 # -- small dense solves ---------------------------------------------------------------------------
@@ -488,7 +349,7 @@ def back_substitute(Lf, z):
         acc = z[i]
         for j in range(i + 1, len(z)):
             Lji = Lf.get((j, i), 0)
-            if not (is0(Lji) or is0(x[j])):
+            if not (is_zero(Lji) or is_zero(x[j])):
                 acc = sub(acc, Lji * x[j])
         x[i] = acc
     return x
@@ -512,7 +373,7 @@ def blocks_of(upper, rows):
             x = parent[x]
         return x
     for (a, b), e in upper.items():
-        if a in parent and b in parent and not is0(e):
+        if a in parent and b in parent and not is_zero(e):
             parent[find(a)] = find(b)
     comps = {}
     for r in rows:
@@ -584,13 +445,13 @@ def saddle_solve(fac, K, L, blocks, p, l):
     tp = [W[x][len(rows)] for x in range(6)]
     lam, s, pivots = block_plus_low_rank_solve(L, blocks, V, g, [mul(g[x], tp[x]) for x in range(6)], l)
     a = back_substitute(P, [mul(g[x], add(tp[x], s[x])) for x in range(6)])
-    return [(-e if not is0(e) else 0.0) for e in a], lam, pivots
+    return [neg(e) for e in a], lam, pivots
 
 
 def free_solve(tree, i, J, rhs):
     """(H_b^A)⁻¹ rhs for a free joint, through the LDLᵀ of D_b = S_bᵀ H_b^A S_b (articulated.py)."""
     S = tree.S[i]
-    y = ldl_solve(J.ldl, mat_t_vec(S, rhs))
+    y = ldl_solve(J.ldl, mat_vec(S, rhs, transpose=True))
     return mat_vec(S, y)
 
 
@@ -600,10 +461,6 @@ def outputs_vdot(tree, qdd):
     for i in range(tree.n):
         out += list(qdd[i])
     return ca.vertcat(*[x if isinstance(x, ca.SX) else ca.SX(x) for x in out])
-
-
-def column(xs):
-    return ca.vertcat(*[x if isinstance(x, ca.SX) else ca.SX(float(x)) for x in xs])
 
 
 # -- numeric probe (structural decisions at trace time) ---------------------------------------------
@@ -771,7 +628,7 @@ class Rigid:
 
     def _rotate_num(self, E):
         """E is numeric: Eᵀ h, Eᵀ Ī E."""
-        h = mat_t_vec(E, self.h)
+        h = mat_vec(E, self.h, transpose=True)
         M = [[self.Ib(a, b) for b in range(3)] for a in range(3)]
         ME = [[lin([(E[l, y], M[x][l]) for l in range(3)]) for y in range(3)] for x in range(3)]
         I = {(x, y): lin([(E[l, x], ME[l][y]) for l in range(3)]) for x in range(3) for y in range(x, 3)}

@@ -33,7 +33,7 @@ import numpy as np
 from ..model.robot import clean, cross_matrix
 from .spatial import RigidInertia, Transform, cross_columns, sx, symmetric
 from . import linalg
-from .linalg import dot, is_zero, pm
+from .scalar import add_cross, dot, lin, mat_vec, pm
 
 
 # -- the generic joint transform ---------------------------------------------------------------
@@ -227,38 +227,6 @@ class PlaneRotation:
 # -- numeric parts: coefficients, rotations by E_T, shifts by r ------------------------------------
 
 
-def _lin(coefs):
-    """Σ w x for numeric weights: ±1 without a product, zeros skipped, a negative weight as a
-    subtraction (its constant shared with the positive one) unless every weight is negative."""
-    terms = [(float(w), x) for w, x in coefs if w != 0 and not is_zero(x)]
-    terms.sort(key=lambda wx: wx[0] < 0)                       # a positive term leads
-    e = 0
-    for w, x in terms:
-        term = x if abs(w) == 1 else abs(w) * x
-        if isinstance(e, int):
-            e = term if w > 0 else -term if abs(w) == 1 else w * x
-        else:
-            e = e + term if w > 0 else e - term
-    return e
-
-
-def _rotate3(E, v, transpose=False):
-    """E v (or Eᵀ v) for a numeric 3x3 E and a 3-list, by coefficient."""
-    if np.array_equal(E, np.eye(3)):
-        return list(v)
-    M = E.T if transpose else E
-    return [_lin([(M[a, c], v[c]) for c in range(3)]) for a in range(3)]
-
-
-def _add_cross(x, r, v, sign=1):
-    """x + sign · (r × v) for a numeric r and 3-lists x, v (each r component one constant)."""
-    out = []
-    for a in range(3):
-        b, c = (a + 1) % 3, (a + 2) % 3
-        out.append(_lin([(1, x[a]), (sign * r[b], v[c]), (-sign * r[c], v[b])]))
-    return out
-
-
 def _column(m):
     return ca.vertcat(*[sx(e) for e in m])
 
@@ -278,7 +246,7 @@ def rotate(H, E):
             for b in range(a, 6):
                 pa, pb, ia, ib = 3 * (a // 3), 3 * (b // 3), a % 3, b % 3
                 c1, c2 = int(np.flatnonzero(E[:, ia])[0]), int(np.flatnonzero(E[:, ib])[0])
-                out[(a, b)] = _lin([(E[c1, ia] * E[c2, ib], H[pa + c1, pb + c2])])
+                out[(a, b)] = lin([(E[c1, ia] * E[c2, ib], H[pa + c1, pb + c2])])
         return symmetric(out, 6)
     Es = sx(E)
     for p, s in ((0, 0), (0, 3), (3, 3)):
@@ -372,15 +340,15 @@ def transform_rigid(T, I):
             h = [h[a] + m * rl[a] for a in range(3)]
         else:
             rr = float(r @ r)
-            M = linalg.sym(3, lambda a, b: _lin(
+            M = linalg.sym(3, lambda a, b: lin(
                 [(1, M[a][b]), (m * (rr - r[a] ** 2), 1.0)] + [(2 * r[c], h[c]) for c in range(3) if c != a]
                 if a == b else [(1, M[a][b]), (-r[b], h[a]), (-r[a], h[b]), (-m * r[a] * r[b], 1.0)]))
-            h = [_lin([(1, h[a]), (m * r[a], 1.0)]) for a in range(3)]
+            h = [lin([(1, h[a]), (m * r[a], 1.0)]) for a in range(3)]
     if T.k is not None and not np.array_equal(T.E_T, np.eye(3)):
         E = T.E_T
-        h = _rotate3(E, h, True)
-        EM = [_rotate3(E, [M[c][b] for c in range(3)], True) for b in range(3)]    # columns of Eᵀ Ī
-        M = linalg.sym(3, lambda a, b: _lin([(E[c, b], EM[c][a]) for c in range(3)]))
+        h = mat_vec(E, h, transpose=True)
+        EM = [mat_vec(E, [M[c][b] for c in range(3)], transpose=True) for b in range(3)]    # columns of Eᵀ Ī
+        M = linalg.sym(3, lambda a, b: lin([(E[c, b], EM[c][a]) for c in range(3)]))
     return RigidInertia(I.mass, ca.vertcat(*[sx(e) for e in h]), linalg.to_sx_rows(M))
 
 
@@ -392,12 +360,22 @@ def transform_compliance(T, W):
     return T.plane.sym6(translate_motion(rotate(W, T.E_T.T), T.r_J), -1)
 
 
+def rotate_vector(T, w):
+    """E w for a 3-list w in parent axes: the same vector in body axes (the rotation of
+    ^iX_λ(i))."""
+    if T.k is None:
+        return _entries(ca.mtimes(T.X.E, _column(w)))
+    P, x = T.plane, mat_vec(T.E_T, w)
+    x[P.i], x[P.j] = P.vec(x[P.i], x[P.j], -1)
+    return x
+
+
 def transform_motion(T, m):
     """^iX_λ(i) m for a motion 6-list in parent coordinates: child coordinates."""
     if T.k is None:
         return _entries(T.X.apply_motion(_column(m)))
-    w, v = _rotate3(T.E_T, m[:3]), _rotate3(T.E_T, m[3:])
-    return T.plane.vec6(w + _add_cross(v, T.r_J, w, -1), -1)       # [w; v − r × w]
+    w, v = mat_vec(T.E_T, m[:3]), mat_vec(T.E_T, m[3:])
+    return T.plane.vec6(w + add_cross(v, T.r_J, w, -1), -1)       # [w; v − r × w]
 
 
 def transform_force(T, f):
@@ -406,8 +384,8 @@ def transform_force(T, f):
     if T.k is None:
         return _entries(T.X.transpose_force(_column(f)))
     f = T.plane.vec6(f)
-    n, lin = _add_cross(f[:3], T.r_J, f[3:]), f[3:]                  # [n + r × f; f]
-    return _rotate3(T.E_T, n, True) + _rotate3(T.E_T, lin, True)
+    n, f_lin = add_cross(f[:3], T.r_J, f[3:]), f[3:]                # [n + r × f; f]
+    return mat_vec(T.E_T, n, transpose=True) + mat_vec(T.E_T, f_lin, transpose=True)
 
 
 def transform_rows(T, K):

@@ -6,32 +6,7 @@ from __future__ import annotations
 
 import casadi as ca
 
-
-def is_zero(e):
-    """A structural zero: an exact numeric 0 (Python number or SX constant)."""
-    return isinstance(e, (int, float)) and e == 0 or isinstance(e, ca.SX) and e.is_zero()
-
-
-_is_zero = is_zero
-
-
-def pm(x, sign, y):
-    """x + y for sign > 0, x - y otherwise (CasADi folds a zero operand)."""
-    return x + y if sign > 0 else x - y
-
-
-def _dot(pairs):
-    """Σ a b over the pairs whose factors are not structurally zero (0 if none)."""
-    acc = 0
-    for a, b in pairs:
-        if not (_is_zero(a) or _is_zero(b)):
-            acc = a * b if _is_zero(acc) else acc + a * b
-    return acc
-
-
-def dot(a, b):
-    """Σ a_l b_l of two lists, structural zeros skipped (0 when none survive)."""
-    return _dot(zip(a, b))
+from .scalar import dot, is_zero
 
 
 def entries(M):
@@ -118,12 +93,12 @@ def ldl(upper, n):
     L, LD, D, Dinv = {}, {}, [], []
     for j in range(n):
         W = [LD.get((j, k), 0) for k in range(j)]              # L[j, k] D[k]
-        d = upper.get((j, j), 0) - _dot((W[k], L.get((j, k), 0)) for k in range(j))
+        d = upper.get((j, j), 0) - dot(W, [L.get((j, k), 0) for k in range(j)])
         D.append(d)
         Dinv.append(1 / d)
         for i in range(j + 1, n):
-            a = upper.get((j, i), 0) - _dot((W[k], L.get((i, k), 0)) for k in range(j))
-            if not _is_zero(a):
+            a = upper.get((j, i), 0) - dot(W, [L.get((i, k), 0) for k in range(j)])
+            if not is_zero(a):
                 LD[(i, j)], L[(i, j)] = a, a * Dinv[j]
     return L, D, Dinv
 
@@ -133,7 +108,8 @@ def forward_substitute(L, n, B):
     each a list of columns."""
     Z = []
     for i in range(n):
-        Z.append([B[i][c] - _dot((L.get((i, k), 0), Z[k][c]) for k in range(i)) for c in range(len(B[i]))])
+        Z.append([B[i][c] - dot([L.get((i, k), 0) for k in range(i)], [Z[k][c] for k in range(i)])
+                  for c in range(len(B[i]))])
     return Z
 
 
@@ -141,7 +117,7 @@ def back_substitute(L, n, y):
     """Solve Lᵀ x = y for unit lower-triangular L ({(i, j): e}); y a list of n scalars."""
     x = [None] * n
     for i in reversed(range(n)):
-        x[i] = y[i] - _dot((L.get((k, i), 0), x[k]) for k in range(i + 1, n))
+        x[i] = y[i] - dot([L.get((k, i), 0) for k in range(i + 1, n)], x[i + 1:])
     return x
 
 
@@ -154,8 +130,8 @@ def ldl_solve(L, Dinv, b):
 
 def scaled_gram(Z, Dinv, m):
     """Upper entries of Zᵀ D⁻¹ Z for Z (n rows x m columns)."""
-    scaled = [[z * d if not _is_zero(z) else 0 for z in row] for row, d in zip(Z, Dinv)]
-    return {(a, b): _dot((scaled[k][a], Z[k][b]) for k in range(len(Z)))
+    scaled = [[z * d if not is_zero(z) else 0 for z in row] for row, d in zip(Z, Dinv)]
+    return {(a, b): dot([row[a] for row in scaled], [row[b] for row in Z])
             for a in range(m) for b in range(a, m)}
 
 
