@@ -24,61 +24,15 @@ from ..symbolic.frames import choose_offsets, local_transforms
 from ..symbolic.scalar import is_zero
 
 
-def dof_parents(robot):
-    """λ(k) for every dof k (-1 at the root): a multi-dof joint is a chain of its dofs."""
-    lam = []
-    for b in robot.bodies:
-        p = robot.bodies[b.parent] if b.parent >= 0 else None
-        prev = p.v_index + p.joint.nv - 1 if p is not None else -1
-        for t in range(b.joint.nv):
-            lam.append(prev if t == 0 else b.v_index + t - 1)
-    return lam
-
-
-def ltdl(M, lam, ops):
-    """M = Lᵀ D L for M given as {(i, k): e} keyed i <= k: returns (L as {(k, i): L_ki}, D⁻¹)."""
-    n = len(lam)
-    H = {(k, i): e for (i, k), e in M.items()}                    # lower entries H[k, i], i <= k
-    L, Dinv = {}, [None] * n
-    for k in reversed(range(n)):
-        Dinv[k] = 1 / H[(k, k)]
-        i = lam[k]
-        while i >= 0:
-            a = ops.mul(H[(k, i)], Dinv[k])
-            j = i
-            while j >= 0:                                          # Schur update of anc(k)
-                H[(i, j)] = ops.sub(H[(i, j)], ops.mul(a, H[(k, j)]))
-                j = lam[j]
-            L[(k, i)] = a
-            i = lam[i]
-    return L, Dinv
-
-
-def solve_rows(J, L, lam, ops):
-    """Y = J L⁻¹ row by row (Y L = J), leaves first, zeros of J skipped."""
-    Y = []
-    for r in range(J.shape[0]):
-        y = [J[r, c] if not J[r, c].is_zero() else 0 for c in range(J.shape[1])]
-        for k in reversed(range(len(lam))):
-            if is_zero(y[k]):
-                continue
-            i = lam[k]
-            while i >= 0:
-                y[i] = ops.sub(y[i], ops.mul(y[k], L[(k, i)]))
-                i = lam[i]
-        Y.append(y)
-    return Y
-
-
 def sweeps(robot, constraints, q, K_bodies):
     """LTL-OSIM's intermediate quantities: {'M', 'J', 'L', 'Dinv', 'Y', 'delassus'}."""
     T = local_transforms(robot, q, choose_offsets(robot, constraints, move_free=False))
     M = kinematics.mass_matrix(robot, T)                          # CRBA, upper entries
     J = kinematics.constraint_jacobian(robot, constraints, T, K_bodies)
-    lam = dof_parents(robot)
-    ops = linalg.Shared()
-    L, Dinv = ltdl(M, lam, ops)
-    Y = solve_rows(J, L, lam, ops)
+    parents, ops = kinematics.dof_parents(robot), linalg.Shared()
+    L, _, Dinv = kinematics.ltdl(M, parents, ops)
+    Y = [kinematics.solve_lt(L, parents, [0 if J[r, c].is_zero() else J[r, c] for c in range(robot.nv)], ops)
+         for r in range(constraints.m)]
     Yd = [[0 if is_zero(e) else ops.mul(e, d) for e, d in zip(row, Dinv)] for row in Y]   # Y D⁻¹
     upper = {(a, b): ops.dot(Yd[a], Y[b]) for a in range(len(Y)) for b in range(a, len(Y))}
     return {"M": M, "J": J, "L": L, "Dinv": Dinv, "Y": Y, "delassus": linalg.to_sx(upper, len(Y))}

@@ -31,234 +31,14 @@ at trace time (pv.check_regular).
 """
 from __future__ import annotations
 
-import numpy as np
-
-from ..symbolic.scalar import add, column, cross, dot, is_zero, mul, neg, sub, sym_vec, vadd, vsub
+from ..symbolic.scalar import add, column, dot, is_zero, mul, sub
 from ..sweeps import tree as ds
 from ..symbolic import linalg
-from ..sweeps.articulated import symmetric_sum
+from ..sweeps import joint_space
 from .pv import check_regular
-from ..symbolic.frames import transform_force, transform_inertia, transform_motion
-
-
-# -- the dof tree ------------------------------------------------------------------------------
-def dof_parents(tree):
-    """λ(k) for every dof k (-1 at a root): a multi-dof joint is a chain of its dofs."""
-    lam = []
-    for b in tree.robot.bodies:
-        p = tree.robot.bodies[b.parent] if b.parent >= 0 else None
-        prev = p.v_index + p.joint.nv - 1 if p is not None else -1
-        for t in range(b.joint.nv):
-            lam.append(prev if t == 0 else b.v_index + t - 1)
-    return lam
-
-
-def ancestors(lam, k):
-    out = []
-    i = lam[k]
-    while i >= 0:
-        out.append(i)
-        i = lam[i]
-    return out
-
-
-# -- joint-space quantities ---------------------------------------------------------------------
-def pick(tree, i, f):
-    """S_iᵀ f for a force (or row) 6-list in body-i coordinates: a list over i's dofs.  The free
-    base's dofs are taken in its slid frame, [linear; angular] ([f; n]): the conversion to
-    Pinocchio's base coordinates is done once on τ_b and v̇_b (``to_slid``, ``from_slid``)."""
-    if tree.is_free(i):
-        return list(f[3:]) + list(f[:3])
-    return [tree.sq(i, f)]
-
-
-def motion_columns(tree, i):
-    """S_i as motion 6-lists (for the free base in the slid frame: [0; e_k] then [e_k; 0])."""
-    if tree.is_free(i):
-        return [[1.0 if j == 3 + k else 0.0 for j in range(6)] for k in range(3)] + \
-            [[1.0 if j == k else 0.0 for j in range(6)] for k in range(3)]
-    return [[float(tree.S[i][r, 0]) for r in range(6)]]
-
-
-def to_slid(tree, tau):
-    """τ with the free bases' entries as forces about the slid origins ([f; n − o × f])."""
-    out = list(tau[d] for d in range(tree.robot.nv))
-    for i in range(tree.n):
-        if tree.is_free(i):
-            v0 = tree.robot.bodies[i].v_index
-            w = tree.base_wrench(i, out[v0:v0 + 6])                  # [n'; f]
-            out[v0:v0 + 6] = w[3:] + w[:3]
-    return out
-
-
-def from_slid(tree, vdot):
-    """v̇ with the free bases' entries back in Pinocchio's coordinates: a_lin − α × o."""
-    out = list(vdot)
-    for i in range(tree.n):
-        if tree.is_free(i):
-            v0 = tree.robot.bodies[i].v_index
-            al, alpha = out[v0:v0 + 3], out[v0 + 3:v0 + 6]
-            out[v0:v0 + 3] = vsub(al, cross(alpha, [float(x) for x in tree.T[i].o]))
-    return out
-
-
-def columns(tree, i, IC, extra=None):
-    """I^c_i S_i as force 6-lists, one per dof of body i (I^c_i a ds.Rigid, plus an optional
-    symmetric 6x6 SX ``extra``)."""
-    cols = motion_columns(tree, i)
-    out = []
-    for col in cols:
-        f = IC.times(col)
-        if extra is not None:
-            f = vadd(f, sym_vec(extra, col))
-        out.append(f)
-    return out
-
-
-def crba(tree, extra=None):
-    """M (upper entries {(row dof, col dof): SX}) by the composite-rigid-body algorithm
-    (Featherstone, RBDA Table 6.2) with composite inertias kept as rigid bodies (ds.Rigid);
-    ``extra`` {i: symmetric 6x6 SX} is added to the bodies' inertias (ltl_soft: Kᵀ R⁻¹ K) and
-    carried up as a general symmetric part only along the paths that hold one."""
-    IC = [ds.Rigid.of_body(b, t.o) for b, t in zip(tree.robot.bodies, tree.T)]
-    EX = [None] * tree.n
-    ex_terms = [[] for _ in range(tree.n)]
-    for i in (extra or {}):
-        ex_terms[i].append(extra[i])
-    M = {}
-    for i in reversed(range(tree.n)):
-        if ex_terms[i]:
-            EX[i] = symmetric_sum(np.zeros((6, 6)), ex_terms[i])
-        par = tree.parent[i]
-        if par >= 0:
-            IC[par] = IC[par] + IC[i].to_parent(tree.T[i])
-            if EX[i] is not None:
-                ex_terms[par].append(transform_inertia(tree.T[i], EX[i]))
-        F = columns(tree, i, IC[i], EX[i])
-        bi = tree.robot.bodies[i]
-        for c_, f in enumerate(F):                               # diagonal block
-            col = bi.v_index + c_
-            for r_, e in enumerate(pick(tree, i, f)):
-                if bi.v_index + r_ <= col:
-                    M[(bi.v_index + r_, col)] = e
-        j = i
-        while tree.parent[j] >= 0:
-            F = [transform_force(tree.T[j], f) for f in F]
-            j = tree.parent[j]
-            bj = tree.robot.bodies[j]
-            for c_, f in enumerate(F):
-                for r_, e in enumerate(pick(tree, j, f)):
-                    M[(bj.v_index + r_, bi.v_index + c_)] = e
-    return M
-
-
-def rnea_bias(tree, vel, c, g, extra_force=None):
-    """(c(q, v) as a list over dofs, a'_i per body): RNEA with v̇ = 0 (gravity as a_0 = −a_grav),
-    f_i = H_i a'_i + v_i ×* H_i v_i (ds.body_force); ``extra_force(acc)`` -> {i: 6-list} adds
-    forces on bodies before the backward pass (ltl_soft)."""
-    acc, f = [None] * tree.n, [None] * tree.n
-    for i in range(tree.n):
-        par = tree.parent[i]
-        if tree.is_free(i):
-            acc[i] = [0.0] * 3 + [neg(x) for x in g[i]]
-        else:
-            y = ds.root_accel(tree, i, g) if par < 0 else transform_motion(tree.T[i], acc[par])
-            acc[i] = vadd(y, c[i])
-        f[i] = ds.body_force(tree.robot.bodies[i], tree.T[i].o, vel[i], acc[i])
-    if extra_force:
-        for i, e in extra_force(acc).items():
-            f[i] = vadd(f[i], e)
-    C = [None] * tree.robot.nv
-    for i in reversed(range(tree.n)):
-        bi = tree.robot.bodies[i]
-        for r_, e in enumerate(pick(tree, i, f[i])):
-            C[bi.v_index + r_] = e
-        par = tree.parent[i]
-        if par >= 0:
-            f[par] = vadd(f[par], transform_force(tree.T[i], f[i]))
-    return C, acc
-
-
-def jacobian(tree):
-    """J as one dict {dof: SX} per constraint row (global order): the rows K_i carried up the
-    path of link i as forces, picked by each S_j."""
-    rows = [None] * tree.cs.m
-    for i in range(tree.n):
-        for grows, K in tree.own[i]:
-            for r, gr in enumerate(grows):
-                row, j, out = [K[r, c_] for c_ in range(6)], i, {}
-                while True:
-                    bj = tree.robot.bodies[j]
-                    for d, e in enumerate(pick(tree, j, row)):
-                        if not is_zero(e):
-                            out[bj.v_index + d] = e
-                    if tree.parent[j] < 0:
-                        break
-                    row = transform_force(tree.T[j], row)
-                    j = tree.parent[j]
-                rows[gr] = out
-    return rows
-
-
-# -- the sparse factorization and its solves -------------------------------------------------------
-def ltdl(M, lam, D=None):
-    """M = Lᵀ D L (Featherstone 2005, Table 2) for M given by upper entries {(i, k): e}, i ≤ k
-    (i an ancestor of k, or i = k): (L as {(k, i): L_ki}, D⁻¹ list); ``D`` (a list) receives D."""
-    n = len(lam)
-    D = [None] * n if D is None else D
-    H = {(k, i): e for (i, k), e in M.items()}                    # lower entries H[k, i], i ≤ k
-    L, Dinv = {}, [None] * n
-    for k in reversed(range(n)):
-        Dinv[k] = 1 / H[(k, k)]
-        D[k] = H[(k, k)]
-        i = lam[k]
-        while i >= 0:
-            hki = H.get((k, i), 0.0)
-            a = mul(hki, Dinv[k])
-            j = i
-            while j >= 0:
-                H[(i, j)] = sub(H.get((i, j), 0.0), mul(a, H.get((k, j), 0.0)))
-                j = lam[j]
-            L[(k, i)] = a
-            i = lam[i]
-    return L, Dinv
-
-
-def solve_lt(L, lam, b):
-    """L⁻ᵀ b (leaves first)."""
-    y = list(b)
-    for k in reversed(range(len(lam))):
-        if is_zero(y[k]):
-            continue
-        i = lam[k]
-        while i >= 0:
-            y[i] = sub(y[i], mul(L[(k, i)], y[k]))
-            i = lam[i]
-    return y
-
-
-def solve_l(L, lam, z):
-    """L⁻¹ z (roots first)."""
-    x = [None] * len(lam)
-    for k in range(len(lam)):
-        acc = z[k]
-        i = lam[k]
-        while i >= 0:
-            acc = sub(acc, mul(L[(k, i)], x[i]))
-            i = lam[i]
-        x[k] = acc
-    return x
 
 
 # -- the solver ------------------------------------------------------------------------------------
-def sweeps(tree, v, tau, k, rec):
-    """Shared by ltl and ltl_soft: the first forward sweep and gravity."""
-    vel, c, _ = tree.velocities(v)
-    g = tree.gravity([i for i in range(tree.n) if tree.constrained[i] or tree.is_free(i)])
-    rec("first forward sweep: v_i, a_b,i", vel, c)
-    return vel, c, g, tree.targets(k, g)
-
-
 def delassus_solve(tree, Y, YD, D, Dinv, rhs, rec):
     """λ = (Y D⁻¹ Yᵀ)⁻¹ rhs and the pivots of the solve.  With a free base, Λ⁻¹ = A + Y_B D_B⁻¹ Y_Bᵀ
     where the base's six dofs B give a rank-6 term and A = Σ_{d∉B} Y_d D_d⁻¹ Y_dᵀ is
@@ -302,22 +82,26 @@ def ltl(robot, constraints, q, K_bodies, v, tau, k, rec=None):
     rec = rec or (lambda *a: None)
     tree = ds.Tree(robot, constraints, q, K_bodies)
     tree.orthonormalize()
-    vel, c, g, own = sweeps(tree, v, tau, k, rec)
-    C, acc = rnea_bias(tree, vel, c, g)
+    vel, c, _ = tree.velocities(v)
+    g = tree.gravity([i for i in range(tree.n) if tree.constrained[i] or tree.is_free(i)])
+    rec("first forward sweep: v_i, a_b,i", vel, c)
+    own = tree.targets(k, g)
+    f, acc = ds.rnea(tree, vel, c, g)                    # v̇ = 0: c(q, v) and the bias accelerations a'_i
+    C = [e for i in range(tree.n) for e in tree.joint_force(i, f[i])]
     rec("RNEA (v̇ = 0): c(q, v), a'_i", C)
-    M = crba(tree)
+    M = joint_space.mass_matrix(robot, tree.T)
     rec("CRBA: M", M)
-    Jrows = jacobian(tree)
-    rec("constraint Jacobian J", Jrows)
-    lam_ = dof_parents(tree)
-    D = [None] * robot.nv
-    L, Dinv = ltdl(M, lam_, D)
+    J = joint_space.constraint_jacobian(robot, constraints, tree.T, tree.rows())
+    rec("constraint Jacobian J", J)
+    parents, ops = joint_space.dof_parents(robot), linalg.Shared()
+    L, D, Dinv = joint_space.ltdl(M, parents, ops)
     rec("M = Lᵀ D L (sparse)", L, Dinv)
     n, m = robot.nv, constraints.m
-    tau_s = to_slid(tree, tau)
-    y = solve_lt(L, lam_, [sub(tau_s[d], C[d]) for d in range(n)])
+    tau_s = tree.to_slid(tau)
+    y = joint_space.solve_lt(L, parents, [sub(tau_s[d], C[d]) for d in range(n)], ops)
     z = [mul(a, b) for a, b in zip(y, Dinv)]
-    Y = [solve_lt(L, lam_, [row.get(d, 0.0) for d in range(n)]) for row in Jrows]
+    Y = [joint_space.solve_lt(L, parents, [0.0 if J[r, d].is_zero() else J[r, d] for d in range(n)], ops)
+         for r in range(m)]
     rhs = [None] * m                                    # k − J̇ v − J M⁻¹ (τ − c)
     for i in range(tree.n):
         for rows, K, lv in own[i]:
@@ -330,6 +114,6 @@ def ltl(robot, constraints, q, K_bodies, v, tau, k, rec=None):
     rec("λ: Λ⁻¹ λ = k − J̇ v − J M⁻¹ (τ − c)", lam)
     w = [sub(z[d], a_B[d]) if d in a_B else add(z[d], dot([YD[r][d] for r in range(m)], lam))
          for d in range(n)]
-    vdot = from_slid(tree, solve_l(L, lam_, w))
+    vdot = tree.from_slid(joint_space.solve_l(L, parents, w, ops))
     rec("v̇ = L⁻¹ (z + D⁻¹ Yᵀ λ)", vdot)
     return {"vdot": column(vdot), "lam": column(tree.multipliers(lam))}

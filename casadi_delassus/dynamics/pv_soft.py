@@ -20,44 +20,14 @@ Always solvable, also for redundant constraints.
 """
 from __future__ import annotations
 
-from ..symbolic.scalar import add, column, dot, mul, sub, vsub
+from ..symbolic.scalar import column, dot, mul, sub
 from ..sweeps import tree as ds
 from .aba import solve as aba_solve
-from ..symbolic.spatial import symmetric
-
-
-def soft_terms(tree, R, k):
-    """({i: K_iᵀ R_i⁻¹ K_i}, g ↦ {i: K_iᵀ R_i⁻¹ l_i}, R⁻¹ per row)."""
-    rinv = [1 / R[r] for r in range(tree.cs.m)]
-    inertia, weighted = {}, {}
-    for i in range(tree.n):
-        ent = {}
-        for rows, K in tree.own[i]:
-            for r, gr in enumerate(rows):
-                w = [mul(K[r, a], rinv[gr]) for a in range(6)]
-                weighted.setdefault(i, []).append((gr, w))
-                for a in range(6):
-                    for b in range(a, 6):
-                        ent[(a, b)] = add(ent.get((a, b), 0.0), mul(w[a], K[r, b]))
-        if ent:
-            inertia[i] = symmetric(ent, 6)
-
-    def forces(g):                                   # p_i += K_iᵀ R_i⁻¹ l_i = −K_iᵀ R_i⁻¹ k'_i
-        out = {}
-        for i, own in enumerate(tree.targets(k, g, negate=True)):
-            for rows, K, nl in own:
-                w = dict(weighted[i])
-                f = out.get(i, [0.0] * 6)
-                for r, gr in enumerate(rows):
-                    f = vsub(f, [mul(x, nl[r]) for x in w[gr]])
-                out[i] = f
-        return out
-    return inertia, forces, rinv
 
 
 def pv_soft(robot, constraints, q, K_bodies, v, tau, k, R, rec=None):
     tree = ds.Tree(robot, constraints, q, K_bodies)
-    inertia, forces, rinv = soft_terms(tree, R, k)
+    inertia, forces, rinv = ds.soft_terms(tree, R, k)
     qdd, acc, g = aba_solve(tree, v, tau, inertia, forces, rec)
     lam = [0.0] * constraints.m
     for i, own in enumerate(tree.targets(k, g, negate=True)):

@@ -13,39 +13,24 @@ The velocity sweep is dynamics_sweeps.Tree.velocities (shared with the forward s
 """
 from __future__ import annotations
 
-from ..symbolic.scalar import cross_num, mat_vec, vadd
+from ..symbolic.scalar import column, cross_num, vadd
 from ..sweeps import tree as ds
-from ..symbolic.frames import transform_force, transform_motion
 
 
 def inverse_dynamics(tree, v, a):
     """τ as a list (nv) for joint accelerations ``a`` (SX vector, Pinocchio layout)."""
     vel, c, _ = tree.velocities(v)
-    g = tree.gravity([])
-    acc, f = [None] * tree.n, [None] * tree.n
+    f, _ = ds.rnea(tree, vel, c, tree.gravity([]), qdd=a)
+    tau = []
     for i in range(tree.n):
-        par = tree.parent[i]
-        ai = tree.vslice(a, i)
-        if tree.is_free(i):
-            acc[i] = tree.base_accel(i, ai, g[i])
-        else:
-            y = ds.root_accel(tree, i, g) if par < 0 else transform_motion(tree.T[i], acc[par])
-            acc[i] = vadd(vadd(y, c[i]), tree.s_times(i, ai[0]) if tree.axis[i][0] is not None
-                             else mat_vec(tree.S[i], ai))
-        f[i] = ds.body_force(tree.robot.bodies[i], tree.T[i].o, vel[i], acc[i])    # H a + v ×* H v
-    tau = [None] * tree.n
-    for i in reversed(range(tree.n)):
-        par = tree.parent[i]
         if tree.is_free(i):
             n, fl = f[i][:3], f[i][3:]                       # [n'; f] about the slid origin
-            tau[i] = list(fl) + vadd(n, cross_num(tree.T[i].o, fl))
+            tau += list(fl) + vadd(n, cross_num(tree.T[i].o, fl))
         else:
-            tau[i] = [tree.sq(i, f[i])]
-        if par >= 0:
-            f[par] = vadd(f[par], transform_force(tree.T[i], f[i]))
+            tau.append(tree.sq(i, f[i]))
     return tau
 
 
 def rnea(robot, constraints, q, K_bodies, v, a):
     tree = ds.Tree(robot, constraints, q)
-    return {"tau": ds.outputs_vdot(tree, inverse_dynamics(tree, v, a))}
+    return {"tau": column(inverse_dynamics(tree, v, a))}

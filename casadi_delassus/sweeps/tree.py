@@ -36,7 +36,8 @@ from ..symbolic.scalar import (add, column, cross, cross_num, dot, is_zero, lin,
 from ..symbolic.spatial import symmetric
 from ..symbolic import linalg
 from .articulated import unit_axis
-from ..symbolic.frames import body_inertia, choose_offsets, local_transforms, rotate_vector, transform_motion
+from ..symbolic.frames import (body_inertia, choose_offsets, local_transforms, rotate_vector, transform_force,
+                               transform_motion)
 
 
 def cross_axis(x, a, s, qd):
@@ -83,6 +84,11 @@ class Tree:
         for i in reversed(range(self.n)):
             if self.constrained[i] or any(self.supports[c] for c in self.children[i]):
                 self.supports[i] = True
+
+    def rows(self):
+        """K_i of every constraint, in constraint order (orthonormalized by ``orthonormalize``)."""
+        first = {rows[0]: K for own in self.own for rows, K in own}
+        return [first[r0] for _, r0 in zip(self.cs.constraints, self.cs.offsets)]
 
     def is_free(self, i):
         return self.robot.bodies[i].joint.kind == "free"
@@ -217,6 +223,35 @@ class Tree:
         al, alpha = qdd_b[:3], qdd_b[3:]
         return alpha + vsub(vadd(al, cross(alpha, list(self.T[i].o))), g_b)
 
+    def joint_force(self, i, f):
+        """S_iᵀ f for a force (or row) 6-list in body-i coordinates: a list over i's dofs.  The free
+        base's dofs are taken in its slid frame, [linear; angular] ([f; n]): the joint-space
+        solvers convert to Pinocchio's base coordinates once, on τ_b and v̇_b (``to_slid``,
+        ``from_slid``)."""
+        if self.is_free(i):
+            return list(f[3:]) + list(f[:3])
+        return [self.sq(i, f)]
+
+    def to_slid(self, tau):
+        """τ (nv) with the free bases' entries as forces about the slid origins ([f; n − o × f])."""
+        out = list(tau[d] for d in range(self.robot.nv))
+        for i in range(self.n):
+            if self.is_free(i):
+                v0 = self.robot.bodies[i].v_index
+                w = self.base_wrench(i, out[v0:v0 + 6])                  # [n'; f]
+                out[v0:v0 + 6] = w[3:] + w[:3]
+        return out
+
+    def from_slid(self, vdot):
+        """v̇ (nv) with the free bases' entries back in Pinocchio's coordinates: a_lin − α × o."""
+        out = list(vdot)
+        for i in range(self.n):
+            if self.is_free(i):
+                v0 = self.robot.bodies[i].v_index
+                al, alpha = out[v0:v0 + 3], out[v0 + 3:v0 + 6]
+                out[v0:v0 + 3] = vsub(al, cross(alpha, [float(x) for x in self.T[i].o]))
+        return out
+
     # -- joint terms ----------------------------------------------------------------------------
     def sq(self, i, x):
         """S_iᵀ x for a 1-DoF joint."""
@@ -339,6 +374,66 @@ def joint_forward(tree, i, J, y, c_i, u, extra=0.0, sign=1.0):
 def root_accel(tree, i, g):
     """^iX_0 a_0 for a fixed root: the world's a_0 = −a_grav in body-i coordinates."""
     return [0.0] * 3 + [neg(x) for x in g[i]]
+
+
+def rnea(tree, vel, c, g, qdd=None, extra_force=None):
+    """The recursive Newton-Euler passes (Featherstone, RBDA Table 5.1) over the tree's local
+    frames, gravity as the world's acceleration a_0 = −a_grav (PV paper Sec. III-B2):
+      forward, roots first:   a'_i = ^iX_λ a'_λ + a_b,i + S_i q̈_i,  f_i = H_i a'_i + v_i ×* H_i v_i
+      backward, leaves first: f_λ(i) += ^iX_λᵀ f_i
+    ``qdd`` (a vector, Pinocchio layout) None: q̈ = 0; the free base's a'_b from its v̇ in Pinocchio
+    coordinates.  ``extra_force(a')`` -> {i: 6-list} adds forces on bodies before the backward
+    pass.  Returns (f_i after the backward pass, a'_i) per body: the joint forces are S_iᵀ f_i."""
+    acc, f = [None] * tree.n, [None] * tree.n
+    for i in range(tree.n):
+        par = tree.parent[i]
+        if tree.is_free(i):
+            acc[i] = (tree.base_accel(i, tree.vslice(qdd, i), g[i]) if qdd is not None
+                      else [0.0] * 3 + [neg(x) for x in g[i]])
+        else:
+            y = root_accel(tree, i, g) if par < 0 else transform_motion(tree.T[i], acc[par])
+            acc[i] = vadd(y, c[i])
+            if qdd is not None:
+                ai = tree.vslice(qdd, i)
+                acc[i] = vadd(acc[i], tree.s_times(i, ai[0]) if tree.axis[i][0] is not None
+                              else mat_vec(tree.S[i], ai))
+        f[i] = body_force(tree.robot.bodies[i], tree.T[i].o, vel[i], acc[i])    # H a + v ×* H v
+    for i, e in (extra_force(acc) if extra_force else {}).items():
+        f[i] = vadd(f[i], e)
+    for i in reversed(range(tree.n)):
+        if tree.parent[i] >= 0:
+            f[tree.parent[i]] = vadd(f[tree.parent[i]], transform_force(tree.T[i], f[i]))
+    return f, acc
+
+
+def soft_terms(tree, R, k):
+    """The soft constraints' terms (PV paper Sec. VI, eq. 52; pv_soft, ltl_soft): ({i: K_iᵀ R_i⁻¹ K_i},
+    g ↦ {i: K_iᵀ R_i⁻¹ l_i}, R⁻¹ per row) for compliances R and targets k."""
+    rinv = [1 / R[r] for r in range(tree.cs.m)]
+    inertia, weighted = {}, {}
+    for i in range(tree.n):
+        ent = {}
+        for rows, K in tree.own[i]:
+            for r, gr in enumerate(rows):
+                w = [mul(K[r, a], rinv[gr]) for a in range(6)]
+                weighted.setdefault(i, []).append((gr, w))
+                for a in range(6):
+                    for b in range(a, 6):
+                        ent[(a, b)] = add(ent.get((a, b), 0.0), mul(w[a], K[r, b]))
+        if ent:
+            inertia[i] = symmetric(ent, 6)
+
+    def forces(g):                                   # p_i += K_iᵀ R_i⁻¹ l_i = −K_iᵀ R_i⁻¹ k'_i
+        out = {}
+        for i, own in enumerate(tree.targets(k, g, negate=True)):
+            for rows, K, nl in own:
+                w = dict(weighted[i])
+                f = out.get(i, [0.0] * 6)
+                for r, gr in enumerate(rows):
+                    f = vsub(f, [mul(x, nl[r]) for x in w[gr]])
+                out[i] = f
+        return out
+    return inertia, forces, rinv
 
 
 # -- small dense solves ---------------------------------------------------------------------------
@@ -525,114 +620,6 @@ def stage_counts(stages, inputs):
         out.append((name, n - prev))
         prev = n
     return out
-
-
-# -- rigid-body (composite) inertias: mass, first moment h = m c, rotational inertia about the origin
-class Rigid:
-    """A rigid-body inertia (m numeric, h 3-list, Ī as upper entries {(a, b): SX} about the
-    frame's origin), transformed to the parent with the joint's plane rotation: about half the
-    operations of a general symmetric 6x6 congruence (frames.transform_inertia)."""
-
-    def __init__(self, m, h, I):
-        self.m, self.h, self.I = m, h, I
-
-    @classmethod
-    def of_body(cls, body, o):
-        H = body_inertia(body, o)
-        return cls(float(H[5, 5]), [float(H[2, 4]), float(H[0, 5]), float(H[1, 3])],
-                   {(a, b): float(H[a, b]) for a in range(3) for b in range(a, 3)})
-
-    def __add__(self, other):
-        return Rigid(self.m + other.m, vadd(self.h, other.h),
-                     {key: add(self.I[key], other.I[key]) for key in self.I})
-
-    def Ib(self, a, b):
-        return self.I[(min(a, b), max(a, b))]
-
-    def matrix(self):
-        """The symmetric 6x6 [[Ī, h×], [h×ᵀ, m 1]] as SX (for checks)."""
-        h = self.h
-        ent = {(a, b): self.Ib(a, b) for a in range(3) for b in range(a, 3)}
-        hx = [[0.0, -h[2], h[1]], [h[2], 0.0, -h[0]], [-h[1], h[0], 0.0]]
-        for a in range(3):
-            for b in range(3):
-                ent[(a, 3 + b)] = hx[a][b]
-            for b in range(a, 3):
-                ent[(3 + a, 3 + b)] = self.m if a == b else 0.0
-        return symmetric(ent, 6)
-
-    def times(self, mv):
-        """I m for a motion 6-list: [Ī ω + h × v; m v − h × ω]."""
-        w, v = mv[:3], mv[3:]
-        Iw = [dot([self.Ib(a, b) for b in range(3)], w) for a in range(3)]
-        return vadd(Iw, cross(self.h, v)) + vsub([mul(self.m, x) for x in v], cross(self.h, w))
-
-    def to_parent(self, T):
-        """^iX_λᵀ I ^iX_λ: the same inertia about the parent's origin, in its axes."""
-        if T.k is None:
-            E, r = T.X.E, [T.X.r[j] for j in range(3)]
-            h1 = [dot([E[a, b] for a in range(3)], self.h) for b in range(3)]          # Eᵀ h
-            I1 = {}
-            EI = [[dot([E[a, x] for a in range(3)], [self.Ib(a, y) for a in range(3)]) for y in range(3)]
-                  for x in range(3)]                                                   # (Eᵀ Ī)
-            for x in range(3):
-                for y in range(x, 3):
-                    I1[(x, y)] = dot(EI[x], [E[a, y] for a in range(3)])
-            return Rigid(self.m, h1, I1)._shift(r)
-        a, b, k = (T.k + 1) % 3, (T.k + 2) % 3, T.k
-        c, t = T.c, T.t
-        cc, ct = mul(c, c), mul(c, t)
-        h1 = list(self.h)                                                              # E_Jᵀ h
-        h1[a] = sub(mul(c, self.h[a]), mul(t, self.h[b]))
-        h1[b] = add(mul(t, self.h[a]), mul(c, self.h[b]))
-        I = self.Ib
-        I1 = {(k, k): I(k, k)}
-        ka, kb = sub(mul(I(k, a), c), mul(I(k, b), t)), add(mul(I(k, a), t), mul(I(k, b), c))
-        I1[(min(k, a), max(k, a))], I1[(min(k, b), max(k, b))] = ka, kb
-        A, B, C = I(a, a), I(a, b), I(b, b)
-        delta = sub(A, C)
-        S2, C2 = mul(2.0, ct), sub(mul(2.0, cc), 1.0)                                  # sin 2θ, cos 2θ
-        A2 = sub(add(C, mul(delta, cc)), mul(B, S2))
-        I1[(a, a)] = A2
-        I1[(min(a, b), max(a, b))] = add(mul(delta, ct), mul(B, C2))
-        I1[(b, b)] = sub(add(A, C), A2)
-        out = Rigid(self.m, h1, I1)._shift(T.r_J)
-        if np.array_equal(T.E_T, np.eye(3)):
-            return out
-        return out._rotate_num(T.E_T)
-
-    def _shift(self, r):
-        """Xᵀ I X for X = T(r) (E = 1): h' = h + m r, Ī' = Ī − (h rᵀ + r hᵀ + m r rᵀ − (2 r·h + m r·r) 1)."""
-        num = not isinstance(r[0], ca.SX) or all(not isinstance(x, ca.SX) or x.is_constant() for x in r)
-        if num:
-            r = [float(x) for x in r]
-            if not any(r):
-                return self
-        h = self.h
-        h2 = [add(h[j], mul(self.m, r[j])) for j in range(3)]
-        rh = dot(r, h) if not num else lin([(r[j], h[j]) for j in range(3)])
-        mrr = mul(self.m, dot(r, r)) if not num else self.m * sum(x * x for x in r)
-        diag = add(add(rh, rh), mrr)
-        I2 = {}
-        for x in range(3):
-            for y in range(x, 3):
-                if num:
-                    cterm = lin([(r[y], h[x]), (r[x], h[y])])
-                    cterm = add(cterm, self.m * r[x] * r[y]) if self.m * r[x] * r[y] else cterm
-                else:
-                    cterm = add(add(mul(h[x], r[y]), mul(r[x], h[y])), mul(self.m, mul(r[x], r[y])))
-                if x == y:
-                    cterm = sub(cterm, diag)
-                I2[(x, y)] = sub(self.I[(x, y)], cterm)
-        return Rigid(self.m, h2, I2)
-
-    def _rotate_num(self, E):
-        """E is numeric: Eᵀ h, Eᵀ Ī E."""
-        h = mat_vec(E, self.h, transpose=True)
-        M = [[self.Ib(a, b) for b in range(3)] for a in range(3)]
-        ME = [[lin([(E[l, y], M[x][l]) for l in range(3)]) for y in range(3)] for x in range(3)]
-        I = {(x, y): lin([(E[l, x], ME[l][y]) for l in range(3)]) for x in range(3) for y in range(x, 3)}
-        return Rigid(self.m, h, I)
 
 
 def body_force(body, o, vel, acc):
