@@ -334,11 +334,10 @@ def test_ill_conditioned_runtime_K():
 
 
 def test_block_elimination_needs_no_invertible_block():
-    """dynamics_sweeps.saddle_solve against numpy on [A, Kᵀ; K, −L] [a; λ] = [−p; −l] with one
+    """linalg.saddle_solve against numpy on [A, Kᵀ; K, −L] [a; λ] = [−p; −l] with one
     branch block of L singular (rank 3 of 6), one zero and one regular: the pivots it meets are
     those of Λ⁻¹ = L + K A⁻¹ Kᵀ, positive."""
     import casadi as ca
-    from casadi_delassus.sweeps import tree as ds
     from casadi_delassus.symbolic import linalg
     rng = np.random.default_rng(3)
     sizes, m = [2, 6, 4], 12
@@ -352,7 +351,7 @@ def test_block_elimination_needs_no_invertible_block():
     Anum = C @ C.T + 6 * np.eye(6)
     fac = linalg.ldl({(x, y): ca.SX(Anum[x, y]) for x in range(6) for y in range(x, 6)}, 6)
     L = {(a, b): Lnum[a, b] for blk in blocks for a in blk for b in blk if a <= b and Lnum[a, b] != 0}
-    a, lam, pivots = ds.saddle_solve(fac, {r: list(Knum[r]) for r in range(m)}, L, blocks, list(pnum),
+    a, lam, pivots = linalg.saddle_solve(fac, {r: list(Knum[r]) for r in range(m)}, L, blocks, list(pnum),
                                      dict(enumerate(lnum)))
     got = np.array(ca.evalf(ca.vertcat(*[ca.SX(x) for x in a + [lam[r] for r in range(m)] + pivots]))).ravel()
     kkt = np.block([[Anum, Knum.T], [Knum, -Lnum]])

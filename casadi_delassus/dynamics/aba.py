@@ -18,7 +18,7 @@ when there are no constraints.
 """
 from __future__ import annotations
 
-from ..symbolic.scalar import neg, vadd, vsub
+from ..symbolic.scalar import column, neg, vadd, vsub
 from ..sweeps import tree as ds
 from ..symbolic.frames import transform_force, transform_motion
 from ..sweeps.articulated import articulated_inertias
@@ -55,7 +55,7 @@ def solve(tree, v, tau, extra_inertia=None, extra_force=None, rec=None):
     for i in range(tree.n):
         J, par = abi[i], tree.parent[i]
         if J.free:
-            acc[i] = ds.free_solve(tree, i, J, [neg(x) for x in pA[i]])
+            acc[i] = J.omega([neg(x) for x in pA[i]])
             qdd[i] = tree.base_qdd(i, acc[i], g[i])
             continue
         y = ds.root_accel(tree, i, g) if par < 0 else transform_motion(tree.T[i], acc[par])
@@ -68,4 +68,4 @@ def solve(tree, v, tau, extra_inertia=None, extra_force=None, rec=None):
 def aba(robot, constraints, q, K_bodies, v, tau, rec=None):
     tree = ds.Tree(robot, constraints, q)
     qdd, _, _ = solve(tree, v, tau, rec=rec)
-    return {"vdot": ds.outputs_vdot(tree, qdd)}
+    return {"vdot": column([x for qi in qdd for x in qi])}

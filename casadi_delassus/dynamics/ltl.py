@@ -63,17 +63,17 @@ def delassus_solve(tree, Y, YD, D, Dinv, rhs, rec):
                 if not is_zero(e):
                     A[(a, b)] = e
         rec("Y = J L⁻¹, A = Σ_{d∉B} Y_d D_d⁻¹ Y_dᵀ (block-diagonal), right-hand side", A, rhs)
-        a, lam, pivots = ds.saddle_solve(({}, [D[d] for d in B], [Dinv[d] for d in B]),
+        a, lam, pivots = linalg.saddle_solve(({}, [D[d] for d in B], [Dinv[d] for d in B]),
                                          {r: [Y[r][d] for d in B] for r in rows}, A,
-                                         sorted(ds.blocks_of(A, rows), key=len), [0.0] * 6, dict(zip(rows, rhs)))
+                                         sorted(linalg.blocks_of(A, rows), key=len), [0.0] * 6, dict(zip(rows, rhs)))
         return [lam[r] for r in rows], dict(zip(B, a)), pivots
     Lam = {(a, b): dot(YD[a], Y[b]) for a in range(m) for b in range(a, m)}
     rec("Y = J L⁻¹, Λ⁻¹ = Y D⁻¹ Yᵀ, right-hand side", Lam, rhs)
     lam, pivots = [None] * m, []
-    for blk in ds.blocks_of(Lam, rows):
-        fac = linalg.ldl(ds.local(Lam, blk), len(blk))
+    for blk in linalg.blocks_of(Lam, rows):
+        fac = linalg.ldl(linalg.local(Lam, blk), len(blk))
         pivots += fac[1]
-        for r, x in zip(blk, ds.ldl_solve(fac, [rhs[r] for r in blk])):
+        for r, x in zip(blk, linalg.ldl_solve(fac, [rhs[r] for r in blk])):
             lam[r] = x
     return lam, {}, pivots
 

@@ -82,4 +82,4 @@ def pv(robot, constraints, q, K_bodies, v, tau, k, rec=None):
     qdd, lam, pivots, _ = pe.solve(tree, v, tau, k, probe, rec or (lambda *a: None), never_vanishing, drop=False)
     check_regular(probe, pivots, "pv", constraints)
     lam = tree.multipliers(lam)
-    return {"vdot": ds.outputs_vdot(tree, qdd), "lam": column([neg(x) for x in lam])}
+    return {"vdot": column([x for qi in qdd for x in qi]), "lam": column([neg(x) for x in lam])}

@@ -187,7 +187,7 @@ def pv_early(robot, constraints, q, K_bodies, v, tau, k, rec=None):
     tree = ds.Tree(robot, constraints, q, K_bodies)
     probe = ds.Probe(robot, q, K_bodies)
     qdd, lam, _, elim = solve(tree, v, tau, k, probe, rec or (lambda *a: None), every_joint)
-    return {"vdot": ds.outputs_vdot(tree, qdd), "lam": column([neg(x) for x in lam]),
+    return {"vdot": column([x for qi in qdd for x in qi]), "lam": column([neg(x) for x in lam]),
             "pivot": pivot_ratio(elim, probe)}
 
 
@@ -335,10 +335,10 @@ class Sweeps:
                 self.mu[i] = [0.0] * len(ids)
                 continue
             out = {}                     # L_0 λ = l_0 + K_0 a_0, block by block
-            for blk in ds.blocks_of(self.L, ids):
-                fac = linalg.ldl(ds.local(self.L, blk), len(blk))
+            for blk in linalg.blocks_of(self.L, ids):
+                fac = linalg.ldl(linalg.local(self.L, blk), len(blk))
                 self.pivots += fac[1]
-                out.update(zip(blk, ds.ldl_solve(fac, [rhs[ids.index(r)] for r in blk])))
+                out.update(zip(blk, linalg.ldl_solve(fac, [rhs[ids.index(r)] for r in blk])))
             self.mu[i] = [out[r] for r in ids]
         acc = [None] * tree.n
         for b in (i for i in range(tree.n) if abi[i].free):
@@ -350,14 +350,14 @@ class Sweeps:
         the branch blocks of L^A, then the rows no joint has seen, against the 6 DoF)."""
         st, S = self.stacks[b], self.tree.S[b]
         if not st.K:
-            return ds.free_solve(self.tree, b, J, [neg(x) for x in self.pA[b]])   # as aba.py
+            return J.omega([neg(x) for x in self.pA[b]])   # as aba.py
         coupled = {r for key in self.L for r in key}
-        blocks = ds.blocks_of(self.L, [r for r in st.ids if r in coupled])
+        blocks = linalg.blocks_of(self.L, [r for r in st.ids if r in coupled])
         rest = [(r, row) for r, row in zip(st.ids, st.K) if r not in coupled]
         if self.drop:
             rest = [rest[j] for j in self.independent([row for _, row in rest])]
         blocks += [[r for r, _ in rest]] if rest else []
-        a, lam_b, piv = ds.saddle_solve(J.ldl, {r: mat_vec(S, row, transpose=True) for r, row in zip(st.ids, st.K)}, self.L,
+        a, lam_b, piv = linalg.saddle_solve(J.ldl, {r: mat_vec(S, row, transpose=True) for r, row in zip(st.ids, st.K)}, self.L,
                                         sorted(blocks, key=len), mat_vec(S, self.pA[b], transpose=True), dict(zip(st.ids, st.l)))
         self.pivots += piv
         hand_back(st, [lam_b.get(r, 0.0) for r in st.ids], self.lam, self.mu)

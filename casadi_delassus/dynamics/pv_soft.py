@@ -34,4 +34,4 @@ def pv_soft(robot, constraints, q, K_bodies, v, tau, k, R, rec=None):
         for rows, K, nl in own:
             for r, gr in enumerate(rows):                   # λ = −R⁻¹ (K a' + l) = R⁻¹ (k' − K a')
                 lam[gr] = mul(rinv[gr], sub(nl[r], dot([K[r, a] for a in range(6)], acc[i])))
-    return {"vdot": ds.outputs_vdot(tree, qdd), "lam": column(lam)}
+    return {"vdot": column([x for qi in qdd for x in qi]), "lam": column(lam)}

@@ -71,5 +71,4 @@ def damped_inverse(robot, constraints, q, K_bodies, R, lam, base=None):
     A = explicit_delassus(robot, constraints, q, K_bodies, base)
     for i in range(m):
         A[(i, i)] = A[(i, i)] + 1 / R[i]
-    L, _, Dinv = linalg.ldl(A, m)
-    return {"damped_inverse_explicit": ca.vertcat(*linalg.ldl_solve(L, Dinv, [lam[i] for i in range(m)]))}
+    return {"damped_inverse_explicit": ca.vertcat(*linalg.ldl_solve(linalg.ldl(A, m), [lam[i] for i in range(m)]))}

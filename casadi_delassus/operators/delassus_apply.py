@@ -106,7 +106,7 @@ def sweeps(robot, T, abi, f, tau=None):
         for j, R in J.couplings.items():                           # Alg. 4 line 36
             r = r - ca.mtimes(R, a[j])
         if J.free:
-            nu[i] = ca.vertcat(*linalg.ldl_solve(J.ldl[0], J.ldl[2], [r[k] for k in range(6)]))
+            nu[i] = ca.vertcat(*linalg.ldl_solve(J.ldl, [r[k] for k in range(6)]))
             a[i] = ca.mtimes(sx(J.S), nu[i])
             continue
         nu[i] = J.Dinv * r

@@ -99,17 +99,7 @@ class ArticulatedJoint:
     # -- D⁻¹ ------------------------------------------------------------------------------
     def solve(self, t):
         """D_i⁻¹ t for an n_i-list, by the factors (one reciprocal per pivot)."""
-        if self.ldl is None:
-            return [t[0] * self.Dinv]
-        L, _, dinv = self.ldl
-        n = len(t)
-        z = []
-        for i in range(n):
-            z.append(t[i] - dot([L.get((i, j), 0) for j in range(i)], z))
-        x = [0] * n
-        for i in reversed(range(n)):
-            x[i] = z[i] * dinv[i] - dot([L.get((j, i), 0) for j in range(i + 1, n)], x[i + 1:])
-        return x
+        return [t[0] * self.Dinv] if self.ldl is None else linalg.ldl_solve(self.ldl, t)
 
     def coords(self, f):
         """S_iᵀ f for a 6-list (a selection for coordinate columns)."""

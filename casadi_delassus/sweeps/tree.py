@@ -31,12 +31,10 @@ import casadi as ca
 import numpy as np
 
 from ..errors import DelassusError
-from ..symbolic.scalar import (add, column, cross, cross_num, dot, is_zero, lin, mat_vec, mul, neg, sub,
-                               sym_vec, vadd, vsub)
+from ..symbolic.scalar import add, cross, cross_num, dot, lin, mat_vec, mul, neg, sub, sym_vec, vadd, vsub
 from ..symbolic.spatial import symmetric
-from ..symbolic import linalg
 from .articulated import unit_axis
-from ..symbolic.frames import (body_inertia, choose_offsets, local_transforms, rotate_vector, transform_force,
+from ..symbolic.frames import (choose_offsets, local_transforms, rotate_vector, transform_force,
                                transform_motion)
 
 
@@ -434,128 +432,6 @@ def soft_terms(tree, R, k):
                 out[i] = f
         return out
     return inertia, forces, rinv
-
-
-# -- small dense solves ---------------------------------------------------------------------------
-def back_substitute(Lf, z):
-    """x = L⁻ᵀ z for unit lower-triangular L ({(i, j): e}, linalg.ldl)."""
-    x = [0.0] * len(z)
-    for i in reversed(range(len(z))):
-        acc = z[i]
-        for j in range(i + 1, len(z)):
-            Lji = Lf.get((j, i), 0)
-            if not (is_zero(Lji) or is_zero(x[j])):
-                acc = sub(acc, Lji * x[j])
-        x[i] = acc
-    return x
-
-
-def ldl_solve(fac, b):
-    """x = A⁻¹ b for A = L D Lᵀ from linalg.ldl (fac = (L, D, D⁻¹)); b a list."""
-    L, _, Dinv = fac
-    z = [row[0] for row in linalg.forward_substitute(L, len(b), [[x] for x in b])]
-    return back_substitute(L, [mul(x, d) for x, d in zip(z, Dinv)])
-
-
-def blocks_of(upper, rows):
-    """Connected components of the pattern of a symmetric matrix over ``rows`` (upper entries
-    keyed by row ids): the independent diagonal blocks, each a list of rows in ``rows``' order."""
-    parent = {r: r for r in rows}
-
-    def find(x):
-        while parent[x] != x:
-            parent[x] = parent[parent[x]]
-            x = parent[x]
-        return x
-    for (a, b), e in upper.items():
-        if a in parent and b in parent and not is_zero(e):
-            parent[find(a)] = find(b)
-    comps = {}
-    for r in rows:
-        comps.setdefault(find(r), []).append(r)
-    return list(comps.values())
-
-
-def local(upper, block):
-    """The entries of ``upper`` (keyed by row ids) inside ``block``, keyed by positions."""
-    idx = {r: j for j, r in enumerate(block)}
-    return {(min(idx[a], idx[b]), max(idx[a], idx[b])): e for (a, b), e in upper.items()
-            if a in idx and b in idx}
-
-
-def block_plus_low_rank_solve(L, blocks, V, g, h0, l):
-    """λ = (L + V G₀ Vᵀ)⁻¹ (l − V h0) and s = Vᵀ λ, for L block-diagonal and positive
-    semi-definite (upper entries keyed by row ids, ``blocks`` its diagonal blocks, in the order
-    they are eliminated), V {row: 6-list}, G₀ = diag(g) positive definite, h0 a 6-list.
-
-    Block Gaussian elimination in the "generator" form: after blocks 1..j−1 the remaining
-    matrix is still L + V G_{j−1} Vᵀ on the remaining rows, with the 6x6
-        G_j = G_{j−1} − G_{j−1} V_jᵀ B_j⁻¹ V_j G_{j−1},   B_j = L_j + V_j G_{j−1} V_jᵀ,
-    so only the b_j x b_j pivot blocks B_j are factorized (LDLᵀ, B_j = P Δ Pᵀ).  Each B_j is a
-    diagonal block of a Schur complement of the whole matrix: positive definite whenever the
-    whole matrix is, whatever L_j is (L_j singular, e.g. a branch at a kinematic singularity,
-    or L_j = 0).  The last block needs no G update; small blocks first keep the dense G
-    products (36 per row) off the largest block's factorization."""
-    G = {(x, y): (g[x] if x == y else 0.0) for x in range(6) for y in range(x, 6)}
-    h = list(h0)
-    steps, pivots = [], []
-    for n_, blk in enumerate(blocks):
-        b = len(blk)
-        U = [[dot([G[(min(x, y), max(x, y))] for y in range(6)], V[r]) for x in range(6)] for r in blk]   # V_j G
-        B = {(a_, c_): add(L.get((min(blk[a_], blk[c_]), max(blk[a_], blk[c_])), 0.0), dot(V[blk[a_]], U[c_]))
-             for a_ in range(b) for c_ in range(a_, b)}
-        P, D, dinv = linalg.ldl(B, b)
-        pivots += D
-        w = [row[0] for row in linalg.forward_substitute(P, b, [[sub(l[r], dot(V[r], h))] for r in blk])]
-        W = None
-        if n_ < len(blocks) - 1:                            # G ← G − Wᵀ Δ⁻¹ W,  W = P⁻¹ V_j G
-            W = linalg.forward_substitute(P, b, U)
-            Ws = [[mul(dinv[a_], e) for e in W[a_]] for a_ in range(b)]
-            for x in range(6):
-                for y in range(x, 6):
-                    G[(x, y)] = sub(G[(x, y)], dot([row[x] for row in Ws], [row[y] for row in W]))
-            h = [add(h[x], dot([row[x] for row in Ws], w)) for x in range(6)]
-        steps.append((blk, P, dinv, w, W))
-    s, lam = [0.0] * 6, {}
-    for blk, P, dinv, w, W in reversed(steps):          # λ_j = B_j⁻¹ (ρ_j − V_j G_{j−1} Σ_{i>j} V_iᵀ λ_i)
-        t = [mul(dinv[a_], sub(w[a_], dot(W[a_], s)) if W is not None else w[a_]) for a_ in range(len(blk))]
-        lam.update(zip(blk, back_substitute(P, t)))
-        s = [add(s[x], dot([V[r][x] for r in blk], [lam[r] for r in blk])) for x in range(6)]
-    return lam, s, pivots
-
-
-def saddle_solve(fac, K, L, blocks, p, l):
-    """The base's saddle point  [A, Kᵀ; K, −L] [a; λ] = [−p; −l]  (PV paper eqs. (45)-(47)):
-    A the 6x6 positive-definite base inertia given by its LDLᵀ factors ``fac`` (P, Δ, Δ⁻¹),
-    K {row: 6-list} the rows at the base, L their block-diagonal inverse-OSIM part (one block
-    per branch, ``blocks``).  Eliminating a first gives eq. (47), λ = (L + K A⁻¹ Kᵀ)⁻¹ (l − K A⁻¹ p),
-    solved by ``block_plus_low_rank_solve`` with V = P⁻¹ Kᵀ, G₀ = Δ⁻¹: never inverts a block
-    of L, so it holds wherever Λ⁻¹ = L + K A⁻¹ Kᵀ is positive definite (eq. (49) needs every
-    branch block of L invertible: not at a stretched knee).  a = −A⁻¹ (p + Kᵀ λ) comes from
-    the same factors and s = P⁻¹ Kᵀ λ.  Returns (a, {row: λ}, the pivots, for checks)."""
-    P, _, g = fac
-    rows = [r for blk in blocks for r in blk]
-    W = linalg.forward_substitute(P, 6, [[K[r][x] for r in rows] + [p[x]] for x in range(6)])
-    V = {r: [W[x][c] for x in range(6)] for c, r in enumerate(rows)}
-    tp = [W[x][len(rows)] for x in range(6)]
-    lam, s, pivots = block_plus_low_rank_solve(L, blocks, V, g, [mul(g[x], tp[x]) for x in range(6)], l)
-    a = back_substitute(P, [mul(g[x], add(tp[x], s[x])) for x in range(6)])
-    return [neg(e) for e in a], lam, pivots
-
-
-def free_solve(tree, i, J, rhs):
-    """(H_b^A)⁻¹ rhs for a free joint, through the LDLᵀ of D_b = S_bᵀ H_b^A S_b (articulated.py)."""
-    S = tree.S[i]
-    y = ldl_solve(J.ldl, mat_vec(S, rhs, transpose=True))
-    return mat_vec(S, y)
-
-
-def outputs_vdot(tree, qdd):
-    """Assemble v̇ (nv) from per-body lists."""
-    out = []
-    for i in range(tree.n):
-        out += list(qdd[i])
-    return ca.vertcat(*[x if isinstance(x, ca.SX) else ca.SX(x) for x in out])
 
 
 # -- numeric probe (structural decisions at trace time) ---------------------------------------------
