@@ -21,27 +21,11 @@ parent λ as ^λK_a (⁰Ω_λ ^λK_aᵀ) + (K_a S) D⁻¹ (K_a S)ᵀ (the last f
 since K_a ^λP_iᵀ = ^λK_a is known from the backward sweep)."""
 from __future__ import annotations
 
-from ..symbolic import linalg
 from ..sweeps.articulated import articulated_inertias
-from ..symbolic.frames import choose_offsets, local_transforms, transform_force, transform_motion
-from ..symbolic.linalg import gram_cost, sym
+from ..sweeps.constraint_space import assemble, cca, support
+from ..symbolic.frames import slid_transforms, transform_force, transform_motion
+from ..symbolic.linalg import entries, gram_cost, sym
 from ..symbolic.scalar import dot, is_zero
-
-
-def support(robot, constraints):
-    """ES(i): the constraints (end-effectors) whose link is i or a descendant of i."""
-    ES = [[] for _ in range(robot.n_bodies)]
-    for e, c in enumerate(constraints.constraints):
-        for i in robot.ancestors(c.body):
-            ES[i].append(e)
-    return ES
-
-
-def cca(robot, a, b):
-    """Closest common ancestor of links a and b (either itself included); None when they
-    hang from different roots (a forest), so they do not couple."""
-    anc = set(robot.ancestors(a))
-    return next((i for i in robot.ancestors(b) if i in anc), None)
 
 
 def sparse_first(J, vectors):
@@ -56,35 +40,15 @@ def sparse_first(J, vectors):
     return J.rebased(J.S[:, order]) if order != list(range(nv)) else J
 
 
-def rows(K):
-    return [[K[r, c] for c in range(6)] for r in range(K.shape[0])]
-
-
-def frames_for(robot, constraints, q):
-    return local_transforms(robot, q, choose_offsets(robot, constraints))
-
-
 def propagate_rows(robot, constraints, T, P, K_bodies, ES):
     """^λK_j = ^iK_j ^λP_iᵀ for every ancestor link of j (Alg. 2 lines 3-11): K_at[j][i]."""
-    K_at = [{c.body: rows(K)} for c, K in zip(constraints.constraints, K_bodies)]
+    K_at = [{c.body: entries(K)} for c, K in zip(constraints.constraints, K_bodies)]
     for i in reversed(range(robot.n_bodies)):
         p = robot.parent(i)
         if p >= 0:
             for j in ES[i]:
                 K_at[j][p] = [transform_force(T[i], P[i].force(f)) for f in K_at[j][i]]
     return K_at
-
-
-def assemble(robot, constraints, blocks):
-    """Λ⁻¹ from its upper blocks {(a, b): m_a x m_b lists}, diagonal blocks symmetric."""
-    upper = {}
-    for (a, b), B in blocks.items():
-        ra, rb = constraints.offsets[a], constraints.offsets[b]
-        for r, row in enumerate(B):
-            for s, e in enumerate(row):
-                key = (ra + r, rb + s)
-                upper[key if key[0] <= key[1] else key[::-1]] = e
-    return linalg.to_sx(upper, constraints.m)
 
 
 def diagonal(robot, P, K_at, Phi, ES, a, i):
@@ -107,7 +71,7 @@ def diagonal(robot, P, K_at, Phi, ES, a, i):
 def sweeps(robot, constraints, q, K_bodies):
     """All of EFPA's intermediate quantities, by sweep: {'T', 'P', 'ES', 'K_at', 'Phi',
     'blocks'} (Phi[j][i]: columns of ⁰Ω_i ^iK_jᵀ; blocks: upper blocks of Λ⁻¹)."""
-    T = frames_for(robot, constraints, q)
+    T = slid_transforms(robot, constraints, q)
     P = articulated_inertias(robot, T)
     ES = support(robot, constraints)
     K_at = propagate_rows(robot, constraints, T, P, K_bodies, ES)

@@ -17,10 +17,10 @@ Table I.  Three sweeps and a post-processing step, in local link frames:
 free (zero torque); Ω_ab maps a force on link b to the acceleration of link a."""
 from __future__ import annotations
 
-from ..symbolic import linalg
 from ..sweeps.articulated import articulated_inertias
-from .efpa import assemble, cca, frames_for, rows, support
-from ..symbolic.frames import transform_compliance, transform_motion
+from ..sweeps.constraint_space import assemble, cca, support
+from ..symbolic import linalg
+from ..symbolic.frames import slid_transforms, transform_compliance, transform_motion
 from ..symbolic.linalg import sym
 from ..symbolic.scalar import dot
 
@@ -44,7 +44,7 @@ def carry_down(robot, T, P, cols, top, bottom):
 def sweeps(robot, constraints, q, K_bodies):
     """KJR's intermediate quantities: {'T', 'P', 'Om' (Ω_i, as rows), 'down' (carried-down
     halves), 'cross' (Ω_ab, a < b, as rows), 'blocks' (upper blocks of Λ⁻¹)}."""
-    T = frames_for(robot, constraints, q)
+    T = slid_transforms(robot, constraints, q)
     P = articulated_inertias(robot, T)
     ES = support(robot, constraints)
     # forward sweep: Ω_i (symmetric, i's coordinates) on the supporting links
@@ -55,7 +55,7 @@ def sweeps(robot, constraints, q, K_bodies):
             Om[i] = P[i].omega_matrix() if p < 0 else P[i].congruence(transform_compliance(T[i], Om[p]))
     Om = {i: linalg.entries(M) for i, M in Om.items()}
     body = [c.body for c in constraints.constraints]
-    K = [rows(Kb) for Kb in K_bodies]
+    K = [linalg.entries(Kb) for Kb in K_bodies]
     down = {}                       # (c, i): columns of Ω_{i,c} = ^cP_iᵀ Ω_c, shared prefixes
 
     def carried(c, i):

@@ -20,13 +20,13 @@ from __future__ import annotations
 
 from ..sweeps import joint_space as kinematics
 from ..symbolic import linalg
-from ..symbolic.frames import choose_offsets, local_transforms
+from ..symbolic.frames import slid_transforms
 from ..symbolic.scalar import is_zero
 
 
 def sweeps(robot, constraints, q, K_bodies):
     """LTL-OSIM's intermediate quantities: {'M', 'J', 'L', 'Dinv', 'Y', 'delassus'}."""
-    T = local_transforms(robot, q, choose_offsets(robot, constraints, move_free=False))
+    T = slid_transforms(robot, constraints, q, move_free=False)
     M = kinematics.mass_matrix(robot, T)                          # CRBA, upper entries
     J = kinematics.constraint_jacobian(robot, constraints, T, K_bodies)
     parents, ops = kinematics.dof_parents(robot), linalg.Shared()

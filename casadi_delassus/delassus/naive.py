@@ -7,11 +7,11 @@ from __future__ import annotations
 
 from ..sweeps import joint_space as kinematics
 from ..symbolic import linalg
-from ..symbolic.frames import choose_offsets, local_transforms
+from ..symbolic.frames import slid_transforms
 
 
 def delassus(robot, constraints, q, K_bodies):
-    T = local_transforms(robot, q, choose_offsets(robot, constraints))
+    T = slid_transforms(robot, constraints, q)
     M = kinematics.mass_matrix(robot, T)
     J = kinematics.constraint_jacobian(robot, constraints, T, K_bodies)
     L, _, Dinv = linalg.ldl(M, robot.nv)

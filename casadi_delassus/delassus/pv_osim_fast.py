@@ -23,8 +23,10 @@ from __future__ import annotations
 
 import casadi as ca
 
+from ..sweeps.articulated import articulated_inertias
+from ..sweeps.constraint_space import free_update, lead_rows, rows_to_bases
 from ..symbolic import linalg
-from .pv_osim import free_update, lead_rows, sweeps
+from ..symbolic.frames import slid_transforms
 
 
 def _packed(L, D, n):
@@ -46,14 +48,16 @@ def delassus(robot, constraints, q, K_bodies):
 
 def factors(robot, constraints, q, K_bodies):
     """PV-OSIM's sweeps without the update at the free bases, then the lemma's factors."""
-    s = sweeps(robot, constraints, q, K_bodies, free_update_=False)
-    Lb, abi, stack, m = s["L"], s["abi"], s["stack"], constraints.m
+    T = slid_transforms(robot, constraints, q)
+    abi = articulated_inertias(robot, T)
+    Lb, stack, via = rows_to_bases(robot, constraints, T, abi, K_bodies)
+    m = constraints.m
     full = dict(Lb)                                  # Λ⁻¹ (PV eq. 48), for checking
     own = {c.body for c in constraints.constraints}
     bases = [i for i, J in enumerate(abi) if J.free and stack[i][0]]
     mil = [i for i in bases if i not in own]        # L_b^A has only branch blocks there
     for i in bases:
-        free_update(full, stack[i][0], abi[i], stack[i][1], lead_rows(s["T"], s["via"][i]))
+        free_update(full, stack[i][0], abi[i], stack[i][1], lead_rows(T, via[i]))
         if i not in mil:                             # no lemma: this tree's Λ⁻¹ goes to Lb
             rows = stack[i][0]
             Lb.update({(a, b): full[(a, b)] for a in rows for b in rows if (a, b) in full})
@@ -72,7 +76,7 @@ def factors(robot, constraints, q, K_bodies):
     if not mil:
         S = {(a, b): float(a == b) for a in range(6) for b in range(a, 6)}
     Ls, Ds, Dsinv = linalg.ldl(S, 6 * r)
-    return {"sweeps": s, "Lb": Lb, "full": full, "L": L, "Dinv": Dinv, "Z": Z, "Ls": Ls, "Dsinv": Dsinv,
+    return {"abi": abi, "stack": stack, "Lb": Lb, "full": full, "L": L, "Dinv": Dinv, "Z": Z, "Ls": Ls, "Dsinv": Dsinv,
             "m": m, "r6": 6 * r, "Lb_ldl": _packed(L, D, m), "K_b": Kb, "schur_ldl": _packed(Ls, Ds, 6 * r)}
 
 

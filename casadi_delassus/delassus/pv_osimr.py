@@ -27,8 +27,8 @@ import casadi as ca
 from ..symbolic.spatial import sx
 from ..symbolic import linalg
 from ..sweeps.articulated import articulated_inertias
-from ..symbolic.frames import choose_offsets, local_transforms, transform_rows
-from .pv_osim import lead_axes, sr1
+from ..sweeps.constraint_space import lead_axes, sr1
+from ..symbolic.frames import slid_transforms, transform_rows
 
 
 class FactoredOmega:
@@ -172,7 +172,7 @@ class Blocks:
 def sweeps(robot, constraints, q, K_bodies):
     """{'abi', 'top', 'omega0_backward', 'omega0' (after the forward sweep over N), 'blocks',
     'structure'}."""
-    T = local_transforms(robot, q, choose_offsets(robot, constraints))
+    T = slid_transforms(robot, constraints, q)
     abi = articulated_inertias(robot, T)
     st = structure(robot, constraints)
     Ks = [sx(K) for K in K_bodies]

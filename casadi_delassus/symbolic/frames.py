@@ -145,6 +145,12 @@ def local_transforms(robot, q, offsets=None):
     return out
 
 
+def slid_transforms(robot, constraints, q, move_free=True):
+    """``local_transforms`` in the frames ``choose_offsets`` slides along the joint axes
+    (constrained bodies keep theirs; free bodies too unless ``move_free``)."""
+    return local_transforms(robot, q, choose_offsets(robot, constraints, move_free=move_free))
+
+
 def relative_transform(robot, T, a, b):
     """^aX_b (a spatial.Transform) between bodies a and b for T = local_transforms(...), composed
     along the tree path through their closest common ancestor c: ^aX_c (^bX_c)⁻¹.  The frames of

@@ -5,13 +5,14 @@ cost nothing; these helpers also avoid building them."""
 from __future__ import annotations
 
 import casadi as ca
+import numpy as np
 
 from .scalar import add, dot, is_zero, mul, neg, sub
 
 
 def entries(M):
-    """A (dense) SX matrix as a list of rows of scalars; lists pass through."""
-    if isinstance(M, ca.SX):
+    """A (dense) SX or numpy matrix as a list of rows of scalars; lists pass through."""
+    if isinstance(M, (ca.SX, np.ndarray)):
         return [[M[a, b] for b in range(M.shape[1])] for a in range(M.shape[0])]
     return M
 
