@@ -24,10 +24,11 @@ from __future__ import annotations
 import casadi as ca
 import numpy as np
 
-from ..symbolic.spatial import sx
 from ..sweeps.articulated import articulated_inertias
-from .delassus_apply import constraint_accelerations, constraint_forces, frames_for, sweeps
 from ..sweeps.joint_space import link_rows
+from ..sweeps.matrix_free import constraint_accelerations, constraint_forces, inverse_inertia_sweeps
+from ..symbolic.frames import slid_transforms
+from ..symbolic.spatial import sx
 
 
 def _weighted_gram(K, w):
@@ -70,11 +71,11 @@ def stiffness_terms(constraints, rows, R):
 
 
 def apply(robot, constraints, q, K_bodies, R, lam):
-    T = frames_for(robot, constraints, q)
+    T = slid_transforms(robot, constraints, q)
     rows = link_rows(robot, constraints, T, K_bodies)
     extra, coupling, damping = stiffness_terms(constraints, rows, R)
     abi = articulated_inertias(robot, T, extra, coupling=coupling, damping=damping)
     lam_R = R * lam                                                   # step 1: λ_R = R a
-    a, nu = sweeps(robot, T, abi, *constraint_forces(robot, constraints, rows, lam_R))
+    a, nu = inverse_inertia_sweeps(robot, T, abi, *constraint_forces(robot, constraints, rows, lam_R))
     a_R = constraint_accelerations(constraints, rows, a, nu)          # step 3
     return {"damped_inverse_apply": lam_R - R * a_R}                  # step 4
