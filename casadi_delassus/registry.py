@@ -7,7 +7,10 @@ import functools
 from dataclasses import dataclass, field
 from typing import Callable
 
+import casadi as ca
+
 from .errors import ConstraintError, DelassusError, unknown_name
+from .opcount import count_ops
 
 
 # name -> (size: "nv" or "m", meaning); generated functions take them after q, before any K
@@ -66,6 +69,45 @@ def _unary_only(name, fn):
     return checked
 
 
+def cheapest_delassus(robot, constraints, instructions, candidates=None):
+    """The one choice of the cheapest Delassus algorithm (``-a auto``, the explicit operators):
+    among those that accept these constraints (and are in ``candidates``, when given), the one
+    with the fewest ``instructions(name)``, the first in registry order on a tie.  Returns
+    (name, {algorithm: instructions})."""
+    counts = {a: instructions(a) for a in delassus_algorithms()
+              if ALGORITHMS[a].accepts(constraints) and (candidates is None or a in candidates)}
+    if not counts:
+        raise ConstraintError("no explicit Delassus algorithm accepts these constraints")
+    return min(counts, key=counts.get), counts
+
+
+# (robot fingerprint, constraint specs) -> the explicit operators' algorithm: both operators and
+# every re-trace of a scenario make the same choice, which traces them all
+_EXPLICIT = {}
+
+
+def explicit_delassus(robot, constraints, q, K_bodies):
+    """(name, Λ⁻¹ as SX) of the Delassus algorithm the explicit operators build on: the fewest
+    instructions of Λ⁻¹ (counted with cse) among those that return Λ⁻¹ alone (PV-OSIM-fast also
+    assembles Λ, O(m³) to trace; its Λ⁻¹ is PV-OSIM's)."""
+    key = (robot.fingerprint(), tuple(constraints.specs))
+    traced = {}
+
+    def instructions(name):
+        traced[name] = D = ALGORITHMS[name].fn(robot, constraints, q, K_bodies)["delassus"]
+        return count_ops(ca.Function("count", ca.symvar(D), ca.cse([ca.densify(D)])))["instructions"]
+    if key not in _EXPLICIT:
+        _EXPLICIT[key] = cheapest_delassus(robot, constraints, instructions,
+                                           [a for a in delassus_algorithms() if set(ALGORITHMS[a].outputs) == {"delassus"}])[0]
+    name = _EXPLICIT[key]
+    return name, traced[name] if name in traced else ALGORITHMS[name].fn(robot, constraints, q, K_bodies)["delassus"]
+
+
+def explicit_delassus_matrix(robot, constraints, q, K_bodies):
+    """Λ⁻¹ of ``explicit_delassus``, injected into the explicit operators."""
+    return explicit_delassus(robot, constraints, q, K_bodies)[1]
+
+
 def _registry():
     from .delassus import naive
     delassus_out = {"delassus": "Delassus matrix Λ⁻¹ = J M⁻¹ Jᵀ (m x m), rows/cols in constraint order"}
@@ -97,6 +139,8 @@ def _operators():
     """Λ⁻¹λ and the damped inverse, matrix-free and through the explicit Λ⁻¹ (matrix-free paper
     ../shared/papers/001_a194bdf892a0cc2c.txt); staged as its Table I re-evaluates them."""
     from .operators import damped_inverse_apply, damped_inverse_explicit, delassus_apply, delassus_explicit_apply
+    explicit_damped = functools.partial(damped_inverse_explicit.damped_inverse, delassus=explicit_delassus_matrix)
+    explicit_product = functools.partial(delassus_explicit_apply.apply, delassus=explicit_delassus_matrix)
     product = "Λ⁻¹ λ = J M⁻¹ Jᵀ λ (m), rows in constraint order"
     damped = "(diag(R)⁻¹ + J M⁻¹ Jᵀ)⁻¹ a with a = the lam input (m), rows in constraint order"
     damped_io = dict(inputs=("R", "lam"), input_meanings={"R": STIFFNESS_R},
@@ -107,10 +151,10 @@ def _operators():
         Algorithm("damped_inverse_apply", damped_inverse_apply.apply,
                   "Matrix-free damped inverse (R⁻¹ + Λ⁻¹)⁻¹ a: matrix inversion lemma + loop-constrained ABA, O(n + m)",
                   {"damped_inverse_apply": damped}, **damped_io, loops=True),
-        Algorithm("delassus_explicit_apply", delassus_explicit_apply.apply,
+        Algorithm("delassus_explicit_apply", explicit_product,
                   "Explicit Λ⁻¹λ: the cheapest explicit Λ⁻¹, then the product, O(explicit + m²)",
                   {"delassus_explicit_apply": product}, inputs=("lam",), loops=True),
-        Algorithm("damped_inverse_explicit", damped_inverse_explicit.damped_inverse,
+        Algorithm("damped_inverse_explicit", explicit_damped,
                   "Explicit damped inverse: the cheapest explicit Λ⁻¹, + diag(1/R), dense LDLᵀ, two solves, O(explicit + m³)",
                   {"damped_inverse_explicit": damped}, **damped_io, loops=True),
     ]

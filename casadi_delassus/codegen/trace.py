@@ -5,7 +5,7 @@ import re
 
 import casadi as ca
 
-from ..registry import VECTOR_INPUTS, delassus_algorithms, get_algorithm
+from ..registry import VECTOR_INPUTS, cheapest_delassus, get_algorithm
 from ..symbolic import linalg
 from ..opcount import count_ops
 
@@ -49,9 +49,8 @@ def trace(robot, constraints, algorithm, name=None, cse=True, osim=False):
 
 def choose_cheapest(robot, constraints, cse=True, osim=False):
     """``-a auto``: trace every Delassus algorithm and pick the one with the fewest
-    instructions.  Returns (name, {algorithm: instructions}, reason)."""
-    counts = {a: count_ops(trace(robot, constraints, a, cse=cse, osim=osim)[0])["instructions"]
-              for a in delassus_algorithms() if get_algorithm(a).accepts(constraints)}
-    best = min(counts, key=counts.get)
+    instructions (registry.cheapest_delassus).  Returns (name, {algorithm: instructions}, reason)."""
+    best, counts = cheapest_delassus(
+        robot, constraints, lambda a: count_ops(trace(robot, constraints, a, cse=cse, osim=osim)[0])["instructions"])
     others = ", ".join(f"{a} {n:,}" for a, n in sorted(counts.items(), key=lambda kv: kv[1]) if a != best)
     return best, counts, f"fewest instructions for this robot and constraints: {best} {counts[best]:,} (then {others})"

@@ -3,8 +3,9 @@
 The baseline of the matrix-free paper ../shared/papers/001_a194bdf892a0cc2c.txt (Sec. VI-B,
 Table I, whose explicit route forms Λ⁻¹ by LTL-OSIM and factorises it): here
 
-    Λ⁻¹     by the cheapest explicit Delassus algorithm of the registry for the robot and
-            constraints (fewest instructions, with cse), or the one named by ``base``;
+    Λ⁻¹     by ``delassus(robot, constraints, q, K_bodies)``, which the registry gives: the
+            cheapest explicit Delassus algorithm for the robot and constraints
+            (registry.explicit_delassus: fewest instructions, with cse);
     A       = diag(1/R) + Λ⁻¹, its dense LDLᵀ (linalg.ldl: structural zeros skipped, every
             pivot inverted once);
     x       = L⁻ᵀ D⁻¹ L⁻¹ a by the two triangular solves (linalg.ldl_solve).
@@ -19,56 +20,12 @@ from __future__ import annotations
 
 import casadi as ca
 
-from ..opcount import count_ops
-from ..errors import ConstraintError
 from ..symbolic import linalg
 
 
-def _delassus_of(name, robot, constraints, q, K_bodies):
-    from ..registry import get_algorithm
-    return get_algorithm(name).fn(robot, constraints, q, K_bodies)["delassus"]
-
-
-# (robot fingerprint, constraint specs) -> the cheapest algorithm's name: both explicit
-# operators and every re-trace of a scenario make the same choice, which traces them all
-_CHEAPEST = {}
-
-
-def cheapest_delassus(robot, constraints, q, K_bodies):
-    """(name, Λ⁻¹ as SX) of the explicit Delassus algorithm with the fewest instructions
-    (counted with cse) among those that accept these constraints.  Algorithms that also
-    assemble Λ (PV-OSIM-fast, O(m³) to trace) are left out: their Λ⁻¹ is PV-OSIM's."""
-    from ..registry import ALGORITHMS, delassus_algorithms
-    key = (robot.fingerprint(), tuple(constraints.specs))
-    if key in _CHEAPEST:
-        return _CHEAPEST[key], _delassus_of(_CHEAPEST[key], robot, constraints, q, K_bodies)
-    best = None
-    for name in delassus_algorithms():
-        if "osim" in ALGORITHMS[name].outputs:
-            continue
-        try:
-            D = _delassus_of(name, robot, constraints, q, K_bodies)
-        except ConstraintError:          # e.g. link-to-link rows some algorithms reject
-            continue
-        n = count_ops(ca.Function("count", ca.symvar(D), ca.cse([ca.densify(D)])))["instructions"]
-        if best is None or n < best[0]:
-            best = (n, name, D)
-    if best is None:
-        raise ConstraintError("no explicit Delassus algorithm accepts these constraints")
-    _CHEAPEST[key] = best[1]
-    return best[1], best[2]
-
-
-def explicit_delassus(robot, constraints, q, K_bodies, base=None):
-    """Upper entries {(i, j): e} of Λ⁻¹ from ``base`` (default: the cheapest)."""
-    D = cheapest_delassus(robot, constraints, q, K_bodies)[1] if base is None else \
-        _delassus_of(base, robot, constraints, q, K_bodies)
-    return linalg.upper_entries(D)
-
-
-def damped_inverse(robot, constraints, q, K_bodies, R, lam, base=None):
+def damped_inverse(robot, constraints, q, K_bodies, R, lam, delassus):
     m = constraints.m
-    A = explicit_delassus(robot, constraints, q, K_bodies, base)
+    A = linalg.upper_entries(delassus(robot, constraints, q, K_bodies))
     for i in range(m):
         A[(i, i)] = A[(i, i)] + 1 / R[i]
     return {"damped_inverse_explicit": ca.vertcat(*linalg.ldl_solve(linalg.ldl(A, m), [lam[i] for i in range(m)]))}

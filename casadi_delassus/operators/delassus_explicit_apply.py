@@ -1,5 +1,5 @@
-"""Explicit Delassus product: λ ↦ Λ⁻¹ λ through the matrix Λ⁻¹ (the cheapest explicit
-Delassus algorithm, damped_inverse_explicit.explicit_delassus), then a symmetric
+"""Explicit Delassus product: λ ↦ Λ⁻¹ λ through the matrix Λ⁻¹ (``delassus``, which the registry
+gives: the cheapest explicit Delassus algorithm, registry.explicit_delassus), then a symmetric
 matrix-vector product over its structurally non-zero entries.
 
 The explicit baseline of the matrix-free Delassus operator (delassus_apply.py) in the
@@ -10,13 +10,13 @@ from __future__ import annotations
 
 import casadi as ca
 
+from ..symbolic import linalg
 from ..symbolic.scalar import dot
-from .damped_inverse_explicit import explicit_delassus
 
 
-def apply(robot, constraints, q, K_bodies, lam, base=None):
+def apply(robot, constraints, q, K_bodies, lam, delassus):
     m = constraints.m
-    A = explicit_delassus(robot, constraints, q, K_bodies, base)
+    A = linalg.upper_entries(delassus(robot, constraints, q, K_bodies))
     x = [lam[j] for j in range(m)]
     y = [dot([A[(min(i, j), max(i, j))] for j in range(m)], x) for i in range(m)]
     return {"delassus_explicit_apply": ca.vertcat(*[ca.SX(e) for e in y])}
