@@ -27,7 +27,7 @@ and 40.3k for a dense LDLᵀ of Λ⁻¹.  The rows of each K_i are orthonormaliz
 (Tree.orthonormalize: an ill-conditioned runtime K_i does not square into cond(Λ⁻¹)).
 Everything in local link frames (dynamics_sweeps); the free base's dofs are carried in its slid
 frame and converted once on τ_b and v̇_b.  Redundant constraints make Λ⁻¹ singular: ConstraintError
-at trace time (pv.check_regular).
+at trace time (tree.check_regular).
 """
 from __future__ import annotations
 
@@ -35,7 +35,6 @@ from ..symbolic.scalar import add, column, dot, is_zero, mul, sub
 from ..sweeps import tree as ds
 from ..symbolic import linalg
 from ..sweeps import joint_space
-from .pv import check_regular
 
 
 # -- the solver ------------------------------------------------------------------------------------
@@ -110,7 +109,7 @@ def ltl(robot, constraints, q, K_bodies, v, tau, k, rec=None):
                 rhs[gr] = sub(sub(0.0, drift), dot(Y[gr], z))
     YD = [[mul(e, d) for e, d in zip(row, Dinv)] for row in Y]
     lam, a_B, pivots = delassus_solve(tree, Y, YD, D, Dinv, rhs, rec)
-    check_regular(ds.Probe(robot, q, K_bodies), pivots, "ltl", constraints)
+    ds.check_regular(ds.Probe(robot, q, K_bodies), pivots, "ltl", constraints)
     rec("λ: Λ⁻¹ λ = k − J̇ v − J M⁻¹ (τ − c)", lam)
     w = [sub(z[d], a_B[d]) if d in a_B else add(z[d], dot([YD[r][d] for r in range(m)], lam))
          for d in range(n)]

@@ -30,7 +30,7 @@ from __future__ import annotations
 import casadi as ca
 import numpy as np
 
-from ..errors import DelassusError
+from ..errors import ConstraintError, DelassusError
 from ..symbolic.scalar import add, cross, cross_num, dot, lin, mat_vec, mul, neg, sub, sym_vec, vadd, vsub
 from ..symbolic.spatial import symmetric
 from .articulated import unit_axis
@@ -459,6 +459,23 @@ class Probe:
         exprs = [e if isinstance(e, ca.SX) else ca.SX(float(e)) for e in exprs]
         f = ca.Function("probe", [self.q, *self.syms], [ca.vertcat(*exprs)] if exprs else [ca.SX(0, 1)])
         return np.array(f(*self.values)).reshape(-1)
+
+
+RCOND = 1e-12          # a pivot this small against the largest: Λ⁻¹ singular at the probe
+
+
+def check_regular(probe, pivots, name, constraints):
+    """ConstraintError when the Delassus solve meets a (numerically) zero pivot at the probe:
+    redundant or conflicting constraints, for which the hard multipliers are not unique."""
+    vals = probe(pivots) if pivots else np.ones(1)
+    if np.all(np.isfinite(vals)) and vals.min() > RCOND * vals.max():
+        return
+    ok = vals[np.isfinite(vals)]                  # after a zero pivot the rest is inf / nan
+    raise ConstraintError(
+        f"{name}: the constraints {constraints.specs} are redundant or conflicting: J M⁻¹ Jᵀ is singular at a "
+        f"random configuration (smallest pivot {np.abs(ok).min():.1e} against {ok.max():.1e}), so the hard "
+        f"multipliers are not unique; pv_early (drops redundant rows) or pv_soft / ltl_soft (compliance R) "
+        f"solve such sets")
 
 
 # -- sweep-by-sweep operation counts ---------------------------------------------------------------
