@@ -116,14 +116,9 @@ def forward_substitute(L, n, B):
 
 def back_substitute(L, n, y):
     """Solve Lᵀ x = y for unit lower-triangular L ({(i, j): e}); y a list of n scalars."""
-    x = [0.0] * n
+    x = [None] * n
     for i in reversed(range(n)):
-        acc = y[i]
-        for k in range(i + 1, n):
-            Lki = L.get((k, i), 0)
-            if not (is_zero(Lki) or is_zero(x[k])):
-                acc = sub(acc, Lki * x[k])
-        x[i] = acc
+        x[i] = y[i] - dot([L.get((k, i), 0) for k in range(i + 1, n)], x[i + 1:])
     return x
 
 
