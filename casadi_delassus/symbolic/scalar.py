@@ -45,10 +45,8 @@ def dot(a, b):
 
 def lin(pairs):
     """Σ w x over (numeric w, x): ±1 without a product, zeros skipped, a negative weight as a
-    subtraction (its constant shared with the positive one) unless every weight is negative.  A
-    negated x gives its sign to w: CasADi turns (−a) − b into −(a + b), a negation more."""
+    subtraction (its constant shared with the positive one) unless every weight is negative."""
     terms = [(float(w), x) for w, x in pairs if w != 0 and not is_zero(x)]
-    terms = [(-w, x.dep(0)) if isinstance(x, ca.SX) and x.is_op(ca.OP_NEG) else (w, x) for w, x in terms]
     terms.sort(key=lambda wx: wx[0] < 0)                       # a positive term leads
     e = None
     for w, x in terms:
