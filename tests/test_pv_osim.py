@@ -117,11 +117,12 @@ def test_branching_structure_of_the_papers_fig1():
               for i, p in enumerate(parents)]
     robot = Robot("fig1", bodies)
     cs = ConstraintSet.parse(robot, ["l6:6d", "l3:6d", "l5:3d"])
-    st = pv_osimr.structure(robot, cs)
-    L, E = (lambda k: ("L", k - 1)), (lambda k: ("E", k - 7))
-    assert [i + 1 for i in range(7) if st["inN"][i]] == [2, 3]
-    assert st["D"][:6] == [L(2), L(2), L(3), E(9), E(9), E(7)] and st["D"][6] is None
-    assert st["A"] == {L(2): None, L(3): L(2), E(7): L(2), E(8): L(3), E(9): L(3)}
+    tree = pv_osimr.branching_tree(robot, cs)
+    L = lambda k: pv_osimr.Node(k - 1)                                            # noqa: E731
+    E = lambda k: pv_osimr.Node(cs.constraints[k - 7].body, k - 7)               # noqa: E731
+    assert sorted(i + 1 for i in tree.N) == [2, 3]
+    assert tree.D[:6] == [L(2), L(2), L(3), E(9), E(9), E(7)] and tree.D[6] is None
+    assert tree.A == {L(2): None, L(3): L(2), E(7): L(2), E(8): L(3), E(9): L(3)}
     rng = np.random.default_rng(3)
     f, _, _ = trace(robot, cs, "pv_osimr")
     for _ in range(5):

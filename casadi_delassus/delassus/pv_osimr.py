@@ -22,6 +22,8 @@ A free joint below the root passes nothing to its parent, so it starts a separat
 """
 from __future__ import annotations
 
+from dataclasses import dataclass
+
 import casadi as ca
 
 from ..symbolic.spatial import sx
@@ -36,100 +38,145 @@ class FactoredOmega:
     child of b with a numeric joint axis s), D is factored in a basis led by s: the rows that
     come through that child annihilate s, so their first Z entry is an exact zero."""
 
-    def __init__(self, J, leads=()):
+    def __init__(self, art, leads=()):
         self.lead = leads[0] if leads else None
-        self.J = J if self.lead is None else J.leading([self.lead[0]])
+        self.art = art if self.lead is None else art.leading([self.lead[0]])
 
     def z(self, R, via=None):
         """Z = L⁻¹ Sᵀ Rᵀ (6 x m) for rows R (m x 6) that came through the child ``via``."""
-        B = [self.J.coords([R[r, c] for c in range(6)]) for r in range(R.shape[0])]
+        B = [self.art.coords([R[r, c] for c in range(6)]) for r in range(R.shape[0])]
         if self.lead is not None and via in self.lead[1]:
             for b in B:
                 b[0] = 0
-        Z = linalg.forward_substitute(self.J.ldl[0], 6, [[b[a] for b in B] for a in range(6)])
+        Z = linalg.forward_substitute(self.art.ldl[0], 6, [[b[a] for b in B] for a in range(6)])
         return linalg.to_sx_rows(Z)
 
 
-def structure(robot, constraints):
-    """Branching structure: branches per link, N, D per EE-carrying link, A per N-member.
-    Nodes are ('L', body) for links and ('E', constraint index) for end-effectors."""
+@dataclass(frozen=True)
+class Node:
+    """A node of the branching tree: link ``body``, or the end-effector (EE) of constraint ``ee``
+    on that link."""
+    body: int
+    ee: int | None = None
+
+    @property
+    def is_ee(self):
+        return self.ee is not None
+
+
+@dataclass
+class BranchingTree:
+    """The paper's Sec. I-C quantities for one robot and constraint set (per link i):
+    ``branches[i]``, the EEs on i then the children whose subtree carries one; i ∈ ``N``
+    (a branching link) when it has two or more; ``D[i]``, its closest branching descendant (an
+    N-member or an EE); ``A[n]``, the closest branching ancestor of each N-member and EE (None
+    at the top of a tree).  ``cut[i]``: i is a root or a free joint, which passes nothing up."""
+    cut: list
+    carries: list
+    branches: list
+    N: set
+    D: list
+    A: dict
+
+    def cca(self, a, b):
+        """Closest common branching ancestor of two EEs (None: different trees)."""
+        anc = []
+        while self.A.get(a) is not None:
+            a = self.A[a]
+            anc.append(a)
+        while self.A.get(b) is not None:
+            b = self.A[b]
+            if b in anc:
+                return b
+        return None
+
+
+def branching_tree(robot, constraints):
     n = robot.n_bodies
     cut = [robot.parent(i) < 0 or robot.bodies[i].joint.kind == "free" for i in range(n)]
     ees = [[] for _ in range(n)]
     for j, c in enumerate(constraints.constraints):
-        ees[c.body].append(j)
+        ees[c.body].append(Node(c.body, j))
     carries = [bool(ees[i]) for i in range(n)]
     for i in reversed(range(n)):
         if carries[i] and not cut[i]:
             carries[robot.parent(i)] = True
-    branches = [[("E", j) for j in ees[i]] for i in range(n)]
+    branches = [list(ees[i]) for i in range(n)]
     for i in range(n):
         if carries[i] and not cut[i]:
-            branches[robot.parent(i)].append(("L", i))
-    inN = [len(b) >= 2 for b in branches]
+            branches[robot.parent(i)].append(Node(i))
+    N = {i for i in range(n) if len(branches[i]) >= 2}
     D = [None] * n
     for i in reversed(range(n)):                       # from branch data only: a sibling
         if carries[i]:                                 # without EEs never touches D
-            b = branches[i]
-            D[i] = ("L", i) if inN[i] else (b[0] if b[0][0] == "E" else D[b[0][1]])
+            first = branches[i][0]
+            D[i] = Node(i) if i in N else first if first.is_ee else D[first.body]
     A = {}
     for i in range(n):
         if not carries[i]:
             continue
         j = i
-        while not cut[j] and not inN[robot.parent(j)]:
+        while not cut[j] and robot.parent(j) not in N:
             j = robot.parent(j)
-        up = None if cut[j] else ("L", robot.parent(j))
-        if inN[i]:
-            A[("L", i)] = up
+        up = None if cut[j] else Node(robot.parent(j))
+        if i in N:
+            A[Node(i)] = up
         for e in ees[i]:
-            A[("E", e)] = ("L", i) if inN[i] else up
-    return {"carries": carries, "branches": branches, "inN": inN, "D": D, "A": A, "cut": cut,
-            "ees": [c.body for c in constraints.constraints]}
+            A[e] = Node(i) if i in N else up
+    return BranchingTree(cut, carries, branches, N, D, A)
 
 
-def backward(robot, st, T, abi, Ks):
-    """Alg. 3 lines 5-15: (top, omega0, via) with top[n] = (^A(n)K_n rows, ^A(n)Ω_n) for the
+@dataclass
+class Carried:
+    """What a link passes up to its parent, or an N-member to its branching ancestor: the rows
+    ^λK_n (or ^A(n)K_n) of the branching descendant ``node`` and their ^λΩ_n (upper entries)."""
+    K: ca.SX
+    Omega: dict
+    node: Node = None
+
+
+def backward(robot, constraints, tree, T, abi, Ks):
+    """Alg. 3 lines 5-15: (top, omega0, via) with top[n] = ^A(n)K_n, ^A(n)Ω_n (a Carried) for the
     N-members n below a branching link, omega0[n] = ^0Ω_n where A(n) = 0, via[n] = the child
     of A(n) that n's rows came through (None for an EE on A(n) itself)."""
-    rows_of = lambda node: Ks[node[1]].shape[0] if node[0] == "E" else 6   # noqa: E731
+    rows_of = lambda node: Ks[node.ee].shape[0] if node.is_ee else 6   # noqa: E731
     weight = [0] * robot.n_bodies                          # constraint rows in each subtree
-    for K, c in zip(Ks, st["ees"]):
+    for K, c in zip(Ks, (c.body for c in constraints.constraints)):
         for i in robot.ancestors(c):
             weight[i] += K.shape[0]
     up, top, omega0, via = {}, {}, {}, {}
     for i in reversed(range(robot.n_bodies)):
-        if not st["carries"][i]:
+        if not tree.carries[i]:
             continue
         child = None
-        if st["inN"][i]:
-            R, Om, node = ca.SX.eye(6), {}, ("L", i)       # ^iK_i = 1, ^iΩ_i = 0 (line 7)
-            for b in st["branches"][i]:                    # ^iK_n, ^iΩ_n for the N-members
-                if b[0] == "E":                            # n just below i (line 4)
-                    top[b], via[b] = (Ks[b[1]], {}), None
+        if i in tree.N:
+            cur = Carried(ca.SX.eye(6), {}, Node(i))       # ^iK_i = 1, ^iΩ_i = 0 (line 7)
+            for b in tree.branches[i]:                     # ^iK_n, ^iΩ_n for the N-members
+                if b.is_ee:                                # n just below i (line 4)
+                    top[b], via[b] = Carried(Ks[b.ee], {}), None
                 else:
-                    top[up[b[1]][2]], via[up[b[1]][2]] = up[b[1]][:2], b[1]
+                    top[up[b.body].node], via[up[b.body].node] = up[b.body], b.body
         else:
-            b = st["branches"][i][0]
-            R, Om, node = (Ks[b[1]], {}, b) if b[0] == "E" else up[b[1]]
-            child = b[1] if b[0] == "L" else None
-        J, m = abi[i], rows_of(node)
-        if J.free:                                         # ^0Ω_D(i) through D_i = LDLᵀ
-            if st["inN"][i]:
-                kids = {b[1]: weight[b[1]] for b in st["branches"][i] if b[0] == "L"}
-                omega0[node] = FactoredOmega(J, lead_axes(T, kids, 1))
+            b = tree.branches[i][0]
+            cur = Carried(Ks[b.ee], {}, b) if b.is_ee else up[b.body]
+            child = None if b.is_ee else b.body
+        art, m = abi[i], rows_of(cur.node)
+        if art.free:                                       # ^0Ω_D(i) through D_i = LDLᵀ
+            if i in tree.N:
+                kids = {b.body: weight[b.body] for b in tree.branches[i] if not b.is_ee}
+                omega0[cur.node] = FactoredOmega(art, lead_axes(T, kids, 1))
             else:
-                fo = FactoredOmega(J, lead_axes(T, {child: 1}, 1) if child is not None else ())
-                Z = fo.z(R, child)
-                omega0[node] = _add(Om, _gram(Z, fo.J.ldl[2], Z, m, True))
+                fo = FactoredOmega(art, lead_axes(T, {child: 1}, 1) if child is not None else ())
+                Z = fo.z(cur.K, child)
+                omega0[cur.node] = _add(cur.Omega, _gram(Z, fo.art.ldl[2], Z, m, True))
             continue
-        Rp, v = J.project_rows(R)
-        Om = dict(Om)
-        sr1(Om, list(range(m)), v, J.Dinv)                 # eq. (16)
-        if st["cut"][i]:
-            omega0[node] = Om                              # fixed-base root: ^0Ω_D(i)
+        Kp, v = art.project_rows(cur.K)
+        Om = dict(cur.Omega)
+        sr1(Om, list(range(m)), v, art.Dinv)               # eq. (16)
+        if tree.cut[i]:
+            omega0[cur.node] = Om                          # fixed-base root: ^0Ω_D(i)
         else:
-            up[i] = (transform_rows(T[i], Rp), Om, node)   # eq. (17)
+            up[i] = Carried(transform_rows(T[i], Kp), Om, cur.node)   # eq. (17)
     return top, omega0, via
 
 
@@ -147,16 +194,16 @@ class Blocks:
         return self.cache[key]
 
     def Z(self, c, n):
-        R = self.top[n][0]
+        R = self.top[n].K
         return self._memo(("Z", c, n), lambda: self.omega0[c].z(R, self.via[n]) if self.A[n] == c
                           else ca.mtimes(self.Z(c, self.A[n]), R.T))
 
     def Zs(self, c, n):
-        dinv = self.omega0[c].J.ldl[2]
+        dinv = self.omega0[c].art.ldl[2]
         return self._memo(("Zs", c, n), lambda: ca.vertcat(*[self.Z(c, n)[r, :] * dinv[r] for r in range(6)]))
 
     def K(self, c, n):
-        R = self.top[n][0]
+        R = self.top[n].K
         return self._memo(("K", c, n), lambda: R if self.A[n] == c else ca.mtimes(R, self.K(c, self.A[n])))
 
     def Y(self, c, n):
@@ -169,63 +216,32 @@ class Blocks:
                 for q in range(p if upper else 0, self.rows(b))}
 
 
-def sweeps(robot, constraints, q, K_bodies):
-    """{'abi', 'top', 'omega0_backward', 'omega0' (after the forward sweep over N), 'blocks',
-    'structure'}."""
+def delassus(robot, constraints, q, K_bodies):
     T = slid_transforms(robot, constraints, q)
     abi = articulated_inertias(robot, T)
-    st = structure(robot, constraints)
+    tree = branching_tree(robot, constraints)
     Ks = [sx(K) for K in K_bodies]
-    top, omega0, via = backward(robot, st, T, abi, Ks)
-    after_backward = dict(omega0)
-    A = st["A"]
-    blocks = Blocks(A, top, omega0, lambda n: Ks[n[1]].shape[0] if n[0] == "E" else 6, via)
+    top, omega0, via = backward(robot, constraints, tree, T, abi, Ks)
+    blocks = Blocks(tree.A, top, omega0, lambda n: Ks[n.ee].shape[0] if n.is_ee else 6, via)
     # forward sweep over N (lines 16-17), parents first
-    for n in sorted((k for k in A if k not in omega0), key=lambda k: (_body(k, constraints), k[0] == "E")):
-        if A[n] is not None:
-            omega0[n] = _add(top[n][1], blocks.block(A[n], n, n, True))            # eq. (18)
-    return {"abi": abi, "top": top, "omega0_backward": after_backward, "omega0": omega0,
-            "blocks": blocks, "structure": st}
-
-
-def delassus(robot, constraints, q, K_bodies):
-    return assemble(constraints, sweeps(robot, constraints, q, K_bodies))
-
-
-def assemble(constraints, s):
-    """Λ⁻¹ from the sweeps: line 28 for diagonal blocks, line 25 off the diagonal."""
-    A, omega0, blocks = s["structure"]["A"], s["omega0"], s["blocks"]
+    for n in sorted((k for k in tree.A if k not in omega0), key=lambda k: (k.body, k.is_ee)):
+        if tree.A[n] is not None:
+            omega0[n] = _add(top[n].Omega, blocks.block(tree.A[n], n, n, True))      # eq. (18)
+    # assembly (lines 23-28): line 28 for diagonal blocks, line 25 off the diagonal
     L = {}
-    nodes = [("E", j) for j in range(len(constraints.constraints))]
-    for a, na in enumerate(nodes):                        # assembly (lines 23-28)
+    ees = [Node(c.body, j) for j, c in enumerate(constraints.constraints)]
+    for a, na in enumerate(ees):
         ra = constraints.offsets[a]
         for (p, q_), e in omega0[na].items():                                       # line 28
             L[(ra + p, ra + q_)] = e
-        for b in range(a + 1, len(nodes)):
-            c = _cca(A, na, nodes[b])
+        for b in range(a + 1, len(ees)):
+            c = tree.cca(na, ees[b])
             if c is None:
                 continue                                   # separate trees: no coupling
             rb = constraints.offsets[b]
-            for (p, q_), e in blocks.block(c, na, nodes[b], False).items():         # line 25
+            for (p, q_), e in blocks.block(c, na, ees[b], False).items():           # line 25
                 L[(ra + p, rb + q_)] = e
     return {"delassus": linalg.to_sx(L, constraints.m)}
-
-
-def _body(node, constraints):
-    return node[1] if node[0] == "L" else constraints.constraints[node[1]].body
-
-
-def _cca(A, a, b):
-    """Closest common branching ancestor of two EEs."""
-    anc = []
-    while A.get(a) is not None:
-        a = A[a]
-        anc.append(a)
-    while A.get(b) is not None:
-        b = A[b]
-        if b in anc:
-            return b
-    return None
 
 
 def _gram(Za, dinv, Zb, ma, upper):
