@@ -19,9 +19,9 @@ from common import ANCHOR_JSON, write
 
 from casadi_delassus import load_robot
 from casadi_delassus.registry import VECTOR_INPUTS, get_algorithm
-from casadi_delassus.sweeps import tree as ds
+from casadi_delassus.symbolic import passes
 from casadi_delassus.api import constraint_set
-from casadi_delassus.opcount import count_ops
+from casadi_delassus.opcount import count_ops, pass_counts
 from casadi_delassus.codegen.trace import trace
 from casadi_delassus.constraints import ConstraintSet
 from casadi_delassus.model import registry
@@ -32,15 +32,15 @@ ANCHORS = {"pv": 31176, "pv_early": 23442, "pv_soft": 18072, "ltl": 49068, "ltl_
 
 
 def sweeps(robot, cs, name):
-    """[(sweep, instructions)] from the solver's Recorder stages."""
+    """[(sweep, instructions)] from the passes the solver records (symbolic/passes.py)."""
     algo = get_algorithm(name)
     q = ca.SX.sym("q", robot.nq)
     sizes = {"nv": robot.nv, "m": cs.m}
     vec = {n: ca.SX.sym(n, sizes[VECTOR_INPUTS[n][0]]) for n in algo.inputs}
-    rec = ds.Recorder()
-    out = algo.fn(robot, cs, q, [c.K_body() for c in cs.constraints], rec=rec, **vec)
-    rec("outputs (v̇, λ)", list(out.values()))
-    return ds.stage_counts(rec.stages, [q, *vec.values()])
+    with passes.recording() as recorded:
+        out = algo.fn(robot, cs, q, [c.K_body() for c in cs.constraints], **vec)
+    recorded.append(("outputs (v̇, λ)", list(out.values())))
+    return pass_counts(recorded, [q, *vec.values()])
 
 
 def main(argv=None):

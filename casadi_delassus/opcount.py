@@ -23,3 +23,29 @@ def count_ops(f: ca.Function) -> dict:
     return {"instructions": sum(ops.values()), "flops": flops,
             "ops": {k: ops.get(k, 0) for k in ("add", "mul", "div", "sqrt", "neg", "const")} |
                    {k: v for k, v in sorted(ops.items()) if k not in ("add", "mul", "div", "sqrt", "neg", "const")}}
+
+
+def pass_counts(passes, inputs, cse=True):
+    """[(pass, instructions it adds)] for the passes recorded by symbolic/passes.py: each counted
+    as the Function of ``inputs`` whose outputs are everything recorded so far, minus the count
+    before it (a shared sub-expression is charged to the first pass that needs it); exact
+    constants are not work."""
+    out, seen, prev = [], [], 0
+    for name, values in passes:
+        seen += _scalars(values)
+        exprs = [ca.vertcat(*seen)] if seen else [ca.SX(0, 1)]
+        n = count_ops(ca.Function("passes", inputs, ca.cse(exprs) if cse else exprs))["instructions"]
+        out.append((name, n - prev))
+        prev = n
+    return out
+
+
+def _scalars(x):
+    """The non-constant SX scalars in x (SX, or lists, tuples and dicts of them; numbers skipped)."""
+    if isinstance(x, dict):
+        return [e for v in x.values() for e in _scalars(v)]
+    if isinstance(x, (list, tuple)):
+        return [e for v in x for e in _scalars(v)]
+    if isinstance(x, ca.SX):
+        return [x.nz[k] for k in range(x.nnz()) if not x.nz[k].is_constant()]
+    return []

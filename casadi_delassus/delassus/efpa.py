@@ -23,35 +23,36 @@ from __future__ import annotations
 
 from ..sweeps.articulated import articulated_inertias
 from ..sweeps.constraint_space import assemble, cca, support
+from ..symbolic import passes
 from ..symbolic.frames import slid_transforms, transform_force, transform_motion
 from ..symbolic.linalg import entries, gram_cost, sym
 from ..symbolic.scalar import dot, is_zero
 
 
-def sparse_first(J, vectors):
+def sparse_first(art, vectors):
     """A root's joint with D's LDLᵀ eliminating first the S-coordinates in which the force
     vectors to solve for are most often exact zeros (a zero leading entry skips a whole
     column of the forward substitution)."""
-    if J.axis is not None:
-        return J
-    nv = J.S.shape[1]
-    zeros = [sum(is_zero(dot(J.S[:, c], f)) for f in vectors) for c in range(nv)]
+    if art.axis is not None:
+        return art
+    nv = art.S.shape[1]
+    zeros = [sum(is_zero(dot(art.S[:, c], f)) for f in vectors) for c in range(nv)]
     order = sorted(range(nv), key=lambda c: -zeros[c])
-    return J.rebased(J.S[:, order]) if order != list(range(nv)) else J
+    return art.rebased(art.S[:, order]) if order != list(range(nv)) else art
 
 
-def propagate_rows(robot, constraints, T, P, K_bodies, ES):
+def propagate_rows(robot, constraints, T, abi, K_bodies, ES):
     """^λK_j = ^iK_j ^λP_iᵀ for every ancestor link of j (Alg. 2 lines 3-11): K_at[j][i]."""
     K_at = [{c.body: entries(K)} for c, K in zip(constraints.constraints, K_bodies)]
     for i in reversed(range(robot.n_bodies)):
         p = robot.parent(i)
         if p >= 0:
             for j in ES[i]:
-                K_at[j][p] = [transform_force(T[i], P[i].force(f)) for f in K_at[j][i]]
+                K_at[j][p] = [transform_force(T[i], abi[i].force(f)) for f in K_at[j][i]]
     return K_at
 
 
-def diagonal(robot, P, K_at, Phi, ES, a, i):
+def diagonal(robot, abi, K_at, Phi, ES, a, i):
     """K_a ⁰Ω_i K_aᵀ, upper entries once.  When no other constraint needs ⁰Ω_i ^iK_aᵀ, the
     last forward step may be folded in: K_a ^λP_iᵀ = ^λK_a (from the backward sweep), so
     K_a ⁰Ω_i K_aᵀ = ^λK_a (⁰Ω_λ ^λK_aᵀ) + (K_a S_i) D_i⁻¹ (K_a S_i)ᵀ — cheaper unless K_a is
@@ -59,7 +60,7 @@ def diagonal(robot, P, K_at, Phi, ES, a, i):
     p = robot.parent(i)
     Ka = K_at[a][i]
     if p >= 0 and ES[i] == [a]:
-        W = [P[i].omega(f) for f in Ka]
+        W = [abi[i].omega(f) for f in Ka]
         step = 24 * len(Ka)                                  # one forward step (6-vector columns)
         if gram_cost(K_at[a][p], Phi[a][p]) + gram_cost(Ka, W) + 2 * len(Ka) ** 2 < \
                 step + gram_cost(Ka, Phi[a][i]):
@@ -68,25 +69,26 @@ def diagonal(robot, P, K_at, Phi, ES, a, i):
     return sym(len(Ka), lambda r, s: dot(Ka[r], Phi[a][i][s]))
 
 
-def sweeps(robot, constraints, q, K_bodies):
-    """All of EFPA's intermediate quantities, by sweep: {'T', 'P', 'ES', 'K_at', 'Phi',
-    'blocks'} (Phi[j][i]: columns of ⁰Ω_i ^iK_jᵀ; blocks: upper blocks of Λ⁻¹)."""
+def delassus(robot, constraints, q, K_bodies):
     T = slid_transforms(robot, constraints, q)
-    P = articulated_inertias(robot, T)
+    abi = articulated_inertias(robot, T)
+    passes.done("articulated inertias H^A", [art.HA for art in abi])
     ES = support(robot, constraints)
-    K_at = propagate_rows(robot, constraints, T, P, K_bodies, ES)
+    K_at = propagate_rows(robot, constraints, T, abi, K_bodies, ES)
+    passes.done("backward: extended force propagators ^λK_j", K_at)
     for r in range(robot.n_bodies):
         if robot.parent(r) < 0:
-            P[r] = sparse_first(P[r], [f for j in ES[r] for f in K_at[j][r]])
+            abi[r] = sparse_first(abi[r], [f for j in ES[r] for f in K_at[j][r]])
     # forward sweep (Alg. 2 lines 12-17): Phi[j][i] = columns of ⁰Ω_i ^iK_jᵀ
     Phi = [dict() for _ in constraints.constraints]
     for i in range(robot.n_bodies):
         p = robot.parent(i)
         for j in ES[i]:
             if p >= 0:
-                Phi[j][i] = [P[i].motion(transform_motion(T[i], col), f) for col, f in zip(Phi[j][p], K_at[j][i])]
+                Phi[j][i] = [abi[i].motion(transform_motion(T[i], col), f) for col, f in zip(Phi[j][p], K_at[j][i])]
             else:
-                Phi[j][i] = [P[i].omega(f) for f in K_at[j][i]]
+                Phi[j][i] = [abi[i].omega(f) for f in K_at[j][i]]
+    passes.done("forward: ⁰Ω_i ^iK_jᵀ", Phi)
     # assembly (Alg. 2 lines 18-19): ⁰Λ⁻¹_ab = ^cK_a (⁰Ω_c ^cK_bᵀ), upper blocks only
     body = [c.body for c in constraints.constraints]
     blocks = {}
@@ -102,9 +104,5 @@ def sweeps(robot, constraints, q, K_bodies):
             else:
                 Bt = [[dot(Kb, Pa) for Pa in Phi[a][c]] for Kb in K_at[b][c]]
                 blocks[(a, b)] = [list(col) for col in zip(*Bt)]
-        blocks[(a, a)] = diagonal(robot, P, K_at, Phi, ES, a, body[a])
-    return {"T": T, "P": P, "ES": ES, "K_at": K_at, "Phi": Phi, "blocks": blocks}
-
-
-def delassus(robot, constraints, q, K_bodies):
-    return {"delassus": assemble(robot, constraints, sweeps(robot, constraints, q, K_bodies)["blocks"])}
+        blocks[(a, a)] = diagonal(robot, abi, K_at, Phi, ES, a, body[a])
+    return {"delassus": assemble(robot, constraints, blocks)}

@@ -19,7 +19,7 @@ from __future__ import annotations
 
 from ..sweeps.articulated import articulated_inertias
 from ..sweeps.constraint_space import assemble, cca, support
-from ..symbolic import linalg
+from ..symbolic import linalg, passes
 from ..symbolic.frames import slid_transforms, transform_compliance, transform_motion
 from ..symbolic.linalg import sym
 from ..symbolic.scalar import dot
@@ -34,25 +34,25 @@ def _path(robot, top, bottom):
     return out[::-1]
 
 
-def carry_down(robot, T, P, cols, top, bottom):
+def carry_down(robot, T, abi, cols, top, bottom):
     """^topP_bottomᵀ applied to motion columns given at ``top``: at ``bottom``."""
     for i in _path(robot, top, bottom):
-        cols = [P[i].motion(transform_motion(T[i], c)) for c in cols]
+        cols = [abi[i].motion(transform_motion(T[i], c)) for c in cols]
     return cols
 
 
-def sweeps(robot, constraints, q, K_bodies):
-    """KJR's intermediate quantities: {'T', 'P', 'Om' (Ω_i, as rows), 'down' (carried-down
-    halves), 'cross' (Ω_ab, a < b, as rows), 'blocks' (upper blocks of Λ⁻¹)}."""
+def delassus(robot, constraints, q, K_bodies):
     T = slid_transforms(robot, constraints, q)
-    P = articulated_inertias(robot, T)
+    abi = articulated_inertias(robot, T)
+    passes.done("articulated inertias H^A", [art.HA for art in abi])
     ES = support(robot, constraints)
     # forward sweep: Ω_i (symmetric, i's coordinates) on the supporting links
     Om = {}
     for i in range(robot.n_bodies):
         if ES[i]:
             p = robot.parent(i)
-            Om[i] = P[i].omega_matrix() if p < 0 else P[i].congruence(transform_compliance(T[i], Om[p]))
+            Om[i] = abi[i].omega_matrix() if p < 0 else abi[i].congruence(transform_compliance(T[i], Om[p]))
+    passes.done("forward: Ω_i", Om)
     Om = {i: linalg.entries(M) for i, M in Om.items()}
     body = [c.body for c in constraints.constraints]
     K = [linalg.entries(Kb) for Kb in K_bodies]
@@ -62,13 +62,13 @@ def sweeps(robot, constraints, q, K_bodies):
         if i == c:
             return Om[c]
         if (c, i) not in down:
-            down[(c, i)] = [P[i].motion(transform_motion(T[i], col)) for col in carried(c, robot.parent(i))]
+            down[(c, i)] = [abi[i].motion(transform_motion(T[i], col)) for col in carried(c, robot.parent(i))]
         return down[(c, i)]
 
     def new_steps(c, i):
         return sum((c, j) not in down for j in _path(robot, c, i))
 
-    blocks, cross = {}, {}
+    blocks = {}
     for a in range(len(body)):
         # diagonal: K_a Ω_a K_aᵀ, W = Ω_a K_aᵀ then the upper entries of K_a W
         W = [[dot(row, f) for row in Om[body[a]]] for f in K[a]]
@@ -81,17 +81,13 @@ def sweeps(robot, constraints, q, K_bodies):
             # carry the shared half down one branch, the pair's own half down the other
             if la + new_steps(c, body[b]) <= lb + new_steps(c, body[a]):
                 Psi = carried(c, body[b])                            # Ω_{b,c}, columns
-                cols = carry_down(robot, T, P, [list(r) for r in zip(*Psi)], c, body[a])
+                cols = carry_down(robot, T, abi, [list(r) for r in zip(*Psi)], c, body[a])
                 Oab = [list(r) for r in zip(*cols)]                  # Ω_{a,b} as rows
             else:
                 Psi = carried(c, body[a])
                 # columns of Ω_{b,a} = rows of Ω_{a,b}
-                Oab = carry_down(robot, T, P, [list(r) for r in zip(*Psi)], c, body[b])
-            cross[(a, b)] = Oab
+                Oab = carry_down(robot, T, abi, [list(r) for r in zip(*Psi)], c, body[b])
             KO = [[dot(k, [Oab[u][v] for u in range(6)]) for v in range(6)] for k in K[a]]   # K_a Ω_ab
             blocks[(a, b)] = [[dot(t, kb) for kb in K[b]] for t in KO]
-    return {"T": T, "P": P, "Om": Om, "down": down, "cross": cross, "blocks": blocks}
-
-
-def delassus(robot, constraints, q, K_bodies):
-    return {"delassus": assemble(robot, constraints, sweeps(robot, constraints, q, K_bodies)["blocks"])}
+    passes.done("cross: Ω_ab carried down from the common ancestors, K_a Ω_ab K_bᵀ", blocks)
+    return {"delassus": assemble(robot, constraints, blocks)}

@@ -5,16 +5,19 @@ constraint Jacobian J, a dense LDLᵀ of M in natural (root-first) order and
 ../shared/papers/003_3d6496c5334b6d59.txt, Sec. V)."""
 from __future__ import annotations
 
-from ..sweeps import joint_space as kinematics
-from ..symbolic import linalg
+from ..sweeps import joint_space
+from ..symbolic import linalg, passes
 from ..symbolic.frames import slid_transforms
 
 
 def delassus(robot, constraints, q, K_bodies):
     T = slid_transforms(robot, constraints, q)
-    M = kinematics.mass_matrix(robot, T)
-    J = kinematics.constraint_jacobian(robot, constraints, T, K_bodies)
+    M = joint_space.mass_matrix(robot, T)
+    passes.done("CRBA: M", M)
+    J = joint_space.constraint_jacobian(robot, constraints, T, K_bodies)
+    passes.done("constraint Jacobian J", J)
     L, _, Dinv = linalg.ldl(M, robot.nv)
+    passes.done("dense LDLᵀ of M", L, Dinv)
     Jt = [[J[r, i] for r in range(constraints.m)] for i in range(robot.nv)]
     Z = linalg.forward_substitute(L, robot.nv, Jt)
     return {"delassus": linalg.to_sx(linalg.scaled_gram(Z, Dinv, constraints.m), constraints.m)}

@@ -27,7 +27,7 @@ from __future__ import annotations
 
 from ..sweeps.articulated import articulated_inertias
 from ..sweeps.constraint_space import free_update, lead_rows, rows_to_bases
-from ..symbolic import linalg
+from ..symbolic import linalg, passes
 from ..symbolic.frames import slid_transforms
 
 
@@ -35,7 +35,10 @@ def delassus(robot, constraints, q, K_bodies):
     T = slid_transforms(robot, constraints, q)
     abi = articulated_inertias(robot, T)
     L, stack, via = rows_to_bases(robot, constraints, T, abi, K_bodies)
-    for b, (rows, K) in enumerate(stack):
-        if rows and abi[b].free:                                 # PV eq. (48)
-            free_update(L, rows, abi[b], K, lead_rows(T, via[b]))
+    bases = [b for b, (rows, _) in enumerate(stack) if rows and abi[b].free]
+    passes.done("articulated inertias H^A", [art.HA if art.free else art.Ubar for art, (rows, _) in zip(abi, stack) if rows])
+    passes.done("constraint rows K^A propagated to the base", [stack[b][1] for b in bases])
+    passes.done("L^A: SR1 updates K S D⁻¹ Sᵀ Kᵀ", dict(L))
+    for b in bases:                                              # PV eq. (48)
+        free_update(L, stack[b][0], abi[b], stack[b][1], lead_rows(T, via[b]))
     return {"delassus": linalg.to_sx(L, constraints.m)}

@@ -25,7 +25,7 @@ import casadi as ca
 
 from ..sweeps.articulated import articulated_inertias
 from ..sweeps.constraint_space import free_update, lead_rows, rows_to_bases
-from ..symbolic import linalg
+from ..symbolic import linalg, passes
 from ..symbolic.frames import slid_transforms
 
 
@@ -40,52 +40,44 @@ def _packed(L, D, n):
 
 
 def delassus(robot, constraints, q, K_bodies):
-    f = factors(robot, constraints, q, K_bodies)
-    checks = check_outputs(f)                      # Λ⁻¹ first, as every algorithm's f(q)
-    return {"delassus": checks["delassus"], "Lb_ldl": f["Lb_ldl"], "K_b": f["K_b"],
-            "schur_ldl": f["schur_ldl"], "osim": checks["osim"]}
-
-
-def factors(robot, constraints, q, K_bodies):
-    """PV-OSIM's sweeps without the update at the free bases, then the lemma's factors."""
     T = slid_transforms(robot, constraints, q)
     abi = articulated_inertias(robot, T)
-    Lb, stack, via = rows_to_bases(robot, constraints, T, abi, K_bodies)
+    Lb, stack, via = rows_to_bases(robot, constraints, T, abi, K_bodies)   # PV-OSIM without eq. (48)
     m = constraints.m
+    bases = [i for i, art in enumerate(abi) if art.free and stack[i][0]]
+    passes.done("articulated inertias H^A", [art.HA if art.free else art.Ubar for art, (rows, _) in zip(abi, stack) if rows])
+    passes.done("constraint rows K^A propagated to the base", [stack[i][1] for i in bases])
+    passes.done("L_b^A: SR1 updates", dict(Lb))
     full = dict(Lb)                                  # Λ⁻¹ (PV eq. 48), for checking
     own = {c.body for c in constraints.constraints}
-    bases = [i for i, J in enumerate(abi) if J.free and stack[i][0]]
     mil = [i for i in bases if i not in own]        # L_b^A has only branch blocks there
     for i in bases:
         free_update(full, stack[i][0], abi[i], stack[i][1], lead_rows(T, via[i]))
         if i not in mil:                             # no lemma: this tree's Λ⁻¹ goes to Lb
             rows = stack[i][0]
             Lb.update({(a, b): full[(a, b)] for a in rows for b in rows if (a, b) in full})
-    r = max(len(mil), 1)
-    Kb = ca.SX.zeros(m, 6 * r)
+    r6 = 6 * max(len(mil), 1)
+    Kb = ca.SX.zeros(m, r6)
     for c, i in enumerate(mil):
         for p, g in enumerate(stack[i][0]):
             Kb[g, 6 * c:6 * c + 6] = stack[i][1][p, :]
     L, D, Dinv = linalg.ldl(Lb, m)                   # Λ_b = (L_b^A)⁻¹ through its factors
-    Z = linalg.forward_substitute(L, m, [[Kb[g, a] for a in range(6 * r)] for g in range(m)])
-    S = linalg.scaled_gram(Z, Dinv, 6 * r)           # K_bᵀ (L_b^A)⁻¹ K_b
+    Z = linalg.forward_substitute(L, m, [[Kb[g, a] for a in range(r6)] for g in range(m)])
+    S = linalg.scaled_gram(Z, Dinv, r6)              # K_bᵀ (L_b^A)⁻¹ K_b
     for c, i in enumerate(mil):
         for a in range(6):
             for b in range(a, 6):                    # + H_b^A
                 S[(6 * c + a, 6 * c + b)] = S[(6 * c + a, 6 * c + b)] + abi[i].HA[a, b]
     if not mil:
         S = {(a, b): float(a == b) for a in range(6) for b in range(a, 6)}
-    Ls, Ds, Dsinv = linalg.ldl(S, 6 * r)
-    return {"abi": abi, "stack": stack, "Lb": Lb, "full": full, "L": L, "Dinv": Dinv, "Z": Z, "Ls": Ls, "Dsinv": Dsinv,
-            "m": m, "r6": 6 * r, "Lb_ldl": _packed(L, D, m), "K_b": Kb, "schur_ldl": _packed(Ls, Ds, 6 * r)}
-
-
-def check_outputs(f):
-    """Λ⁻¹ (eq. 48) and Λ = Λ_b − Λ_b K_b S⁻¹ K_bᵀ Λ_b (eq. 55) assembled, for checking."""
-    m, L, Z, Dinv = f["m"], f["L"], f["Z"], f["Dinv"]
-    W = linalg.forward_substitute(f["Ls"], f["r6"], [[Z[g][a] * Dinv[g] for g in range(m)] for a in range(f["r6"])])
-    osim = linalg.spd_inverse(f["Lb"], m)
-    for k, e in linalg.scaled_gram([linalg.back_substitute(L, m, w) for w in W], f["Dsinv"], m).items():
+    Ls, Ds, Dsinv = linalg.ldl(S, r6)
+    out = {"Lb_ldl": _packed(L, D, m), "K_b": Kb, "schur_ldl": _packed(Ls, Ds, r6)}
+    passes.done("factors: LDLᵀ of L_b^A, schur and its LDLᵀ (eq. 55)", out)
+    # for checking: Λ⁻¹ (eq. 48) and Λ = Λ_b − Λ_b K_b S⁻¹ K_bᵀ Λ_b (eq. 55) assembled
+    delassus_ = linalg.to_sx(full, m)
+    passes.done("checking output: Λ⁻¹", delassus_)
+    W = linalg.forward_substitute(Ls, r6, [[Z[g][a] * Dinv[g] for g in range(m)] for a in range(r6)])
+    osim = linalg.spd_inverse(Lb, m)
+    for k, e in linalg.scaled_gram([linalg.back_substitute(L, m, w) for w in W], Dsinv, m).items():
         osim[k] = osim[k] - e
-    return {"delassus": linalg.to_sx(f["full"], m), "osim": linalg.to_sx(osim, m)}
-
+    return {"delassus": delassus_, **out, "osim": linalg.to_sx(osim, m)}   # Λ⁻¹ first, as every algorithm's f(q)

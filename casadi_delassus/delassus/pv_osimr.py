@@ -27,7 +27,7 @@ from dataclasses import dataclass
 import casadi as ca
 
 from ..symbolic.spatial import sx
-from ..symbolic import linalg
+from ..symbolic import linalg, passes
 from ..sweeps.articulated import articulated_inertias
 from ..sweeps.constraint_space import lead_axes, sr1
 from ..symbolic.frames import slid_transforms, transform_rows
@@ -222,11 +222,16 @@ def delassus(robot, constraints, q, K_bodies):
     tree = branching_tree(robot, constraints)
     Ks = [sx(K) for K in K_bodies]
     top, omega0, via = backward(robot, constraints, tree, T, abi, Ks)
+    passes.done("articulated inertias H^A", [abi[i].HA if abi[i].free else abi[i].Ubar
+                                             for i in range(robot.n_bodies) if tree.carries[i]])
+    passes.done("backward: ^λK_D, ^λΩ_D between branching links (16-17)",
+                [(c.K, c.Omega) for c in top.values()], [_entries(om) for om in omega0.values()])
     blocks = Blocks(tree.A, top, omega0, lambda n: Ks[n.ee].shape[0] if n.is_ee else 6, via)
     # forward sweep over N (lines 16-17), parents first
     for n in sorted((k for k in tree.A if k not in omega0), key=lambda k: (k.body, k.is_ee)):
         if tree.A[n] is not None:
             omega0[n] = _add(top[n].Omega, blocks.block(tree.A[n], n, n, True))      # eq. (18)
+    passes.done("forward over N: ^0Ω_i (eq. 18)", [_entries(om) for om in omega0.values()])
     # assembly (lines 23-28): line 28 for diagonal blocks, line 25 off the diagonal
     L = {}
     ees = [Node(c.body, j) for j, c in enumerate(constraints.constraints)]
@@ -242,6 +247,11 @@ def delassus(robot, constraints, q, K_bodies):
             for (p, q_), e in blocks.block(c, na, ees[b], False).items():           # line 25
                 L[(ra + p, rb + q_)] = e
     return {"delassus": linalg.to_sx(L, constraints.m)}
+
+
+def _entries(omega):
+    """The SX entries of a ^0Ω: upper entries, or a free root's LDLᵀ factors (L, D⁻¹)."""
+    return omega if isinstance(omega, dict) else (omega.art.ldl[0], omega.art.ldl[2])
 
 
 def _gram(Za, dinv, Zb, ma, upper):

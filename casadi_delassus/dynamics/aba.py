@@ -20,25 +20,25 @@ from __future__ import annotations
 
 from ..symbolic.scalar import column, neg, vadd, vsub
 from ..sweeps import tree as ds
+from ..symbolic import passes
 from ..symbolic.frames import transform_force, transform_motion
 from ..sweeps.articulated import articulated_inertias
 
 
-def solve(tree, v, tau, extra_inertia=None, extra_force=None, rec=None):
+def solve(tree, v, tau, extra_inertia=None, extra_force=None):
     """(per-body q̈ lists, per-body a'_i = a_i − a_grav,i, gravity g_i on the constrained paths).
     ``extra_inertia`` {i: symmetric SX} and ``extra_force(g)`` -> {i: 6-list added to p_i} (g:
     gravity on the constrained paths) modify the bodies' inertias and forces (PV-soft, eq. 52)."""
-    rec = rec or (lambda *a: None)
     vel, c, _ = tree.velocities(v)
     p = tree.bias_forces(vel)
     g = tree.gravity([i for i in range(tree.n) if tree.constrained[i] or tree.is_free(i)])
     if extra_force:
         ef = extra_force(g)
         p = [vadd(x, ef[i]) if i in ef else x for i, x in enumerate(p)]
-    rec("first forward sweep: v_i, a_b,i, p_i", vel, c, p)
+    passes.done("first forward sweep: v_i, a_b,i, p_i", vel, c, p)
     abi = (articulated_inertias(tree.robot, tree.T) if not extra_inertia
            else articulated_inertias(tree.robot, tree.T, {i: [E] for i, E in extra_inertia.items()}))
-    rec("backward: articulated inertias H^A, D", [J.HA for J in abi], [J.Dinv for J in abi if J.Dinv is not None])
+    passes.done("backward: articulated inertias H^A, D", [J.HA for J in abi], [J.Dinv for J in abi if J.Dinv is not None])
     pA = [list(x) for x in p]
     u = [None] * tree.n
     for i in reversed(range(tree.n)):
@@ -50,7 +50,7 @@ def solve(tree, v, tau, extra_inertia=None, extra_force=None, rec=None):
         par = tree.parent[i]
         if par >= 0:
             pA[par] = vadd(pA[par], transform_force(tree.T[i], pa))
-    rec("backward: forces p^A, u", pA, u)
+    passes.done("backward: forces p^A, u", pA, u)
     qdd, acc = [None] * tree.n, [None] * tree.n
     for i in range(tree.n):
         J, par = abi[i], tree.parent[i]
@@ -61,11 +61,11 @@ def solve(tree, v, tau, extra_inertia=None, extra_force=None, rec=None):
         y = ds.root_accel(tree, i, g) if par < 0 else transform_motion(tree.T[i], acc[par])
         q1, acc[i] = ds.joint_forward(tree, i, J, y, c[i], u[i])
         qdd[i] = [q1]
-    rec("roll-out: q̈_i, a_i", qdd)
+    passes.done("roll-out: q̈_i, a_i", qdd)
     return qdd, acc, g
 
 
-def aba(robot, constraints, q, K_bodies, v, tau, rec=None):
+def aba(robot, constraints, q, K_bodies, v, tau):
     tree = ds.Tree(robot, constraints, q)
-    qdd, _, _ = solve(tree, v, tau, rec=rec)
+    qdd, _, _ = solve(tree, v, tau)
     return {"vdot": column([x for qi in qdd for x in qi])}

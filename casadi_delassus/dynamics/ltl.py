@@ -33,12 +33,13 @@ from __future__ import annotations
 
 from ..symbolic.scalar import add, column, dot, is_zero, mul, sub
 from ..sweeps import tree as ds
+from ..symbolic import passes
 from ..symbolic import linalg
 from ..sweeps import joint_space
 
 
 # -- the solver ------------------------------------------------------------------------------------
-def delassus_solve(tree, Y, YD, D, Dinv, rhs, rec):
+def delassus_solve(tree, Y, YD, D, Dinv, rhs):
     """λ = (Y D⁻¹ Yᵀ)⁻¹ rhs and the pivots of the solve.  With a free base, Λ⁻¹ = A + Y_B D_B⁻¹ Y_Bᵀ
     where the base's six dofs B give a rank-6 term and A = Σ_{d∉B} Y_d D_d⁻¹ Y_dᵀ is
     block-diagonal over the base's branches (rows of different branches share only base dofs):
@@ -61,13 +62,13 @@ def delassus_solve(tree, Y, YD, D, Dinv, rhs, rec):
                 e = dot([YD[a][d] for d in N], [Y[b][d] for d in N])
                 if not is_zero(e):
                     A[(a, b)] = e
-        rec("Y = J L⁻¹, A = Σ_{d∉B} Y_d D_d⁻¹ Y_dᵀ (block-diagonal), right-hand side", A, rhs)
+        passes.done("Y = J L⁻¹, A = Σ_{d∉B} Y_d D_d⁻¹ Y_dᵀ (block-diagonal), right-hand side", A, rhs)
         a, lam, pivots = linalg.saddle_solve(({}, [D[d] for d in B], [Dinv[d] for d in B]),
                                          {r: [Y[r][d] for d in B] for r in rows}, A,
                                          sorted(linalg.blocks_of(A, rows), key=len), [0.0] * 6, dict(zip(rows, rhs)))
         return [lam[r] for r in rows], dict(zip(B, a)), pivots
     Lam = {(a, b): dot(YD[a], Y[b]) for a in range(m) for b in range(a, m)}
-    rec("Y = J L⁻¹, Λ⁻¹ = Y D⁻¹ Yᵀ, right-hand side", Lam, rhs)
+    passes.done("Y = J L⁻¹, Λ⁻¹ = Y D⁻¹ Yᵀ, right-hand side", Lam, rhs)
     lam, pivots = [None] * m, []
     for blk in linalg.blocks_of(Lam, rows):
         fac = linalg.ldl(linalg.local(Lam, blk), len(blk))
@@ -77,24 +78,23 @@ def delassus_solve(tree, Y, YD, D, Dinv, rhs, rec):
     return lam, {}, pivots
 
 
-def ltl(robot, constraints, q, K_bodies, v, tau, k, rec=None):
-    rec = rec or (lambda *a: None)
+def ltl(robot, constraints, q, K_bodies, v, tau, k):
     tree = ds.Tree(robot, constraints, q, K_bodies)
     tree.orthonormalize()
     vel, c, _ = tree.velocities(v)
     g = tree.gravity([i for i in range(tree.n) if tree.constrained[i] or tree.is_free(i)])
-    rec("first forward sweep: v_i, a_b,i", vel, c)
+    passes.done("first forward sweep: v_i, a_b,i", vel, c)
     own = tree.targets(k, g)
     f, acc = ds.rnea(tree, vel, c, g)                    # v̇ = 0: c(q, v) and the bias accelerations a'_i
     C = [e for i in range(tree.n) for e in tree.joint_force(i, f[i])]
-    rec("RNEA (v̇ = 0): c(q, v), a'_i", C)
+    passes.done("RNEA (v̇ = 0): c(q, v), a'_i", C)
     M = joint_space.mass_matrix(robot, tree.T)
-    rec("CRBA: M", M)
+    passes.done("CRBA: M", M)
     J = joint_space.constraint_jacobian(robot, constraints, tree.T, tree.rows())
-    rec("constraint Jacobian J", J)
+    passes.done("constraint Jacobian J", J)
     parents, ops = joint_space.dof_parents(robot), linalg.Shared()
     L, D, Dinv = joint_space.ltdl(M, parents, ops)
-    rec("M = Lᵀ D L (sparse)", L, Dinv)
+    passes.done("M = Lᵀ D L (sparse)", L, Dinv)
     n, m = robot.nv, constraints.m
     tau_s = tree.to_slid(tau)
     y = joint_space.solve_lt(L, parents, [sub(tau_s[d], C[d]) for d in range(n)], ops)
@@ -108,11 +108,11 @@ def ltl(robot, constraints, q, K_bodies, v, tau, k, rec=None):
                 drift = add(dot([K[r, c_] for c_ in range(6)], acc[i]), lv[r])   # J̇v − k
                 rhs[gr] = sub(sub(0.0, drift), dot(Y[gr], z))
     YD = [[mul(e, d) for e, d in zip(row, Dinv)] for row in Y]
-    lam, a_B, pivots = delassus_solve(tree, Y, YD, D, Dinv, rhs, rec)
+    lam, a_B, pivots = delassus_solve(tree, Y, YD, D, Dinv, rhs)
     ds.check_regular(ds.Probe(robot, q, K_bodies), pivots, "ltl", constraints)
-    rec("λ: Λ⁻¹ λ = k − J̇ v − J M⁻¹ (τ − c)", lam)
+    passes.done("λ: Λ⁻¹ λ = k − J̇ v − J M⁻¹ (τ − c)", lam)
     w = [sub(z[d], a_B[d]) if d in a_B else add(z[d], dot([YD[r][d] for r in range(m)], lam))
          for d in range(n)]
     vdot = tree.from_slid(joint_space.solve_l(L, parents, w, ops))
-    rec("v̇ = L⁻¹ (z + D⁻¹ Yᵀ λ)", vdot)
+    passes.done("v̇ = L⁻¹ (z + D⁻¹ Yᵀ λ)", vdot)
     return {"vdot": column(vdot), "lam": column(tree.multipliers(lam))}

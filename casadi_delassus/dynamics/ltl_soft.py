@@ -24,14 +24,14 @@ from ..symbolic.frames import transform_motion
 from ..symbolic.scalar import column, dot, mat_vec, mul, sub, vadd, vsub
 from ..sweeps import joint_space
 from ..sweeps import tree as ds
+from ..symbolic import passes
 
 
-def ltl_soft(robot, constraints, q, K_bodies, v, tau, k, R, rec=None):
-    rec = rec or (lambda *a: None)
+def ltl_soft(robot, constraints, q, K_bodies, v, tau, k, R):
     tree = ds.Tree(robot, constraints, q, K_bodies)
     vel, c, _ = tree.velocities(v)
     g = tree.gravity([i for i in range(tree.n) if tree.constrained[i] or tree.is_free(i)])
-    rec("first forward sweep: v_i, a_b,i", vel, c)
+    passes.done("first forward sweep: v_i, a_b,i", vel, c)
     own = tree.targets(k, g, negate=True)                # k'_i = k_i − K_i a_grav,i = −l_i
     inertia, _, rinv = ds.soft_terms(tree, R, k)
 
@@ -49,16 +49,16 @@ def ltl_soft(robot, constraints, q, K_bodies, v, tau, k, R, rec=None):
 
     f, _ = ds.rnea(tree, vel, c, g, extra_force=soft_forces)
     C = [e for i in range(tree.n) for e in tree.joint_force(i, f[i])]
-    rec("RNEA (v̇ = 0) with soft constraint forces: c + Jᵀ R⁻¹ (J̇ v − k)", C)
+    passes.done("RNEA (v̇ = 0) with soft constraint forces: c + Jᵀ R⁻¹ (J̇ v − k)", C)
     M = joint_space.mass_matrix(robot, tree.T, inertia)
-    rec("CRBA with H_i + K_iᵀ R_i⁻¹ K_i: M + Jᵀ R⁻¹ J", M)
+    passes.done("CRBA with H_i + K_iᵀ R_i⁻¹ K_i: M + Jᵀ R⁻¹ J", M)
     parents, ops = joint_space.dof_parents(robot), linalg.Shared()
     L, _, Dinv = joint_space.ltdl(M, parents, ops)
-    rec("M̃ = Lᵀ D L (sparse)", L, Dinv)
+    passes.done("M̃ = Lᵀ D L (sparse)", L, Dinv)
     tau_s = tree.to_slid(tau)
     y = joint_space.solve_lt(L, parents, [sub(tau_s[d], C[d]) for d in range(robot.nv)], ops)
     vs = joint_space.solve_l(L, parents, [mul(a, b) for a, b in zip(y, Dinv)], ops)
-    rec("v̇ = L⁻¹ D⁻¹ L⁻ᵀ (τ − c̃)", vs)
+    passes.done("v̇ = L⁻¹ D⁻¹ L⁻ᵀ (τ − c̃)", vs)
     # accelerations of the constrained links (true ones shifted by −a_grav): a'_i = ^iX a'_λ + a_b,i + S_i v̇_i
     acc = [None] * tree.n
     lam = [0.0] * constraints.m
@@ -76,5 +76,5 @@ def ltl_soft(robot, constraints, q, K_bodies, v, tau, k, R, rec=None):
         for rows, K, nl in own[i]:
             for r, gr in enumerate(rows):                              # λ = R⁻¹ (k' − K a')
                 lam[gr] = mul(rinv[gr], sub(nl[r], dot([K[r, c_] for c_ in range(6)], acc[i])))
-    rec("λ = −R⁻¹ (K_i a'_i + l_i) along the constrained paths", lam)
+    passes.done("λ = −R⁻¹ (K_i a'_i + l_i) along the constrained paths", lam)
     return {"vdot": column(tree.from_slid(vs)), "lam": column(lam)}

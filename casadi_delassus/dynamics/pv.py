@@ -50,6 +50,7 @@ import numpy as np
 
 from ..errors import ConstraintError
 from ..sweeps import tree as ds
+from ..symbolic import passes
 from ..sweeps.articulated import articulated_inertias
 from ..symbolic import linalg
 from ..symbolic.frames import transform_force, transform_motion
@@ -189,29 +190,29 @@ def propagate(tree, i, J, K, l, u_i, c_i):
     return kt, Kp, lp
 
 
-def solve(tree, v, tau, k, probe, rec, early, drop=True):
+def solve(tree, v, tau, k, probe, early, drop=True):
     """PV Alg. 1 with early elimination where ``early(tree, i, stack, k̃, nonzero)`` says so
     (only on fresh rows) and L^A accumulated for rows that pass a joint that sees them; with
     ``drop``, fresh rows that reach a free base linearly dependent on others (at the probe: e.g.
     four points on the base link itself) are dropped with multiplier 0 (Remark 9).
     Returns (per-body q̈ lists, λ in the paper's sign over the m rows, pivots of the base / root
-    solves for a trace-time redundancy check, the Elimination per body or None); ``rec`` gets
-    the results sweep by sweep."""
+    solves for a trace-time redundancy check, the Elimination per body or None); each sweep is a
+    named pass (symbolic/passes.py)."""
     sw = Sweeps(tree, probe, early, drop)
     vel, c, _ = tree.velocities(v)
     p = tree.bias_forces(vel)
-    rec("first forward sweep: v_i, a_b,i, p_i", vel, c, p)
+    passes.done("first forward sweep: v_i, a_b,i, p_i", vel, c, p)
     sw.start(k, c, p, tau)
     abi = articulated_inertias(tree.robot, tree.T, post=sw.backward)
     bases = [i for i in range(tree.n) if abi[i].free]
-    rec("backward: H^A, D (with the rows and Σ⁻¹, K̃ of the eliminations they depend on)", [J.HA for J in abi])
-    rec("backward: forces p^A, u (with l̃ of the eliminations)", [sw.pA[b] for b in bases], sw.u)
-    rec("backward: the other rows K^A, l, L^A", [sw.stacks[b].K for b in bases], [sw.stacks[b].l for b in bases], sw.L)
+    passes.done("backward: H^A, D (with the rows and Σ⁻¹, K̃ of the eliminations they depend on)", [J.HA for J in abi])
+    passes.done("backward: forces p^A, u (with l̃ of the eliminations)", [sw.pA[b] for b in bases], sw.u)
+    passes.done("backward: the other rows K^A, l, L^A", [sw.stacks[b].K for b in bases], [sw.stacks[b].l for b in bases], sw.L)
     acc = sw.resolve(abi)
-    rec("base solve (eq. 47, block elimination) / root solve (eq. 43)", [acc[b] for b in bases],
+    passes.done("base solve (eq. 47, block elimination) / root solve (eq. 43)", [acc[b] for b in bases],
         [m for m in sw.mu if m is not None])
     qdd = sw.rollout(abi, acc)
-    rec("roll-out: q̈_i, λ_i, a_i", qdd, sw.lam)
+    passes.done("roll-out: q̈_i, λ_i, a_i", qdd, sw.lam)
     return qdd, sw.lam, sw.pivots, sw.elim
 
 
@@ -403,11 +404,11 @@ def hand_back(st, vec, lam, mu):
             pos += seg[2]
 
 
-def pv(robot, constraints, q, K_bodies, v, tau, k, rec=None):
+def pv(robot, constraints, q, K_bodies, v, tau, k):
     tree = ds.Tree(robot, constraints, q, K_bodies)
     tree.orthonormalize()
     probe = ds.Probe(robot, q, K_bodies)
-    qdd, lam, pivots, _ = solve(tree, v, tau, k, probe, rec or (lambda *a: None), never_vanishing, drop=False)
+    qdd, lam, pivots, _ = solve(tree, v, tau, k, probe, never_vanishing, drop=False)
     ds.check_regular(probe, pivots, "pv", constraints)
     lam = tree.multipliers(lam)
     return {"vdot": column([x for qi in qdd for x in qi]), "lam": column([neg(x) for x in lam])}

@@ -54,10 +54,10 @@ def every_joint(tree, i, st, kt, nonzero):
     return nonzero(kt)
 
 
-def pv_early(robot, constraints, q, K_bodies, v, tau, k, rec=None):
+def pv_early(robot, constraints, q, K_bodies, v, tau, k):
     tree = ds.Tree(robot, constraints, q, K_bodies)
     probe = ds.Probe(robot, q, K_bodies)
-    qdd, lam, _, elim = solve(tree, v, tau, k, probe, rec or (lambda *a: None), every_joint)
+    qdd, lam, _, elim = solve(tree, v, tau, k, probe, every_joint)
     return {"vdot": column([x for qi in qdd for x in qi]), "lam": column([neg(x) for x in lam]),
             "pivot": pivot_ratio(elim, probe)}
 

@@ -25,10 +25,10 @@ from ..sweeps import tree as ds
 from .aba import solve as aba_solve
 
 
-def pv_soft(robot, constraints, q, K_bodies, v, tau, k, R, rec=None):
+def pv_soft(robot, constraints, q, K_bodies, v, tau, k, R):
     tree = ds.Tree(robot, constraints, q, K_bodies)
     inertia, forces, rinv = ds.soft_terms(tree, R, k)
-    qdd, acc, g = aba_solve(tree, v, tau, inertia, forces, rec)
+    qdd, acc, g = aba_solve(tree, v, tau, inertia, forces)
     lam = [0.0] * constraints.m
     for i, own in enumerate(tree.targets(k, g, negate=True)):
         for rows, K, nl in own:

@@ -478,43 +478,6 @@ def check_regular(probe, pivots, name, constraints):
         f"solve such sets")
 
 
-# -- sweep-by-sweep operation counts ---------------------------------------------------------------
-class Recorder:
-    """Collects the intermediate results of a solver sweep by sweep, so that bench scripts can
-    count the operations each sweep adds (cumulative Functions, differences)."""
-
-    def __init__(self):
-        self.stages = []
-
-    def __call__(self, name, *groups):
-        flat = []
-        for g in groups:
-            stack = [g]
-            while stack:
-                x = stack.pop()
-                if isinstance(x, dict):
-                    stack.extend(x.values())
-                elif isinstance(x, (list, tuple)):
-                    stack.extend(x)
-                elif isinstance(x, ca.SX):
-                    flat.extend(x.nz[k] for k in range(x.nnz()))
-        self.stages.append((name, [e for e in flat if not e.is_constant()]))
-
-
-def stage_counts(stages, inputs):
-    """[(stage name, instructions added)] for Recorder stages, each counted as the Function of
-    everything recorded so far (with CasADi's cse), minus the previous count."""
-    from ..opcount import count_ops
-    out, seen, prev = [], [], 0
-    for name, exprs in stages:
-        seen += exprs
-        f = ca.Function("stage", inputs, ca.cse([ca.vertcat(*seen)]) if seen else [ca.SX(0, 1)])
-        n = count_ops(f)["instructions"]
-        out.append((name, n - prev))
-        prev = n
-    return out
-
-
 def body_force(body, o, vel, acc):
     """f = H a + v ×* H v about the centre of mass c (body coordinates): with v_c = v − c × ω,
     a_c = a − c × α:  f_l = m (a_c + ω × v_c),  f_n = Ī_c α + ω × Ī_c ω + c × f_l."""
