@@ -38,28 +38,28 @@ def solve(tree, v, tau, extra_inertia=None, extra_force=None):
     passes.done("first forward sweep: v_i, a_b,i, p_i", vel, c, p)
     abi = (articulated_inertias(tree.robot, tree.T) if not extra_inertia
            else articulated_inertias(tree.robot, tree.T, {i: [E] for i, E in extra_inertia.items()}))
-    passes.done("backward: articulated inertias H^A, D", [J.HA for J in abi], [J.Dinv for J in abi if J.Dinv is not None])
+    passes.done("backward: articulated inertias H^A, D", [art.HA for art in abi], [art.Dinv for art in abi if art.Dinv is not None])
     pA = [list(x) for x in p]
     u = [None] * tree.n
     for i in reversed(range(tree.n)):
-        J = abi[i]
-        if J.free:
+        art = abi[i]
+        if art.free:
             pA[i] = vsub(pA[i], tree.base_wrench(i, tree.vslice(tau, i)))
             continue
-        u[i], pa = ds.joint_backward(tree, i, J, pA[i], tree.vslice(tau, i)[0], c[i])
+        u[i], pa = ds.joint_backward(tree, i, art, pA[i], tree.vslice(tau, i)[0], c[i])
         par = tree.parent[i]
         if par >= 0:
             pA[par] = vadd(pA[par], transform_force(tree.T[i], pa))
     passes.done("backward: forces p^A, u", pA, u)
     qdd, acc = [None] * tree.n, [None] * tree.n
     for i in range(tree.n):
-        J, par = abi[i], tree.parent[i]
-        if J.free:
-            acc[i] = J.omega([neg(x) for x in pA[i]])
+        art, par = abi[i], tree.parent[i]
+        if art.free:
+            acc[i] = art.omega([neg(x) for x in pA[i]])
             qdd[i] = tree.base_qdd(i, acc[i], g[i])
             continue
         y = ds.root_accel(tree, i, g) if par < 0 else transform_motion(tree.T[i], acc[par])
-        q1, acc[i] = ds.joint_forward(tree, i, J, y, c[i], u[i])
+        q1, acc[i] = ds.joint_forward(tree, i, art, y, c[i], u[i])
         qdd[i] = [q1]
     passes.done("roll-out: q̈_i, a_i", qdd)
     return qdd, acc, g

@@ -175,13 +175,13 @@ def eliminate(kt, K, l0, gb, t, a, D):
     return Elimination(Kt, lt, sig, Q, cs, nrm2), up, Ql[1:], more, mul(sig, lt)
 
 
-def propagate(tree, i, J, K, l, u_i, c_i):
+def propagate(tree, i, art, K, l, u_i, c_i):
     """Alg. 1 lines 10 and 12 at a 1-DoF joint that does not eliminate: (k̃, K P_iᵀ in body
     coordinates, l shifted by eq. (42d)), k_i = K S_i = sign · k̃ (the sign is folded where
     k_i is used)."""
-    a, s, g = ds.axis_g(tree, i, J)
+    a, s, g = ds.axis_g(tree, i, art)
     kt = [row[a] for row in K] if a is not None else [tree.sq(i, row) for row in K]
-    nu = mul(J.Dinv, u_i)
+    nu = mul(art.Dinv, u_i)
     pm = ds.add if s > 0 else ds.sub
     Kp = [[0.0 if col == a else sub(row[col], mul(kr, g[col])) for col in range(6)]
           for row, kr in zip(K, kt)]                  # K Pᵀ, column a exactly zero
@@ -205,7 +205,7 @@ def solve(tree, v, tau, k, probe, early, drop=True):
     sw.start(k, c, p, tau)
     abi = articulated_inertias(tree.robot, tree.T, post=sw.backward)
     bases = [i for i in range(tree.n) if abi[i].free]
-    passes.done("backward: H^A, D (with the rows and Σ⁻¹, K̃ of the eliminations they depend on)", [J.HA for J in abi])
+    passes.done("backward: H^A, D (with the rows and Σ⁻¹, K̃ of the eliminations they depend on)", [art.HA for art in abi])
     passes.done("backward: forces p^A, u (with l̃ of the eliminations)", [sw.pA[b] for b in bases], sw.u)
     passes.done("backward: the other rows K^A, l, L^A", [sw.stacks[b].K for b in bases], [sw.stacks[b].l for b in bases], sw.L)
     acc = sw.resolve(abi)
@@ -256,32 +256,32 @@ class Sweeps:
                     and np.linalg.matrix_rank(np.array(ca.DM(own[0][1]))) == 6:
                 self.stacks[i].weld = "own"
 
-    def backward(self, i, J):
+    def backward(self, i, art):
         """Alg. 1 lines 7-12 at joint i (articulated_inertias' post hook), with the elimination
         of Sec. VIII where the policy says so; returns H^a's update."""
         tree, st, c = self.tree, self.stacks[i], self.c
-        if J.free:
+        if art.free:
             self.pA[i] = vsub(self.pA[i], tree.base_wrench(i, tree.vslice(self.tau, i)))
             return None
-        self.u[i], pa = ds.joint_backward(tree, i, J, self.pA[i], tree.vslice(self.tau, i)[0], c[i])
+        self.u[i], pa = ds.joint_backward(tree, i, art, self.pA[i], tree.vslice(self.tau, i)[0], c[i])
         more, K_up, l_up, ids_up, fresh = None, [], [], [], st.fresh
         if st.K:
-            a, sgn, gb = ds.axis_g(tree, i, J)
+            a, sgn, gb = ds.axis_g(tree, i, art)
             kt = [row[a] for row in st.K] if a is not None else [tree.sq(i, row) for row in st.K]
             if st.fresh and self.early(tree, i, st, kt, self.nonzero):       # eliminate one row here
                 l0 = [add(lr, dot(row, c[i])) for row, lr in zip(st.K, st.l)]
-                du, gc = mul(J.Dinv, self.u[i]), dot(gb, c[i])
+                du, gc = mul(art.Dinv, self.u[i]), dot(gb, c[i])
                 t = (sub(du, gc), 1) if sgn > 0 else (add(du, gc), -1)     # t = ±D⁻¹u − gbᵀ a_b
-                self.elim[i], K_up, l_up, upd, sl = eliminate(kt, st.K, l0, gb, t, a, J.D)
+                self.elim[i], K_up, l_up, upd, sl = eliminate(kt, st.K, l0, gb, t, a, art.D)
                 ids_up = [next(self.new_id) for _ in K_up]
                 more = symmetric(upd, 6)
                 pa = [add(pa[x], mul(sl, self.elim[i].Kt[x])) for x in range(6)]
             else:                                                       # rows pass (Remark 8 / Alg. 1)
-                _, K_up, l_up = propagate(tree, i, J, st.K, st.l, self.u[i], c[i])
+                _, K_up, l_up = propagate(tree, i, art, st.K, st.l, self.u[i], c[i])
                 ids_up = list(st.ids)
                 if self.nonzero(kt):
                     self.ks[i], fresh = kt, False
-                    self.accumulate(st.ids, kt, J.Dinv)
+                    self.accumulate(st.ids, kt, art.Dinv)
             st.keep = [not z for z in self.zero_rows(K_up)] if fresh else [True] * len(K_up)
             K_up, l_up, ids_up = ([x for x, kp in zip(xs, st.keep) if kp] for xs in (K_up, l_up, ids_up))
         self.pass_up(i, pa, K_up, l_up, ids_up, fresh)
@@ -333,19 +333,19 @@ class Sweeps:
             acc[b] = self.base_solve(b, abi[b])
         return acc
 
-    def base_solve(self, b, J):
+    def base_solve(self, b, art):
         """a'_b and the multipliers of the rows at the free base b (dynamics_sweeps.saddle_solve:
         the branch blocks of L^A, then the rows no joint has seen, against the 6 DoF)."""
         st, S = self.stacks[b], self.tree.S[b]
         if not st.K:
-            return J.omega([neg(x) for x in self.pA[b]])   # as aba.py
+            return art.omega([neg(x) for x in self.pA[b]])   # as aba.py
         coupled = {r for key in self.L for r in key}
         blocks = linalg.blocks_of(self.L, [r for r in st.ids if r in coupled])
         rest = [(r, row) for r, row in zip(st.ids, st.K) if r not in coupled]
         if self.drop:
             rest = [rest[j] for j in self.independent([row for _, row in rest])]
         blocks += [[r for r, _ in rest]] if rest else []
-        a, lam_b, piv = linalg.saddle_solve(J.ldl, {r: mat_vec(S, row, transpose=True) for r, row in zip(st.ids, st.K)}, self.L,
+        a, lam_b, piv = linalg.saddle_solve(art.ldl, {r: mat_vec(S, row, transpose=True) for r, row in zip(st.ids, st.K)}, self.L,
                                         sorted(blocks, key=len), mat_vec(S, self.pA[b], transpose=True), dict(zip(st.ids, st.l)))
         self.pivots += piv
         hand_back(st, [lam_b.get(r, 0.0) for r in st.ids], self.lam, self.mu)
@@ -367,8 +367,8 @@ class Sweeps:
         """Alg. 1 lines 15-17, rebuilding λ_i^A joint by joint (eq. 64 where eliminated)."""
         tree, qdd = self.tree, [None] * self.tree.n
         for i in range(tree.n):
-            J, par, st = abi[i], tree.parent[i], self.stacks[i]
-            if J.free:
+            art, par, st = abi[i], tree.parent[i], self.stacks[i]
+            if art.free:
                 qdd[i] = tree.base_qdd(i, acc[i], self.g[i])
                 continue
             y = ds.root_accel(tree, i, self.g) if par < 0 else transform_motion(tree.T[i], acc[par])
@@ -386,7 +386,7 @@ class Sweeps:
                     if self.ks[i] is not None:                              # ± k_iᵀ λ_i^A (line 16)
                         extra = dot(self.ks[i], vec)
                 hand_back(st, vec, self.lam, self.mu)
-            q1, acc[i] = ds.joint_forward(tree, i, J, y, self.c[i], self.u[i], extra, sign)
+            q1, acc[i] = ds.joint_forward(tree, i, art, y, self.c[i], self.u[i], extra, sign)
             qdd[i] = [q1]
         return qdd
 

@@ -48,7 +48,8 @@ from ..symbolic.scalar import dot, is_zero
 
 @dataclass
 class ArticulatedJoint:
-    """Per-body results of the sweep (body coordinates, [angular; linear] order)."""
+    """Per-body results of the sweep (body coordinates, [angular; linear] order): ``art`` in the
+    algorithms, ``abi`` the list of them, one per body (``J`` is the Jacobian there)."""
     HA: ca.SX              # H_i^A (6x6, symmetric)
     S: np.ndarray          # S_i (6 x n_i), numeric
     U: ca.SX               # U_i = H_i^A S_i (6 x n_i)
@@ -244,12 +245,12 @@ def project(body, HA, S=None, damping=None):
         U = sign * HA[:, a]                           # H^A S: a column, no products
         D = HA[a, a]
         Dinv = 1 / D
-        J = ArticulatedJoint(HA, S, U, D, Dinv, None, None, a, sign, None, body)
-        J.Ubar = sign * linalg.to_sx_rows([[x] for x in J.g])
-        H, g = J.H, J.g
-        J.Ha = symmetric({(p, q): 0 if a in (p, q) else H[p][q] - H[p][a] * g[q]     # H^a S = 0
+        art = ArticulatedJoint(HA, S, U, D, Dinv, None, None, a, sign, None, body)
+        art.Ubar = sign * linalg.to_sx_rows([[x] for x in art.g])
+        H, g = art.H, art.g
+        art.Ha = symmetric({(p, q): 0 if a in (p, q) else H[p][q] - H[p][a] * g[q]     # H^a S = 0
                           for p in range(6) for q in range(p, 6)}, 6)
-        return J
+        return art
     H = linalg.entries(HA)
     U = [[dot(row, S[:, c]) for c in range(S.shape[1])] for row in H]
     D = dot(S[:, 0], [U[r][0] for r in range(6)])
@@ -285,7 +286,7 @@ def symmetric_sum(const, terms):
 def articulated_inertias(robot, T, extra=None, post=None, coupling=None, damping=None):
     """[ArticulatedJoint per body] for T = frames.local_transforms(robot, q[, offsets]),
     in the frames of T.  Hooks: ``extra`` ({body: [symmetric SX or upper-entry dicts]}) is
-    added to the bodies' own inertias (e.g. constraint stiffness Kᵀ R K); ``post(i, J)`` runs
+    added to the bodies' own inertias (e.g. constraint stiffness Kᵀ R K); ``post(i, art)`` runs
     when body i's joint is projected (children done) and may return a symmetric SX added to
     H^a_i before it passes to the parent; ``damping`` ({body: [n_i scalars]}) is added to D_i.
 
@@ -302,15 +303,15 @@ def articulated_inertias(robot, T, extra=None, post=None, coupling=None, damping
         _couple(pairs, i, j, C)
     out = [None] * robot.n_bodies
     for i in reversed(range(robot.n_bodies)):
-        out[i] = J = project(robot.bodies[i], symmetric_sum(const[i], terms[i]), damping=(damping or {}).get(i))
-        more = post(i, J) if post else None
+        out[i] = art = project(robot.bodies[i], symmetric_sum(const[i], terms[i]), damping=(damping or {}).get(i))
+        more = post(i, art) if post else None
         p = robot.parent(i)
         neighbours = {j: pairs.pop((i, j)) for j in sorted(j for k, j in list(pairs) if k == i)}
         if neighbours:
-            _eliminate(J, T[i], p, neighbours, terms, pairs)
-        if p < 0 or J.free:
+            _eliminate(art, T[i], p, neighbours, terms, pairs)
+        if p < 0 or art.free:
             continue
-        Ha = J.Ha if more is None else symmetric_sum(np.zeros((6, 6)), [J.Ha, more])
+        Ha = art.Ha if more is None else symmetric_sum(np.zeros((6, 6)), [art.Ha, more])
         terms[p].append(transform_inertia(T[i], Ha))       # H_λ(i)^A += Xᵀ H^a X
     return out
 
@@ -321,14 +322,14 @@ def _couple(pairs, i, j, C):
     pairs[key] = pairs[key] + C if key in pairs else C
 
 
-def _eliminate(J, T, p, neighbours, terms, pairs):
+def _eliminate(art, T, p, neighbours, terms, pairs):
     """Alg. 4 lines 17-30 for joint i with its neighbours {j: C_ij} and parent p: with ν̇_i
     eliminated, neighbours j, k couple by −(S_iᵀ C_ij)ᵀ D_i⁻¹ (S_iᵀ C_ik) (j = k: their own
     inertias), and the parent takes ^iX_pᵀ P_i C_ij with P_i = 1 − U_i D_i⁻¹ S_iᵀ (j = p: into
     H_p^A, symmetrised)."""
-    n = J.S.shape[1]
-    J.couplings = rows = {j: ca.mtimes(sx(J.S).T, C) for j, C in neighbours.items()}
-    solved = {j: ca.horzcat(*[ca.vertcat(*J.solve([R[r, c] for r in range(n)])) for c in range(6)])
+    n = art.S.shape[1]
+    art.couplings = rows = {j: ca.mtimes(sx(art.S).T, C) for j, C in neighbours.items()}
+    solved = {j: ca.horzcat(*[ca.vertcat(*art.solve([R[r, c] for r in range(n)])) for c in range(6)])
               for j, R in rows.items()}                                       # D_i⁻¹ S_iᵀ C_ij
     order = list(neighbours)
     for x, j in enumerate(order):
@@ -341,7 +342,7 @@ def _eliminate(J, T, p, neighbours, terms, pairs):
     if p < 0:
         return
     for j, C in neighbours.items():
-        cols = [transform_force(T, J.force([C[r, c] for r in range(6)])) for c in range(6)]
+        cols = [transform_force(T, art.force([C[r, c] for r in range(6)])) for c in range(6)]
         M = ca.horzcat(*[ca.vertcat(*[sx(e) for e in col]) for col in cols])     # ^iX_pᵀ P_i C_ij
         if j == p:
             terms[p].append({(a, b): M[a, b] + M[b, a] for a in range(6) for b in range(a, 6)})

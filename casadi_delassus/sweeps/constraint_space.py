@@ -90,7 +90,7 @@ def lead_rows(T, via, most=BASE_LEADS):
     return [(s, [r for r, v in enumerate(via) if v in kids]) for s, kids in leads]
 
 
-def free_update(L, rows, J, K, leads=()):
+def free_update(L, rows, art, K, leads=()):
     """L += K S D⁻¹ Sᵀ Kᵀ at a free joint (PV eq. 48), D never inverted.
 
     ``leads`` = [(s, positions)]: the rows at those positions annihilate the numeric motion s
@@ -102,13 +102,13 @@ def free_update(L, rows, J, K, leads=()):
     involves a lead row has one term less.  g = 0 is the plain Zᵀ d⁻¹ Z, Z = L⁻¹ Sᵀ Kᵀ."""
     g = len(leads)
     if g:
-        J = J.leading([s for s, _ in leads])
+        art = art.leading([s for s, _ in leads])
     m = len(rows)
-    Y = [J.coords([K[r, c] for c in range(6)]) for r in range(m)]
+    Y = [art.coords([K[r, c] for c in range(6)]) for r in range(m)]
     for col, (_, positions) in enumerate(leads):
         for r in positions:
             Y[r][col] = 0
-    D = linalg.entries(J.D)
+    D = linalg.entries(art.D)
     if g:
         Di = linalg.spd_inverse({(a, b): D[a][b] for a in range(g) for b in range(a, g)}, g)
         Di = linalg.sym(g, lambda a, b: Di[(a, b)])

@@ -39,11 +39,11 @@ def constraint_forces(robot, constraints, rows, lam):
     return f, tau
 
 
-def _joint_force(J, f, tau):
+def _joint_force(art, f, tau):
     """u_i = S_iᵀ f_i + τ_i (either may be None)."""
     u = None
     if f is not None:
-        u = ca.mtimes(sx(J.S).T, f) if J.axis is None else J.sign * f[J.axis]
+        u = ca.mtimes(sx(art.S).T, f) if art.axis is None else art.sign * f[art.axis]
     return _add(u, tau)
 
 
@@ -59,39 +59,39 @@ def inverse_inertia_sweeps(robot, T, abi, f, tau=None):
     for i in reversed(range(n)):
         if f[i] is None and tau[i] is None:
             continue
-        J = abi[i]
-        u[i] = _joint_force(J, f[i], tau[i])
-        if J.couplings:                                            # Alg. 4 line 24
-            y = ca.vertcat(*J.solve([u[i][k] for k in range(u[i].shape[0])]))
-            for j, R in J.couplings.items():
+        art = abi[i]
+        u[i] = _joint_force(art, f[i], tau[i])
+        if art.couplings:                                            # Alg. 4 line 24
+            y = ca.vertcat(*art.solve([u[i][k] for k in range(u[i].shape[0])]))
+            for j, R in art.couplings.items():
                 f[j] = _add(f[j], -ca.mtimes(R.T, y))
         p = robot.parent(i)
-        if p >= 0 and not J.free:
-            fl = -J.Ubar * u[i] if f[i] is None else f[i] - J.Ubar * u[i]
-            if J.axis is not None:                                 # Sᵀ(f − Ū u) = −τ exactly
-                fl[J.axis] = 0 if tau[i] is None else -J.sign * tau[i]
+        if p >= 0 and not art.free:
+            fl = -art.Ubar * u[i] if f[i] is None else f[i] - art.Ubar * u[i]
+            if art.axis is not None:                                 # Sᵀ(f − Ū u) = −τ exactly
+                fl[art.axis] = 0 if tau[i] is None else -art.sign * tau[i]
             f[p] = _add(f[p], T[i].X.transpose_force(fl))
     a, nu = [None] * n, [None] * n
     for i in range(n):
         if u[i] is None:
             continue
-        J, p = abi[i], robot.parent(i)
+        art, p = abi[i], robot.parent(i)
         ap = T[i].X.apply_motion(a[p]) if p >= 0 else None        # a'_i (None: zero)
-        r = u[i] if ap is None else u[i] - ca.mtimes(J.U.T, ap)
-        for j, R in J.couplings.items():                           # Alg. 4 line 36
+        r = u[i] if ap is None else u[i] - ca.mtimes(art.U.T, ap)
+        for j, R in art.couplings.items():                           # Alg. 4 line 36
             r = r - ca.mtimes(R, a[j])
-        if J.free:
-            nu[i] = ca.vertcat(*linalg.ldl_solve(J.ldl, [r[k] for k in range(6)]))
-            a[i] = ca.mtimes(sx(J.S), nu[i])
+        if art.free:
+            nu[i] = ca.vertcat(*linalg.ldl_solve(art.ldl, [r[k] for k in range(6)]))
+            a[i] = ca.mtimes(sx(art.S), nu[i])
             continue
-        nu[i] = J.Dinv * r
+        nu[i] = art.Dinv * r
         if ap is None:
-            ai = ca.mtimes(sx(J.S), nu[i])
-        elif J.axis is not None:
+            ai = ca.mtimes(sx(art.S), nu[i])
+        elif art.axis is not None:
             ai = ca.SX(ap)
-            ai[J.axis] = ai[J.axis] + J.sign * nu[i]
+            ai[art.axis] = ai[art.axis] + art.sign * nu[i]
         else:
-            ai = ap + ca.mtimes(sx(J.S), nu[i])
+            ai = ap + ca.mtimes(sx(art.S), nu[i])
         a[i] = ai
     return a, nu
 

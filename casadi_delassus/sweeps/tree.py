@@ -312,35 +312,35 @@ class RowFactor:
         return x
 
 
-def ucol(J):
+def ucol(art):
     """U_i and Ū_i of a 1-DoF ArticulatedJoint as 6-lists."""
-    return [J.U[r] for r in range(6)], [J.Ubar[r] for r in range(6)]
+    return [art.U[r] for r in range(6)], [art.Ubar[r] for r in range(6)]
 
 
-def ha_times(J, x):
+def ha_times(art, x):
     """H^a_i x (H^a's row and column along S_i are structural zeros)."""
-    return sym_vec(J.Ha, x)
+    return sym_vec(art.Ha, x)
 
 
-def axis_g(tree, i, J):
+def axis_g(tree, i, art):
     """(a, sign, g) with g = Ū_i without the sign of S_i = ±e_a (g_a = 1 exactly, so that
     whatever is projected through the joint has an exact zero along S_i); for other 1-DoF
     joints (None, 1, Ū_i)."""
     a, s = tree.axis[i]
     if a is None:
-        return None, 1.0, [J.Ubar[r] for r in range(6)]
-    g = getattr(J, "g", None)          # articulated.ArticulatedJoint.g when it has it: shared nodes
+        return None, 1.0, [art.Ubar[r] for r in range(6)]
+    g = getattr(art, "g", None)          # articulated.ArticulatedJoint.g when it has it: shared nodes
     if g is not None:
         return a, s, [1.0 if l == a else g[l] for l in range(6)]
-    return a, s, [1.0 if l == a else mul(J.HA[a, l], J.Dinv) for l in range(6)]
+    return a, s, [1.0 if l == a else mul(art.HA[a, l], art.Dinv) for l in range(6)]
 
 
-def joint_backward(tree, i, J, pA, tau_i, c_i):
+def joint_backward(tree, i, art, pA, tau_i, c_i):
     """u_i = τ_i − S_iᵀ p^A_i and p^a_i = p^A_i + H^a_i c_i + Ū_i u_i for a 1-DoF joint
     (along S_i = ±e_a: p^a_a = ±τ_i exactly, since Ū_a = ±1 and H^a S = 0)."""
     u = sub(tau_i, tree.sq(i, pA))
-    a, s, g = axis_g(tree, i, J)
-    hc = ha_times(J, c_i)
+    a, s, g = axis_g(tree, i, art)
+    hc = ha_times(art, c_i)
     pm = add if s > 0 else sub
     pa = [pm(add(pA[l], hc[l]), mul(g[l], u)) for l in range(6)]
     if a is not None:
@@ -348,20 +348,20 @@ def joint_backward(tree, i, J, pA, tau_i, c_i):
     return u, pa
 
 
-def joint_forward(tree, i, J, y, c_i, u, extra=0.0, sign=1.0):
+def joint_forward(tree, i, art, y, c_i, u, extra=0.0, sign=1.0):
     """Roll-out (PV Alg. 1 lines 16-17): x = y + c_i with y = ^iX_λ a'_λ,
     q̈_i = D_i⁻¹ (u_i − U_iᵀ x − sign · extra), a'_i = x + S_i q̈_i.  Returns (q̈_i, a'_i).
     For S_i = ±e_a the component a of a'_i is formed first, a'_a = ±D⁻¹(u − sign·extra) −
     Σ_{l≠a} g_l x_l (g = Ū without the sign, g_a = 1), which needs no U_a x_a product."""
     x = vadd(y, c_i)
-    a, s, g = axis_g(tree, i, J)
+    a, s, g = axis_g(tree, i, art)
     t = (sub if sign > 0 else add)(u, extra)
     if a is None:
-        U, _ = ucol(J)
-        qdd = mul(J.Dinv, sub(t, dot(U, x)))
+        U, _ = ucol(art)
+        qdd = mul(art.Dinv, sub(t, dot(U, x)))
         return qdd, vadd(x, tree.s_times(i, qdd))
     r = dot([g[l] if l != a else 0.0 for l in range(6)], x)
-    dt = mul(J.Dinv, t)
+    dt = mul(art.Dinv, t)
     aa = sub(dt, r) if s > 0 else sub(neg(dt), r)
     qdd = sub(aa, x[a]) if s > 0 else sub(x[a], aa)
     out = list(x)
@@ -472,7 +472,7 @@ def check_regular(probe, pivots, name, constraints):
         return
     ok = vals[np.isfinite(vals)]                  # after a zero pivot the rest is inf / nan
     raise ConstraintError(
-        f"{name}: the constraints {constraints.specs} are redundant or conflicting: J M⁻¹ Jᵀ is singular at a "
+        f"{name}: the constraints {constraints.specs} are redundant or conflicting: art M⁻¹ Jᵀ is singular at a "
         f"random configuration (smallest pivot {np.abs(ok).min():.1e} against {ok.max():.1e}), so the hard "
         f"multipliers are not unique; pv_early (drops redundant rows) or pv_soft / ltl_soft (compliance R) "
         f"solve such sets")
