@@ -18,16 +18,15 @@ parents first and λ(k) the parent dof of k (a free joint is a chain of its six 
 
 The Delassus system Λ⁻¹ λ = r is solved with its floating-base structure (``delassus_solve``):
 Λ⁻¹ = A + Y_B D_B⁻¹ Y_Bᵀ, the base's six dofs B giving a rank-6 term and A block-diagonal over
-the base's branches, by the block elimination pv.py uses at the base (dynamics_sweeps.saddle_solve:
+the base's branches, by the block elimination pv.py uses at the base (linalg.saddle_solve:
 the joint-space image of PV eq. (47)), whose pivots are positive wherever Λ⁻¹ is; without a
-floating base by a dense LDLᵀ of Λ⁻¹.  On the talos anchor: 36.1k instructions, against 34.7k for
-the matrix inversion lemma (PV paper eqs. (53)-(55)) that was used before, which inverts each
-block of A and returned NaN at a stretched knee under a welded foot (q = 0 on talos or go1),
-and 40.3k for a dense LDLᵀ of Λ⁻¹.  The rows of each K_i are orthonormalized first
-(Tree.orthonormalize: an ill-conditioned runtime K_i does not square into cond(Λ⁻¹)).
-Everything in local link frames (dynamics_sweeps); the free base's dofs are carried in its slid
-frame and converted once on τ_b and v̇_b.  Redundant constraints make Λ⁻¹ singular: ConstraintError
-at trace time (tree.check_regular).
+floating base by a dense LDLᵀ of Λ⁻¹.  The matrix inversion lemma (PV paper eqs. (53)-(55))
+inverts each block of A and returns NaN at a stretched knee under a welded foot (q = 0 on
+talos or go1); a dense LDLᵀ of Λ⁻¹ costs more (README "Design choices, measured").  The rows of
+each K_i are orthonormalized first (Tree.orthonormalize: an ill-conditioned runtime K_i does
+not square into cond(Λ⁻¹)).  Everything in local link frames (sweeps/tree.py); the free base's
+dofs are carried in its slid frame and converted once on τ_b and v̇_b.  Redundant constraints
+make Λ⁻¹ singular: ConstraintError at trace time (tree.check_regular).
 """
 from __future__ import annotations
 

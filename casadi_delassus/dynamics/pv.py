@@ -19,7 +19,7 @@ free base b: eq. (47), λ = (L_b + K_b H_b⁻¹ K_bᵀ)⁻¹ (l_b − K_b H_b⁻
     by the block elimination of linalg.saddle_solve: the branch blocks of L_b one after
     the other against the 6x6 base, with pivots that are diagonal blocks of Schur complements of
     Λ⁻¹ = L_b + K_b H_b⁻¹ K_bᵀ: positive wherever the hard problem is well-posed (fewer operations
-    than eq. (49) with the reduced rows below, README "Design choices").  Eq. (49) inverts each branch block of
+    than eq. (49) with the reduced rows below, README "Design choices, measured").  Eq. (49) inverts each branch block of
     L_b, which is singular where the branch alone cannot move its rows (a stretched knee under
     a welded foot: q = 0 on talos, go1, g1, solo12) although Λ⁻¹ is not: it returned NaN there
     and lost up to 1e-1 of v̇ within 1e-8 rad of it.

@@ -79,8 +79,8 @@ def lead_axes(T, children, most=6):
 
 
 # How many axis lines lead the factorization at a free joint: each one more saves a term in
-# the entries of its rows but makes D₁₁⁻¹ y₁ denser for every row; two was the best or within
-# 0.4 % of it on the papers' Talos, talos/go1 scenarios and the synthetic mechanisms.
+# the entries of its rows but makes D₁₁⁻¹ y₁ denser for every row (README "Design choices,
+# measured": two was the best or close to it everywhere).
 BASE_LEADS = 2
 
 

@@ -186,10 +186,9 @@ class Tree:
         """Each constraint's rows K_i = T_i Q_i (T_i lower triangular, Q_i orthonormal rows):
         the solvers then enforce Q_i a_i = T_i⁻¹ k_i, and ``multipliers`` maps their μ_i back to
         λ_i = T_i⁻ᵀ μ_i.  The Delassus system of the rows Q keeps the mechanism's condition
-        number instead of one multiplied by up to cond(K_i)²: an N(0, 1) runtime K_i on the talos
-        anchor made cond(Λ⁻¹) ≈ 4e9 and cost pv and ltl two digits of J v̇ + J̇ v − k.  Numeric
-        K_i are factorized by numpy at trace time (nothing to do for orthonormal rows: welds,
-        points); runtime K_i by modified Gram-Schmidt on the rows (~450 operations for 6 x 6)."""
+        number instead of one multiplied by up to cond(K_i)², which costs digits of
+        J v̇ + J̇ v − k.  Numeric K_i are factorized by numpy at trace time (nothing to do for
+        orthonormal rows: welds, points); runtime K_i by modified Gram-Schmidt on the rows."""
         for i in range(self.n):
             for j, (rows, K) in enumerate(self.own[i]):
                 fac = RowFactor.of(K)
