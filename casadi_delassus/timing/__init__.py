@@ -1,13 +1,13 @@
 """Runtime of generated C, measured in C, against Pinocchio on the same inputs.
 
-- ``time_c``: renders ``codegen/templates/timing.c.j2`` for one generated function, compiles
+- ``time_c``: renders ``timing/templates/timing.c.j2`` for one generated function, compiles
   it (it dlopen()s the separately compiled ``<algo>.so``, so nothing is inlined into the
   loop), writes N prepared input sets to a binary file and returns per-call nanoseconds of
   R repetitions, each of ``calls`` calls cycling over the inputs (CLOCK_MONOTONIC).
 - ``time_pinocchio``: ``pinocchio::computeDelassusMatrix`` (or ``constraintDynamics`` / ``aba``
   for the dynamics functions, PIN_FUNCTIONS) for the same robot, constraints and
   configurations, in C++ built against the ``pin`` wheel's headers and libraries
-  (``codegen/templates/pinocchio_timing.cpp.j2``; needs ``cmeel-eigen`` and
+  (``timing/templates/pinocchio_timing.cpp.j2``; needs ``cmeel-eigen`` and
   ``cmeel-urdfdom-headers``, the ``bench`` extra), or, when that cannot be built, from
   Python with the binding overhead measured on a one-joint model and reported.
 - ``benchmark``: every requested algorithm and Pinocchio on one scenario, repetitions
@@ -31,15 +31,17 @@ import time
 from dataclasses import dataclass, field
 from pathlib import Path
 
+import jinja2
 import numpy as np
 
 from .. import __version__, api, report
 from ..verify import pinocchio_oracle as oracle
 from ..codegen.build import DEFAULT_CFLAGS, find_compiler
-from ..codegen.emit import _ENV
 from ..errors import CompilerError, DelassusError
 from ..model import load_robot
 
+_ENV = jinja2.Environment(loader=jinja2.PackageLoader("casadi_delassus", "timing/templates"),
+                          keep_trailing_newline=True, undefined=jinja2.StrictUndefined)
 DEFAULT_CALLS = 10_000
 DEFAULT_REPS = 5
 DEFAULT_SAMPLES = 64
