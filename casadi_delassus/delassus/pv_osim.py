@@ -5,7 +5,7 @@ PV-OSIMr paper ../shared/papers/000_82174d5af858539c.txt, Alg. 1; PV paper
 O(n + m²d).  Two sweeps, in local link frames (slid along the joint axes where that zeroes
 offsets, frames.choose_offsets):
 
-  forward (kinematics):   ^iX_λ(i)(q)
+  forward (transforms):   ^iX_λ(i)(q)
   backward, leaves first: H_i^A (articulated.py), and for every link supporting constraints
       K_λ(i)^A ← [K_λ(i)^A; K_i^A P_iᵀ ^iX_λ(i)]                       (Alg. 1 line 13)
       L_λ(i)^A ← blkdiag(L_λ(i)^A, L_i^A + K_i^A S_i D_i⁻¹ S_iᵀ K_i^Aᵀ)   (Alg. 1 line 14)

@@ -5,7 +5,7 @@ PV paper ../shared/papers/004_52dd6d88d839fc14.txt, Sec. IV: "In the absence of 
 constraints, only eq. (20a) and eq. (20b) need to be computed ... identical to ... ABA" —
 Alg. 1 without the K^A, l, L^A terms:
 
-  first forward sweep (dynamics_sweeps.Tree.velocities, .bias_forces):  v_i, a_b,i, p_i
+  first forward sweep (sweeps/tree.py, Tree.velocities, .bias_forces):  v_i, a_b,i, p_i
   backward sweep, leaves first:
       H_i^A, U_i, D_i (articulated.articulated_inertias: eq. 42a, Alg. 1 lines 7, 9)
       u_i = τ_i − S_iᵀ p_i^A,  p_λ(i)^A += ^iX_λᵀ (p_i^A + H_i^a a_b,i + Ū_i u_i)   (eq. 42b, line 8)
@@ -19,7 +19,7 @@ when there are no constraints.
 from __future__ import annotations
 
 from ..symbolic.scalar import column, neg, vadd, vsub
-from ..sweeps import tree as ds
+from ..sweeps.tree import Tree, joint_backward, joint_forward, root_accel
 from ..symbolic import passes
 from ..symbolic.frames import transform_force, transform_motion
 from ..sweeps.articulated import articulated_inertias
@@ -46,7 +46,7 @@ def solve(tree, v, tau, extra_inertia=None, extra_force=None):
         if art.free:
             pA[i] = vsub(pA[i], tree.base_wrench(i, tree.vslice(tau, i)))
             continue
-        u[i], pa = ds.joint_backward(tree, i, art, pA[i], tree.vslice(tau, i)[0], c[i])
+        u[i], pa = joint_backward(tree, i, art, pA[i], tree.vslice(tau, i)[0], c[i])
         par = tree.parent[i]
         if par >= 0:
             pA[par] = vadd(pA[par], transform_force(tree.T[i], pa))
@@ -58,14 +58,14 @@ def solve(tree, v, tau, extra_inertia=None, extra_force=None):
             acc[i] = art.omega([neg(x) for x in pA[i]])
             qdd[i] = tree.base_qdd(i, acc[i], g[i])
             continue
-        y = ds.root_accel(tree, i, g) if par < 0 else transform_motion(tree.T[i], acc[par])
-        q1, acc[i] = ds.joint_forward(tree, i, art, y, c[i], u[i])
+        y = root_accel(tree, i, g) if par < 0 else transform_motion(tree.T[i], acc[par])
+        q1, acc[i] = joint_forward(tree, i, art, y, c[i], u[i])
         qdd[i] = [q1]
     passes.done("roll-out: q̈_i, a_i", qdd)
     return qdd, acc, g
 
 
 def aba(robot, constraints, q, K_bodies, v, tau):
-    tree = ds.Tree(robot, constraints, q)
+    tree = Tree(robot, constraints, q)
     qdd, _, _ = solve(tree, v, tau)
     return {"vdot": column([x for qi in qdd for x in qi])}

@@ -31,7 +31,7 @@ make Λ⁻¹ singular: ConstraintError at trace time (tree.check_regular).
 from __future__ import annotations
 
 from ..symbolic.scalar import add, column, dot, is_zero, mul, sub
-from ..sweeps import tree as ds
+from ..sweeps.tree import Probe, Tree, check_regular, newton_euler
 from ..symbolic import passes
 from ..symbolic import linalg
 from ..sweeps import joint_space
@@ -43,7 +43,7 @@ def delassus_solve(tree, Y, YD, D, Dinv, rhs):
     where the base's six dofs B give a rank-6 term and A = Σ_{d∉B} Y_d D_d⁻¹ Y_dᵀ is
     block-diagonal over the base's branches (rows of different branches share only base dofs):
     the joint-space image of PV eq. (47), solved by the same block elimination as pv.py's base
-    (dynamics_sweeps.saddle_solve with the base inertia D_B, diagonal, and rows Y_B), whose pivots
+    (linalg.saddle_solve with the base inertia D_B, diagonal, and rows Y_B), whose pivots
     are positive wherever Λ⁻¹ is, unlike the matrix inversion lemma (PV paper eqs. (53)-(55)),
     which inverts each block of A (singular at a stretched knee).  Without a free base (A = Λ⁻¹)
     Λ⁻¹ is factorized densely, block by block.  Returns (λ, {base dof d: a_d}, pivots) with
@@ -78,13 +78,13 @@ def delassus_solve(tree, Y, YD, D, Dinv, rhs):
 
 
 def ltl(robot, constraints, q, K_bodies, v, tau, k):
-    tree = ds.Tree(robot, constraints, q, K_bodies)
+    tree = Tree(robot, constraints, q, K_bodies)
     tree.orthonormalize()
     vel, c, _ = tree.velocities(v)
     g = tree.gravity([i for i in range(tree.n) if tree.constrained[i] or tree.is_free(i)])
     passes.done("first forward sweep: v_i, a_b,i", vel, c)
     own = tree.targets(k, g)
-    f, acc = ds.rnea(tree, vel, c, g)                    # v̇ = 0: c(q, v) and the bias accelerations a'_i
+    f, acc = newton_euler(tree, vel, c, g)                    # v̇ = 0: c(q, v) and the bias accelerations a'_i
     C = [e for i in range(tree.n) for e in tree.joint_force(i, f[i])]
     passes.done("RNEA (v̇ = 0): c(q, v), a'_i", C)
     M = joint_space.mass_matrix(robot, tree.T)
@@ -108,7 +108,7 @@ def ltl(robot, constraints, q, K_bodies, v, tau, k):
                 rhs[gr] = sub(sub(0.0, drift), dot(Y[gr], z))
     YD = [[mul(e, d) for e, d in zip(row, Dinv)] for row in Y]
     lam, a_B, pivots = delassus_solve(tree, Y, YD, D, Dinv, rhs)
-    ds.check_regular(ds.Probe(robot, q, K_bodies), pivots, "ltl", constraints)
+    check_regular(Probe(robot, q, K_bodies), pivots, "ltl", constraints)
     passes.done("λ: Λ⁻¹ λ = k − J̇ v − J M⁻¹ (τ − c)", lam)
     w = [sub(z[d], a_B[d]) if d in a_B else add(z[d], dot([YD[r][d] for r in range(m)], lam))
          for d in range(n)]

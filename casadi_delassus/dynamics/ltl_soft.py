@@ -23,17 +23,17 @@ from ..symbolic import linalg
 from ..symbolic.frames import transform_motion
 from ..symbolic.scalar import column, dot, mat_vec, mul, sub, vadd, vsub
 from ..sweeps import joint_space
-from ..sweeps import tree as ds
+from ..sweeps.tree import Tree, newton_euler, root_accel, soft_terms
 from ..symbolic import passes
 
 
 def ltl_soft(robot, constraints, q, K_bodies, v, tau, k, R):
-    tree = ds.Tree(robot, constraints, q, K_bodies)
+    tree = Tree(robot, constraints, q, K_bodies)
     vel, c, _ = tree.velocities(v)
     g = tree.gravity([i for i in range(tree.n) if tree.constrained[i] or tree.is_free(i)])
     passes.done("first forward sweep: v_i, a_b,i", vel, c)
     own = tree.targets(k, g, negate=True)                # k'_i = k_i − K_i a_grav,i = −l_i
-    inertia, _, rinv = ds.soft_terms(tree, R, k)
+    inertia, _, rinv = soft_terms(tree, R, k)
 
     def soft_forces(acc):                      # K_iᵀ R_i⁻¹ (K_i a'_i + l_i) = Jᵀ R⁻¹ (J̇ v − k)
         out = {}
@@ -47,7 +47,7 @@ def ltl_soft(robot, constraints, q, K_bodies, v, tau, k, R):
                 out[i] = f
         return out
 
-    f, _ = ds.rnea(tree, vel, c, g, extra_force=soft_forces)
+    f, _ = newton_euler(tree, vel, c, g, extra_force=soft_forces)
     C = [e for i in range(tree.n) for e in tree.joint_force(i, f[i])]
     passes.done("RNEA (v̇ = 0) with soft constraint forces: c + Jᵀ R⁻¹ (J̇ v − k)", C)
     M = joint_space.mass_matrix(robot, tree.T, inertia)
@@ -70,7 +70,7 @@ def ltl_soft(robot, constraints, q, K_bodies, v, tau, k, R):
         if tree.is_free(i):
             acc[i] = vsub(vi[3:] + vi[:3], [0.0] * 3 + g[i])        # slid dofs [a_lin; α]
         else:
-            y_ = ds.root_accel(tree, i, g) if par < 0 else transform_motion(tree.T[i], acc[par])
+            y_ = root_accel(tree, i, g) if par < 0 else transform_motion(tree.T[i], acc[par])
             acc[i] = vadd(vadd(y_, c[i]), tree.s_times(i, vi[0]) if tree.axis[i][0] is not None
                              else mat_vec(tree.S[i], vi))
         for rows, K, nl in own[i]:

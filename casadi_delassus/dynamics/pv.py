@@ -49,7 +49,7 @@ import casadi as ca
 import numpy as np
 
 from ..errors import ConstraintError
-from ..sweeps import tree as ds
+from ..sweeps.tree import Probe, Tree, axis_g, check_regular, joint_backward, joint_forward, root_accel
 from ..symbolic import passes
 from ..sweeps.articulated import articulated_inertias
 from ..symbolic import linalg
@@ -168,7 +168,7 @@ def eliminate(kt, K, l0, gb, t, a, D):
     Ql = reflect(Q, [l0])[0]
     Kt = [0.0 if col == a else add(QK[col][0], mul(cs, gb[col])) for col in range(6)]
     tv, tsign = t
-    lt = (ds.sub if tsign > 0 else ds.add)(Ql[0], mul(cs, tv))
+    lt = (sub if tsign > 0 else add)(Ql[0], mul(cs, tv))
     sK = [mul(sig, x) for x in Kt]
     more = {(x, y): mul(sK[x], Kt[y]) for x in range(6) for y in range(x, 6)}
     up = [[0.0 if col == a else QK[col][r] for col in range(6)] for r in range(1, m)]
@@ -179,10 +179,10 @@ def propagate(tree, i, art, K, l, u_i, c_i):
     """Alg. 1 lines 10 and 12 at a 1-DoF joint that does not eliminate: (k̃, K P_iᵀ in body
     coordinates, l shifted by eq. (42d)), k_i = K S_i = sign · k̃ (the sign is folded where
     k_i is used)."""
-    a, s, g = ds.axis_g(tree, i, art)
+    a, s, g = axis_g(tree, i, art)
     kt = [row[a] for row in K] if a is not None else [tree.sq(i, row) for row in K]
     nu = mul(art.Dinv, u_i)
-    pm = ds.add if s > 0 else ds.sub
+    pm = add if s > 0 else sub
     Kp = [[0.0 if col == a else sub(row[col], mul(kr, g[col])) for col in range(6)]
           for row, kr in zip(K, kt)]                  # K Pᵀ, column a exactly zero
     # l + K^A (a_b + S D⁻¹ (u − Uᵀ a_b)) = l + K Pᵀ a_b + k D⁻¹ u   (eq. 42d)
@@ -263,10 +263,10 @@ class Sweeps:
         if art.free:
             self.pA[i] = vsub(self.pA[i], tree.base_wrench(i, tree.vslice(self.tau, i)))
             return None
-        self.u[i], pa = ds.joint_backward(tree, i, art, self.pA[i], tree.vslice(self.tau, i)[0], c[i])
+        self.u[i], pa = joint_backward(tree, i, art, self.pA[i], tree.vslice(self.tau, i)[0], c[i])
         more, K_up, l_up, ids_up, fresh = None, [], [], [], st.fresh
         if st.K:
-            a, sgn, gb = ds.axis_g(tree, i, art)
+            a, sgn, gb = axis_g(tree, i, art)
             kt = [row[a] for row in st.K] if a is not None else [tree.sq(i, row) for row in st.K]
             if st.fresh and self.early(tree, i, st, kt, self.nonzero):       # eliminate one row here
                 l0 = [add(lr, dot(row, c[i])) for row, lr in zip(st.K, st.l)]
@@ -306,7 +306,7 @@ class Sweeps:
                 alone = len(up.segments) == 1 and not tree.constrained[par]
                 up.weld = "reduced" if alone and self.stacks[i].weld == "own" and self.elim[i] is not None else None
         elif K_up:                                  # rows left at a fixed root act on a_0 = −a_grav
-            y = ds.root_accel(tree, i, self.g)
+            y = root_accel(tree, i, self.g)
             self.roots.append((i, ids_up, [add(lr, dot(row, y)) for row, lr in zip(K_up, l_up)], fresh, K_up))
 
     def resolve(self, abi):
@@ -334,7 +334,7 @@ class Sweeps:
         return acc
 
     def base_solve(self, b, art):
-        """a'_b and the multipliers of the rows at the free base b (dynamics_sweeps.saddle_solve:
+        """a'_b and the multipliers of the rows at the free base b (linalg.saddle_solve:
         the branch blocks of L^A, then the rows no joint has seen, against the 6 DoF)."""
         st, S = self.stacks[b], self.tree.S[b]
         if not st.K:
@@ -371,7 +371,7 @@ class Sweeps:
             if art.free:
                 qdd[i] = tree.base_qdd(i, acc[i], self.g[i])
                 continue
-            y = ds.root_accel(tree, i, self.g) if par < 0 else transform_motion(tree.T[i], acc[par])
+            y = root_accel(tree, i, self.g) if par < 0 else transform_motion(tree.T[i], acc[par])
             e = self.elim[i]
             extra, sign = 0.0, tree.axis[i][1]
             if st.K:
@@ -386,7 +386,7 @@ class Sweeps:
                     if self.ks[i] is not None:                              # ± k_iᵀ λ_i^A (line 16)
                         extra = dot(self.ks[i], vec)
                 hand_back(st, vec, self.lam, self.mu)
-            q1, acc[i] = ds.joint_forward(tree, i, art, y, self.c[i], self.u[i], extra, sign)
+            q1, acc[i] = joint_forward(tree, i, art, y, self.c[i], self.u[i], extra, sign)
             qdd[i] = [q1]
         return qdd
 
@@ -405,10 +405,10 @@ def hand_back(st, vec, lam, mu):
 
 
 def pv(robot, constraints, q, K_bodies, v, tau, k):
-    tree = ds.Tree(robot, constraints, q, K_bodies)
+    tree = Tree(robot, constraints, q, K_bodies)
     tree.orthonormalize()
-    probe = ds.Probe(robot, q, K_bodies)
+    probe = Probe(robot, q, K_bodies)
     qdd, lam, pivots, _ = solve(tree, v, tau, k, probe, never_vanishing, drop=False)
-    ds.check_regular(probe, pivots, "pv", constraints)
+    check_regular(probe, pivots, "pv", constraints)
     lam = tree.multipliers(lam)
     return {"vdot": column([x for qi in qdd for x in qi]), "lam": column([neg(x) for x in lam])}

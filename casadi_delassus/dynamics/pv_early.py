@@ -45,7 +45,7 @@ from __future__ import annotations
 import casadi as ca
 
 from ..symbolic.scalar import column, neg
-from ..sweeps import tree as ds
+from ..sweeps.tree import Probe, Tree
 from .pv import is_numeric, solve
 
 
@@ -55,8 +55,8 @@ def every_joint(tree, i, st, kt, nonzero):
 
 
 def pv_early(robot, constraints, q, K_bodies, v, tau, k):
-    tree = ds.Tree(robot, constraints, q, K_bodies)
-    probe = ds.Probe(robot, q, K_bodies)
+    tree = Tree(robot, constraints, q, K_bodies)
+    probe = Probe(robot, q, K_bodies)
     qdd, lam, _, elim = solve(tree, v, tau, k, probe, every_joint)
     return {"vdot": column([x for qi in qdd for x in qi]), "lam": column([neg(x) for x in lam]),
             "pivot": pivot_ratio(elim, probe)}

@@ -21,13 +21,13 @@ Always solvable, also for redundant constraints.
 from __future__ import annotations
 
 from ..symbolic.scalar import column, dot, mul, sub
-from ..sweeps import tree as ds
+from ..sweeps.tree import Tree, soft_terms
 from .aba import solve as aba_solve
 
 
 def pv_soft(robot, constraints, q, K_bodies, v, tau, k, R):
-    tree = ds.Tree(robot, constraints, q, K_bodies)
-    inertia, forces, rinv = ds.soft_terms(tree, R, k)
+    tree = Tree(robot, constraints, q, K_bodies)
+    inertia, forces, rinv = soft_terms(tree, R, k)
     qdd, acc, g = aba_solve(tree, v, tau, inertia, forces)
     lam = [0.0] * constraints.m
     for i, own in enumerate(tree.targets(k, g, negate=True)):

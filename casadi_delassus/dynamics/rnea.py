@@ -6,21 +6,22 @@ acceleration a_0 = −a_grav, Sec. III-B2):
 
   forward, roots first:   v_i = ^iX_λ v_λ + S_i q̇_i,   a_b,i = v_i × S_i q̇_i,
                           a'_i = ^iX_λ a'_λ + S_i v̇_i + a_b,i,
-                          f_i = H_i a'_i + v_i ×* H_i v_i  (about the centre of mass, ds.body_force)
+                          f_i = H_i a'_i + v_i ×* H_i v_i  (about the centre of mass, tree.body_force)
   backward, leaves first: τ_i = S_iᵀ f_i,   f_λ(i) += ^iX_λᵀ f_i
 
-The velocity sweep is dynamics_sweeps.Tree.velocities (shared with the forward solvers).
+The passes are sweeps/tree.py's: Tree.velocities and newton_euler, the one RNE (shared with ltl and
+ltl_soft).
 """
 from __future__ import annotations
 
 from ..symbolic.scalar import column, cross_num, vadd
-from ..sweeps import tree as ds
+from ..sweeps.tree import Tree, newton_euler
 
 
 def inverse_dynamics(tree, v, a):
     """τ as a list (nv) for joint accelerations ``a`` (SX vector, Pinocchio layout)."""
     vel, c, _ = tree.velocities(v)
-    f, _ = ds.rnea(tree, vel, c, tree.gravity([]), qdd=a)
+    f, _ = newton_euler(tree, vel, c, tree.gravity([]), qdd=a)
     tau = []
     for i in range(tree.n):
         if tree.is_free(i):
@@ -32,5 +33,5 @@ def inverse_dynamics(tree, v, a):
 
 
 def rnea(robot, constraints, q, K_bodies, v, a):
-    tree = ds.Tree(robot, constraints, q)
+    tree = Tree(robot, constraints, q)
     return {"tau": column(inverse_dynamics(tree, v, a))}

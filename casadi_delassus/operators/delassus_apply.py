@@ -12,7 +12,7 @@ its Sec. IV-D says:
       (Λ⁻¹λ)_e = Σ_i K_e^i a_i,  (Λ⁻¹λ)_joint = 𝒦_i ν̇_i   (Alg. 3 lines 6, 8 on the same a_i, ν̇_i)
 
 A link-to-link constraint A|B has rows on both bodies (K_B from the relative transform,
-kinematics.link_rows); a joint constraint JOINT:NAME adds a joint force and reads ν̇ of its
+joint_space.link_rows); a joint constraint JOINT:NAME adds a joint force and reads ν̇ of its
 joint.  Only bodies whose subtree carries a force or a joint force take part in the sweeps
 (elsewhere f = 0 and a is not needed).  A free joint keeps D_b as LDLᵀ factors
 (articulated.py) and is solved by substitution, never inverted.

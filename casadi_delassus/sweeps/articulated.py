@@ -295,7 +295,7 @@ def articulated_inertias(robot, T, extra=None, post=None, coupling=None, damping
     the loop-constrained ABA of the matrix-free paper ../shared/papers/001_a194bdf892a0cc2c.txt,
     Alg. 4 lines 13-30, eliminating leaves first (S^E = reversed body order).  Each joint keeps
     its neighbours' rows S_iᵀ C_ij in ``couplings`` for the force and acceleration sweeps
-    (delassus_apply.sweeps)."""
+    (sweeps/matrix_free.py)."""
     const = [body_inertia(b, t.o) for b, t in zip(robot.bodies, T)]     # H_i, numeric
     terms = [list((extra or {}).get(i, ())) for i in range(robot.n_bodies)]
     pairs = {}

@@ -28,7 +28,7 @@ def _add(x, y):
 
 def constraint_forces(robot, constraints, rows, lam):
     """Alg. 1 lines 2-6: f_i = Σ K_e^iᵀ λ_e per body (6x1 SX or None) for the constraints'
-    link rows ``rows`` (kinematics.link_rows), and joint forces τ_i = 𝒦_iᵀ λ_i (n_i x 1 or None)."""
+    link rows ``rows`` (joint_space.link_rows), and joint forces τ_i = 𝒦_iᵀ λ_i (n_i x 1 or None)."""
     f, tau = [None] * robot.n_bodies, [None] * robot.n_bodies
     for c, pairs, r0 in zip(constraints.constraints, rows, constraints.offsets):
         lam_c = lam[r0:r0 + c.rows]

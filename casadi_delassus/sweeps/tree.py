@@ -3,16 +3,18 @@
 PV paper ../shared/papers/004_52dd6d88d839fc14.txt, Alg. 1: the first forward sweep (lines 1-5:
 joint transforms, link velocities v_i (eq. 10), bias accelerations a_b,i = v_i × S_i q̇_i
 (eq. 11), bias forces v_i ×* H_i v_i (eq. 23)), the force recursion of the backward sweep
-(eq. 42b, line 8), the roll-out (lines 16-17), and the hard solvers' base solve (eq. 47 by a
-block elimination that needs no invertible branch block, ``saddle_solve``: pv, pv_early, ltl)
-with well-conditioned constraint rows (``Tree.orthonormalize``: pv, ltl).  Everything is in
+(eq. 42b, line 8), the roll-out (lines 16-17), the recursive Newton-Euler passes (``newton_euler``:
+rnea, ltl, ltl_soft), well-conditioned constraint rows (``Tree.orthonormalize``: pv, ltl), the
+soft constraints' terms (pv_soft, ltl_soft), and the trace-time probe of generically valid
+structure with its check for redundant constraints (``Probe``, ``check_regular``).  The hard
+solvers' base solve is linalg.saddle_solve.  Everything is in
 local link frames (frames.local_transforms, bodies slid along their joint axes by
 frames.choose_offsets, which changes neither S_i nor any joint-space quantity), Featherstone's
 [angular; linear] order.
 
 Conventions shared by the solvers
 - 6-vectors are lists of six SX scalars, exact numeric zeros kept as 0.0 so that they cost
-  nothing (every helper below skips them).
+  nothing (symbolic/scalar.py's arithmetic skips them).
 - Forces use Featherstone's bias-force sign, p = v ×* H v − f_ext, so the paper's force terms
   are f^A = −p^A: the backward sweep passes p^a_i = p^A_i + H^a_i c_i + Ū_i u_i to the parent
   (the paper's P_i(f_i^A − H_i^A a_b,i) with the joint force folded in, eq. (24)), where
@@ -373,7 +375,7 @@ def root_accel(tree, i, g):
     return [0.0] * 3 + [neg(x) for x in g[i]]
 
 
-def rnea(tree, vel, c, g, qdd=None, extra_force=None):
+def newton_euler(tree, vel, c, g, qdd=None, extra_force=None):
     """The recursive Newton-Euler passes (Featherstone, RBDA Table 5.1) over the tree's local
     frames, gravity as the world's acceleration a_0 = −a_grav (PV paper Sec. III-B2):
       forward, roots first:   a'_i = ^iX_λ a'_λ + a_b,i + S_i q̈_i,  f_i = H_i a'_i + v_i ×* H_i v_i

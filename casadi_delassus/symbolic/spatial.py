@@ -82,7 +82,7 @@ class Transform:
 class RigidInertia:
     """A rigid-body (or composite) spatial inertia: mass m, first moment h = m c and
     rotational inertia Ī about the frame origin (symmetric).  Moved between frames by
-    algorithms.frames.transform_rigid."""
+    frames.transform_rigid."""
 
     def __init__(self, mass, h, I_origin):
         self.mass, self.h, self.I = sx(mass), sx(h).reshape((3, 1)), sx(I_origin)
