@@ -1,6 +1,8 @@
-"""PV-OSIM, PV-OSIMr and PV-OSIM-fast against the NumPy reference (the SX Function evaluated
-numerically, no compiler), PV-OSIMr's branching structure on its paper's Fig. 1 tree, and the
-operation counts on the papers' Talos model.
+"""Every Delassus algorithm against the NumPy reference (the SX Function evaluated numerically,
+no compiler) on every case: floating and fixed bases, branches, a forest, several constraints
+on one link, runtime K, prismatic, continuous and tilted joints, and the link-to-link and joint
+rows of the algorithms that take them; PV-OSIM-fast's Λ; PV-OSIMr's branching structure on its
+paper's Fig. 1 tree; the operation counts on the papers' Talos model.
 
 Run with ``-s`` to see the maximum relative error of every case."""
 import functools
@@ -9,77 +11,52 @@ import casadi as ca
 import numpy as np
 import pytest
 
-from casadi_delassus.verify import reference as ref
-from conftest import model_for
-from casadi_delassus.delassus import pv_osim_fast, pv_osimr
-from casadi_delassus.opcount import count_ops
 from casadi_delassus.codegen.trace import trace
 from casadi_delassus.constraints import ConstraintSet
+from casadi_delassus.delassus import pv_osim_fast, pv_osimr
 from casadi_delassus.model import Robot, load_robot
 from casadi_delassus.model.robot import Body, Joint
-
-from conftest import ANCHOR_JSON
+from casadi_delassus.opcount import count_ops
+from casadi_delassus.registry import delassus_algorithms, get_algorithm
+from casadi_delassus.verify import reference as ref
+from casadi_delassus.verify.check import relative_error
+from conftest import ANCHOR_JSON, ANCHOR_SPECS, LOOP_CASES, case
 
 N_Q = 20
-ANCHOR_SPECS = ["leg_left_6_link:6d-input", "leg_right_6_link:6d-input",
-                "gripper_left_motor_double_link:6d-input", "gripper_right_motor_single_link:6d-input"]
-
-# case name -> (robot, scenario name or specs; None: the mechanism's default), and whether
-# PV-OSIM-fast's Λ is checked there (a floating base whose branch blocks are invertible, or a
-# fixed base, with a well-conditioned Λ⁻¹)
-CASES = {
-    "talos-2F+2H": ("talos", "2F+2H", False),
-    "talos-2F4x3": ("talos", "2F4x3", False),
-    "talos-anchor": ("talos", "anchor", False),
-    "go1-4F3": ("go1", "4F3", True),
-    "panda-EE6": ("panda", "EE6", True),
-    "stem": ("stem:n=10,branches=4,length=7", None, True),
-    "kchain": ("kchain:k=5", None, False),
-    "ladder": ("ladder:rungs=4", None, True),
-    "chain-all": ("chain:n=8,all=1", None, False),
-    "chain-floating": ("chain:n=8,floating=1", None, True),
-    # several constraints on one link, and on a link and its ancestors; rotated joint frames
-    "shared-links": ("chain:n=8,floating=1,rot=1",
-                     ["link8:6d", "link8:3d@0.1,0.2,0.3", "link5:random6", "link8:3d-input", "link1:random3"], False),
-    "talos-arm": ("talos", ["gripper_left_base_link:6d", "gripper_left_base_link:3d@0.1,0,0",
-                            "arm_left_4_link:random3", "torso_2_link:3d-input", "left_sole_link:6d"], False),
-    # a prismatic joint (finger); 'continuous' joints ((cos, sin) in q)
-    "panda-finger": ("panda", ["panda_hand_tcp:6d", "panda_leftfinger:3d-input"], False),
-    "kinova": ("erd:kinova_description/robots/kinova.urdf", ["j2s6s200_link_6:6d-input", "j2s6s200_link_3:3d@0.1,0,0"], False),
-    # joint axes off the coordinate axes (generic paths), a tilted prismatic joint, a branch
-    "tilted": ("tilted", ["t5:6d-input", "t3:3d@0.1,0,0.05", "t7:3d"], False),
-}
-
-
-_model = model_for
+UNARY_CASES = ["talos-2F", "talos-2F+2H", "talos-2F4x3", "talos-anchor", "go1-4F3", "panda-EE6", "stem", "kchain",
+               "ladder", "chain-all", "chain-floating", "chain-shared-links", "chain-shared-tip", "talos-arm-shared",
+               "talos-arm", "panda-finger", "kinova", "forest", "tilted"]
+# where PV-OSIM-fast's Λ is checked: a floating base whose branch blocks are invertible, or a
+# fixed base, with a well-conditioned Λ⁻¹
+OSIM_CASES = ["go1-4F3", "panda-EE6", "stem", "ladder", "chain-floating"]
+LOOP_ALGORITHMS = [a for a in delassus_algorithms() if get_algorithm(a).loops]
 
 
 @functools.lru_cache(maxsize=None)
-def case(name):
+def samples(name):
     """(robot, constraints, [(q, K inputs, reference Λ⁻¹)] for N_Q seeded configurations)."""
-    spec, scenario, _ = CASES[name]
-    robot = _model(spec)
-    specs = scenario if isinstance(scenario, list) else robot.scenarios[scenario or "default"]
-    cs = ConstraintSet.parse(robot, specs)
-    rng = np.random.default_rng(11)
-    samples = []
+    robot, cs = case(name)
+    rng = np.random.default_rng(7)
+    out = []
     for _ in range(N_Q):
         q, K = robot.random_q(rng), cs.random_inputs(rng)
-        samples.append((q, K, ref.delassus(robot, cs, q, K)))
-    return robot, cs, samples
+        out.append((q, K, ref.delassus(robot, cs, q, K)))
+    return robot, cs, out
 
 
-def _rel(a, b):
-    return np.abs(np.asarray(a) - b).max() / np.abs(b).max()
+@functools.lru_cache(maxsize=None)
+def traced(name, algorithm):
+    robot, cs, _ = samples(name)
+    return trace(robot, cs, algorithm)[0]
 
 
-@pytest.mark.parametrize("algorithm", ["pv_osim", "pv_osimr", "pv_osim_fast"])
-@pytest.mark.parametrize("name", list(CASES))
-def test_delassus_agrees_with_reference(name, algorithm):
-    robot, cs, samples = case(name)
-    f, _, _ = trace(robot, cs, algorithm)
-    err = max(_rel(f(q=q, **K)["delassus"], D) for q, K, D in samples)
-    print(f"{algorithm:13s} {name:15s} m={cs.m:3d} max rel err {err:.2e}")
+@pytest.mark.parametrize("name, algorithm", [(n, a) for n in UNARY_CASES for a in delassus_algorithms()] +
+                         [(n, a) for n in LOOP_CASES for a in LOOP_ALGORITHMS])
+def test_agrees_with_reference(name, algorithm):
+    _, cs, xs = samples(name)
+    f = traced(name, algorithm)
+    err = max(relative_error(f(q=q, **K)["delassus"], D) for q, K, D in xs)
+    print(f"{algorithm:13s} {name:20s} m={cs.m:3d} max rel err {err:.2e}")
     assert err <= 1e-9
 
 
@@ -89,20 +66,19 @@ def _solve_ldl(P, B):
     return np.linalg.solve(L.T, np.linalg.solve(L, B) / np.diag(P)[:, None])
 
 
-@pytest.mark.parametrize("name", [n for n, c in CASES.items() if c[2]])
+@pytest.mark.parametrize("name", OSIM_CASES)
 def test_pv_osim_fast_gives_the_osim(name):
     """Λ assembled for checking, and Λ applied through the factors (PV eq. 55), equal the
     inverse of the reference Delassus matrix."""
-    robot, cs, samples = case(name)
-    f, _, _ = trace(robot, cs, "pv_osim_fast")
+    _, cs, xs = samples(name)
+    f = traced(name, "pv_osim_fast")
     err = 0.0
-    for q, K, D in samples:
+    for q, K, D in xs:
         out = {k: np.array(v) for k, v in f(q=q, **K).items()}
-        X = np.eye(cs.m)
-        Y = _solve_ldl(out["Lb_ldl"], X)
+        Y = _solve_ldl(out["Lb_ldl"], np.eye(cs.m))
         Lam = Y - _solve_ldl(out["Lb_ldl"], out["K_b"] @ _solve_ldl(out["schur_ldl"], out["K_b"].T @ Y))
         Lam_ref = np.linalg.inv(D)
-        err = max(err, _rel(out["osim"], Lam_ref), _rel(Lam, Lam_ref))
+        err = max(err, relative_error(out["osim"], Lam_ref), relative_error(Lam, Lam_ref))
     print(f"pv_osim_fast  {name:15s} m={cs.m:3d} osim max rel err {err:.2e}")
     assert err <= 1e-9
 
@@ -127,16 +103,33 @@ def test_branching_structure_of_the_papers_fig1():
     f, _, _ = trace(robot, cs, "pv_osimr")
     for _ in range(5):
         q = robot.random_q(rng)
-        assert _rel(f(q=q)["delassus"], ref.delassus(robot, cs, q)) <= 1e-9
+        assert relative_error(f(q=q)["delassus"], ref.delassus(robot, cs, q)) <= 1e-9
 
 
 # The papers' implementation on the same model and constraints (../shared/anchors/README.md);
-# ours must need at most 0.8x as many instructions; the best (PV-OSIM-fast's factors, what a
-# user needs to apply Λ) at most 15,000, and so must the best with the dense Λ⁻¹ as output.
-@pytest.mark.skipif(not ANCHOR_JSON.is_file(), reason="anchor JSON not available")
-def test_anchor_operation_counts():
+# ours must need at most 0.8x as many instructions.
+PAPERS = {"pv_osim": 19949, "pv_osimr": 21126, "efpa": 24907, "ltl_osim": 33112, "kjr": 42207}
+
+
+@functools.lru_cache(maxsize=None)
+def _anchor():
     robot = load_robot(str(ANCHOR_JSON))
-    cs = ConstraintSet.parse(robot, ANCHOR_SPECS)
+    return robot, ConstraintSet.parse(robot, ANCHOR_SPECS)
+
+
+@pytest.mark.skipif(not ANCHOR_JSON.is_file(), reason="anchor JSON not available")
+@pytest.mark.parametrize("algorithm", PAPERS)
+def test_anchor_operation_count(algorithm):
+    n = count_ops(trace(*_anchor(), algorithm)[0])["instructions"]
+    print(f"{algorithm}: {n} instructions, anchor {PAPERS[algorithm]} ({n / PAPERS[algorithm]:.3f}x)")
+    assert n <= 0.8 * PAPERS[algorithm]
+
+
+@pytest.mark.skipif(not ANCHOR_JSON.is_file(), reason="anchor JSON not available")
+def test_anchor_best_counts():
+    """The best (PV-OSIM-fast's factors, what a user needs to apply Λ) at most 15,000, and so
+    must the best with the dense Λ⁻¹ as output."""
+    robot, cs = _anchor()
     n = {a: count_ops(trace(robot, cs, a)[0])["instructions"] for a in ("pv_osim", "pv_osimr")}
     q = ca.SX.sym("q", robot.nq)
     K = [c.K_body(ca.SX.sym(c.input_name, c.rows, 6)) for c in cs.constraints]
@@ -145,7 +138,5 @@ def test_anchor_operation_counts():
     g = ca.Function("g", syms, ca.cse([ca.densify(out[k]) for k in ("Lb_ldl", "K_b", "schur_ldl")]))
     n["pv_osim_fast factors"] = count_ops(g)["instructions"]
     print(n)
-    assert n["pv_osim"] <= 0.8 * 19949
-    assert n["pv_osimr"] <= 0.8 * 21126
     assert min(n.values()) <= 15000
     assert min(n["pv_osim"], n["pv_osimr"]) <= 15000
