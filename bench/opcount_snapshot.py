@@ -19,6 +19,8 @@ import sys
 import time
 from pathlib import Path
 
+from common import ANCHOR_JSON, ANCHOR_SPECS, DYNAMICS_ANCHOR_SPECS
+
 from casadi_delassus import load_robot
 from casadi_delassus.registry import ALGORITHMS, get_algorithm
 from casadi_delassus.opcount import count_ops
@@ -27,14 +29,10 @@ from casadi_delassus.codegen.trace import choose_cheapest, trace
 from casadi_delassus.constraints import ConstraintSet
 from casadi_delassus.errors import DelassusError
 
-ANCHOR = Path(__file__).resolve().parents[2] / "shared" / "anchors" / "talos_spatial_v2_model.json"
 # label -> (robot spec, scenario name or constraint specs)
 SCENARIOS = {
-    "anchor (4 x 6d-input)": (str(ANCHOR), ["leg_left_6_link:6d-input", "leg_right_6_link:6d-input",
-                                            "gripper_left_motor_double_link:6d-input",
-                                            "gripper_right_motor_single_link:6d-input"]),
-    "anchor dynamics (K = I6)": (str(ANCHOR), ["gripper_right_motor_single_link:6d", "leg_left_6_link:6d",
-                                               "gripper_left_inner_single_link:6d", "leg_right_6_link:6d"]),
+    "anchor (4 x 6d-input)": (str(ANCHOR_JSON), ANCHOR_SPECS),
+    "anchor dynamics (K = I6)": (str(ANCHOR_JSON), DYNAMICS_ANCHOR_SPECS),
     "go1 4F3": ("go1", "4F3"),
     "talos 2F+2H": ("talos", "2F+2H"),
     "ladder:rungs=4": ("ladder:rungs=4", "default"),

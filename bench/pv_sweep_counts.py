@@ -9,20 +9,16 @@ with and without CasADi's cse.
     python bench/pv_sweep_counts.py [model.json]
 """
 import sys
-from pathlib import Path
 
 import casadi as ca
+from common import ANCHOR_JSON, ANCHOR_SPECS, instructions
 
 from casadi_delassus import load_robot
-from casadi_delassus.codegen.trace import trace
 from casadi_delassus.constraints import ConstraintSet
-from casadi_delassus.opcount import count_ops, pass_counts
+from casadi_delassus.opcount import pass_counts
 from casadi_delassus.registry import get_algorithm
 from casadi_delassus.symbolic import passes
 
-ANCHOR = Path(__file__).resolve().parents[2] / "shared" / "anchors" / "talos_spatial_v2_model.json"
-SPECS = ["leg_left_6_link:6d-input", "leg_right_6_link:6d-input",
-         "gripper_left_motor_double_link:6d-input", "gripper_right_motor_single_link:6d-input"]
 PAPER = {"pv_osim": 19949, "pv_osimr": 21126}
 
 
@@ -39,7 +35,7 @@ def report(name, robot, cs):
         recorded.append(("CEMPs along N (19) + assembly (13)", outputs["delassus"]))
     else:
         recorded.append(("checking output: Λ", outputs["osim"]))
-    total = {c: count_ops(trace(robot, cs, name, cse=c)[0])["instructions"] for c in (True, False)}
+    total = {c: instructions(robot, cs, name, cse=c) for c in (True, False)}
     print(f"\n{name}: {total[True]:,} instructions with cse, {total[False]:,} without"
           + (f" (paper's implementation {PAPER[name]:,}: {total[True] / PAPER[name]:.3f}x)" if name in PAPER else ""))
     counts = {c: pass_counts(recorded, [q, *Ksym], cse=c) for c in (True, False)}
@@ -47,9 +43,9 @@ def report(name, robot, cs):
         print(f"  {label:48s} {n:7,d}   (no cse {n_nocse:7,d})")
 
 
-def main(path=ANCHOR):
+def main(path=ANCHOR_JSON):
     robot = load_robot(str(path))
-    cs = ConstraintSet.parse(robot, SPECS)
+    cs = ConstraintSet.parse(robot, ANCHOR_SPECS)
     for name in ("pv_osim", "pv_osimr", "pv_osim_fast"):
         report(name, robot, cs)
 
