@@ -35,7 +35,8 @@ def delassus(robot, constraints, q, K_bodies):
     abi = articulated_inertias(robot, T)
     L, stack, via = rows_to_bases(robot, constraints, T, abi, K_bodies)
     bases = [b for b, (rows, _) in enumerate(stack) if rows and abi[b].free]
-    passes.done("articulated inertias H^A", [art.HA if art.free else art.Ubar for art, (rows, _) in zip(abi, stack) if rows])
+    passes.done("articulated inertias H^A",              # what the row sweep reads: Ū_i, and H_b^A at the bases
+                [art.HA if art.free else art.Ubar for art, (rows, _) in zip(abi, stack) if rows])
     passes.done("constraint rows K^A propagated to the base", [stack[b][1] for b in bases])
     passes.done("L^A: SR1 updates K S D⁻¹ Sᵀ Kᵀ", dict(L))
     for b in bases:                                              # PV eq. (48)

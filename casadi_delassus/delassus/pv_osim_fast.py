@@ -45,7 +45,8 @@ def delassus(robot, constraints, q, K_bodies):
     Lb, stack, via = rows_to_bases(robot, constraints, T, abi, K_bodies)   # PV-OSIM without eq. (48)
     m = constraints.m
     bases = [i for i, art in enumerate(abi) if art.free and stack[i][0]]
-    passes.done("articulated inertias H^A", [art.HA if art.free else art.Ubar for art, (rows, _) in zip(abi, stack) if rows])
+    passes.done("articulated inertias H^A",              # what the row sweep reads: Ū_i, and H_b^A at the bases
+                [art.HA if art.free else art.Ubar for art, (rows, _) in zip(abi, stack) if rows])
     passes.done("constraint rows K^A propagated to the base", [stack[i][1] for i in bases])
     passes.done("L_b^A: SR1 updates", dict(Lb))
     full = dict(Lb)                                  # Λ⁻¹ (PV eq. 48), for checking
