@@ -1,6 +1,6 @@
 """Configurations per µs, side by side in one run: our single call in a C loop, our batched
 call (``<fn>_batch``, codegen/batch.py) on one core and on all cores (C harness,
-batch_timing.py), the same from Python (``f(Q)``, N = 10,000), Pinocchio's
+timing/batch_harness.py), the same from Python (``f(Q)``, N = 10,000), Pinocchio's
 computeDelassusMatrix in a C++ loop (timing.py's harness) and MuJoCo computing the same
 J M⁻¹ Jᵀ in a C loop (bench/mujoco_delassus.py), plus SX instructions per ns against the
 machine's measured peaks (bench/peak.py).  Repetitions are interleaved (round r runs every
@@ -29,9 +29,11 @@ import peak
 from mujoco_delassus import MujocoHarness, MujocoModel
 
 import casadi_delassus as cd
-from casadi_delassus.batch_timing import BatchHarness
+from casadi_delassus.timing.batch_harness import BatchHarness
 from casadi_delassus.codegen.batch import cores
-from casadi_delassus.timing import CHarness, PinocchioCppHarness, Timing, random_samples, relative_error
+from casadi_delassus.timing import CHarness, Timing, random_samples
+from casadi_delassus.timing.pinocchio_harnesses import PinocchioCppHarness
+from casadi_delassus.verify.check import relative_error
 
 SCENARIOS = ["go1/4F3", "talos/2F"]
 

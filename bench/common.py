@@ -1,18 +1,44 @@
-"""Helpers shared by the benchmark scripts: where results go, Markdown/CSV writers."""
+"""Helpers shared by the benchmark scripts: where results go, Markdown/CSV writers, the papers'
+Talos constraint sets, the instruction count of a traced algorithm and the log-log slope."""
 from __future__ import annotations
 
 import sys
 from pathlib import Path
 
+import numpy as np
+
 ROOT = Path(__file__).resolve().parents[1]
 RESULTS = ROOT / "bench" / "results"
 SHARED = ROOT.parent / "shared"
 ANCHOR_JSON = SHARED / "anchors" / "talos_spatial_v2_model.json"
-ANCHOR_SPECS = ["leg_left_6_link:6d-input", "leg_right_6_link:6d-input",
-                "gripper_left_motor_double_link:6d-input", "gripper_right_motor_single_link:6d-input"]
 sys.path.insert(0, str(ROOT))
 
+from casadi_delassus.api import constraint_set  # noqa: E402
+from casadi_delassus.codegen.trace import trace  # noqa: E402
+from casadi_delassus.constraints import ConstraintSet  # noqa: E402
+from casadi_delassus.model.registry import registry  # noqa: E402
+from casadi_delassus.opcount import count_ops  # noqa: E402
 from casadi_delassus.report import table, to_csv  # noqa: E402
+
+# the papers' constraint sets on their Talos model (../shared/anchors/README.md): the registry's
+# talos scenarios, whose link names the spatial_v2 model shares
+ANCHOR_SPECS = registry()["talos"]["scenarios"]["anchor"]
+DYNAMICS_ANCHOR_SPECS = registry()["talos"]["scenarios"]["anchor-dynamics"]
+
+
+def instructions(robot, constraints, algorithm, cse=True, osim=False):
+    """Instructions of the traced function (constraints: a ConstraintSet, a scenario or specs)."""
+    cs = constraints if isinstance(constraints, ConstraintSet) else constraint_set(robot, constraints)[0]
+    return count_ops(trace(robot, cs, algorithm, cse=cse, osim=osim)[0])["instructions"]
+
+
+def slope(x, y, larger_half=False):
+    """Least-squares slope of log y against log x over the points y has (None skipped);
+    ``larger_half``: over x at or above their median only (the asymptotic growth)."""
+    x, y = (np.asarray([a for a, b in zip(x, y) if b is not None], float),
+            np.asarray([b for b in y if b is not None], float))
+    keep = x >= np.median(x) if larger_half else np.ones(len(x), bool)
+    return float(np.polyfit(np.log(x[keep]), np.log(y[keep]), 1)[0])
 
 
 def write(name, rows, headers, title=""):

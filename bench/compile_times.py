@@ -14,10 +14,10 @@ from pathlib import Path
 from common import RESULTS, write
 
 from casadi_delassus import generate, load_robot
-from casadi_delassus.algorithms import delassus_algorithms
+from casadi_delassus.registry import delassus_algorithms
 from casadi_delassus.api import constraint_set
 from casadi_delassus.codegen.emit import casadi_source
-from casadi_delassus.codegen.opcount import count_ops
+from casadi_delassus.opcount import count_ops
 from casadi_delassus.codegen.trace import trace
 
 LEVEL_CASES = [("go1", "4F3"), ("talos_reduced", "2F"), ("talos", "2F"), ("talos", "2F+2H")]

@@ -41,8 +41,9 @@ import numpy as np
 from common import write
 
 from casadi_delassus import load_robot
-from casadi_delassus import pinocchio_oracle as oracle
-from casadi_delassus import reference as ref
+from casadi_delassus.verify import pinocchio_oracle as oracle
+from casadi_delassus.verify import reference as ref
+from casadi_delassus.verify.check import relative_error
 from casadi_delassus.codegen.trace import trace
 from casadi_delassus.constraints import ConstraintSet
 from casadi_delassus.errors import ConstraintError
@@ -51,10 +52,6 @@ from casadi_delassus.model import registry
 HARD, SOFT = ["pv", "pv_early", "ltl"], ["pv_soft", "ltl_soft"]
 ROBOTS = ["talos", "talos_reduced", "go1", "go2", "g1", "solo12", "panda", "atlas"]
 K_KINDS = {"orthonormal": "orthonormal rows", "normal": "~ N(0, 1)", "identity": "= I"}
-
-
-def rel(a, b):
-    return float(np.abs(np.asarray(a).ravel() - np.ravel(b)).max() / max(np.abs(b).max(), 1e-300))
 
 
 def pin_setup(name, robot, specs):
@@ -149,16 +146,16 @@ def run_scenario(name, robot, scenario, specs, samples, rows, K_kind="orthonorma
                 st["nonfinite"] += 1
                 continue
             r_vd, r_lam = soft if a in SOFT else hard
-            st["v"] = max(st["v"], rel(vd, r_vd))
+            st["v"] = max(st["v"], relative_error(vd, r_vd))
             if not redundant:
-                st["l"] = max(st["l"], rel(lam, r_lam))
+                st["l"] = max(st["l"], relative_error(lam, r_lam))
             if a in HARD:
                 res = residuals(J, drift, k, vd)
                 st["res"], st["rel"] = max(st["res"], res[0]), max(st["rel"], res[1])
                 if pin_ref is not None:
                     o = f(q=q, v=v, tau=tau, k=pin_ref[2], **K)
-                    st["pin"] = max(st["pin"], rel(np.array(o["vdot"]).ravel(), pin_ref[0]),
-                                    rel(np.array(o["lam"]).ravel(), pin_ref[1]))
+                    st["pin"] = max(st["pin"], relative_error(np.array(o["vdot"]).ravel(), pin_ref[0]),
+                                    relative_error(np.array(o["lam"]).ravel(), pin_ref[1]))
     note = "" if not deficient else f" ({deficient} rank-deficient)"
     if cs.inputs:
         scenario = f"{scenario} (K {K_KINDS[K_kind]})"
@@ -207,7 +204,7 @@ def run_singular(name, robot, scenario, specs, samples, rows, deltas=(0.0, 1e-8,
                     continue
                 res = residuals(J, drift, k, vd)
                 st["res"], st["rel"] = max(st["res"], res[0]), max(st["rel"], res[1])
-                st["v"] = max(st["v"], rel(vd, vd_ref))
+                st["v"] = max(st["v"], relative_error(vd, vd_ref))
         for a, st in stats.items():
             rows.append([name, scenario, f"{delta:g}", f"{n}" + (f" ({illposed} ill-posed)" if illposed else ""), a,
                          st["nonfinite"], f"{st['res']:.1e}", f"{st['rel']:.1e}", f"{st['v']:.1e}",
@@ -227,8 +224,8 @@ def run_unconstrained(name, robot, samples, rows):
     ea = er = 0.0
     for _ in range(samples):
         q, v, t = robot.random_q(rng), rng.normal(size=robot.nv), rng.normal(size=robot.nv)
-        ea = max(ea, rel(fa(q=q, v=v, tau=t)["vdot"], pin.aba(model, data, q, v, t)))
-        er = max(er, rel(fr(q=q, v=v, a=t)["tau"], pin.rnea(model, data, q, v, t)))
+        ea = max(ea, relative_error(fa(q=q, v=v, tau=t)["vdot"], pin.aba(model, data, q, v, t)))
+        er = max(er, relative_error(fr(q=q, v=v, a=t)["tau"], pin.rnea(model, data, q, v, t)))
     rows.append([name, "(none)", 0, "aba", samples, f"{ea:.1e}", "", "", "", f"{ea:.1e}"])
     rows.append([name, "(none)", 0, "rnea", samples, f"{er:.1e}", "", "", "", f"{er:.1e}"])
     print(rows[-2], rows[-1], flush=True)

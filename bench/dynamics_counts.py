@@ -15,32 +15,30 @@ from __future__ import annotations
 import argparse
 
 import casadi as ca
-from common import ANCHOR_JSON, write
+from common import ANCHOR_JSON, DYNAMICS_ANCHOR_SPECS, instructions, write
 
 from casadi_delassus import load_robot
-from casadi_delassus.algorithms import VECTOR_INPUTS, get_algorithm
-from casadi_delassus.algorithms import dynamics_sweeps as ds
+from casadi_delassus.registry import VECTOR_INPUTS, get_algorithm
+from casadi_delassus.symbolic import passes
 from casadi_delassus.api import constraint_set
-from casadi_delassus.codegen.opcount import count_ops
+from casadi_delassus.opcount import count_ops, pass_counts
 from casadi_delassus.codegen.trace import trace
 from casadi_delassus.constraints import ConstraintSet
 from casadi_delassus.model import registry
 
-SPECS = ["gripper_right_motor_single_link:6d", "leg_left_6_link:6d",
-         "gripper_left_inner_single_link:6d", "leg_right_6_link:6d"]
 ANCHORS = {"pv": 31176, "pv_early": 23442, "pv_soft": 18072, "ltl": 49068, "ltl_soft": 36526}
 
 
 def sweeps(robot, cs, name):
-    """[(sweep, instructions)] from the solver's Recorder stages."""
+    """[(sweep, instructions)] from the passes the solver records (symbolic/passes.py)."""
     algo = get_algorithm(name)
     q = ca.SX.sym("q", robot.nq)
     sizes = {"nv": robot.nv, "m": cs.m}
     vec = {n: ca.SX.sym(n, sizes[VECTOR_INPUTS[n][0]]) for n in algo.inputs}
-    rec = ds.Recorder()
-    out = algo.fn(robot, cs, q, [c.K_body() for c in cs.constraints], rec=rec, **vec)
-    rec("outputs (v̇, λ)", list(out.values()))
-    return ds.stage_counts(rec.stages, [q, *vec.values()])
+    with passes.recording() as recorded:
+        out = algo.fn(robot, cs, q, [c.K_body() for c in cs.constraints], **vec)
+    recorded.append(("outputs (v̇, λ)", list(out.values())))
+    return pass_counts(recorded, [q, *vec.values()])
 
 
 def main(argv=None):
@@ -48,7 +46,7 @@ def main(argv=None):
     ap.add_argument("--registry", action="store_true", help="also count every registry scenario")
     args = ap.parse_args(argv)
     robot = load_robot(str(ANCHOR_JSON))
-    cs = ConstraintSet.parse(robot, SPECS)
+    cs = ConstraintSet.parse(robot, DYNAMICS_ANCHOR_SPECS)
     rows, srows = [], []
     for name, anchor in ANCHORS.items():
         c = count_ops(trace(robot, cs, name)[0])
@@ -62,12 +60,12 @@ def main(argv=None):
             total += n
         srows.append([name, "(sum of the sweeps; the traced function above may differ slightly: "
                             "recording forces a few intermediates)", total])
-    aba = count_ops(trace(robot, cs, "aba")[0])["instructions"]
+    aba = instructions(robot, cs, "aba")
     rows.append(["aba (no constraints)", "", aba, "", "", "", "", "", "", "", ""])
     write("dynamics_anchor", rows, ["algorithm", "papers' implementation", "ours", "ratio", "<= 0.8x",
                                     "flops", "add", "mul", "div", "sqrt", "const"],
           f"Constrained dynamics on the papers' Talos model (nv = {robot.nv}, m = {cs.m}, K = I6 on "
-          f"{', '.join(s.split(':')[0] for s in SPECS)}): instructions, cse")
+          f"{', '.join(s.split(':')[0] for s in DYNAMICS_ANCHOR_SPECS)}): instructions, cse")
     write("dynamics_anchor_sweeps", srows, ["algorithm", "sweep", "instructions"],
           "Sweep-by-sweep breakdown on the papers' Talos model")
     if args.registry:
@@ -79,7 +77,7 @@ def main(argv=None):
             for scenario in r.scenarios:
                 c, _ = constraint_set(r, scenario)
                 rrows.append([rname, scenario, r.nv, c.m,
-                              *(count_ops(trace(r, c, a)[0])["instructions"] for a in [*ANCHORS, "aba"])])
+                              *(instructions(r, c, a) for a in [*ANCHORS, "aba"])])
                 print(rrows[-1], flush=True)
         write("dynamics_registry", rrows, ["robot", "scenario", "nv", "m", *ANCHORS, "aba"],
               "Constrained dynamics: instructions on every registry scenario (cse)")

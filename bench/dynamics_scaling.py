@@ -18,12 +18,10 @@ import argparse
 import time
 
 import numpy as np
-from common import RESULTS, write
+from common import RESULTS, instructions, slope, write
 
 from casadi_delassus import load_robot
 from casadi_delassus.api import constraint_set
-from casadi_delassus.codegen.opcount import count_ops
-from casadi_delassus.codegen.trace import trace
 
 ALGOS = ["pv", "pv_early", "pv_soft", "ltl", "ltl_soft", "aba"]
 LTL_MAX_RUNGS = 12
@@ -36,17 +34,9 @@ def counts(spec, algos=ALGOS):
     out = {}
     for a in algos:
         t0 = time.perf_counter()
-        out[a] = count_ops(trace(robot, cs, a)[0])["instructions"]
+        out[a] = instructions(robot, cs, a)
         out[a + "_s"] = time.perf_counter() - t0
     return robot, cs, out
-
-
-def slope(x, y):
-    """Least-squares slope of log y against log x over the larger half of the points that y has."""
-    x, y = (np.asarray([e for e, f in zip(x, y) if f is not None], float),
-            np.asarray([f for f in y if f is not None], float))
-    keep = x >= np.median(x)
-    return float(np.polyfit(np.log(x[keep]), np.log(y[keep]), 1)[0])
 
 
 def plot(name, x, series, xlabel, title):
@@ -55,7 +45,7 @@ def plot(name, x, series, xlabel, title):
     import matplotlib.pyplot as plt
     fig, ax = plt.subplots(figsize=(6.4, 4.4))
     for a, y in series.items():
-        ax.plot([e for e, f in zip(x, y) if f is not None], [f for f in y if f is not None], marker="o", ms=3, color=COLORS[a], label=f"{a} (slope {slope(x, y):.2f})",
+        ax.plot([e for e, f in zip(x, y) if f is not None], [f for f in y if f is not None], marker="o", ms=3, color=COLORS[a], label=f"{a} (slope {slope(x, y, larger_half=True):.2f})",
                 ls="--" if a == "aba" else "-")
     ax.set_xscale("log")
     ax.set_yscale("log")
@@ -108,9 +98,9 @@ def main(argv=None):
               "ltl_soft": ("superlinear (O(nd²))", "superlinear"), "aba": ("linear", "linear")}
     # the part of PV above the linear PV-early on the ladder: the O(m²d + m³) of L^A and its LDLᵀ
     excess = [p - e for p, e in zip(ladder["pv"], ladder["pv_early"])]
-    srows = [[a, round(slope(chain_n, chain[a]), 2), round(slope(ms, ladder[a]), 2), *claims[a]] for a in ALGOS]
-    srows.append(["pv − pv_early", round(slope(chain_n, [p - e for p, e in zip(chain["pv"], chain["pv_early"])]), 2),
-                  round(slope(ms, excess), 2), "", "the superlinear part of PV: m²d + m³ (d ~ m here)"])
+    srows = [[a, round(slope(chain_n, chain[a], True), 2), round(slope(ms, ladder[a], True), 2), *claims[a]] for a in ALGOS]
+    srows.append(["pv − pv_early", round(slope(chain_n, [p - e for p, e in zip(chain["pv"], chain["pv_early"])], True), 2),
+                  round(slope(ms, excess, True), 2), "", "the superlinear part of PV: m²d + m³ (d ~ m here)"])
     # PV on the ladder as c1·m + c2·m² + c3·m³ (n ∝ m, d ∝ m): how much of it the cubic term explains
     m_ = np.asarray(ms, float)
     A = np.column_stack([m_, m_ ** 2, m_ ** 3])

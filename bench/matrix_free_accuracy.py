@@ -24,8 +24,8 @@ import time
 import numpy as np
 from common import write
 
-from casadi_delassus import pinocchio_oracle as oracle
-from casadi_delassus.check import ORACLES, relative_error
+from casadi_delassus.verify import pinocchio_oracle as oracle
+from casadi_delassus.verify.check import ORACLES, relative_error
 from casadi_delassus.codegen import staging
 from casadi_delassus.codegen.trace import trace
 from casadi_delassus.constraints import ConstraintSet

@@ -13,11 +13,10 @@ explicit routes are traced up to EXPLICIT_LINKS links only: their LDLáµ€ is O(mÂ
 """
 from __future__ import annotations
 
-import numpy as np
-from common import RESULTS, write
+from common import RESULTS, slope, write
 
 from casadi_delassus.codegen import staging
-from casadi_delassus.codegen.opcount import count_ops
+from casadi_delassus.opcount import count_ops
 from casadi_delassus.codegen.trace import trace
 from casadi_delassus.constraints import ConstraintSet
 from casadi_delassus.model import load_robot
@@ -40,10 +39,6 @@ def counts(robot, cs, algorithm):
     f, _, _ = trace(robot, cs, algorithm)
     last = staging.split(f, staging.algorithm_stages(algorithm, list(f.name_in())))[-1]
     return count_ops(f)["instructions"], count_ops(last.function)["instructions"]
-
-
-def slope(x, y):
-    return float(np.polyfit(np.log(x), np.log(y), 1)[0])
 
 
 def scenario_table():

@@ -23,7 +23,7 @@ from pathlib import Path
 
 import numpy as np
 
-from casadi_delassus.timing import Timing, _parse, _run
+from casadi_delassus.timing.stats import Timing, parse_timings, run_harness
 from casadi_delassus import pinocchio_oracle as oracle
 
 
@@ -238,9 +238,9 @@ class MujocoHarness:
             raise RuntimeError(f"building the MuJoCo harness failed: {proc.stderr.strip()[:400]}")
 
     def run(self, reps=1):
-        out = _run([self.exe, self.mjb, self.sites, self.qfile, self.samples, self.calls, reps,
+        out = run_harness([self.exe, self.mjb, self.sites, self.qfile, self.samples, self.calls, reps,
                     max(self.samples, 200), self.threads], "MuJoCo C timing")
-        ns, first = _parse(out)
+        ns, first = parse_timings(out)
         return Timing(self.label, f"C loop over mj_* ({self.threads} thread(s))", ns, self.calls, self.samples, first)
 
     def close(self):

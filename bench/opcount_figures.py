@@ -9,28 +9,15 @@ from __future__ import annotations
 import argparse
 import time
 
-import numpy as np
-from common import ANCHOR_JSON, ANCHOR_SPECS, RESULTS, write
+from common import ANCHOR_JSON, ANCHOR_SPECS, RESULTS, instructions, slope, write
 
 from casadi_delassus import load_robot
-from casadi_delassus.algorithms import ALGORITHMS
+from casadi_delassus.registry import ALGORITHMS
 from casadi_delassus.api import constraint_set
-from casadi_delassus.codegen.opcount import count_ops
-from casadi_delassus.codegen.trace import choose_cheapest, trace
+from casadi_delassus.codegen.trace import choose_cheapest
 from casadi_delassus.model import registry
 
 DELASSUS = [a for a in ("naive", "ltl_osim", "kjr", "efpa", "pv_osim", "pv_osimr", "pv_osim_fast") if a in ALGORITHMS]
-
-
-def instructions(robot, constraints, algorithm, osim=False):
-    cs, _ = constraint_set(robot, constraints)
-    f, _, _ = trace(robot, cs, algorithm, osim=osim)
-    return count_ops(f)["instructions"]
-
-
-def slope(x, y):
-    """Least-squares slope of log y against log x."""
-    return float(np.polyfit(np.log(x), np.log(y), 1)[0])
 
 
 COLORS = {"naive": "k", "ltl_osim": "tab:brown", "kjr": "tab:purple", "efpa": "tab:green",

@@ -4,7 +4,7 @@
     .venv/bin/python bench/runtime.py -s go1/4F3 --calls 20000 --reps 7 -a pv_osim -a naive
     .venv/bin/python bench/runtime.py --dynamics         # the constrained-dynamics solvers and aba
 
-Every available Delassus algorithm (``casadi_delassus.algorithms.delassus_algorithms()``)
+Every available Delassus algorithm (``casadi_delassus.registry.delassus_algorithms()``)
 is generated with the default ``auto`` compiler flags (cached in codegen_out/), called from a
 C harness that dlopen()s its .so, and timed on the same random configurations as
 ``pinocchio::computeDelassusMatrix`` (C++ built against the pin wheel; Python timing with the
@@ -23,7 +23,7 @@ import time
 from common import RESULTS  # noqa: F401  (puts the repository on sys.path)
 
 from casadi_delassus import timing  # noqa: E402
-from casadi_delassus.algorithms import delassus_algorithms, dynamics_algorithms  # noqa: E402
+from casadi_delassus.registry import delassus_algorithms, dynamics_algorithms  # noqa: E402
 from casadi_delassus.report import table  # noqa: E402
 
 DEFAULT_SCENARIOS = ["talos/2F", "talos/2F+2H", "go1/4F3", "g1/2F"]

@@ -19,7 +19,7 @@ import numpy as np
 from common import RESULTS, write
 
 from casadi_delassus import load_robot
-from casadi_delassus import reference as ref
+from casadi_delassus.verify import reference as ref
 from casadi_delassus.api import constraint_set
 from casadi_delassus.codegen.trace import trace
 

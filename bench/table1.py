@@ -37,10 +37,10 @@ from common import RESULTS, write
 
 from casadi_delassus import api, timing
 from casadi_delassus.codegen import build
-from casadi_delassus.algorithms.damped_inverse_explicit import cheapest_delassus
-from casadi_delassus.check import ORACLES, relative_error
+from casadi_delassus.registry import explicit_delassus
+from casadi_delassus.verify.check import ORACLES, relative_error
 from casadi_delassus.codegen import staging
-from casadi_delassus.codegen.opcount import count_ops
+from casadi_delassus.opcount import count_ops
 from casadi_delassus.codegen.trace import trace
 from casadi_delassus.errors import DelassusError
 from casadi_delassus.model import load_robot
@@ -95,7 +95,7 @@ def measure(name, spec, scenario, args, say):
     """{algorithm: {"full"/stage: {...}}} for one scenario, and its facts."""
     robot = load_robot(spec)
     cs, _ = api.constraint_set(robot, scenario)
-    base = cheapest_delassus(robot, cs, ca.SX.sym("q", robot.nq), cs.K_body())[0]   # numeric K only
+    base = explicit_delassus(robot, cs, ca.SX.sym("q", robot.nq), cs.K_body())[0]   # numeric K only
     say(f"{name}: nv = {robot.nv}, m = {cs.m}, explicit Λ⁻¹ by {base}")
     sets = inputs(robot, cs, args.samples, args.seed)
     oracle = {a: ORACLES[a](robot, cs, dict(sets[0], K={})) for a in ALGOS}

@@ -8,11 +8,11 @@ import time
 import click
 
 from . import api, report
-from .algorithms import ALGORITHMS, AUTO, get_algorithm
-from .check import DEFAULT_TOL, KAPPA_FREE, TOLERANCE_RULE, check_delassus, compare
+from .registry import ALGORITHMS, AUTO, AUTO_RULE, get_algorithm
+from .verify.check import DEFAULT_TOL, KAPPA_FREE, TOLERANCE_RULE, check_delassus, compare
 from .codegen.build import DEFAULT_CFLAGS, check_osim, gives_osim
-from .codegen.opcount import count_ops
-from .codegen.trace import AUTO_RULE, choose_cheapest, trace
+from .opcount import count_ops
+from .codegen.trace import choose_cheapest, trace
 from .errors import DelassusError
 from .model import load_robot, registry
 from .progress import step
@@ -253,7 +253,7 @@ def bench(robot, scenario, specs, algorithms, reps, calls, samples, pin_method, 
     computeDelassusMatrix (constraintDynamics for the constrained-dynamics solvers, aba for
     aba) on the same inputs."""
     from . import timing
-    from .algorithms import delassus_algorithms, dynamics_algorithms
+    from .registry import delassus_algorithms, dynamics_algorithms
     robot, cs, _ = _resolve(robot, scenario, specs)
     names = list(algorithms) or ["all"]
     names = [n for x in names for n in (delassus_algorithms() if x == "all" else

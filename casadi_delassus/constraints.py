@@ -43,7 +43,7 @@ import numpy as np
 from .errors import ConstraintError, DelassusError, unknown_name
 from .model.robot import cross_matrix
 from .names import ident_part
-from .spatial import sx
+from .symbolic.spatial import sx
 
 KINDS = {"6d": 6, "3d": 3, "random6": 6, "random3": 3, "6d-input": 6, "3d-input": 3}
 PAIR_KINDS = ("3d", "6d")

@@ -1,5 +1,8 @@
-"""Shared fixtures: one output folder for compiled code per test session, the shared/
-folder that sits beside the repository (papers, anchors)."""
+"""Shared fixtures and cases: one output folder for compiled code per test session, the shared/
+folder that sits beside the repository (papers, anchors), the test robots, and the scenarios
+the test modules draw their cases from (``case``)."""
+import dataclasses
+import functools
 import importlib.metadata
 from pathlib import Path
 
@@ -7,13 +10,17 @@ import numpy as np
 import pytest
 
 from casadi_delassus import load_robot
+from casadi_delassus.constraints import ConstraintSet
 from casadi_delassus.model import Robot
-from casadi_delassus.model.registry import is_available
+from casadi_delassus.model.registry import is_available, registry
 from casadi_delassus.model.robot import Body, Joint
 
 REPO = Path(__file__).resolve().parents[1]
 SHARED = REPO.parent / "shared"
 ANCHOR_JSON = SHARED / "anchors" / "talos_spatial_v2_model.json"
+# the papers' Talos constraint sets (../shared/anchors/README.md), scenarios of the registry's talos
+ANCHOR_SPECS = registry()["talos"]["scenarios"]["anchor"]
+DYNAMICS_ANCHOR_SPECS = registry()["talos"]["scenarios"]["anchor-dynamics"]
 
 
 @pytest.fixture(scope="session")
@@ -38,11 +45,23 @@ def tilted_robot():
     return Robot("tilted", bodies)
 
 
-def model_for(spec, custom=None):
-    """A robot for a test case: a key of ``custom`` ({name: factory}), 'tilted', a registry
-    name (skipped when its package is missing), a synthetic spec, or 'erd:' + a file of
-    example-robot-data."""
-    custom = {"tilted": tilted_robot, **(custom or {})}
+def forest_robot():
+    """Two trees, a floating chain and a fixed one: constraints on different trees decouple."""
+    trees = [(prefix, load_robot(spec)) for prefix, spec in (("a_", "chain:n=4,floating=1"), ("b_", "chain:n=3"))]
+    bodies, offset = [], 0
+    for prefix, tree in trees:
+        for b in tree.bodies:
+            bodies.append(dataclasses.replace(
+                b, name=prefix + b.name, parent=b.parent + offset if b.parent >= 0 else -1,
+                joint=dataclasses.replace(b.joint, name=prefix + b.joint.name)))
+        offset += tree.n_bodies
+    return Robot("forest", bodies)
+
+
+def model_for(spec):
+    """A robot for a test case: 'tilted', 'forest', a registry name (skipped when its package
+    is missing), a synthetic spec, or 'erd:' + a file of example-robot-data."""
+    custom = {"tilted": tilted_robot, "forest": forest_robot}
     if spec in custom:
         return custom[spec]()
     if spec.startswith("erd:"):
@@ -55,3 +74,61 @@ def model_for(spec, custom=None):
     if ":" not in spec and not is_available(spec):
         pytest.skip(f"robot {spec} is not installed")
     return load_robot(spec)
+
+
+# case -> (robot, scenario name or constraint specs); each test module picks its cases by name
+CASES = {
+    "talos-2F": ("talos", "2F"),
+    "talos-2F+2H": ("talos", "2F+2H"),               # floating base, 6D welds on frames, arms off the torso
+    "talos-2F4x3": ("talos", "2F4x3"),
+    "talos-anchor": ("talos", "anchor"),
+    "go1-4F3": ("go1", "4F3"),                       # 3D point contacts
+    "panda-EE6": ("panda", "EE6"),                   # fixed base
+    "stem": ("stem:n=10,branches=4,length=7", "default"),
+    "kchain": ("kchain:k=5", "default"),
+    "ladder": ("ladder:rungs=4", "default"),         # m ~ n, rungs coupled through the rail
+    "chain-all": ("chain:n=8,all=1", "default"),
+    "chain-floating": ("chain:n=8,floating=1", "default"),
+    # several constraints on one link, and on a link and its ancestors; rotated joint frames
+    "chain-shared-links": ("chain:n=8,floating=1,rot=1",
+                           ["link3:6d", "link3:3d@0.1,0.2,0.3", "link5:random6", "link8:3d-input", "link3:random3"]),
+    "chain-shared-tip": ("chain:n=8,floating=1,rot=1",
+                         ["link8:6d", "link8:3d@0.1,0.2,0.3", "link5:random6", "link8:3d-input", "link1:random3"]),
+    # rows that reach the floating base (a weld 3 joints from it), a runtime K, a constraint on the base
+    "chain-base": ("chain:n=8,floating=1,rot=1", ["link4:6d", "link8:3d-input", "link1:random3"]),
+    "talos-arm-shared": ("talos", ["arm_left_7_link:6d", "gripper_left_base_link:3d@0.1,0,0",
+                                   "arm_left_4_link:random6", "arm_left_7_link:6d-input"]),
+    "talos-arm": ("talos", ["gripper_left_base_link:6d", "gripper_left_base_link:3d@0.1,0,0",
+                            "arm_left_4_link:random3", "torso_2_link:3d-input", "left_sole_link:6d"]),
+    # a prismatic joint (finger) and rotated joint frames on the constraint paths
+    "panda-finger": ("panda", ["panda_hand_tcp:6d", "panda_leftfinger:3d-input", "panda_rightfinger:3d@0,0.01,0.02"]),
+    "panda-finger-points": ("panda", ["panda_hand_tcp:3d", "panda_leftfinger:3d-input"]),
+    # 'continuous' joints ((cos, sin) in q) under a free base
+    "kinova": ("erd:kinova_description/robots/kinova.urdf", ["j2s6s200_link_6:6d-input", "j2s6s200_link_3:3d@0.1,0,0"]),
+    "forest": ("forest", ["a_link4:6d-input", "b_link3:6d", "a_link2:3d"]),
+    # joint axes off the coordinate axes (generic paths), a tilted prismatic joint, two branches
+    "tilted": ("tilted", ["t5:6d-input", "t3:3d@0.1,0,0.05", "t7:3d"]),
+    "tilted-two-branches": ("tilted", ["t5:6d-input", "t7:3d@0.1,0,0.05"]),
+    "tilted-points": ("tilted", ["t5:3d@0.1,0.2,0", "t7:6d", "t3:3d"]),
+    # link-to-link (A|B) and joint (JOINT:NAME) rows
+    "cassie-loops": ("cassie", "loops"),
+    "cassie-loops+2F": ("cassie", "loops+2F"),
+    "talos-hands-welded": ("talos", ["left_sole_link:6d", "right_sole_link:6d",
+                                     "gripper_left_base_link|gripper_right_base_link:6d"]),
+    "go2-foot-to-foot": ("go2", ["FL_foot|RR_foot:3d@0.02,0,0;0,0.01,-0.02", "FR_foot:3d"]),
+    "tilted-joint-rows": ("tilted", ["JOINT:tj0", "JOINT:tj2", "JOINT:tj4", "t7|t5:6d", "t3:3d"]),
+    # the matrix-free paper's contact scenarios
+    "go2-4F3": ("go2", "4F3"),
+    "g1-8F3": ("g1", "8F3"),
+    "swimmer5": ("swimmer:n=5", "default"),
+    "boxes3": ("boxes:n=3", "default"),
+}
+LOOP_CASES = ["cassie-loops", "cassie-loops+2F", "talos-hands-welded", "go2-foot-to-foot", "tilted-joint-rows"]
+
+
+@functools.lru_cache(maxsize=None)
+def case(name):
+    """(robot, ConstraintSet) of the case ``name`` (skipped when its robot is not installed)."""
+    spec, constraints = CASES[name]
+    robot = model_for(spec)
+    return robot, ConstraintSet.parse(robot, robot.scenarios[constraints] if isinstance(constraints, str) else constraints)

@@ -12,7 +12,7 @@ import numpy as np
 import pytest
 
 import casadi_delassus as cd
-from casadi_delassus import reference as ref
+from casadi_delassus.verify import reference as ref
 from casadi_delassus.codegen import batch
 from casadi_delassus.codegen.build import accepts_native, find_compiler
 from casadi_delassus.codegen.emit import _ENV, casadi_source

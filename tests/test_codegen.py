@@ -5,7 +5,7 @@ import numpy as np
 import pytest
 
 import casadi_delassus as cd
-from casadi_delassus.check import check_delassus
+from casadi_delassus.verify.check import check_delassus
 from casadi_delassus.codegen.build import AUTO_MATH, resolve_cflags
 
 TOL = 1e-10
@@ -127,8 +127,8 @@ _TWO_LINK_URDF = """<robot name="two">
 
 
 def test_auto_picks_the_fewest_instructions_and_says_why(go1, out_dir):
-    from casadi_delassus.algorithms import delassus_algorithms
-    from casadi_delassus.codegen.opcount import count_ops
+    from casadi_delassus.registry import delassus_algorithms
+    from casadi_delassus.opcount import count_ops
     from casadi_delassus.codegen.trace import trace
     f = cd.generate(go1, "4F3", "auto", out_dir=out_dir)
     counts = {a: count_ops(trace(go1, f.constraints, a)[0])["instructions"] for a in delassus_algorithms()}

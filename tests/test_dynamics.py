@@ -14,16 +14,17 @@ import numpy as np
 import pytest
 
 from casadi_delassus import generate, load_robot
-from casadi_delassus import pinocchio_oracle as oracle
-from casadi_delassus import reference as ref
-from casadi_delassus.algorithms import get_algorithm
-from casadi_delassus.check import dynamics as check_dynamics
-from casadi_delassus.codegen.opcount import count_ops
+from casadi_delassus.verify import pinocchio_oracle as oracle
+from casadi_delassus.verify import reference as ref
+from casadi_delassus.verify.check import relative_error
+from casadi_delassus.registry import get_algorithm
+from casadi_delassus.verify.check import dynamics as check_dynamics
+from casadi_delassus.opcount import count_ops
 from casadi_delassus.codegen.trace import trace
 from casadi_delassus.constraints import ConstraintSet
 from casadi_delassus.errors import ConstraintError
 
-from conftest import ANCHOR_JSON, model_for
+from conftest import ANCHOR_JSON, DYNAMICS_ANCHOR_SPECS, case, model_for
 
 N = 20
 HARD = ["pv", "pv_early", "ltl"]
@@ -34,32 +35,15 @@ HARD = ["pv", "pv_early", "ltl"]
 TOL = {"hard": 1e-6, "soft": 1e-9, "residual": 1e-8}
 SOFT = ["pv_soft", "ltl_soft"]
 
-# case -> (robot, scenario name or specs)
-CASES = {
-    "talos-2F+2H": ("talos", "2F+2H"),          # floating base, 6D welds on frames, arms off the torso
-    "go1-4F3": ("go1", "4F3"),                  # 3D point contacts
-    "panda-EE6": ("panda", "EE6"),              # fixed base
-    "ladder": ("ladder:rungs=4", "default"),    # m ~ n, rungs coupled through the rail
-    # rows that reach the floating base (a weld 3 joints from it), a runtime K, a constraint on
-    # the base itself, rotated joint frames: eq. (47) in pv, the base solve in pv_early
-    "chain-base": ("chain:n=8,floating=1,rot=1", ["link4:6d", "link8:3d-input", "link1:random3"]),
-    "panda-finger": ("panda", ["panda_hand_tcp:3d", "panda_leftfinger:3d-input"]),   # a prismatic joint
-    # joint axes off the coordinate axes, a tilted prismatic joint, a continuous joint, rotated
-    # joint frames, two branches off a floating base: the generic (non plane-rotation) paths
-    "tilted": ("tilted", ["t5:6d-input", "t7:3d@0.1,0,0.05"]),
-}
-
-
+CASES = ["talos-2F+2H", "go1-4F3", "panda-EE6", "ladder", "chain-base", "panda-finger-points", "tilted-two-branches"]
 _robot = model_for
 
 
 @functools.lru_cache(maxsize=None)
-def case(name):
+def samples(name):
     """(robot, constraints, samples) with N seeded (q, v, τ, k, R, K) and the reference
     solutions, hard and soft."""
-    spec, scenario = CASES[name]
-    robot = _robot(spec)
-    cs = ConstraintSet.parse(robot, scenario if isinstance(scenario, list) else robot.scenarios[scenario])
+    robot, cs = case(name)
     rng = np.random.default_rng(5)
     out = []
     for _ in range(N):
@@ -75,12 +59,8 @@ def case(name):
 
 @functools.lru_cache(maxsize=None)
 def traced(name, algorithm):
-    robot, cs, _ = case(name)
+    robot, cs, _ = samples(name)
     return trace(robot, cs, algorithm)[0]
-
-
-def _rel(a, b):
-    return float(np.abs(np.asarray(a) - b).max() / max(np.abs(b).max(), 1e-300))
 
 
 def _call(f, x):
@@ -91,16 +71,16 @@ def _call(f, x):
 
 # -- constrained solvers against the dense KKT / soft reference ---------------------------------
 @pytest.mark.parametrize("algorithm", HARD + SOFT)
-@pytest.mark.parametrize("name", list(CASES))
+@pytest.mark.parametrize("name", CASES)
 def test_against_reference(name, algorithm):
-    robot, cs, samples = case(name)
+    robot, cs, xs = samples(name)
     f = traced(name, algorithm)
     soft = algorithm in SOFT
     ev = el = res = 0.0
-    for x in samples:
+    for x in xs:
         vdot, lam = _call(f, x)
         vd_ref, lam_ref = x["soft" if soft else "hard"]
-        ev, el = max(ev, _rel(vdot, vd_ref)), max(el, _rel(lam, lam_ref))
+        ev, el = max(ev, relative_error(vdot, vd_ref)), max(el, relative_error(lam, lam_ref))
         if not soft:
             res = max(res, float(np.abs(x["J"] @ vdot + x["drift"] - x["k"]).max()))
     print(f"{algorithm:9s} {name:13s} m={cs.m:3d} v̇ {ev:.1e}  λ {el:.1e}  residual {res:.1e}")
@@ -110,13 +90,13 @@ def test_against_reference(name, algorithm):
 
 def test_soft_solution_tends_to_the_hard_one():
     """R → 0 (stiff penalty): the soft solution approaches the hard one (PV paper Fig. 3)."""
-    robot, cs, samples = case("go1-4F3")
+    robot, cs, xs = samples("go1-4F3")
     f = traced("go1-4F3", "pv_soft")
-    x = dict(samples[0])
+    x = dict(xs[0])
     gaps = []
     for r in (1e-2, 1e-4, 1e-6):
         x["R"] = np.full(cs.m, r)
-        gaps.append(_rel(_call(f, x)[0], x["hard"][0]))
+        gaps.append(relative_error(_call(f, x)[0], x["hard"][0]))
     assert gaps[0] > gaps[1] > gaps[2] and gaps[2] < 1e-4
 
 
@@ -145,8 +125,8 @@ def test_aba_rnea_match_pinocchio(name):
     ea = er = 0.0
     for _ in range(N):
         q, v, t = robot.random_q(rng), rng.normal(size=robot.nv), rng.normal(size=robot.nv)
-        ea = max(ea, _rel(np.array(fa(q=q, v=v, tau=t)["vdot"]).ravel(), pin.aba(model, data, q, v, t)))
-        er = max(er, _rel(np.array(fr(q=q, v=v, a=t)["tau"]).ravel(), pin.rnea(model, data, q, v, t)))
+        ea = max(ea, relative_error(np.array(fa(q=q, v=v, tau=t)["vdot"]).ravel(), pin.aba(model, data, q, v, t)))
+        er = max(er, relative_error(np.array(fr(q=q, v=v, a=t)["tau"]).ravel(), pin.rnea(model, data, q, v, t)))
     print(f"{name}: aba {ea:.1e}, rnea {er:.1e} (relative, vs pinocchio)")
     assert ea <= 1e-9 and er <= 1e-9
 
@@ -172,10 +152,10 @@ def test_hard_solvers_match_pinocchio_constraint_dynamics(name, scenario):
         lam_pin = data.lambda_c.copy()
         k = oracle.zero_acceleration_k(model, data, models, q, v)
         vd, lam = ref.constrained_dynamics(robot, cs, q, v, t, k)
-        worst["reference"] = max(worst["reference"], _rel(vd, ddq), _rel(lam, lam_pin))
+        worst["reference"] = max(worst["reference"], relative_error(vd, ddq), relative_error(lam, lam_pin))
         for a, f in fs.items():
             out = f(q=q, v=v, tau=t, k=k)
-            worst[a] = max(worst[a], _rel(np.array(out["vdot"]).ravel(), ddq), _rel(np.array(out["lam"]).ravel(), lam_pin))
+            worst[a] = max(worst[a], relative_error(np.array(out["vdot"]).ravel(), ddq), relative_error(np.array(out["lam"]).ravel(), lam_pin))
     print(f"{name} {scenario} vs pinocchio.constraintDynamics: " + ", ".join(f"{a} {e:.1e}" for a, e in worst.items()))
     assert max(worst.values()) <= 1e-8
 
@@ -184,7 +164,7 @@ def test_hard_solvers_match_pinocchio_constraint_dynamics(name, scenario):
 def test_pv_without_constraints_is_aba():
     """PV with no constraint rows is ABA: same v̇, same operation count (PV paper Sec. IV)."""
     import casadi as ca
-    from casadi_delassus.algorithms import aba, pv
+    from casadi_delassus.dynamics import aba, pv
     robot = _robot("go1")
 
     class NoConstraints:
@@ -195,7 +175,7 @@ def test_pv_without_constraints_is_aba():
     assert count_ops(a)["instructions"] == count_ops(p)["instructions"]
     rng = np.random.default_rng(0)
     x = (robot.random_q(rng), rng.normal(size=robot.nv), rng.normal(size=robot.nv))
-    assert _rel(np.array(p(*x)), np.array(a(*x))) == 0.0
+    assert relative_error(np.array(p(*x)), np.array(a(*x))) == 0.0
 
 
 def _values_at(exprs, q):
@@ -233,7 +213,7 @@ def test_straight_legs(spec, scenario):
                 vd, lam = _call(fs[a], {"q": q, "v": v, "tau": t, "k": k, "K": {}})
                 assert np.all(np.isfinite(vd)) and np.all(np.isfinite(lam)), (a, delta)
                 res = float(np.abs(J @ vd + drift - k).max())
-                w[:] = max(w[0], res), max(w[1], _rel(vd, vd_ref)), max(w[2], _rel(lam, lam_ref))
+                w[:] = max(w[0], res), max(w[1], relative_error(vd, vd_ref)), max(w[2], relative_error(lam, lam_ref))
             if delta == 0:
                 assert float(fs["pv_early"](q=q, v=v, tau=t, k=k)["pivot"]) < 1e-20
     print(f"{spec} {scenario} at and near q₀: " + ", ".join(
@@ -246,23 +226,23 @@ def test_pv_early_zero_pivots():
     """At q = 0 many Householder pivots k̃_1 are exactly zero (sign(0) = +1 is needed, Remark 7):
     no NaN, and the result is exact where every joint still sees its row (ladder, floating
     chain); the ``pivot`` output stays at a generic configuration's order there."""
-    from casadi_delassus.algorithms import pv_early
+    from casadi_delassus.dynamics import pv   # the driver pv_early composes
     pivots = []
-    orig = pv_early.householder
+    orig = pv.householder
 
     def spy(kt):
         pivots.append(kt[0])
         return orig(kt)
     for name in ("ladder", "chain-base"):
-        robot, cs, samples = case(name)
+        robot, cs, xs = samples(name)
         pivots.clear()
-        pv_early.householder = spy
+        pv.householder = spy
         try:
             f = trace(robot, cs, "pv_early")[0]
         finally:
-            pv_early.householder = orig
+            pv.householder = orig
         q = robot.neutral_q()
-        x = dict(samples[0], q=q)
+        x = dict(xs[0], q=q)
         vd, lam = _call(f, x)
         ratio = float(f(**{n: x[n] for n in ("q", "v", "tau", "k")}, **x["K"])["pivot"])
         J, drift = ref.constraint_jacobian(robot, cs, q, x["K"]), ref.constraint_drift(robot, cs, q, x["v"], x["K"])
@@ -275,7 +255,7 @@ def test_pv_early_zero_pivots():
             assert zeros > 0
         assert np.all(np.isfinite(vd)) and np.all(np.isfinite(lam)) and ratio > 1e-6
         assert res <= 1e-8
-        assert _rel(vd, ref.constrained_dynamics(robot, cs, q, x["v"], x["tau"], x["k"], x["K"])[0]) <= 1e-9
+        assert relative_error(vd, ref.constrained_dynamics(robot, cs, q, x["v"], x["tau"], x["k"], x["K"])[0]) <= 1e-9
 
 
 def test_redundant_constraints():
@@ -301,25 +281,25 @@ def test_redundant_constraints():
     out = trace(robot, cs, "pv_early")[0](q=q, v=v, tau=t, k=k)
     vd, lam = np.array(out["vdot"]).ravel(), np.array(out["lam"]).ravel()
     M, c = ref.mass_matrix(robot, q), ref.bias_forces(robot, q, v)
-    print(f"pv_early, two welds on one link: v̇ err {_rel(vd, vd_ref):.1e}, "
+    print(f"pv_early, two welds on one link: v̇ err {relative_error(vd, vd_ref):.1e}, "
           f"|M v̇ + c − τ − Jᵀλ| {np.abs(M @ vd + c - t - J.T @ lam).max():.1e}")
-    assert _rel(vd, vd_ref) <= 1e-8
+    assert relative_error(vd, vd_ref) <= 1e-8
     assert np.abs(M @ vd + c - t - J.T @ lam).max() <= 1e-8 * np.abs(M @ vd).max()
     R = np.full(cs.m, 1e-3)
     for a in SOFT:
         out = trace(robot, cs, a)[0](q=q, v=v, tau=t, k=k, R=R)
         vd_s, lam_s = ref.soft_dynamics(robot, cs, q, v, t, k, R)
-        assert _rel(np.array(out["vdot"]).ravel(), vd_s) <= 1e-9 and np.all(np.isfinite(np.array(out["lam"])))
+        assert relative_error(np.array(out["vdot"]).ravel(), vd_s) <= 1e-9 and np.all(np.isfinite(np.array(out["lam"])))
 
 
 def test_ill_conditioned_runtime_K():
     """A runtime K_i with cond(K_i) = 3e3 squares into cond(Λ⁻¹): pv and ltl orthonormalize the
-    rows first (dynamics_sweeps.Tree.orthonormalize) and keep J v̇ + J̇ v − k at the rounding
+    rows first (tree.Tree.orthonormalize) and keep J v̇ + J̇ v − k at the rounding
     level: 4e-11 here, 6e-8 (pv) and 3e-8 (ltl) without it."""
-    robot, cs, samples = case("chain-base")
+    robot, cs, xs = samples("chain-base")
     rng = np.random.default_rng(6)
     worst = {a: 0.0 for a in HARD}
-    for x in samples[:5]:
+    for x in xs[:5]:
         K = {}
         for n, M_ in x["K"].items():
             U, _, Vt = np.linalg.svd(M_, full_matrices=False)
@@ -334,12 +314,11 @@ def test_ill_conditioned_runtime_K():
 
 
 def test_block_elimination_needs_no_invertible_block():
-    """dynamics_sweeps.saddle_solve against numpy on [A, Kᵀ; K, −L] [a; λ] = [−p; −l] with one
+    """linalg.saddle_solve against numpy on [A, Kᵀ; K, −L] [a; λ] = [−p; −l] with one
     branch block of L singular (rank 3 of 6), one zero and one regular: the pivots it meets are
     those of Λ⁻¹ = L + K A⁻¹ Kᵀ, positive."""
     import casadi as ca
-    from casadi_delassus.algorithms import dynamics_sweeps as ds
-    from casadi_delassus.algorithms import linalg
+    from casadi_delassus.symbolic import linalg
     rng = np.random.default_rng(3)
     sizes, m = [2, 6, 4], 12
     blocks = [list(range(sum(sizes[:j]), sum(sizes[:j + 1]))) for j in range(3)]
@@ -352,13 +331,13 @@ def test_block_elimination_needs_no_invertible_block():
     Anum = C @ C.T + 6 * np.eye(6)
     fac = linalg.ldl({(x, y): ca.SX(Anum[x, y]) for x in range(6) for y in range(x, 6)}, 6)
     L = {(a, b): Lnum[a, b] for blk in blocks for a in blk for b in blk if a <= b and Lnum[a, b] != 0}
-    a, lam, pivots = ds.saddle_solve(fac, {r: list(Knum[r]) for r in range(m)}, L, blocks, list(pnum),
+    a, lam, pivots = linalg.saddle_solve(fac, {r: list(Knum[r]) for r in range(m)}, L, blocks, list(pnum),
                                      dict(enumerate(lnum)))
     got = np.array(ca.evalf(ca.vertcat(*[ca.SX(x) for x in a + [lam[r] for r in range(m)] + pivots]))).ravel()
     kkt = np.block([[Anum, Knum.T], [Knum, -Lnum]])
     want = np.linalg.solve(kkt, -np.concatenate([pnum, lnum]))
-    print(f"block elimination vs numpy: {_rel(got[:6 + m], want):.1e}, smallest pivot {got[6 + m:].min():.2e}")
-    assert _rel(got[:6 + m], want) <= 1e-12 and got[6 + m:].min() > 0
+    print(f"block elimination vs numpy: {relative_error(got[:6 + m], want):.1e}, smallest pivot {got[6 + m:].min():.2e}")
+    assert relative_error(got[:6 + m], want) <= 1e-12 and got[6 + m:].min() > 0
 
 
 def test_compiled(out_dir):
@@ -371,20 +350,18 @@ def test_compiled(out_dir):
         q, v, t, k = robot.random_q(rng), rng.normal(size=robot.nv), rng.normal(size=robot.nv), rng.normal(size=cs.m)
         out = {n: np.ravel(x) for n, x in f.outputs(q, v=v, tau=t, k=k).items()}
         vd, lam = ref.constrained_dynamics(robot, cs, q, v, t, k)
-        assert _rel(out["vdot"], vd) <= 1e-9 and _rel(out["lam"], lam) <= 1e-9
+        assert relative_error(out["vdot"], vd) <= 1e-9 and relative_error(out["lam"], lam) <= 1e-9
     assert f.manifest["outputs"][0]["name"] == "vdot" and get_algorithm("pv_early").inputs == ("v", "tau", "k")
 
 
 # -- operation counts on the papers' Talos model ----------------------------------------------------
-ANCHOR_SPECS = ["gripper_right_motor_single_link:6d", "leg_left_6_link:6d",
-                "gripper_left_inner_single_link:6d", "leg_right_6_link:6d"]
 ANCHORS = {"pv": 31176, "pv_early": 23442, "pv_soft": 18072, "ltl": 49068, "ltl_soft": 36526}
 
 
 @pytest.mark.skipif(not ANCHOR_JSON.is_file(), reason="anchor JSON not available")
 def test_anchor_operation_counts():
     robot = load_robot(str(ANCHOR_JSON))
-    cs = ConstraintSet.parse(robot, ANCHOR_SPECS)
+    cs = ConstraintSet.parse(robot, DYNAMICS_ANCHOR_SPECS)
     n = {a: count_ops(trace(robot, cs, a)[0])["instructions"] for a in ANCHORS}
     print({a: f"{n[a]:,} ({n[a] / ANCHORS[a]:.3f}x)" for a in n})
     for a, anchor in ANCHORS.items():

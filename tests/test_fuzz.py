@@ -19,7 +19,7 @@ from hypothesis import HealthCheck, assume, event, given, settings
 from hypothesis import strategies as st
 
 import casadi_delassus as cd
-from casadi_delassus import reference as ref
+from casadi_delassus.verify import reference as ref
 from casadi_delassus.constraints import KINDS, ConstraintSet
 from casadi_delassus.errors import DelassusError
 from casadi_delassus.model import load_robot

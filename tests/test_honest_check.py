@@ -6,7 +6,7 @@ import pytest
 from click.testing import CliRunner
 
 from casadi_delassus import cli
-from casadi_delassus.check import DEFAULT_TOL, allowed_error, compare, relative_error
+from casadi_delassus.verify.check import DEFAULT_TOL, allowed_error, compare, relative_error
 from casadi_delassus.codegen.trace import trace
 from casadi_delassus.constraints import ConstraintSet
 

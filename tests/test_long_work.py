@@ -7,7 +7,7 @@ import time
 import pytest
 
 from casadi_delassus import load_robot, progress
-from casadi_delassus.codegen.trace import CHEAP_NV, LINEAR_TIME, auto_candidates
+from casadi_delassus.registry import CHEAP_NV, LINEAR_TIME, auto_candidates
 from casadi_delassus.constraints import ConstraintSet
 
 

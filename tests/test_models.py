@@ -1,4 +1,5 @@
-"""Model loaders: the spatial_v2 JSON anchor, malformed JSON, synthetic mechanisms."""
+"""Model loaders: the spatial_v2 JSON anchor, malformed JSON, synthetic mechanisms (kinematic
+and the matrix-free paper's contact scenarios), the SDF reader and Cassie's loops."""
 import json
 
 import numpy as np
@@ -10,7 +11,17 @@ from casadi_delassus.model.spatial_v2 import (load_spatial_v2_json, plucker,
                                               robot_from_spatial_v2, to_spatial_v2)
 from casadi_delassus.model.synthetic import MECHANISMS, is_synthetic, parse_synthetic
 
+from casadi_delassus.model import load_robot
+from casadi_delassus.model.sdf import load_sdf
+from casadi_delassus.verify import pinocchio_oracle as oracle
 from conftest import ANCHOR_JSON as ANCHOR
+from conftest import model_for
+
+try:
+    import pinocchio as pin
+except ImportError:
+    pin = None
+needs_pinocchio = pytest.mark.skipif(pin is None, reason="pinocchio is not installed")
 needs_anchor = pytest.mark.skipif(not ANCHOR.is_file(), reason="anchor JSON not available")
 
 
@@ -436,3 +447,66 @@ def test_junk_values_only_raise_model_error(tmp_path, key):
             robot_from_spatial_v2(data)
         except ModelError as exc:
             assert "\n" not in str(exc)
+
+
+def test_synthetic_contact_scenarios():
+    sw = load_robot("swimmer:n=10")
+    assert (sw.nv, sw.n_bodies, len(sw.scenarios["default"])) == (15, 10, 20)
+    assert ConstraintSet.parse(sw, sw.scenarios["default"]).m == 60
+    bx = load_robot("boxes:n=5")
+    assert bx.nv == 30 and all(b.parent == -1 for b in bx.bodies)
+    assert ConstraintSet.parse(bx, bx.scenarios["default"]).m == 60     # ground + 4 stacked pairs, 4 points each
+    assert load_robot("swimmer").n_bodies == 10
+    with pytest.raises(ModelError):
+        load_robot("swimmer:n=0")
+    with pytest.raises(ModelError):
+        load_robot("boxes:m=3")
+
+
+# -- the SDF reader and Cassie ----------------------------------------------------------------
+
+
+@needs_pinocchio
+def test_cassie_spanning_tree_and_loops():
+    robot = model_for("cassie")
+    assert (robot.nq, robot.nv, robot.n_bodies) == (29, 28, 23)
+    assert robot.joint_names[:4] == ["root_joint", "left-roll-op", "left-yaw-op", "left-pitch-op"]
+    assert [s.split(":")[0] for s in robot.scenarios["loops"]] == [
+        "left-hip-pitch|left-achilles-rod", "right-hip-pitch|right-achilles-rod",
+        "right-foot|right-plantar-rod", "left-foot|left-plantar-rod"]
+    cs = ConstraintSet.parse(robot, robot.scenarios["loops"])
+    assert cs.m == 12 and all(c.kind == "3d" and c.body2 is not None for c in cs.constraints)
+    # the two points of each loop coincide in the file's configuration (joints at 0)
+    model = oracle.model_from_robot(robot)
+    data = model.createData()
+    pin.forwardKinematics(model, data, pin.neutral(model))
+    for c in cs.constraints:
+        A = robot.frame(c.link)
+        on_a = data.oMi[c.body + 1].act(A.translation + A.rotation @ oracle.point_a(c))
+        assert np.linalg.norm(on_a - data.oMi[c.body2 + 1].act(c.point2)) <= 1e-9
+
+
+def _sdf(tmp_path, body):
+    p = tmp_path / "m.sdf"
+    p.write_text(f'<sdf version="1.6"><model name="m">{body}</model></sdf>')
+    return p
+
+
+LINK = "<link name='{}'><inertial><mass>1</mass></inertial></link>"
+
+
+@pytest.mark.parametrize("body, words", [
+    ("<link name='a'>", "malformed SDF"),
+    (LINK.format("a") + LINK.format("b") + "<joint name='j' type='revolute'><parent>a</parent><child>c</child>"
+     "<axis><xyz>0 0 1</xyz></axis></joint>", "joint 'j': its child 'c' is not a link of the model"),
+    (LINK.format("a") + LINK.format("b") + "<joint name='j' type='revolute'><parent>a</parent><child>b</child>"
+     "<axis><xyz>0 0 1</xyz></axis></joint><joint name='k' type='revolute'><parent>a</parent><child>b</child>"
+     "<axis><xyz>1 0 0</xyz></axis></joint>", "joint 'k' closes a loop but is 'revolute'"),
+    (LINK.format("a") + LINK.format("b") + "<joint name='j' type='revolute'><parent>a</parent><child>b</child>"
+     "</joint>", "joint 'j' has no (nonzero) <axis><xyz>"),
+    ("<link name='a'><pose>0 0 1</pose></link>", "expected 6 numbers"),
+])
+def test_malformed_sdf(tmp_path, body, words):
+    with pytest.raises(ModelError) as err:
+        load_sdf(_sdf(tmp_path, body))
+    assert words in str(err.value)

@@ -9,6 +9,7 @@ import numpy as np
 import pytest
 
 import casadi_delassus as cd
+from casadi_delassus.verify.check import relative_error
 from casadi_delassus.codegen.package import neutral_q, write_package
 
 pytestmark = pytest.mark.skipif(shutil.which("make") is None or shutil.which("cc") is None and shutil.which("gcc") is None,
@@ -37,10 +38,6 @@ def parse_outputs(text):
     return out
 
 
-def rel(a, b):
-    return np.abs(a - b).max() / np.abs(b).max()
-
-
 def run_example(exe, q=None):
     r = subprocess.run([str(exe), *([] if q is None else [repr(float(x)) for x in q])],
                        capture_output=True, text=True, timeout=30)
@@ -50,9 +47,9 @@ def run_example(exe, q=None):
 
 def check_example(exe, f, **inputs):
     q0 = neutral_q(f.manifest)
-    assert rel(run_example(exe)["delassus"], f(q0, **inputs)) <= 1e-12
+    assert relative_error(run_example(exe)["delassus"], f(q0, **inputs)) <= 1e-12
     q = f.robot.random_q(np.random.default_rng(3))
-    assert rel(run_example(exe, q)["delassus"], f(q, **inputs)) <= 1e-12
+    assert relative_error(run_example(exe, q)["delassus"], f(q, **inputs)) <= 1e-12
 
 
 def test_make_builds_static_shared_and_example(go1, tmp_path):

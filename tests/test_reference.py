@@ -1,4 +1,4 @@
-"""The NumPy oracle (casadi_delassus.reference) against Pinocchio, the external oracle.
+"""The NumPy oracle (casadi_delassus.verify.reference) against Pinocchio, the external oracle.
 
 Run with ``-s`` to see the measured maximum relative errors per case.
 """
@@ -11,10 +11,13 @@ import pytest
 
 pin = pytest.importorskip("pinocchio")
 
-from casadi_delassus import reference as ref  # noqa: E402
+from casadi_delassus.verify import reference as ref  # noqa: E402
 from casadi_delassus.constraints import ConstraintSet  # noqa: E402
 from casadi_delassus.errors import ConstraintError  # noqa: E402
 from casadi_delassus.model.urdf import load_urdf  # noqa: E402
+from casadi_delassus.verify import pinocchio_oracle as oracle  # noqa: E402
+from casadi_delassus.verify.check import relative_error  # noqa: E402
+from conftest import case  # noqa: E402
 
 try:
     ROBOTS = pathlib.Path(importlib.metadata.distribution("example-robot-data").locate_file(
@@ -44,11 +47,6 @@ def load(name):
     if name in FIXED_BASE:
         return load_urdf(path, floating_base=False), pin.buildModelFromUrdf(str(path))
     return load_urdf(path), pin.buildModelFromUrdf(str(path), pin.JointModelFreeFlyer())
-
-
-def rel_err(a, b):
-    """max-abs error / max-abs value."""
-    return np.abs(np.asarray(a) - np.asarray(b)).max() / np.abs(np.asarray(b)).max()
 
 
 def symmetrized(M):
@@ -94,7 +92,7 @@ def test_mass_matrix_matches_crba():
     for seed in range(20):
         q = robot.random_q(np.random.default_rng(seed))
         M = ref.mass_matrix(robot, q)
-        worst = max(worst, rel_err(M, symmetrized(pin.crba(model, data, q))))
+        worst = max(worst, relative_error(M, symmetrized(pin.crba(model, data, q))))
         assert np.array_equal(M, M.T)
     print(f"\nmass_matrix talos_full_v2: max rel err {worst:.2e}")
     assert worst <= 1e-10
@@ -130,7 +128,7 @@ def test_delassus_matches_pinocchio(case):
         D = ref.delassus(robot, constraints, q)
         D_pin = pin.computeDelassusMatrix(model, data, q, models, datas)
         assert D.shape == (constraints.m, constraints.m)
-        worst = max(worst, rel_err(D, D_pin))
+        worst = max(worst, relative_error(D, D_pin))
     print(f"\ndelassus {case}: max rel err over 50 q {worst:.2e}")
     assert worst <= 1e-9
 
@@ -150,7 +148,7 @@ def test_constraint_jacobian_matches_frame_jacobian():
             pin.getFrameJacobian(model, data, model.getFrameId("left_sole_link"), pin.ReferenceFrame.LOCAL)[:6],
             pin.getFrameJacobian(model, data, model.getFrameId("right_sole_link"), pin.ReferenceFrame.LOCAL)[:3],
         ])
-        worst = max(worst, rel_err(ref.constraint_jacobian(robot, constraints, q), J_pin))
+        worst = max(worst, relative_error(ref.constraint_jacobian(robot, constraints, q), J_pin))
     print(f"\nconstraint_jacobian talos_full_v2: max rel err {worst:.2e}")
     assert worst <= 1e-10
 
@@ -165,7 +163,7 @@ def test_runtime_input_K_is_a_congruence_of_the_6d_block():
         K_inputs = general.random_inputs(rng)
         K = K_inputs[general.constraints[0].input_name]
         expected = K @ ref.delassus(robot, weld, q) @ K.T
-        assert rel_err(ref.delassus(robot, general, q, K_inputs), expected) <= 1e-12
+        assert relative_error(ref.delassus(robot, general, q, K_inputs), expected) <= 1e-12
 
 
 def test_osim_inverts_delassus_and_rejects_redundant_constraints():
@@ -188,7 +186,20 @@ def test_bias_and_forward_dynamics_match_rnea_aba(name):
     worst_b = worst_a = 0.0
     for _ in range(10):
         q, v, tau = robot.random_q(rng), rng.normal(size=robot.nv), rng.normal(size=robot.nv)
-        worst_b = max(worst_b, rel_err(ref.bias_forces(robot, q, v), pin.rnea(model, data, q, v, 0 * v)))
-        worst_a = max(worst_a, rel_err(ref.forward_dynamics(robot, q, v, tau), pin.aba(model, data, q, v, tau)))
+        worst_b = max(worst_b, relative_error(ref.bias_forces(robot, q, v), pin.rnea(model, data, q, v, 0 * v)))
+        worst_a = max(worst_a, relative_error(ref.forward_dynamics(robot, q, v, tau), pin.aba(model, data, q, v, tau)))
     print(f"\n{name}: bias_forces max rel err {worst_b:.2e}, forward_dynamics {worst_a:.2e}")
     assert worst_b <= 1e-9 and worst_a <= 1e-9
+
+
+@pytest.mark.parametrize("name", ["go2-foot-to-foot", "talos-hands-welded"])
+def test_reference_jacobian_of_link_to_link_rows_is_pinocchios(name):
+    robot, cs = case(name)
+    model = oracle.model_for(robot)
+    cms, data = oracle.constraint_models(model, robot, cs), model.createData()
+    rng = np.random.default_rng(1)
+    for _ in range(5):
+        q = robot.random_q(rng)
+        _, cds = oracle.delassus_expression(model, data, cms, q, 0.0)
+        J = pin.getConstraintsJacobian(model, data, cms, cds)
+        assert np.abs(J - ref.constraint_jacobian(robot, cs, q)).max() <= 1e-12

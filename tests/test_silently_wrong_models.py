@@ -12,14 +12,16 @@ by 1.57 and 244.  The algorithm now factors such a tree whole (no lemma there)."
 import numpy as np
 import pytest
 
-from casadi_delassus import reference as ref
-from casadi_delassus.algorithms import delassus_algorithms
-from casadi_delassus.algorithms import pv_osim_fast
-from casadi_delassus.algorithms.pv_osim import sweeps
-from casadi_delassus.check import DEFAULT_TOL, allowed_error
+from casadi_delassus.delassus import pv_osim_fast
+from casadi_delassus.registry import delassus_algorithms
+from casadi_delassus.sweeps.articulated import articulated_inertias
+from casadi_delassus.sweeps.constraint_space import rows_to_bases
+from casadi_delassus.symbolic.frames import slid_transforms
+from casadi_delassus.verify import reference as ref
+from casadi_delassus.verify.check import DEFAULT_TOL, allowed_error
 from casadi_delassus.codegen.trace import choose_cheapest, trace
 from casadi_delassus.constraints import ConstraintSet
-from casadi_delassus.pinocchio_oracle import frame_constraint_models
+from casadi_delassus.verify.pinocchio_oracle import frame_constraint_models
 
 from conftest import model_for
 
@@ -105,8 +107,9 @@ def test_pv_osim_fast_finds_singular_branch_blocks(name, singular):
         robot, cs = case(name)
     import casadi as ca
     q = ca.SX.sym("q", robot.nq)
-    s = sweeps(robot, cs, q, cs.K_body(), free_update_=False)
-    ratio = pv_osim_fast.branch_conditioning(robot, q, s["L"], {0: pv_osim_fast._branches(s["stack"][0][0], s["via"][0])})[0]
+    T = slid_transforms(robot, cs, q)
+    Lb, stack, via = rows_to_bases(robot, cs, T, articulated_inertias(robot, T), cs.K_body())
+    ratio = pv_osim_fast.branch_conditioning(robot, q, Lb, {0: pv_osim_fast._branches(stack[0][0], via[0])})[0]
     assert (ratio <= pv_osim_fast.SINGULAR_RATIO) == singular
     assert ratio < 1e-14 if singular else ratio > 1e-6
 

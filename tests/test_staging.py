@@ -9,24 +9,22 @@ import numpy as np
 import pytest
 
 import casadi_delassus as cd
-from casadi_delassus.check import ORACLES, relative_error
+from casadi_delassus.verify.check import ORACLES, relative_error
 from casadi_delassus.codegen import staging
-from casadi_delassus.codegen.opcount import count_ops
+from casadi_delassus.opcount import count_ops
 from casadi_delassus.codegen.trace import trace
 from casadi_delassus.constraints import ConstraintSet
 from casadi_delassus.errors import DelassusError, InputError
 from casadi_delassus.model import load_robot
-from conftest import model_for
+from conftest import case, model_for
 
 N_SAMPLES = 20
-TILTED = ["t5:3d@0.1,0.2,0", "t7:6d", "t3:3d"]            # two branches of the tilted robot
 STAGED = ("delassus_apply", "damped_inverse_apply", "damped_inverse_explicit")
 
 
 @functools.lru_cache(maxsize=None)
-def _traced(spec, scenario, algorithm):
-    robot = model_for(spec)
-    cs = ConstraintSet.parse(robot, TILTED if spec == "tilted" else robot.scenarios[scenario])
+def _traced(name, algorithm):
+    robot, cs = case(name)
     f, inputs, outputs = trace(robot, cs, algorithm)
     return robot, cs, f, staging.split(f, staging.algorithm_stages(algorithm, list(f.name_in())))
 
@@ -64,7 +62,7 @@ def _boundary_sizes(f, stage_of_input):
 
 @pytest.mark.parametrize("algorithm", STAGED)
 def test_staged_equals_monolithic(algorithm):
-    robot, cs, f, stages = _traced("tilted", None, algorithm)
+    robot, cs, f, stages = _traced("tilted-points", algorithm)
     assert [s.name for s in stages] == (["factor", "damping", "apply"] if "damped" in algorithm else ["factor", "apply"])
     worst = 0.0
     for x in _samples(robot, cs):
@@ -76,7 +74,7 @@ def test_staged_equals_monolithic(algorithm):
 
 @pytest.mark.parametrize("algorithm", STAGED)
 def test_stored_intermediates_are_the_boundary_nodes(algorithm):
-    robot, cs, f, stages = _traced("tilted", None, algorithm)
+    robot, cs, f, stages = _traced("tilted-points", algorithm)
     groups = staging.algorithm_stages(algorithm, list(f.name_in()))
     stage_of = {i: s for s, (_, names) in enumerate(groups) for i, n in enumerate(f.name_in()) if n in names}
     stored = [int(s.function.size1_out(0)) for s in stages[:-1]]
@@ -92,29 +90,28 @@ def test_new_vector_costs_only_the_last_stage():
     """Matrix-free paper Table I: a new vector re-runs the apply stage, which reads the stored
     kinematics/inertias; it is cheaper than the whole operator."""
     for algorithm in ("delassus_apply", "damped_inverse_apply"):
-        _, _, f, stages = _traced("tilted", None, algorithm)
+        _, _, f, stages = _traced("tilted-points", algorithm)
         assert count_ops(stages[-1].function)["instructions"] < 0.8 * count_ops(f)["instructions"]
         assert stages[-1].function.name_in() == ["lam", stages[-2].work_out]
 
 
-@pytest.mark.parametrize("case", [("go2", "4F3"), ("swimmer:n=5", "default")])
+@pytest.mark.parametrize("name", ["go2-4F3", "swimmer5"])
 @pytest.mark.parametrize("algorithm", ["damped_inverse_explicit", "delassus_explicit_apply"])
-def test_explicit_operators_match_reference(case, algorithm):
-    robot, cs, f, stages = _traced(*case, algorithm)
+def test_explicit_operators_match_reference(name, algorithm):
+    robot, cs, f, stages = _traced(name, algorithm)
     worst = 0.0
     for x in _samples(robot, cs, seed=1):
         expected = ORACLES[algorithm](robot, cs, x)
         whole = np.asarray(f(**{k: x[k] for k in f.name_in()})[algorithm])
         staged = staging.evaluate(stages, x)["apply"][algorithm]
         worst = max(worst, relative_error(whole, expected), relative_error(staged, expected))
-    print(f"{case} {algorithm}: max relative error {worst:.2e}")
+    print(f"{name} {algorithm}: max relative error {worst:.2e}")
     assert worst <= 1e-9
 
 
 def test_damping_input_meanings():
     """R is a stiffness for the matrix-free paper's damped inverses, a compliance for PV-soft."""
-    robot = model_for("tilted")
-    cs = ConstraintSet.parse(robot, TILTED)
+    robot, cs = case("tilted-points")
     meaning = {a: next(i["meaning"] for i in trace(robot, cs, a)[1] if i["name"] == "R")
                for a in ("damped_inverse_apply", "damped_inverse_explicit", "pv_soft")}
     assert meaning["damped_inverse_apply"].startswith("constraint stiffness")
@@ -123,8 +120,8 @@ def test_damping_input_meanings():
 
 
 def test_compiled_stages_load_and_agree(out_dir):
-    robot = model_for("tilted")
-    f = cd.generate(robot, TILTED, "damped_inverse_apply", out_dir=out_dir, stages=True)
+    robot, cs = case("tilted-points")
+    f = cd.generate(robot, cs.specs, "damped_inverse_apply", out_dir=out_dir, stages=True)
     assert f.names == ["factor", "damping", "apply"]
     cs = f.constraints
     x = next(_samples(robot, cs, seed=2))
@@ -155,7 +152,7 @@ def test_compiled_stages_load_and_agree(out_dir):
 
 
 def test_bad_stages():
-    _, _, f, _ = _traced("tilted", None, "damped_inverse_apply")
+    _, _, f, _ = _traced("tilted-points", "damped_inverse_apply")
     with pytest.raises(DelassusError, match="unknown inputs"):
         staging.split(f, [("factor", ["q"]), ("apply", ["R", "lam", "x"])])
     with pytest.raises(DelassusError, match="missing"):

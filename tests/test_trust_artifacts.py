@@ -22,8 +22,8 @@ import pytest
 
 import casadi_delassus as cd
 from casadi_delassus import timing
-from casadi_delassus.algorithms import ALGORITHMS, get_algorithm
-from casadi_delassus.check import check_delassus
+from casadi_delassus.registry import ALGORITHMS, get_algorithm
+from casadi_delassus.verify.check import check_delassus
 from casadi_delassus.codegen import artifact, escape, loader
 from casadi_delassus.codegen.staging import algorithm_stages
 from casadi_delassus.model.registry import is_available

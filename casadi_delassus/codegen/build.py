@@ -17,35 +17,29 @@ import time
 from pathlib import Path
 
 from .. import __version__
-from ..algorithms import AUTO, get_algorithm
+from ..registry import AUTO, get_algorithm
 from ..errors import CompilerError, DelassusError
 from ..progress import step
 from . import artifact
 from . import batch
 from .emit import render, work_sizes
-from .opcount import count_ops
+from ..opcount import count_ops
 from .trace import choose_cheapest, trace
 
 DEFAULT_CFLAGS = ("auto",)
 # gcc's register allocation grows faster than linear in the size of one straight-line
-# function: on talos 2F naive (84k instructions) -O2 takes 62 s, -O1 41 s, -O0 2.6 s.
-# "auto" picks the level from the instruction count (bench/compile_times.py measures it).
-# -Og keeps most of -O1's speed at a fraction of its compile time on big functions: ltl on
-# talos 2F+2H (37k) -O0 2.0 s / -Og 9.3 s / -O1 10.8 s of gcc, and at -O0 it ran at 0.8
-# instructions per ns (44.6 µs, slower than Pinocchio); naive talos 2F+2H (133k) -Og 10 s;
-# damped_inverse_explicit swimmer:n=10 (68k) -Og 22 s / -O1 83 s, 21 µs / 18 µs, -O0 88 µs.
+# function: "auto" picks the level from the instruction count (bench/compile_times.py measures
+# it; README "Design choices, measured").  -Og keeps most of -O1's speed at a fraction of its
+# compile time on big functions, where -O0 code runs slower than Pinocchio.
 AUTO_LEVELS = ((20_000, "-O2"), (40_000, "-O1"), (150_000, "-Og"), (float("inf"), "-O0"))
-# CasADi stores x·(1/d) as x/d, so a pivot d used by k entries costs k divisions (434 on
-# talos 2F+2H pv_osim).  -freciprocal-math lets gcc compute 1/d once and multiply (567 ->
-# 38 divsd there, ~10 % faster; results differ by rounding only); -fno-math-errno drops the
-# errno branches around sqrt.  Neither allows reassociation or assumes finite values.
-# CasADi's helpers (casadi_sq) have external linkage; in a -fPIC .so gcc then calls them
-# through the PLT (58 calls in g1 2F pv_osim) unless -fno-semantic-interposition lets it
-# inline them (~15 % faster there).
+# CasADi stores x·(1/d) as x/d, so a pivot d used by k entries costs k divisions.
+# -freciprocal-math lets gcc compute 1/d once and multiply (results differ by rounding only);
+# -fno-math-errno drops the errno branches around sqrt.  Neither allows reassociation or
+# assumes finite values.  CasADi's helpers (casadi_sq) have external linkage; in a -fPIC .so
+# gcc then calls them through the PLT unless -fno-semantic-interposition lets it inline them.
 AUTO_MATH = ("-freciprocal-math", "-fno-math-errno", "-fno-semantic-interposition")
 # The .so is built for the machine that loads it, as a JIT would: "auto" also targets the host
-# CPU where the compiler can (FMA and three-operand AVX: ~20 % faster on talos 2F+2H and g1 2F,
-# bench/runtime.py).  The C package (--package) keeps portable flags, and the cache key then
+# CPU where the compiler can (FMA and three-operand AVX, bench/runtime.py).  The C package (--package) keeps portable flags, and the cache key then
 # names the host CPU (host_cpu) so a copied cache is never loaded on another one.
 NATIVE = "-march=native"
 

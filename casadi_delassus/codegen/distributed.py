@@ -57,18 +57,21 @@ def worker_function(manifest_path, manifest):
 def rebuild(manifest, out_dir):
     """Generate and compile again the function a manifest describes (robot by registry name
     or model file, its constraint specs, algorithm, flags), under ``out_dir``."""
-    from .. import api
+    from ..constraints import ConstraintSet
     from ..model import load_robot
+    from . import artifact
+    from .build import build
+    from .loader import load
     if "stage" in manifest:
         raise DelassusError(f"{manifest['function']} is a stage of a staged function: rebuild the whole function")
     try:
         robot = load_robot(manifest["robot"])
     except DelassusError:
         robot = load_robot(manifest["source"])
-    specs = [c["spec"] for c in manifest["constraints"]]
-    named = getattr(robot, "scenarios", {}).get(manifest["scenario"])
-    f = api.generate(robot, manifest["scenario"] if named == specs else specs, manifest["algorithm"],
-                     out_dir=out_dir, cflags=("auto",), cse=manifest["cse"], osim=manifest.get("osim", False))
+    cs = ConstraintSet.parse(robot, [c["spec"] for c in manifest["constraints"]])
+    model, scenario = manifest["model_name"], manifest["scenario"]
+    f = load(build(robot, cs, manifest["algorithm"], artifact.folder(out_dir, model, scenario), scenario,
+                   cflags=("auto",), cse=manifest["cse"], osim=manifest.get("osim", False), model=model))
     got, want = (f.manifest["function"], f.op_count["instructions"]), (manifest["function"],
                                                                      manifest["op_count"]["instructions"])
     if got != want:

@@ -27,7 +27,7 @@ from pathlib import Path
 import casadi as ca
 import numpy as np
 
-from ..algorithms import get_algorithm
+from ..registry import get_algorithm
 from ..errors import DelassusError
 from . import artifact
 from .build import DEFAULT_CFLAGS, content_hash, find_compiler, is_cached, make_manifest, write_compiled

@@ -3,10 +3,10 @@ from __future__ import annotations
 
 import casadi as ca
 
-from ..algorithms import VECTOR_INPUTS, delassus_algorithms, get_algorithm, linalg
-from ..errors import ConstraintError
 from ..progress import step
-from .opcount import count_ops
+from ..registry import VECTOR_INPUTS, auto_candidates, cheapest_delassus, get_algorithm
+from ..symbolic import linalg
+from ..opcount import count_ops
 
 
 # cse is one C++ call of ~15 µs per node of the expression graph (8 s for the 515k nodes of
@@ -51,37 +51,13 @@ def trace(robot, constraints, algorithm, name=None, cse=True, osim=False):
     return f, inputs, outs
 
 
-# ``auto`` traces the Delassus algorithms whose tracing time and size grow linearly with the
-# number of bodies; naive (O(n³)) and ltl_osim (O(n d²)) only up to CHEAP_NV degrees of
-# freedom (Talos, nv 50, traces all seven in seconds; naive on chain:n=300 ran over 9 minutes
-# and 5 GB), or when none of the linear ones accepts the constraints (link-to-link rows).
-LINEAR_TIME = ("pv_osim", "pv_osimr", "efpa", "kjr", "pv_osim_fast")
-CHEAP_NV = 64
-AUTO_RULE = (f"auto: the fewest instructions among {', '.join(LINEAR_TIME)} (linear in the number of bodies), "
-             f"plus naive and ltl_osim when nv <= {CHEAP_NV} or no linear one accepts the constraints")
-
-
-def auto_candidates(robot, constraints):
-    """The algorithms ``auto`` traces for this robot and constraint set (see AUTO_RULE)."""
-    accepted = [a for a in delassus_algorithms() if get_algorithm(a).accepts(constraints)]
-    linear = [a for a in accepted if a in LINEAR_TIME]
-    return accepted if robot.nv <= CHEAP_NV or not linear else linear
-
-
 def choose_cheapest(robot, constraints, cse=True, osim=False):
-    """``-a auto``: trace the candidates (``auto_candidates``) and pick the one with the
-    fewest instructions; one that refuses the constraints (ConstraintError) is skipped.
-    Returns (name, {algorithm: instructions}, reason)."""
-    counts, refused = {}, []
-    for a in auto_candidates(robot, constraints):
-        try:
-            counts[a] = count_ops(trace(robot, constraints, a, cse=cse, osim=osim)[0])["instructions"]
-        except ConstraintError:
-            refused.append(a)
-    if not counts:
-        raise ConstraintError(f"no Delassus algorithm accepts the constraints {constraints.specs}"
-                              f" (refused by {', '.join(refused)})")
-    best = min(counts, key=counts.get)
+    """``-a auto``: trace the candidates (registry.auto_candidates) and pick the one with the
+    fewest instructions (registry.cheapest_delassus; one that refuses the constraints is
+    skipped).  Returns (name, {algorithm: instructions}, reason)."""
+    best, counts, refused = cheapest_delassus(
+        robot, constraints, lambda a: count_ops(trace(robot, constraints, a, cse=cse, osim=osim)[0])["instructions"],
+        auto_candidates(robot, constraints))
     others = ", ".join(f"{a} {n:,}" for a, n in sorted(counts.items(), key=lambda kv: kv[1]) if a != best)
     return best, counts, (f"fewest instructions for this robot and constraints: {best} {counts[best]:,}"
                           + (f" (then {others})" if others else "")

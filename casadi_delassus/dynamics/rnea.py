@@ -1,0 +1,37 @@
+"""rnea — inverse dynamics τ = M(q) v̇ + c(q, v) by the recursive Newton-Euler algorithm, O(n).
+
+Featherstone, Rigid Body Dynamics Algorithms (2008), Table 5.1, in the notation of the PV paper
+../shared/papers/004_52dd6d88d839fc14.txt (eqs. (10), (11), (23); gravity as the world's
+acceleration a_0 = −a_grav, Sec. III-B2):
+
+  forward, roots first:   v_i = ^iX_λ v_λ + S_i q̇_i,   a_b,i = v_i × S_i q̇_i,
+                          a'_i = ^iX_λ a'_λ + S_i v̇_i + a_b,i,
+                          f_i = H_i a'_i + v_i ×* H_i v_i  (about the centre of mass, tree.body_force)
+  backward, leaves first: τ_i = S_iᵀ f_i,   f_λ(i) += ^iX_λᵀ f_i
+
+The passes are sweeps/tree.py's: Tree.velocities and newton_euler, the one RNE (shared with ltl and
+ltl_soft).
+"""
+from __future__ import annotations
+
+from ..symbolic.scalar import column, cross_num, vadd
+from ..sweeps.tree import Tree, newton_euler
+
+
+def inverse_dynamics(tree, v, a):
+    """τ as a list (nv) for joint accelerations ``a`` (SX vector, Pinocchio layout)."""
+    vel, c, _ = tree.velocities(v)
+    f, _ = newton_euler(tree, vel, c, tree.gravity([]), qdd=a)
+    tau = []
+    for i in range(tree.n):
+        if tree.is_free(i):
+            n, fl = f[i][:3], f[i][3:]                       # [n'; f] about the slid origin
+            tau += list(fl) + vadd(n, cross_num(tree.T[i].o, fl))
+        else:
+            tau.append(tree.sq(i, f[i]))
+    return tau
+
+
+def rnea(robot, constraints, q, K_bodies, v, a):
+    tree = Tree(robot, constraints, q)
+    return {"tau": column(inverse_dynamics(tree, v, a))}

@@ -1,0 +1,2 @@
+"""Delassus operators applied to vectors, matrix-free and explicit: one module per operator
+(registry.py lists them)."""

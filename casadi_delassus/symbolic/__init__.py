@@ -1,0 +1,2 @@
+"""Symbolic kernels over CasADi SX that know nothing of algorithms: structural-zero scalar
+arithmetic, the one LDLᵀ and its solves, spatial algebra, every joint transform."""
