@@ -54,3 +54,76 @@ def step(what, now=False):
 def quiet(off=True):
     """Turn progress lines off (``quiet(False)`` turns them back on)."""
     _state["on"] = not off
+
+
+class Bar:
+    """Progress of ``total`` items (modes of a library, jobs of a study) on stderr.  On a
+    terminal one line redrawn in place::
+
+        [#########...........]  7/16 modes  21 s, ~27 s left
+
+    elsewhere (a log, a pipe) one plain line per item, with the same counts::
+
+        [  21.3 s] 7/16 modes: m5 built (pv_osim, 1,953 instructions); ~27 s left
+
+    Items counted as ``done`` at the start (taken from the cache) do not enter the estimate
+    of the time left, which is the mean time per item finished by this run times the items
+    still to do.  ``quiet()`` silences it."""
+
+    WIDTH = 20
+
+    def __init__(self, total, what="items", done=0, stream=None):
+        self.total, self.what, self.done, self.start = total, what, done, done
+        self.stream = stream or sys.stderr
+        self.tty = bool(getattr(self.stream, "isatty", lambda: False)())
+        self.t0 = time.perf_counter()
+        if _state["t0"] is None:
+            _state["t0"] = self.t0
+        self._drawn = False
+        if self.tty:
+            self._draw()
+
+    def eta(self):
+        """Seconds left, or None before the first item of this run has finished."""
+        finished = self.done - self.start
+        if finished <= 0:
+            return None
+        return (time.perf_counter() - self.t0) / finished * (self.total - self.done)
+
+    def _counts(self):
+        left = self.eta()
+        return f"{self.done}/{self.total} {self.what}", "" if left is None or self.done >= self.total else f"~{left:.0f} s left"
+
+    def _draw(self):
+        filled = self.WIDTH * self.done // max(self.total, 1)
+        counts, left = self._counts()
+        text = f"[{'#' * filled}{'.' * (self.WIDTH - filled)}] {counts}  {time.perf_counter() - self.t0:.0f} s" + \
+               (f", {left}" if left else "")
+        print(f"\r\x1b[K{text}", end="", file=self.stream, flush=True)
+        self._drawn = True
+
+    def say(self, text):
+        """A line of its own (a failure, a note), above the bar on a terminal."""
+        if not _state["on"]:
+            return
+        if self.tty:
+            print("\r\x1b[K" + text, file=self.stream, flush=True)
+            self._draw()
+        else:
+            _say(text)
+
+    def advance(self, note=""):
+        """One more item done; ``note`` says which (plain lines only)."""
+        self.done += 1
+        if not _state["on"]:
+            return
+        if self.tty:
+            self._draw()
+            return
+        counts, left = self._counts()
+        _say(f"{counts}" + (f": {note}" if note else "") + (f"; {left}" if left else ""))
+
+    def close(self):
+        if self._drawn and _state["on"]:
+            print(file=self.stream, flush=True)
+            self._drawn = False

@@ -3,7 +3,7 @@ from __future__ import annotations
 
 import casadi as ca
 
-from ..algorithms import VECTOR_INPUTS, delassus_algorithms, get_algorithm, linalg
+from ..algorithms import AUTO, VECTOR_INPUTS, delassus_algorithms, get_algorithm, linalg
 from ..errors import ConstraintError
 from ..progress import step
 from .opcount import count_ops
@@ -61,25 +61,44 @@ AUTO_RULE = (f"auto: the fewest instructions among {', '.join(LINEAR_TIME)} (lin
              f"plus naive and ltl_osim when nv <= {CHEAP_NV} or no linear one accepts the constraints")
 
 
-def auto_candidates(robot, constraints):
-    """The algorithms ``auto`` traces for this robot and constraint set (see AUTO_RULE)."""
+# ``auto`` among solvers with the same inputs and outputs (contact-mode libraries pick one
+# per contact set, casadi_delassus/library/): the fewest instructions among these.
+AUTO_FAMILIES = {
+    "auto_hard": ("pv", "ltl"),                                   # hard constrained dynamics: v̇, λ
+    "auto_soft": ("pv_soft", "ltl_soft"),                         # soft constrained dynamics: v̇, λ
+    "auto_apply": ("delassus_apply", "delassus_explicit_apply"),  # Λ⁻¹λ
+    "auto_damped": ("damped_inverse_apply", "damped_inverse_explicit"),   # (R⁻¹ + Λ⁻¹)⁻¹ a
+}
+
+
+def is_auto(algorithm):
+    """``auto`` or one of AUTO_FAMILIES: an algorithm chosen per robot and constraint set."""
+    return algorithm == AUTO or algorithm in AUTO_FAMILIES
+
+
+def auto_candidates(robot, constraints, family=AUTO):
+    """The algorithms ``auto`` (or the AUTO_FAMILIES entry ``family``) traces for this robot
+    and constraint set (see AUTO_RULE)."""
+    if family != AUTO:
+        return [a for a in AUTO_FAMILIES[family] if get_algorithm(a).accepts(constraints)]
     accepted = [a for a in delassus_algorithms() if get_algorithm(a).accepts(constraints)]
     linear = [a for a in accepted if a in LINEAR_TIME]
     return accepted if robot.nv <= CHEAP_NV or not linear else linear
 
 
-def choose_cheapest(robot, constraints, cse=True, osim=False):
-    """``-a auto``: trace the candidates (``auto_candidates``) and pick the one with the
-    fewest instructions; one that refuses the constraints (ConstraintError) is skipped.
-    Returns (name, {algorithm: instructions}, reason)."""
+def choose_cheapest(robot, constraints, cse=True, osim=False, family=AUTO):
+    """``-a auto`` (or an AUTO_FAMILIES entry): trace the candidates (``auto_candidates``) and
+    pick the one with the fewest instructions; one that refuses the constraints
+    (ConstraintError) is skipped.  Returns (name, {algorithm: instructions}, reason)."""
     counts, refused = {}, []
-    for a in auto_candidates(robot, constraints):
+    for a in auto_candidates(robot, constraints, family):
         try:
             counts[a] = count_ops(trace(robot, constraints, a, cse=cse, osim=osim)[0])["instructions"]
         except ConstraintError:
             refused.append(a)
     if not counts:
-        raise ConstraintError(f"no Delassus algorithm accepts the constraints {constraints.specs}"
+        raise ConstraintError(f"no {'Delassus algorithm' if family == AUTO else family + ' candidate'} accepts the "
+                              f"constraints {constraints.specs}"
                               f" (refused by {', '.join(refused)})")
     best = min(counts, key=counts.get)
     others = ", ".join(f"{a} {n:,}" for a, n in sorted(counts.items(), key=lambda kv: kv[1]) if a != best)
