@@ -32,6 +32,7 @@ import threading
 import time
 from concurrent.futures import FIRST_COMPLETED, ProcessPoolExecutor, wait
 from concurrent.futures.process import BrokenProcessPool
+from contextlib import contextmanager
 from dataclasses import dataclass, field
 from typing import Callable
 
@@ -214,3 +215,38 @@ def _run_dask(client, jobs, finished):
     except BaseException:
         client.cancel(list(futures))
         raise
+
+
+@contextmanager
+def connect(address, timeout_s=30):
+    """A ``distributed.Client`` of the Dask scheduler at ``address`` (tcp://host:8786), closed
+    after the ``with`` block; None when ``address`` is None.  One-line errors when dask is not
+    installed or the scheduler does not answer."""
+    if not address:
+        yield None
+        return
+    try:
+        from distributed import Client
+    except ImportError:
+        raise DelassusError("--cluster needs dask.distributed: pip install 'casadi_delassus[distributed]'") from None
+    try:
+        client = Client(address, timeout=f"{timeout_s}s")
+    except (OSError, TimeoutError, ValueError) as exc:
+        raise DelassusError(f"cannot connect to the Dask scheduler at {address}: {str(exc).splitlines()[0] if str(exc) else type(exc).__name__}") from None
+    try:
+        yield client
+    finally:
+        client.close()
+
+
+def in_order(emit):
+    """An ``on_done`` for :func:`run` that calls ``emit(result)`` in job order: a result that
+    arrives early waits for those before it (output identical to running one by one)."""
+    ready, state = {}, {"next": 0}
+
+    def done(i, result):
+        ready[i] = result
+        while state["next"] in ready:
+            emit(ready.pop(state["next"]))
+            state["next"] += 1
+    return done

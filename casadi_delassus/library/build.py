@@ -101,7 +101,7 @@ def _mode_record(mode, lib_folder, outputs, reused):
     if mode.algorithm is None:
         return record | {"algorithm": None, "function": None, "instructions": 0, "flops": 0, "manifest": None,
                          "inputs": [], "outputs": [None] * len(outputs), "constants": _constants(outputs, [None] * len(outputs)),
-                         "reused": reused}
+                         "reused": False}
     m = artifact.verify(mode.manifest_path)
     if m.get("hash") != mode.key or m.get("function") != mode.function:
         raise ArtifactError(f"{mode.manifest_path} is not the function planned for {mode.label}: rebuild the library")
@@ -155,12 +155,10 @@ def build_library(robot, constraints=None, algorithm="auto", modes="all", out_di
     if client is not None:
         check_workers(client.run(worker_identity), _uses_native(cflags))
     t0 = time.perf_counter()
+    functions = [md for md in planned if md.algorithm]
     bar = Bar(len(planned), "modes", done=len(planned) - len(todo))
-    if len(todo) < len(planned):
-        bar.say(f"{lib}: {len(planned) - len(todo)} of {len(planned)} modes up to date"
-                + (f", building {len(todo)} on {executor.where(jobs, client)}" if todo else ""))
-    elif todo:
-        bar.say(f"{lib}: building {len(todo)} modes on {executor.where(jobs, client)}")
+    bar.say(f"{lib}: {len(planned)} modes ({len(functions)} functions), {len(functions) - len(todo)} from the cache"
+            + (f", building {len(todo)} on {executor.where(jobs, client)}" if todo else ""))
     ship = client is not None
 
     def done(i, result):
@@ -186,7 +184,7 @@ def build_library(robot, constraints=None, algorithm="auto", modes="all", out_di
         "inputs": inputs, "outputs": outputs,
         "modes": [_mode_record(md, lib_folder, outputs, md.mask not in built) for md in planned],
         "build": {"seconds": round(time.perf_counter() - t0, 2), "where": executor.where(jobs, client),
-                  "built": len(todo), "reused": len(planned) - len(todo)},
+                  "functions": len(functions), "built": len(todo), "reused": len(functions) - len(todo)},
         "version": __version__,
     }
     return _write(lib_folder, lib, manifest)
