@@ -11,7 +11,8 @@ parent decides: a Ctrl-C at a terminal reaches the whole process group) and turn
 into an exception inside the running job, so a job's ``finally`` clauses and temporary-folder
 cleanup run (codegen/artifact.py) and the worker then exits.  On an interrupt (Ctrl-C,
 SIGTERM) the parent cancels what has not started and sends SIGTERM to its workers.  A worker
-whose parent is gone (SIGKILL) notices within POLL_S seconds and stops the same way.
+whose parent is gone (SIGKILL) notices at once (multiprocessing's parent sentinel) and stops
+the same way.
 
 Dask.  With ``client`` (a ``distributed.Client``) every job is a task on the cluster; the
 job's function and arguments are pickled to the worker, its result comes back to this process.
@@ -29,7 +30,6 @@ import os
 import pickle
 import signal
 import threading
-import time
 from concurrent.futures import FIRST_COMPLETED, ProcessPoolExecutor, wait
 from concurrent.futures.process import BrokenProcessPool
 from contextlib import contextmanager
@@ -39,7 +39,6 @@ from typing import Callable
 from .codegen.batch import cores
 from .errors import DelassusError
 
-POLL_S = 0.5
 BROKEN = ("a worker process died (killed, out of memory, or -- when this runs from a script -- the script's "
           "code is not under `if __name__ == \"__main__\":`, which every worker re-imports); jobs=1 runs in this process")
 # imported once by the forkserver, so that a worker starts with them loaded
@@ -127,16 +126,19 @@ def _on_sigterm(signum, frame):
     os._exit(128 + signal.SIGTERM)
 
 
-def _watch_parent(ppid):
-    while os.getppid() == ppid:
-        time.sleep(POLL_S)
-    os.kill(os.getpid(), signal.SIGTERM)
+def _watch_parent():
+    """Stop this worker when the process that started the pool is gone.  (Not os.getppid():
+    a forkserver's workers are its children, and it outlives a killed parent while they run.)"""
+    parent = multiprocessing.parent_process()
+    if parent is not None:
+        parent.join()               # waits on the parent's sentinel pipe: EOF once it exits
+        os.kill(os.getpid(), signal.SIGTERM)
 
 
 def _init_worker(quiet):
     signal.signal(signal.SIGINT, signal.SIG_IGN)
     signal.signal(signal.SIGTERM, _on_sigterm)
-    threading.Thread(target=_watch_parent, args=(os.getppid(),), daemon=True).start()
+    threading.Thread(target=_watch_parent, daemon=True).start()
     if quiet:
         from . import progress
         progress.quiet()
