@@ -30,6 +30,7 @@ import os
 import pickle
 import signal
 import threading
+import time
 from concurrent.futures import FIRST_COMPLETED, ProcessPoolExecutor, wait
 from concurrent.futures.process import BrokenProcessPool
 from contextlib import contextmanager
@@ -117,10 +118,12 @@ class _Stop(BaseException):
     """SIGTERM inside a worker's job: unwinds the job (its cleanups run), then the worker exits."""
 
 
-_busy = threading.Event()
+_busy, _stopping = threading.Event(), threading.Event()
+STOP_GRACE_S = 30       # a job that has not unwound by then (stuck in C) is cut short
 
 
 def _on_sigterm(signum, frame):
+    _stopping.set()     # sticky: a bare `except:` in a library (CasADi's wrappers have some) may swallow _Stop
     if _busy.is_set():
         raise _Stop()
     os._exit(128 + signal.SIGTERM)
@@ -132,7 +135,11 @@ def _watch_parent():
     parent = multiprocessing.parent_process()
     if parent is not None:
         parent.join()               # waits on the parent's sentinel pipe: EOF once it exits
-        os.kill(os.getpid(), signal.SIGTERM)
+        # to the main thread itself: a signal sent to the process may be taken by this thread,
+        # leaving the main thread blocked in a read that nothing interrupts
+        signal.pthread_kill(threading.main_thread().ident, signal.SIGTERM)
+        time.sleep(STOP_GRACE_S)
+        os._exit(128 + signal.SIGTERM)
 
 
 def _init_worker(quiet):
@@ -159,6 +166,8 @@ def _call(fn, args):
         raise
     finally:
         _busy.clear()
+        if _stopping.is_set():                  # told to stop, and the job went on: stop now
+            os._exit(128 + signal.SIGTERM)
 
 
 def _context():
