@@ -269,7 +269,7 @@ def library(robot, scenario, specs, algorithm, modes, osim, cse, out_dir, cflags
     dispatcher over the mask of active constraints, built on all cores or a Dask cluster.
     Unchanged modes come from the cache; an interrupted build resumes with the missing ones."""
     from .executor import connect
-    from .library import library as make_library
+    from .contact_modes import library as make_library
     robot, cs, _ = _resolve(robot, scenario, specs)
     with connect(cluster) as client:
         lib = make_library(robot, cs if specs else (scenario or api.default_constraints(robot)), algorithm,

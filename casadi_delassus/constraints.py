@@ -130,7 +130,7 @@ class ConstraintSet:
 
     def __init__(self, robot, constraints, allow_empty=False):
         """``allow_empty``: no constraints is a set too (the empty contact mode of a library,
-        casadi_delassus/library/, whose dynamics are ABA's); elsewhere it is an error."""
+        casadi_delassus/contact_modes/, whose dynamics are ABA's); elsewhere it is an error."""
         self.robot = robot
         self.constraints = list(constraints)
         if not self.constraints and not allow_empty:

@@ -1,6 +1,6 @@
 """Independent jobs run where they fit: in this process, on a pool of local processes (all
 cores by default), or on a Dask cluster.  The modes of a contact-mode library
-(casadi_delassus/library/), ``check registry`` and the op-count studies all go through
+(casadi_delassus/contact_modes/), ``check registry`` and the op-count studies all go through
 :func:`run`.
 
 Local pool.  Tracing an algorithm is CPU-bound Python (threads would share one interpreter)

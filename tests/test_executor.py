@@ -17,10 +17,10 @@ import pytest
 import casadi_delassus as cd
 from casadi_delassus import executor
 from casadi_delassus.errors import ArtifactError, CompilerError, ConstraintError, DelassusError
-from casadi_delassus.library import library
-from casadi_delassus.library.build import check_workers, worker_identity
-from casadi_delassus.library.check import check_library
-from casadi_delassus.library.modes import mode_name, parse_modes
+from casadi_delassus.contact_modes import library
+from casadi_delassus.contact_modes.build import check_workers, worker_identity
+from casadi_delassus.contact_modes.check import check_library
+from casadi_delassus.contact_modes.modes import mode_name, parse_modes
 
 FEET = ["FL_foot:3d", "FR_foot:3d", "RL_foot:3d", "RR_foot:3d"]
 

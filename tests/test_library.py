@@ -1,4 +1,4 @@
-"""Contact-mode libraries (casadi_delassus/library/): go1 with four 3D feet, all 16 modes
+"""Contact-mode libraries (casadi_delassus/contact_modes/): go1 with four 3D feet, all 16 modes
 (the empty one included) through the Python and the C dispatcher against the NumPy
 reference and the directly generated function; the dynamics through the dispatcher; the C
 package built with make and CMake; a failed mode; the cache."""
@@ -13,9 +13,9 @@ import pytest
 import casadi_delassus as cd
 from casadi_delassus import reference
 from casadi_delassus.errors import ConstraintError, DelassusError, InputError
-from casadi_delassus.library import library, load_library
-from casadi_delassus.library.check import check_library
-from casadi_delassus.library.package import write_library_package
+from casadi_delassus.contact_modes import library, load_library
+from casadi_delassus.contact_modes.check import check_library
+from casadi_delassus.contact_modes.package import write_library_package
 
 FEET = ["FL_foot:3d", "FR_foot:3d", "RL_foot:3d", "RR_foot:3d"]
 needs_make = pytest.mark.skipif(shutil.which("make") is None, reason="needs make")

@@ -51,7 +51,7 @@ NATIVE = "-march=native"
 
 
 # "auto" without NATIVE: code that runs on any CPU of the architecture, e.g. built on a
-# cluster's workers for another machine (casadi_delassus/library/)
+# cluster's workers for another machine (casadi_delassus/contact_modes/)
 AUTO_PORTABLE = "auto-portable"
 
 

@@ -62,7 +62,7 @@ AUTO_RULE = (f"auto: the fewest instructions among {', '.join(LINEAR_TIME)} (lin
 
 
 # ``auto`` among solvers with the same inputs and outputs (contact-mode libraries pick one
-# per contact set, casadi_delassus/library/): the fewest instructions among these.
+# per contact set, casadi_delassus/contact_modes/): the fewest instructions among these.
 AUTO_FAMILIES = {
     "auto_hard": ("pv", "ltl"),                                   # hard constrained dynamics: v̇, λ
     "auto_soft": ("pv_soft", "ltl_soft"),                         # soft constrained dynamics: v̇, λ

@@ -23,7 +23,6 @@ import json
 import tempfile
 import time
 from dataclasses import dataclass
-from pathlib import Path
 
 from .. import __version__, executor
 from ..api import DEFAULT_OUT, constraint_set, default_constraints
@@ -137,7 +136,7 @@ def _write(lib_folder, lib, manifest):
 
 def build_library(robot, constraints=None, algorithm="auto", modes="all", out_dir=DEFAULT_OUT, cflags=DEFAULT_CFLAGS,
                   cc=None, cse=True, osim=False, force=False, name=None, jobs=None, client=None):
-    """Generate a contact-mode library (casadi_delassus/library/); returns the path of its
+    """Generate a contact-mode library (casadi_delassus/contact_modes/); returns the path of its
     manifest.  ``jobs``: local processes (default all cores, 1 = this process); ``client``:
     a Dask ``distributed.Client`` to build on instead."""
     robot = load_robot(robot)

@@ -27,8 +27,8 @@ def library(robot, constraints=None, algorithm="auto", modes="all", out_dir=DEFA
     ``constraints``: a scenario name or a list of specs (default: the robot's first scenario),
     bit i = the i-th; ``algorithm``: ``auto`` (Delassus), a Delassus algorithm, a dynamics
     solver or ``auto_hard``/``auto_soft``, an operator or ``auto_apply``/``auto_damped``
-    (library/plan.py); ``modes``: ``"all"``, ``"N-of-k"``, a file, masks or lists of names
-    (library/modes.py); ``jobs``: local processes (default all cores, 1 = this process);
+    (contact_modes/plan.py); ``modes``: ``"all"``, ``"N-of-k"``, a file, masks or lists of names
+    (contact_modes/modes.py); ``jobs``: local processes (default all cores, 1 = this process);
     ``client``: a ``dask.distributed.Client`` to build on; ``package``: also write the C
     package there.  Files go to ``out_dir/<model>/<scenario>/modes-<algorithm>/``."""
     path = build_library(robot, constraints, algorithm, modes, out_dir=out_dir, cflags=cflags, cc=cc, cse=cse,
