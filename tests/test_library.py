@@ -223,6 +223,19 @@ def test_dynamics_package_example(dyn_lib, go1, tmp_path):
             assert close(outs[k], want[k], 1e-10), (mask, k)
 
 
+def test_auto_soft_picks_a_soft_solver_per_mode(tmp_path, go1):
+    """auto_soft: per mode the fewest instructions of pv_soft and ltl_soft; the empty mode is ABA."""
+    lib = library("go1", "2F3", "auto_soft", modes=["-", "FL_foot", "FL_foot,RR_foot"], out_dir=tmp_path)
+    assert sorted(lib.modes) == [0, 1, 3]
+    for mask, md in lib.modes.items():
+        if mask:
+            counts = lib.function(mask).manifest["auto"]["instructions"]
+            assert set(counts) == {"pv_soft", "ltl_soft"} and md["algorithm"] == min(counts, key=counts.get)
+    assert lib.modes[0]["algorithm"] == "aba"
+    checks = check_library(lib, go1, samples=20)
+    assert all(c.passed for c in checks) and set(checks[2].reference) == {"vdot", "lam"}
+
+
 def test_failed_mode_names_itself_and_finished_modes_stay(tmp_path):
     """pv_osim refuses link-to-link rows: every mode with one fails, the others are built."""
     specs = ["FL_foot:3d", "FL_calf|RR_calf:3d"]

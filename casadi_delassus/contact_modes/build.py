@@ -103,7 +103,8 @@ def _mode_record(mode, lib_folder, outputs, reused):
                          "reused": False}
     m = artifact.verify(mode.manifest_path)
     if m.get("hash") != mode.key or m.get("function") != mode.function:
-        raise ArtifactError(f"{mode.manifest_path} is not the function planned for {mode.label}: rebuild the library")
+        raise ArtifactError(f"{mode.manifest_path} is not the function planned for {mode.label} (another cache key: "
+                            f"were this package's sources or the compiler changed during the build?): rebuild the library")
     names = [i["name"] for i in m["inputs"]]
     if len(names) != len(mode.inputs) or any(a != b for a, b in zip(names, mode.inputs) if not a.startswith("K_")):
         raise ArtifactError(f"{mode.manifest_path}: inputs {names} are not the library's {mode.inputs}")
