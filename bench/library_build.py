@@ -33,15 +33,16 @@ from casadi_delassus.contact_modes.check import check_library
 OUT = RESULTS / "library_build.md"
 
 
+ROOT = {"dir": None}          # this run's temporary folder (main)
+
+
 def build(robot, scenario, **kw):
-    """(Library, wall seconds) from an empty output folder."""
-    with tempfile.TemporaryDirectory(prefix="library-bench-") as tmp:
-        t0 = time.perf_counter()
-        lib = library(robot, scenario, "auto", out_dir=tmp, **kw)
-        seconds = time.perf_counter() - t0
-        lib.so_bytes = sum(md.get("so_bytes") or 0 for md in lib.manifest["modes"])
-        lib.sums = {k: sum(md["timings_s"][k] for md in lib.manifest["modes"] if md["function"])
-                    for k in ("trace", "compile")}
+    """(Library, wall seconds) from an empty output folder of its own."""
+    t0 = time.perf_counter()
+    lib = library(robot, scenario, "auto", out_dir=tempfile.mkdtemp(dir=ROOT["dir"]), **kw)
+    seconds = time.perf_counter() - t0
+    lib.so_bytes = sum(md.get("so_bytes") or 0 for md in lib.manifest["modes"])
+    lib.sums = {k: sum(md["timings_s"][k] for md in lib.manifest["modes"] if md["function"]) for k in ("trace", "compile")}
     return lib, seconds
 
 
@@ -133,7 +134,8 @@ if __name__ == "__main__":
     p.add_argument("--samples", type=int, default=20, help="random configurations per mode (checks)")
     args = p.parse_args()
     for part in args.part or list(PARTS):
-        lines = PARTS[part](args.samples)
+        with tempfile.TemporaryDirectory(prefix="library-bench-") as ROOT["dir"]:
+            lines = PARTS[part](args.samples)
         print("\n".join(lines), flush=True)
         write(part, lines, f"python bench/library_build.py --part {part} --samples {args.samples}")
         print(f"-> {OUT}")

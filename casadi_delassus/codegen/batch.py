@@ -368,7 +368,10 @@ def is_batched(f, first, inputs, threads=None, out=None):
     (a column vector of the right size stays a single call)."""
     x = _first_value(f, first, inputs)
     spec = f.inputs[0]["shape"]
-    shape = np.shape(x)
+    try:
+        shape = np.shape(x)
+    except ValueError:          # ragged nested lists (numpy 2): not a batch; the input check names the input
+        shape = ()
     batched = len(shape) == len(spec) + 1 and not (len(spec) == 1 and shape == (spec[0], 1))
     if not batched and out is not None:
         raise InputError("out= is for batches (q with a leading batch dimension, N x nq)")
