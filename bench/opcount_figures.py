@@ -2,7 +2,10 @@
 every Delassus algorithm on every registry scenario.  Writes bench/results/*.md, *.csv, *.png
 and prints the fitted slopes / ratios next to the papers' claims.
 
-    python bench/opcount_figures.py [--quick] [--study stem|kchain|allchain|feet|registry ...]
+    python bench/opcount_figures.py [--quick] [--study stem|kchain|allchain|feet|registry ...] [--jobs N]
+
+The rows of a study are independent jobs, run on N local processes (default: every core)
+through casadi_delassus/executor.py; the tables and plots do not depend on N.
 """
 from __future__ import annotations
 
@@ -15,9 +18,31 @@ from casadi_delassus import load_robot
 from casadi_delassus.registry import ALGORITHMS
 from casadi_delassus.api import constraint_set
 from casadi_delassus.codegen.trace import choose_cheapest
+from casadi_delassus.executor import Job, in_order, run
 from casadi_delassus.model import registry
 
 DELASSUS = [a for a in ("naive", "ltl_osim", "kjr", "efpa", "pv_osim", "pv_osimr", "pv_osim_fast") if a in ALGORITHMS]
+
+
+JOBS = {"workers": None}       # --jobs
+
+
+def row_counts(robot_spec, constraints, algorithms, choose=False):
+    """One job: {algorithm: instructions} for a robot (name, file or synthetic spec) and
+    constraints, and with ``choose`` also what ``-a auto`` picks."""
+    robot = load_robot(robot_spec)
+    counts = {a: instructions(robot, constraints, a) for a in algorithms}
+    if choose:
+        counts["-a auto"] = choose_cheapest(robot, constraint_set(robot, constraints)[0])[0]
+    return counts
+
+
+def count_rows(targets, algorithms, choose=False):
+    """[{algorithm: instructions}] of every (label, robot spec, constraints) target, computed
+    as independent jobs and printed in order as they arrive."""
+    labels = iter(label for label, _, _ in targets)
+    return run([Job(str(label), row_counts, (robot, constraints, algorithms, choose)) for label, robot, constraints in targets],
+               workers=JOBS["workers"], on_done=in_order(lambda counts: print(next(labels), counts, flush=True)))
 
 
 COLORS = {"naive": "k", "ltl_osim": "tab:brown", "kjr": "tab:purple", "efpa": "tab:green",
@@ -57,16 +82,13 @@ def study_stem(quick):
     algos = [a for a in ("pv_osim", "pv_osimr", "efpa") if a in ALGORITHMS]
     lengths = [1, 5, 10, 20] if quick else [1, 2, 5, 10, 15, 20, 30, 40]
     rows, series = [], {}
-    for b in (1, 2, 4, 7):
-        for n in lengths:
-            robot = load_robot(f"stem:n={n},branches={b},length=7")
-            counts = {a: instructions(robot, "default", a) for a in algos}
-            rows.append([b, n, robot.nv, 12 * b, *counts.values()])
-            for a in algos:
-                x, y = series.setdefault(f"b = {b} branches per side", {}).setdefault(a, ([], []))
-                x.append(n)
-                y.append(counts[a])
-            print(rows[-1], flush=True)
+    specs = [(b, n, f"stem:n={n},branches={b},length=7") for b in (1, 2, 4, 7) for n in lengths]
+    for (b, n, spec), counts in zip(specs, count_rows([(spec, spec, "default") for _, _, spec in specs], algos)):
+        rows.append([b, n, load_robot(spec).nv, 12 * b, *counts.values()])
+        for a in algos:
+            x, y = series.setdefault(f"b = {b} branches per side", {}).setdefault(a, ([], []))
+            x.append(n)
+            y.append(counts[a])
     write("stem", rows, ["branches/side", "stem n", "nv", "m", *algos], "Long stem with branches (PV-OSIMr Fig. 3)")
     plot("stem", series, "stem length n", "Long stem with b branches per side (PV-OSIMr paper Fig. 3)")
     if {"pv_osim", "pv_osimr"} <= set(algos):
@@ -82,10 +104,8 @@ def study_kchain(quick):
     algos = [a for a in ("pv_osimr", "efpa", "pv_osim") if a in ALGORITHMS]
     ks = [2, 3, 4, 5, 6] if quick else [2, 3, 4, 5, 6, 7, 8]
     rows = []
-    for k in ks:
-        robot = load_robot(f"kchain:k={k}")
-        rows.append([k, robot.nv, 6 * k, *(instructions(robot, "default", a) for a in algos)])
-        print(rows[-1], flush=True)
+    for k, counts in zip(ks, count_rows([(k, f"kchain:k={k}", "default") for k in ks], algos)):
+        rows.append([k, load_robot(f"kchain:k={k}").nv, 6 * k, *counts.values()])
     write("kchain", rows, ["k", "n", "m", *algos], "k² chain, every k-th link welded (PV-OSIMr Fig. 4a)")
     plot("kchain", {a: (ks, [r[3 + i] for r in rows]) for i, a in enumerate(algos)}, "k", "k² chain", loglog=True)
     claims = {"pv_osimr": 2, "efpa": 3, "pv_osim": 4}
@@ -98,11 +118,8 @@ def study_allchain(quick):
     """PV-OSIMr paper Fig. 4b: a chain welded on every link; PV-OSIMr and EFPA same slope."""
     algos = [a for a in ("pv_osimr", "efpa", "pv_osim") if a in ALGORITHMS]
     ns = [4, 8, 16, 32] if quick else [4, 8, 16, 24, 32, 48]
-    rows = []
-    for n in ns:
-        robot = load_robot(f"chain:n={n},all=1")
-        rows.append([n, 6 * n, *(instructions(robot, "default", a) for a in algos)])
-        print(rows[-1], flush=True)
+    rows = [[n, 6 * n, *counts.values()]
+            for n, counts in zip(ns, count_rows([(n, f"chain:n={n},all=1", "default") for n in ns], algos))]
     write("allchain", rows, ["n", "m", *algos], "Chain with a 6D weld on every link (PV-OSIMr Fig. 4b)")
     plot("allchain", {a: (ns, [r[2 + i] for r in rows]) for i, a in enumerate(algos)}, "links n",
          "Chain, every link welded", loglog=True)
@@ -114,11 +131,9 @@ def study_feet(quick):
     """PV-OSIMr paper Fig. 5: feet as 6D welds vs 4 x 3D points per foot."""
     algos = [a for a in DELASSUS if a != "naive"]
     name = "atlas" if registry.is_available("atlas") else "talos"
-    robot = load_robot(name)
-    rows = []
-    for scen in ("2F", "2F4x3"):
-        rows.append([name, scen, *(instructions(robot, scen, a) for a in algos)])
-        print(rows[-1], flush=True)
+    scenarios = ("2F", "2F4x3")
+    rows = [[name, scen, *counts.values()]
+            for scen, counts in zip(scenarios, count_rows([(scen, name, scen) for scen in scenarios], algos))]
     write("feet", rows, ["robot", "scenario", *algos], f"{name}: feet 6D vs 4 x 3D per foot (PV-OSIMr Fig. 5)")
     if {"pv_osim", "pv_osimr"} <= set(algos):
         r = rows[1]
@@ -129,19 +144,17 @@ def study_feet(quick):
 def study_registry(quick):
     """Every Delassus algorithm on every registry scenario and the papers' Talos anchor."""
     rows = []
-    targets = [(load_robot(str(ANCHOR_JSON)), "anchor(json)", ANCHOR_SPECS)] if ANCHOR_JSON.is_file() else []
+    targets = [(str(ANCHOR_JSON), "anchor(json)", ANCHOR_SPECS)] if ANCHOR_JSON.is_file() else []
     for name in registry.names():
         if registry.is_available(name):
-            robot = load_robot(name)
-            targets += [(robot, s, s) for s in robot.scenarios]
+            targets += [(name, s, s) for s in load_robot(name).scenarios]
     agree = 0
-    for robot, label, constraints in targets:
-        counts = {a: instructions(robot, constraints, a) for a in DELASSUS}
+    results = count_rows([(f"{r}/{label}", r, c) for r, label, c in targets], DELASSUS, choose=True)
+    for (spec, label, _), counts in zip(targets, results):
+        chosen = counts.pop("-a auto")
         best = min(counts, key=counts.get)
-        chosen = choose_cheapest(robot, constraint_set(robot, constraints)[0])[0]
         agree += chosen == best
-        rows.append([robot.name, label, *counts.values(), best, chosen])
-        print(rows[-1], flush=True)
+        rows.append([load_robot(spec).name, label, *counts.values(), best, chosen])
     write("registry", rows, ["robot", "scenario", *DELASSUS, "cheapest", "-a auto"],
           "Λ⁻¹ instructions on the registry robots")
     print(f"-a auto chose the cheapest algorithm of the table on {agree}/{len(rows)} scenarios")
@@ -154,7 +167,9 @@ if __name__ == "__main__":
     p = argparse.ArgumentParser(description=__doc__)
     p.add_argument("--quick", action="store_true", help="fewer sizes")
     p.add_argument("--study", action="append", choices=list(STUDIES))
+    p.add_argument("--jobs", type=int, default=None, help="local processes (default: every core; 1: this process)")
     args = p.parse_args()
+    JOBS["workers"] = args.jobs
     for s in args.study or list(STUDIES):
         t0 = time.perf_counter()
         print(f"== {s}")

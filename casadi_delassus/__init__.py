@@ -5,6 +5,8 @@ SX, operation-counted and compiled to robot-specific C.
     robot = cd.load_robot("talos")
     f = cd.generate(robot, "2F", algorithm="naive")     # compiled, checked, cached
     D = f(q)                                            # Λ⁻¹ = J M⁻¹ Jᵀ, numpy (m x m)
+    lib = cd.library(robot, "2F+2H")                    # one function per contact set (contact_modes/)
+    D = lib(0b0011, q)                                  # both feet active
 """
 __version__ = "0.1.0"
 
@@ -12,8 +14,9 @@ from .api import constraint_set, generate, load  # noqa: E402
 from .constraints import ConstraintSet  # noqa: E402
 from .errors import (ArtifactError, CompilerError, ConstraintError, DelassusError, InputError, ModelError,  # noqa: E402
                      OutputError)
+from .contact_modes import Library, library, load_library  # noqa: E402
 from .model import Robot, load_robot  # noqa: E402
 
-__all__ = ["load_robot", "generate", "load", "constraint_set", "ConstraintSet", "Robot",
+__all__ = ["load_robot", "generate", "load", "constraint_set", "ConstraintSet", "Robot", "library", "load_library", "Library",
            "DelassusError", "ModelError", "ConstraintError", "InputError", "CompilerError", "OutputError",
            "ArtifactError", "__version__"]

@@ -14,6 +14,7 @@ from .codegen.build import DEFAULT_CFLAGS, check_osim, gives_osim
 from .opcount import count_ops
 from .codegen.trace import choose_cheapest, trace
 from .errors import DelassusError
+from .executor import Job, in_order, run
 from .model import load_robot, registry
 from .progress import step
 
@@ -25,6 +26,8 @@ _constraint_opt = click.option("-c", "--constraint", "specs", multiple=True, met
 _algo_opt = click.option("-a", "--algorithm", "algorithms", multiple=True, metavar="ALGO",
                          help=f"algorithm(s): {', '.join(ALGORITHMS)}, 'auto' (the default) or 'all'.  {AUTO_RULE}")
 _cse_opt = click.option("--cse/--no-cse", default=True, show_default=True, help="apply CasADi's common-subexpression elimination")
+_jobs_opt = click.option("--jobs", "-j", type=click.IntRange(min=1), default=None, metavar="N",
+                         help="independent jobs on N local processes (default: every core; 1: one by one in this process)")
 _osim_opt = click.option("--osim", is_flag=True, help="also output Λ (the OSIM) through an LDLᵀ of the Delassus matrix")
 
 
@@ -209,7 +212,9 @@ def _check_one(robot, constraints, algorithms, samples, tol, out_dir, cflags, cc
               help=f"relative error allowed where κ <= {KAPPA_FREE:g}; scaled by κ/{KAPPA_FREE:g} above (see above)")
 @click.option("--all-scenarios", is_flag=True, help="every scenario of the robot")
 @_with(_gen_opts)
-def check(robot, scenario, specs, algorithms, cse, osim, samples, tol, all_scenarios, out_dir, cflags, cc, force, name):
+@_jobs_opt
+def check(robot, scenario, specs, algorithms, cse, osim, samples, tol, all_scenarios, out_dir, cflags, cc, force, name,
+          jobs):
     algos = _algorithms(algorithms)
     if name and robot == "registry":
         raise click.UsageError("--name names one model: not with 'check registry'")
@@ -221,18 +226,66 @@ def check(robot, scenario, specs, algorithms, cse, osim, samples, tol, all_scena
         r, cs, _ = _resolve(robot, scenario, specs)
         targets = [(r, cs if specs else (scenario or api.default_constraints(r)))]
     rows, ok = [], True
-    for r, constraints in targets:
-        new_rows, passed = _check_one(r, constraints, algos, samples, tol, out_dir, cflags, cc, cse, force, osim, name)
+
+    def report_target(result):
+        nonlocal rows, ok
+        new_rows, passed = result
         rows += new_rows
         ok &= passed
         for row in new_rows:
             err = "n/a" if row[6] is None else f"{row[5]} max rel. error {row[6]:.2e}, worst error/allowed {row[7]}"
             click.echo(f"  {row[0]}/{row[1]} {row[2]}: {err} ({row[9]})", err=True)
+    run([Job(f"{r.name}/{c if isinstance(c, str) else 'custom constraints'}", _check_one,
+             (r, c, algos, samples, tol, out_dir, cflags, cc, cse, force, osim, name)) for r, c in targets],
+        workers=jobs, on_done=in_order(report_target))
     click.echo(report.table(rows, ["robot", "scenario", "algorithm", "m", "instructions", "output",
                                    f"max rel. error ({samples} q)", "worst error/allowed (κ there)", "other outputs",
                                    "result", "s"]))
     if not ok:
         sys.exit(1)
+
+
+@cli.command()
+@_with(_target_opts)
+@click.option("-a", "--algorithm", default=AUTO, show_default=True, metavar="ALGO",
+              help="per mode: 'auto' (the fewest instructions among the Delassus algorithms), a Delassus algorithm, a "
+                   "dynamics solver or auto_hard (pv|ltl) / auto_soft (pv_soft|ltl_soft), an operator or auto_apply / "
+                   "auto_damped (matrix-free or explicit)")
+@click.option("--modes", multiple=True, metavar="all|N-of-k|MODE|FILE",
+              help="the contact modes: all (default: every subset), N-of-k (every set of N of the k constraints), one "
+                   "mode (a mask such as 0x5, or constraints joined by commas, '-' for none), or a file with one mode "
+                   "per line (repeatable)")
+@_osim_opt
+@_cse_opt
+@_with(_gen_opts)
+@_jobs_opt
+@click.option("--cluster", default=None, metavar="ADDRESS",
+              help="build on the Dask cluster whose scheduler is at ADDRESS (tcp://host:8786); results come back here")
+@click.option("--package", "package_dir", default=None, metavar="DIR",
+              help="also write the library's C package (dispatcher, every mode, Makefile, CMakeLists.txt, example) to DIR")
+def library(robot, scenario, specs, algorithm, modes, osim, cse, out_dir, cflags, cc, force, name, jobs, cluster,
+            package_dir):
+    """One function per contact mode (subset of the constraints, bit i = the i-th given) and a
+    dispatcher over the mask of active constraints, built on all cores or a Dask cluster.
+    Unchanged modes come from the cache; an interrupted build resumes with the missing ones."""
+    from .executor import connect
+    from .contact_modes import library as make_library
+    robot, cs, _ = _resolve(robot, scenario, specs)
+    with connect(cluster) as client:
+        lib = make_library(robot, cs if specs else (scenario or api.default_constraints(robot)), algorithm,
+                           modes=list(modes) or "all", out_dir=out_dir, cflags=_cflags(cflags), cc=cc, cse=cse,
+                           osim=osim, force=force, name=name, jobs=jobs, client=client, package=package_dir)
+    m = lib.manifest
+    rows = [[md["name"], f"{md['mask']:#x}", ", ".join(md["active"]) or "(none)", md["m"], md["algorithm"] or "-",
+             md["instructions"], md.get("so_bytes"), "-" if not md["function"] else "cached" if md["reused"] else "built"]
+            for md in m["modes"]]
+    click.echo(report.table(rows, ["mode", "mask", "active constraints", "m", "algorithm", "instructions", ".so bytes", ""]))
+    b = m["build"]
+    click.echo(f"library {m['library']}: {len(rows)} modes ({b['functions']} functions), {b['built']} built"
+               + (f" in {b['seconds']:.1f} s on {b['where']}" if b["built"] else "") + f", {b['reused']} from the cache")
+    click.echo(f"-> {lib.manifest_path.with_suffix('.{c,h,json}')}")
+    if package_dir:
+        click.echo(f"C package -> {package_dir} (make -j, or cmake -S {package_dir} -B build; see its README.md)")
 
 
 @cli.command()

@@ -128,10 +128,12 @@ class Constraint:
 class ConstraintSet:
     """The constraints of one scenario, in the order given."""
 
-    def __init__(self, robot, constraints):
+    def __init__(self, robot, constraints, allow_empty=False):
+        """``allow_empty``: no constraints is a set too (the empty contact mode of a library,
+        casadi_delassus/contact_modes/, whose dynamics are ABA's); elsewhere it is an error."""
         self.robot = robot
         self.constraints = list(constraints)
-        if not self.constraints:
+        if not self.constraints and not allow_empty:
             raise ConstraintError("no constraints given (use e.g. -c LINK:6d)")
         offsets = np.cumsum([0] + [c.rows for c in self.constraints])
         self.offsets = offsets.tolist()

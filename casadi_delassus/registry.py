@@ -73,34 +73,54 @@ def _unary_only(name, fn):
 # number of bodies; naive (O(n³)) and ltl_osim (O(n d²)) only up to CHEAP_NV degrees of
 # freedom (Talos, nv 50, traces all seven in seconds; naive on chain:n=300 ran over 9 minutes
 # and 5 GB), or when none of the linear ones accepts the constraints (link-to-link rows).
+AUTO = "auto"   # not an algorithm: the cheapest Delassus algorithm for the robot and constraints
 LINEAR_TIME = ("pv_osim", "pv_osimr", "efpa", "kjr", "pv_osim_fast")
 CHEAP_NV = 64
 AUTO_RULE = (f"auto: the fewest instructions among {', '.join(LINEAR_TIME)} (linear in the number of bodies), "
              f"plus naive and ltl_osim when nv <= {CHEAP_NV} or no linear one accepts the constraints")
 
 
-def auto_candidates(robot, constraints):
-    """The algorithms ``auto`` traces for this robot and constraint set (see AUTO_RULE)."""
+# ``auto`` among solvers with the same inputs and outputs (contact-mode libraries pick one per
+# contact set, casadi_delassus/contact_modes/): the fewest instructions among these.
+AUTO_FAMILIES = {
+    "auto_hard": ("pv", "ltl"),                                   # hard constrained dynamics: v̇, λ
+    "auto_soft": ("pv_soft", "ltl_soft"),                         # soft constrained dynamics: v̇, λ
+    "auto_apply": ("delassus_apply", "delassus_explicit_apply"),  # Λ⁻¹λ
+    "auto_damped": ("damped_inverse_apply", "damped_inverse_explicit"),   # (R⁻¹ + Λ⁻¹)⁻¹ a
+}
+
+
+def is_auto(algorithm):
+    """``auto`` or one of AUTO_FAMILIES: an algorithm chosen per robot and constraint set."""
+    return algorithm == AUTO or algorithm in AUTO_FAMILIES
+
+
+def auto_candidates(robot, constraints, family=AUTO):
+    """The algorithms ``auto`` (or the AUTO_FAMILIES entry ``family``) traces for this robot and
+    constraint set (see AUTO_RULE)."""
+    if family != AUTO:
+        return [a for a in AUTO_FAMILIES[family] if ALGORITHMS[a].accepts(constraints)]
     accepted = [a for a in delassus_algorithms() if ALGORITHMS[a].accepts(constraints)]
     linear = [a for a in accepted if a in LINEAR_TIME]
     return accepted if robot.nv <= CHEAP_NV or not linear else linear
 
 
-def cheapest_delassus(robot, constraints, instructions, candidates=None):
-    """The one choice of the cheapest Delassus algorithm (``-a auto``, the explicit operators):
-    among those that accept these constraints (and are in ``candidates``, when given), the one
-    with the fewest ``instructions(name)``, the first in registry order on a tie; one whose
-    tracing refuses the constraints (ConstraintError, e.g. redundant rows) is skipped.
-    Returns (name, {algorithm: instructions}, [refused algorithms])."""
+def cheapest_delassus(robot, constraints, instructions, candidates=None, label="Delassus algorithm"):
+    """The one choice of the cheapest algorithm (``-a auto``, an AUTO_FAMILIES entry, the explicit
+    operators): among the Delassus algorithms (or ``candidates``, when given) that accept these
+    constraints, the one with the fewest ``instructions(name)``, the first in registry order on a
+    tie; one whose tracing refuses the constraints (ConstraintError, e.g. redundant rows) is
+    skipped.  Returns (name, {algorithm: instructions}, [refused algorithms])."""
+    pool = delassus_algorithms() if candidates is None else [a for a in ALGORITHMS if a in candidates]
     counts, refused = {}, []
-    for a in delassus_algorithms():
-        if ALGORITHMS[a].accepts(constraints) and (candidates is None or a in candidates):
+    for a in pool:
+        if ALGORITHMS[a].accepts(constraints):
             try:
                 counts[a] = instructions(a)
             except ConstraintError:
                 refused.append(a)
     if not counts:
-        raise ConstraintError(f"no Delassus algorithm accepts the constraints {constraints.specs}"
+        raise ConstraintError(f"no {label} accepts the constraints {constraints.specs}"
                               + (f" (refused by {', '.join(refused)})" if refused else ""))
     return min(counts, key=counts.get), counts, refused
 
@@ -212,9 +232,6 @@ def _dynamics():
 
 
 ALGORITHMS = _registry()
-
-
-AUTO = "auto"   # not an algorithm: the cheapest Delassus algorithm for the robot and constraints
 
 
 def loop_algorithms():

@@ -108,18 +108,19 @@ def self_hash(manifest):
     return hashlib.sha256(json.dumps(body, sort_keys=True, separators=(",", ":")).encode()).hexdigest()
 
 
-def seal(manifest, folder_, file_stem):
-    """Record the files ``folder_/file_stem.{c,h,so}`` and the manifest's own hash."""
+def seal(manifest, folder_, file_stem, kinds=FILE_KINDS):
+    """Record the files ``folder_/file_stem.{c,h,so}`` (``kinds``) and the manifest's own hash."""
     manifest["manifest_format"] = MANIFEST_FORMAT
     manifest["files"] = {k: {"bytes": (Path(folder_) / f"{file_stem}.{k}").stat().st_size,
-                             "sha256": sha256_file(Path(folder_) / f"{file_stem}.{k}")} for k in FILE_KINDS}
+                             "sha256": sha256_file(Path(folder_) / f"{file_stem}.{k}")} for k in kinds}
     manifest["manifest_sha256"] = self_hash(manifest)
     return manifest
 
 
-def verify(manifest_path):
+def verify(manifest_path, kinds=FILE_KINDS):
     """The manifest at ``manifest_path`` after checking its own hash and the size and sha256
-    of its .c, .h and .so; ArtifactError (one line) on any mismatch."""
+    of its .c, .h and .so (``kinds``: what the caller requires, never what the manifest
+    says it has); ArtifactError (one line) on any mismatch."""
     path = Path(manifest_path)
     try:
         manifest = json.loads(path.read_text())
@@ -131,7 +132,7 @@ def verify(manifest_path):
     if self_hash(manifest) != manifest["manifest_sha256"]:
         raise ArtifactError(f"manifest {path} was modified after it was written (its hash does not match): regenerate it")
     files = manifest["files"]
-    for kind in FILE_KINDS:
+    for kind in kinds:
         p = path.with_suffix("." + kind)
         record = files.get(kind) if isinstance(files, dict) else None
         if not isinstance(record, dict):
@@ -147,6 +148,32 @@ def verify(manifest_path):
             raise ArtifactError(f"{p} is not the file its manifest records ({size:,} bytes, recorded "
                                 f"{record.get('bytes')!r}; sha256 differs): regenerate it")
     return manifest
+
+
+def move_in(tmp, folder_, file_stem, kinds=FILE_KINDS):
+    """Move ``tmp/file_stem.{kinds…}`` and then its manifest ``.json`` into ``folder_`` (os.replace:
+    a reader sees the old files or the new ones, and never a manifest before its files)."""
+    for ext in (*kinds, "json"):
+        os.replace(Path(tmp) / f"{file_stem}.{ext}", Path(folder_) / f"{file_stem}.{ext}")
+    return Path(folder_) / f"{file_stem}.json"
+
+
+def install(folder_, file_stem, files, check=None):
+    """Write generated files that arrived as bytes (``files``: {"c", "h", "so", "json": bytes},
+    e.g. built on another machine) as ``folder_/file_stem.*``, the way the local build writes
+    them: into this run's temporary folder, verified there (:func:`verify`, then ``check(manifest)``,
+    which raises to refuse it), moved in with the manifest last.  Returns the manifest's path."""
+    if not isinstance(files, dict) or set(files) != {*FILE_KINDS, "json"} or \
+            not all(isinstance(v, bytes) for v in files.values()):
+        raise ArtifactError(f"{file_stem}: expected the bytes of its .c, .h, .so and .json, got "
+                            f"{sorted(files) if isinstance(files, dict) else type(files).__name__}")
+    with build_folder(folder_, file_stem) as tmp:
+        for ext, data in files.items():
+            (tmp / f"{file_stem}.{ext}").write_bytes(data)
+        manifest = verify(tmp / f"{file_stem}.json")
+        if check is not None:
+            check(manifest)
+        return move_in(tmp, folder_, file_stem)
 
 
 # -- temporary folders ----------------------------------------------------------------------

@@ -17,7 +17,7 @@ import time
 from pathlib import Path
 
 from .. import __version__
-from ..registry import AUTO, get_algorithm
+from ..registry import AUTO, get_algorithm, is_auto
 from ..errors import CompilerError, DelassusError
 from ..progress import step
 from . import artifact
@@ -44,14 +44,19 @@ AUTO_MATH = ("-freciprocal-math", "-fno-math-errno", "-fno-semantic-interpositio
 NATIVE = "-march=native"
 
 
+# "auto" without NATIVE: code that runs on any CPU of the architecture, e.g. built on a
+# cluster's workers for another machine (casadi_delassus/contact_modes/)
+AUTO_PORTABLE = "auto-portable"
+
+
 def resolve_cflags(cflags, instructions, cc=None):
     """Replace an "auto" entry by the optimisation level for this function size, the math
-    flags of AUTO_MATH and, where ``cc`` accepts it, NATIVE."""
+    flags of AUTO_MATH and, where ``cc`` accepts it, NATIVE; "auto-portable" likewise without NATIVE."""
     level = next(lvl for limit, lvl in AUTO_LEVELS if instructions <= limit)
-    auto = [level, *AUTO_MATH] + ([NATIVE] if cc and accepts_native(cc) else [])
+    native = [NATIVE] if cc and accepts_native(cc) else []
     out = []
     for f in cflags:
-        out += auto if f == "auto" else [f]
+        out += [level, *AUTO_MATH, *native] if f == "auto" else [level, *AUTO_MATH] if f == AUTO_PORTABLE else [f]
     return tuple(out)
 
 
@@ -194,9 +199,7 @@ def write_compiled(f, manifest, out_dir, stem, t_trace):
         manifest["so_bytes"] = (tmp / f"{stem}.so").stat().st_size
         artifact.seal(manifest, tmp, stem)
         (tmp / f"{stem}.json").write_text(json.dumps(manifest, indent=1))
-        for ext in ("c", "h", "so", "json"):
-            os.replace(tmp / f"{stem}.{ext}", out_dir / f"{stem}.{ext}")
-    return out_dir / f"{stem}.json"
+        return artifact.move_in(tmp, out_dir, stem)
 
 
 def gives_osim(algorithm):
@@ -229,8 +232,8 @@ def build(robot, constraints, algorithm, out_dir, scenario, cflags=DEFAULT_CFLAG
         return manifest_path
     t0 = time.perf_counter()
     auto = None
-    if algorithm == AUTO:
-        chosen, counts, reason = choose_cheapest(robot, constraints, cse=cse, osim=osim)
+    if is_auto(algorithm):
+        chosen, counts, reason = choose_cheapest(robot, constraints, cse=cse, osim=osim, family=algorithm)
         auto = {"chosen": chosen, "instructions": counts, "reason": reason}
     f, inputs, outputs = trace(robot, constraints, auto["chosen"] if auto else algorithm, name=fname, cse=cse, osim=osim)
     t_trace = time.perf_counter() - t0

@@ -10,7 +10,7 @@ from . import batch
 from .escape import Safe, environment
 
 # Every string a template prints passes an escaping filter (codegen/escape.py).
-_ENV = environment("casadi_delassus", "codegen/templates")
+TEMPLATES = environment("casadi_delassus", "codegen/templates")
 
 
 def work_sizes(f: ca.Function):
@@ -32,9 +32,9 @@ def render(f: ca.Function, manifest: dict, stem: str):
     """Returns {filename: text} for ``stem``.c and ``stem``.h."""
     fname = f.name()
     code = casadi_source(f)
-    batch_code, batch_decl = batch.render(f, manifest, code, _ENV)
+    batch_code, batch_decl = batch.render(f, manifest, code, TEMPLATES)
     ctx = dict(manifest, fname=fname, header=stem + ".h", manifest_file=stem + ".json", guard=fname + "_H",
                macro=fname, casadi_code=Safe(code), counts=manifest["op_count"], cse=manifest["cse"],
                batch_code=Safe(batch_code), batch_decl=Safe(batch_decl))
-    return {stem + ".c": _ENV.get_template("function.c.j2").render(ctx),
-            stem + ".h": _ENV.get_template("function.h.j2").render(ctx)}
+    return {stem + ".c": TEMPLATES.get_template("function.c.j2").render(ctx),
+            stem + ".h": TEMPLATES.get_template("function.h.j2").render(ctx)}

@@ -14,7 +14,7 @@ import numpy as np
 from .. import __version__
 from ..errors import DelassusError
 from . import artifact
-from .emit import _ENV
+from .emit import TEMPLATES
 
 PACKAGE_FILES = ("Makefile", "CMakeLists.txt", "README.md", "main.c")
 
@@ -92,10 +92,10 @@ def render_package(manifests):
                has_continuous=any(j["kind"] == "continuous" for j in first["q_layout"]),
                constraint_rows=rows, regen_args=regen, model=model_file or first["robot"],
                source_name=Path(model_file).name if model_file else "")
-    return {"Makefile": _ENV.get_template("package_Makefile.j2").render(ctx),
-            "CMakeLists.txt": _ENV.get_template("package_CMakeLists.txt.j2").render(ctx),
-            "README.md": _ENV.get_template("package_README.md.j2").render(ctx),
-            "main.c": _ENV.get_template("package_main.c.j2").render(ctx)}
+    return {"Makefile": TEMPLATES.get_template("package_Makefile.j2").render(ctx),
+            "CMakeLists.txt": TEMPLATES.get_template("package_CMakeLists.txt.j2").render(ctx),
+            "README.md": TEMPLATES.get_template("package_README.md.j2").render(ctx),
+            "main.c": TEMPLATES.get_template("package_main.c.j2").render(ctx)}
 
 
 def write_package(package_dir, functions):

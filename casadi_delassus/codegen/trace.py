@@ -4,7 +4,7 @@ from __future__ import annotations
 import casadi as ca
 
 from ..progress import step
-from ..registry import VECTOR_INPUTS, auto_candidates, cheapest_delassus, get_algorithm
+from ..registry import AUTO, VECTOR_INPUTS, auto_candidates, cheapest_delassus, get_algorithm
 from ..symbolic import linalg
 from ..opcount import count_ops
 
@@ -51,13 +51,15 @@ def trace(robot, constraints, algorithm, name=None, cse=True, osim=False):
     return f, inputs, outs
 
 
-def choose_cheapest(robot, constraints, cse=True, osim=False):
-    """``-a auto``: trace the candidates (registry.auto_candidates) and pick the one with the
-    fewest instructions (registry.cheapest_delassus; one that refuses the constraints is
-    skipped).  Returns (name, {algorithm: instructions}, reason)."""
+def choose_cheapest(robot, constraints, cse=True, osim=False, family=AUTO):
+    """``-a auto`` (or an AUTO_FAMILIES entry ``family``): trace the candidates
+    (registry.auto_candidates) and pick the one with the fewest instructions
+    (registry.cheapest_delassus; one that refuses the constraints is skipped).
+    Returns (name, {algorithm: instructions}, reason)."""
     best, counts, refused = cheapest_delassus(
         robot, constraints, lambda a: count_ops(trace(robot, constraints, a, cse=cse, osim=osim)[0])["instructions"],
-        auto_candidates(robot, constraints))
+        auto_candidates(robot, constraints, family),
+        label="Delassus algorithm" if family == AUTO else family + " candidate")
     others = ", ".join(f"{a} {n:,}" for a, n in sorted(counts.items(), key=lambda kv: kv[1]) if a != best)
     return best, counts, (f"fewest instructions for this robot and constraints: {best} {counts[best]:,}"
                           + (f" (then {others})" if others else "")

@@ -1,0 +1,42 @@
+"""Contact-mode libraries: one generated function per contact set of a robot's constraints,
+chosen at run time by a bit mask of the active constraints.
+
+    lib = cd.library("go1", "4F3")                 # 16 modes, each with the cheapest Delassus algorithm
+    D = lib(0b0101, q)                             # FL_foot and RL_foot active: 6 x 6
+    D = lib(["FL_foot", "RL_foot"], q)             # the same by name
+    D = lib(0b0101, Q)                             # N x 6 x 6 for Q of shape N x nq
+    lib(0, q)                                      # the empty set: 0 x 0
+
+Modules: ``modes`` (masks and how modes are named and chosen), ``plan`` (what a library
+computes, the function of each mode), ``build`` (cache, executor, assembly), ``dispatch``
+(the C dispatcher and the Python :class:`Library`), ``package`` (the C package).
+"""
+from __future__ import annotations
+
+from ..api import DEFAULT_OUT
+from ..codegen.build import DEFAULT_CFLAGS
+from .build import build_library
+from .dispatch import Library, load_library
+
+
+def library(robot, constraints=None, algorithm="auto", modes="all", out_dir=DEFAULT_OUT, cflags=DEFAULT_CFLAGS,
+            cc=None, cse=True, osim=False, force=False, name=None, jobs=None, client=None, package=None,
+            backend="ctypes"):
+    """Build (or take from the cache) a contact-mode library and load it.
+
+    ``constraints``: a scenario name or a list of specs (default: the robot's first scenario),
+    bit i = the i-th; ``algorithm``: ``auto`` (Delassus), a Delassus algorithm, a dynamics
+    solver or ``auto_hard``/``auto_soft``, an operator or ``auto_apply``/``auto_damped``
+    (contact_modes/plan.py); ``modes``: ``"all"``, ``"N-of-k"``, a file, masks or lists of names
+    (contact_modes/modes.py); ``jobs``: local processes (default all cores, 1 = this process);
+    ``client``: a ``dask.distributed.Client`` to build on; ``package``: also write the C
+    package there.  Files go to ``out_dir/<model>/<scenario>/modes-<algorithm>/``."""
+    path = build_library(robot, constraints, algorithm, modes, out_dir=out_dir, cflags=cflags, cc=cc, cse=cse,
+                         osim=osim, force=force, name=name, jobs=jobs, client=client)
+    if package is not None:
+        from .package import write_library_package
+        write_library_package(package, path)
+    return Library(path, backend)
+
+
+__all__ = ["library", "load_library", "Library", "build_library"]
