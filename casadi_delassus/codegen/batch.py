@@ -39,6 +39,7 @@ import numpy as np
 
 from ..errors import CompilerError, DelassusError, InputError
 from .escape import Safe, c_comment, c_ident
+from .inputs import out_array
 
 # -- the rewrite of CasADi's function body ------------------------------------------------
 _BODY_START = ("static int casadi_f0(const casadi_real** arg, casadi_real** res, casadi_int* iw, "
@@ -362,16 +363,17 @@ def _first_value(f, first, inputs):
     return first[0] if first else inputs.get(name)
 
 
-def is_batched(f, first, inputs, threads=None, out=None):
+def is_batched(f, first, inputs, threads=None):
     """Whether a call of ``f`` is a batch: its first input (q, or a stage's own first input) is
     given with a leading batch dimension, i.e. has one dimension more than one instance
     (a column vector of the right size stays a single call)."""
     x = _first_value(f, first, inputs)
     spec = f.inputs[0]["shape"]
-    shape = np.shape(x)
+    try:
+        shape = np.shape(x)
+    except ValueError:          # ragged nested lists: as_input says so in one line
+        return False
     batched = len(shape) == len(spec) + 1 and not (len(spec) == 1 and shape == (spec[0], 1))
-    if not batched and out is not None:
-        raise InputError("out= is for batches (q with a leading batch dimension, N x nq)")
     if threads is not None and (not isinstance(threads, (int, np.integer)) or threads < 1):
         raise InputError(f"threads must be a positive integer, got {threads!r}")
     return batched
@@ -410,14 +412,7 @@ def _batch_inputs(f, first, inputs):
 
 def _output_buffer(spec, n, given):
     shape = (n, *spec["shape"])
-    if given is None:
-        return np.empty(shape)
-    if not isinstance(given, np.ndarray) or given.dtype != np.float64 or given.shape != shape or \
-            not given.flags.c_contiguous or not given.flags.writeable:
-        got = f"{given.dtype} {given.shape}" if isinstance(given, np.ndarray) else type(given).__name__
-        raise InputError(f"out for {spec['name']} must be a writeable C-contiguous float64 array of shape {shape}, "
-                         f"got {got}")
-    return given
+    return np.empty(shape) if given is None else out_array(spec["name"], shape, given)
 
 
 def evaluate(f, first, inputs, threads=None, out=None, only_first=False):
