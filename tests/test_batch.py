@@ -5,7 +5,9 @@ and copysign), bit-identical results across thread counts, batch sizes and posit
 Python call's shapes and errors, and dask blocks on a local cluster."""
 import ctypes
 import json
+import os
 import subprocess
+import sys
 
 import casadi as ca
 import numpy as np
@@ -280,3 +282,26 @@ def test_staged_function_in_batches(out_dir):
     for i in range(6):
         f.run("factor", q=Q[i])
         assert rel(y[i], f.run("apply", lam=lam[i])["delassus_apply"]) <= 1e-14
+
+
+def test_batch_bench_reports_every_contender_it_can_measure(go1, monkeypatch):
+    """batch_bench (``bench --batch N``) end to end on a tiny batch, with Pinocchio's and
+    MuJoCo's harnesses made unavailable: their absence is a note, the rest is measured
+    (no timing assertions: only that the numbers are there and positive)."""
+    from casadi_delassus import batch_bench, timing
+
+    def unavailable(*args, **kwargs):
+        raise timing.DelassusError("not here")
+    monkeypatch.setattr(batch_bench, "PinocchioCppHarness", unavailable)
+    monkeypatch.setitem(sys.modules, "casadi_delassus.mujoco_timing", None)
+    res = batch_bench.run(go1.robot, "4F3", "pv_osimr", reps=2, n_c=16, n_py=16, all_cpus={max(os.sched_getaffinity(0))},
+                          python_calls=200, generate={"out_dir": go1.manifest_path.parents[2]})
+    assert set(res["timings"]) == {batch_bench.SINGLE, "batch, 1 core (C)", "batch, 1 core (Python f(Q))",
+                                   "batch, 1 cores (C)", "batch, 1 cores (Python f(Q))"}
+    assert all(len(t.ns) == 2 and min(t.ns) > 0 for t in res["timings"].values())
+    assert any("Pinocchio not measured: not here" in n for n in res["notes"])
+    assert any(n.startswith("MuJoCo not measured") for n in res["notes"])
+    assert any(n.startswith("Python single call (door.c)") for n in res["notes"])
+    peaks = {"scalar_add_mul_ops_per_ns": {"best": 12.0}, "avx2_fma_flop_per_ns": {"best": 50.0}}
+    text = batch_bench.markdown([res], peaks, "casadi-delassus bench go1 -s 4F3 --batch 16", 2)
+    assert "| single call (C loop) | " in text and "## go1/4F3 (pv_osimr" in text

@@ -53,7 +53,7 @@ def qs(go1_k):
 
 def _fast(f, q, **inputs):
     """What the door's fast path makes of the call: NotImplemented when it hands it on."""
-    return f._call((q,), inputs, None, False)
+    return f._door_call((q,), inputs, None, False)
 
 
 @pytest.mark.parametrize("name", list(BAD_Q))
@@ -198,7 +198,7 @@ def test_staged_functions_go_through_the_door(out_dir):
         assert np.array_equal(got, f(q, R=R, lam=lam))
         assert np.array_equal(got, apply.outputs(lam=lam.tolist(), w_damping=f._work["w_damping"].tolist())
                               ["damped_inverse_apply"])
-    assert apply._call((), {"lam": np.r_[np.nan, lam[1:]], "w_damping": f._work["w_damping"]}, None, True) \
+    assert apply._door_call((), {"lam": np.r_[np.nan, lam[1:]], "w_damping": f._work["w_damping"]}, None, True) \
         is NotImplemented
     with pytest.raises(InputError, match="non-finite"):
         f.run("apply", lam=np.r_[np.nan, lam[1:]])
@@ -214,15 +214,16 @@ def test_a_function_that_fails_is_an_error_not_a_result(go1_k):
     d = door.extension().Door(failing, lib, DelassusError, "failing", [("x", 1, 1, True, 0)], [("y", (1, 1))], -1,
                               [], UNIT_TOL, (1, 1, 0, 0), True)
     with pytest.raises(DelassusError, match="failing returned an error"):
-        d.call((np.ones(1),), {}, None, False)
+        d(np.ones(1))
 
 
 def test_without_the_extension_calls_go_through_ctypes(tmp_path, go1_k):
     """No compiler for the door (CC=false, an empty cache): one warning, then ctypes."""
     script = textwrap.dedent(f"""
-        import warnings, numpy as np, casadi_delassus as cd
+        import warnings
         with warnings.catch_warnings(record=True) as w:
             warnings.simplefilter("always")
+            import numpy as np, casadi_delassus as cd
             f = cd.load({str(go1_k.manifest_path)!r})
         print(f.door, len(w), str(w[0].message) if w else "")
         K = np.hstack([np.eye(3), np.zeros((3, 3))])

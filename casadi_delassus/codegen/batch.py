@@ -410,9 +410,18 @@ def _batch_inputs(f, first, inputs):
     return n, values
 
 
+def aligned_empty(shape, align=64):
+    """np.empty(shape) whose data starts at a multiple of ``align`` bytes (the batched code
+    streams large outputs with aligned vector stores)."""
+    size = int(np.prod(shape))
+    raw = np.empty(size + align // 8)
+    start = (-raw.ctypes.data % align) // 8
+    return raw[start:start + size].reshape(shape)
+
+
 def _output_buffer(spec, n, given):
     shape = (n, *spec["shape"])
-    return np.empty(shape) if given is None else out_array(spec["name"], shape, given)
+    return aligned_empty(shape) if given is None else out_array(spec["name"], shape, given)
 
 
 def evaluate(f, first, inputs, threads=None, out=None, only_first=False):

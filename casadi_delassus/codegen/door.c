@@ -1,23 +1,29 @@
 /* casadi_delassus codegen/door.c: the thin Python door of a generated function (see door.py).
  *
- * One extension type, Door, bound to one checked CasADi function pointer (the loader checks
- * the library and the symbol; this code only calls what it is given).  Door.call(first,
- * inputs, out, all) evaluates the function for one instance when every input is already what
- * the C code reads, and returns NotImplemented otherwise, so that the Python side (one code
- * path: codegen/inputs.as_input) converts the input or refuses it with its one-line message:
+ * One extension type, Door, the base class of CompiledFunction (codegen/loader.py), bound by
+ * Door.__init__ to one checked CasADi function pointer (the loader checks the library and the
+ * symbol; this code only calls what it is given).  Calling it, f(q, **inputs, out=None),
+ * evaluates the function for one instance when every input is already what the C code
+ * reads; anything else goes to the instance's Python method _evaluate, which converts the
+ * inputs or refuses them with its one-line message (one code path: codegen/inputs.as_input):
  *   - each input a float64 numpy array, native byte order, aligned, of the manifest's shape
  *     (a vector also as n x 1), C-contiguous (a matrix also Fortran-contiguous);
  *   - every entry finite, R > 0, every unit block of q (quaternion, (cos, sin) pair) within
  *     unit_tol of norm 1; it is normalised here exactly as inputs.as_input does (the sum of
  *     squares in order, one square root, one division per entry; no contraction);
- *   - ``out`` None, or (all outputs) a writeable float64 array of the output's shape, C- or
- *     Fortran-contiguous, or (all) a dict of such arrays by output name.
- * Door.raw(values, out, all) takes the flat column-major arrays inputs.as_input returns.
+ *   - ``out`` None, or a writeable float64 array of the output's shape, C- or
+ *     Fortran-contiguous (a dict of such arrays by output name for _door_call's all outputs);
+ *   - no threads= (a batch option).
+ * _door_call(first, inputs, out, all) does the same for CompiledFunction.outputs and returns
+ * NotImplemented where f(q) would hand on; _door_raw(values, out, all) takes the flat
+ * column-major arrays inputs.as_input returns.  Being the instance's own type, the call costs
+ * no Python frame (a Python __call__ costs more than the rest of the door).
  *
- * No allocation on the way but the returned arrays (none with out=): the pointer arrays,
- * CasADi's work arrays and the inputs' column-major copies live in a Set taken from a pool
- * and put back, both under the GIL; the call itself runs without the GIL, so threads run in
- * parallel and a second concurrent caller gets a Set of its own (allocated once, kept). */
+ * No allocation on the way but the returned arrays (none with out=, and none in a steady loop:
+ * see fresh_array): the pointer arrays, CasADi's work arrays and the inputs' column-major
+ * copies live in a Set taken from a pool and put back, both under the GIL; the call itself
+ * runs without the GIL, so threads run in parallel and a second concurrent caller gets a Set
+ * of its own (allocated once, kept). */
 #define PY_SSIZE_T_CLEAN
 #include <Python.h>
 #define NPY_NO_DEPRECATED_API NPY_1_7_API_VERSION
@@ -367,23 +373,19 @@ static void drop(Door* d, PyArrayObject** arrays, int* owned, int n) {
   (void)d;
 }
 
-/* call(first, inputs, out, all): first a tuple (at most the first input), inputs a dict by name */
-static PyObject* door_call(Door* d, PyObject* const* args, Py_ssize_t nargs) {
-  if (nargs != 4 || !PyTuple_CheckExact(args[0]) || !PyDict_CheckExact(args[1])) {
-    PyErr_SetString(PyExc_TypeError, "door.call(first: tuple, inputs: dict, out, all: bool)");
-    return NULL;
-  }
-  PyObject *first = args[0], *inputs = args[1], *out = args[2];
-  int all = PyObject_IsTrue(args[3]);
-  Py_ssize_t nfirst = PyTuple_GET_SIZE(first);
-  if (nfirst > 1 || PyDict_GET_SIZE(inputs) + nfirst != d->n_in) Py_RETURN_NOTIMPLEMENTED;
+/* The outputs of one call whose positional inputs are ``first`` (a tuple: at most the first
+ * input) and named inputs the dict ``inputs`` (which also holds ``skip`` entries that are no
+ * inputs: out=, threads=), when all is as the C code reads it; else NotImplemented. */
+static PyObject* evaluate_call(Door* d, PyObject* first, PyObject* inputs, Py_ssize_t skip, PyObject* out, int all) {
+  Py_ssize_t nfirst = PyTuple_GET_SIZE(first), named = inputs ? PyDict_GET_SIZE(inputs) - skip : 0;
+  if (!d->fn || nfirst > 1 || named + nfirst != d->n_in) Py_RETURN_NOTIMPLEMENTED;
   Set* s = take_set(d);
   if (!s) return NULL;
   for (int k = 0; k < d->n_in; ++k) {
     PyObject* v;
     if (k == 0 && nfirst) {
       v = PyTuple_GET_ITEM(first, 0);
-    } else if ((v = PyDict_GetItemWithError(inputs, d->in[k].name)) == NULL) {
+    } else if ((v = inputs ? PyDict_GetItemWithError(inputs, d->in[k].name) : NULL) == NULL) {
       give_set(d, s);
       if (PyErr_Occurred()) return NULL;
       Py_RETURN_NOTIMPLEMENTED;
@@ -410,11 +412,59 @@ static PyObject* door_call(Door* d, PyObject* const* args, Py_ssize_t nargs) {
   return result(d, arrays, owned, all);
 }
 
+/* _door_call(first, inputs, out, all): first a tuple (at most the first input), inputs a
+ * dict by name; the outputs, or NotImplemented (see the top of the file) */
+static PyObject* door_call(Door* d, PyObject* const* args, Py_ssize_t nargs) {
+  if (nargs != 4 || !PyTuple_CheckExact(args[0]) || !PyDict_CheckExact(args[1])) {
+    PyErr_SetString(PyExc_TypeError, "_door_call(first: tuple, inputs: dict, out, all: bool)");
+    return NULL;
+  }
+  int all = PyObject_IsTrue(args[3]);
+  return all < 0 ? NULL : evaluate_call(d, args[0], args[1], 0, args[2], all);
+}
+
+static PyObject *str_out, *str_threads, *str_evaluate;
+
+/* f(q, **inputs, out=None, threads=None): the first output.  What the door does not take
+ * goes to the instance's _evaluate(first, inputs, threads, out, True) (codegen/loader.py). */
+static PyObject* door_tp_call(Door* d, PyObject* args, PyObject* kwargs) {
+  PyObject *out = Py_None, *threads = Py_None, *x;
+  Py_ssize_t skip = 0;
+  if (kwargs && PyDict_GET_SIZE(kwargs)) {
+    if ((x = PyDict_GetItemWithError(kwargs, str_out)) != NULL) { out = x; skip++; }
+    else if (PyErr_Occurred()) return NULL;
+    if ((x = PyDict_GetItemWithError(kwargs, str_threads)) != NULL) { threads = x; skip++; }
+    else if (PyErr_Occurred()) return NULL;
+  }
+  if (threads == Py_None) {
+    PyObject* res = evaluate_call(d, args, kwargs, skip, out, 0);
+    if (res != Py_NotImplemented) return res;
+    Py_DECREF(res);
+  }
+  PyObject* inputs = kwargs ? PyDict_Copy(kwargs) : PyDict_New();
+  if (!inputs) return NULL;
+  PyObject* special[2] = {str_out, str_threads};
+  for (int k = 0; skip && k < 2; ++k) {
+    int has = PyDict_Contains(inputs, special[k]);
+    if (has < 0 || (has && PyDict_DelItem(inputs, special[k]) < 0)) {
+      Py_DECREF(inputs);
+      return NULL;
+    }
+  }
+  PyObject* res = PyObject_CallMethodObjArgs((PyObject*)d, str_evaluate, args, inputs, threads, out, Py_True, NULL);
+  Py_DECREF(inputs);
+  return res;
+}
+
 /* raw(values, out, all): values the list of inputs.as_input's arrays in manifest order; out
  * checked by the caller (an unacceptable one is a TypeError here) */
 static PyObject* door_raw(Door* d, PyObject* const* args, Py_ssize_t nargs) {
   if (nargs != 3 || !PyList_CheckExact(args[0]) || PyList_GET_SIZE(args[0]) != d->n_in) {
-    PyErr_SetString(PyExc_TypeError, "door.raw(values: list of every input, out, all: bool)");
+    PyErr_SetString(PyExc_TypeError, "_door_raw(values: list of every input, out, all: bool)");
+    return NULL;
+  }
+  if (!d->fn) {
+    PyErr_SetString(PyExc_TypeError, "_door_raw on a door bound to no function");
     return NULL;
   }
   int all = PyObject_IsTrue(args[2]);
@@ -430,7 +480,7 @@ static PyObject* door_raw(Door* d, PyObject* const* args, Py_ssize_t nargs) {
   int n = all ? d->n_out : 1, rc = output_arrays(d, args[1], all, arrays, owned);
   if (rc != 0) {
     give_set(d, s);
-    if (rc > 0) PyErr_SetString(PyExc_TypeError, "door.raw: unacceptable out");
+    if (rc > 0) PyErr_SetString(PyExc_TypeError, "_door_raw: unacceptable out");
     return NULL;
   }
   rc = evaluate(d, s, arrays, n);
@@ -443,23 +493,10 @@ static PyObject* door_raw(Door* d, PyObject* const* args, Py_ssize_t nargs) {
 }
 
 /* -- the type ------------------------------------------------------------------------------- */
+static void unbind(Door* d);
+
 static void door_dealloc(Door* d) {
-  while (d->pool) {
-    Set* s = d->pool;
-    d->pool = s->next;
-    free(s);
-  }
-  for (int k = 0; d->in && k < d->n_in; ++k) Py_XDECREF(d->in[k].name);
-  for (int k = 0; d->out && k < d->n_out; ++k) {
-    Py_XDECREF(d->out[k].name);
-    for (int r = 0; r < RING; ++r) Py_XDECREF(d->out[k].ring[r]);
-  }
-  PyMem_Free(d->in);
-  PyMem_Free(d->out);
-  PyMem_Free(d->units);
-  Py_XDECREF(d->keep);
-  Py_XDECREF(d->error);
-  Py_XDECREF(d->label);
+  unbind(d);
   Py_TYPE(d)->tp_free((PyObject*)d);
 }
 
@@ -522,10 +559,37 @@ static int parse_outputs(Door* d, PyObject* specs) {
   return 0;
 }
 
-/* Door(address, keep, error, label, inputs, outputs, q_index, units, unit_tol, work, release_gil)
+/* Door.__init__(address, keep, error, label, inputs, outputs, q_index, units, unit_tol, work,
+ * release_gil) binds a Door (or an instance of a subclass: CompiledFunction) to a function:
  *   inputs: [(name, rows, cols, vector, check)], outputs: [(name, shape tuple)],
- *   units: [(start, length)] in q, work: (sz_arg, sz_res, sz_iw, sz_w) */
-static PyObject* door_new(PyTypeObject* type, PyObject* args, PyObject* kwds) {
+ *   units: [(start, length)] in q, work: (sz_arg, sz_res, sz_iw, sz_w).
+ * An unbound one (never initialised, or whose binding failed) hands every call on. */
+static void unbind(Door* d) {
+  while (d->pool) {
+    Set* s = d->pool;
+    d->pool = s->next;
+    free(s);
+  }
+  d->pooled = 0;
+  for (int k = 0; d->in && k < d->n_in; ++k) Py_XDECREF(d->in[k].name);
+  for (int k = 0; d->out && k < d->n_out; ++k) {
+    Py_XDECREF(d->out[k].name);
+    for (int r = 0; r < RING; ++r) Py_XDECREF(d->out[k].ring[r]);
+  }
+  PyMem_Free(d->in);
+  PyMem_Free(d->out);
+  PyMem_Free(d->units);
+  d->in = NULL;
+  d->out = NULL;
+  d->units = NULL;
+  d->n_in = d->n_out = d->n_units = 0;
+  Py_CLEAR(d->keep);
+  Py_CLEAR(d->error);
+  Py_CLEAR(d->label);
+  d->fn = NULL;
+}
+
+static int door_init(Door* d, PyObject* args, PyObject* kwds) {
   unsigned long long address;
   PyObject *keep, *error, *label, *inputs, *outputs, *units;
   int q_index, release_gil;
@@ -533,27 +597,25 @@ static PyObject* door_new(PyTypeObject* type, PyObject* args, PyObject* kwds) {
   Py_ssize_t sz[4];
   if (kwds && PyDict_Size(kwds)) {
     PyErr_SetString(PyExc_TypeError, "Door takes positional arguments");
-    return NULL;
+    return -1;
   }
   if (!PyArg_ParseTuple(args, "KOOUO!O!iO!d(nnnn)p", &address, &keep, &error, &label, &PyList_Type, &inputs,
                         &PyList_Type, &outputs, &q_index, &PyList_Type, &units, &tol, &sz[0], &sz[1], &sz[2], &sz[3],
                         &release_gil))
-    return NULL;
+    return -1;
   if (!address || !PyType_Check(error) || !PyType_IsSubtype((PyTypeObject*)error, (PyTypeObject*)PyExc_Exception)) {
     PyErr_SetString(PyExc_ValueError, "Door: a function address and an exception class are needed");
-    return NULL;
+    return -1;
   }
-  Door* d = (Door*)type->tp_alloc(type, 0);
-  if (!d) return NULL;
-  d->fn = (casadi_fn)(uintptr_t)address;
+  unbind(d);
   Py_INCREF(keep); d->keep = keep;
   Py_INCREF(error); d->error = error;
   Py_INCREF(label); d->label = label;
   d->release_gil = release_gil;
   d->unit_tol = tol;
   if (parse_inputs(d, inputs) < 0 || parse_outputs(d, outputs) < 0) goto fail;
-  if (sz[0] < d->n_in || sz[1] < d->n_out || sz[2] < 0 || sz[3] < 0) {
-    PyErr_SetString(PyExc_ValueError, "Door: work sizes below the numbers of inputs and outputs");
+  if (d->n_out < 1 || sz[0] < d->n_in || sz[1] < d->n_out || sz[2] < 0 || sz[3] < 0) {
+    PyErr_SetString(PyExc_ValueError, "Door: no output, or work sizes below the numbers of inputs and outputs");
     goto fail;
   }
   d->sz_arg = sz[0]; d->sz_res = sz[1]; d->sz_iw = sz[2]; d->sz_w = sz[3];
@@ -577,17 +639,27 @@ static PyObject* door_new(PyTypeObject* type, PyObject* args, PyObject* kwds) {
       d->units[2 * u + 1] = len;
     }
   }
-  return (PyObject*)d;
+  d->fn = (casadi_fn)(uintptr_t)address;
+  return 0;
 fail:
-  Py_DECREF(d);
-  return NULL;
+  unbind(d);
+  return -1;
 }
 
+static PyObject* door_bound(Door* d, void* closure) {
+  (void)closure;
+  return PyBool_FromLong(d->fn != NULL);
+}
+
+static PyGetSetDef door_getset[] = {
+  {"_door_bound", (getter)door_bound, NULL, "whether calls go through the door", NULL},
+  {NULL, NULL, NULL, NULL, NULL}};
+
 static PyMethodDef door_methods[] = {
-  {"call", (PyCFunction)(void (*)(void))door_call, METH_FASTCALL,
-   "call(first, inputs, out, all): the outputs for inputs already as the C code reads them, else NotImplemented"},
-  {"raw", (PyCFunction)(void (*)(void))door_raw, METH_FASTCALL,
-   "raw(values, out, all): the outputs for inputs.as_input's arrays (every input, manifest order)"},
+  {"_door_call", (PyCFunction)(void (*)(void))door_call, METH_FASTCALL,
+   "_door_call(first, inputs, out, all): the outputs for inputs already as the C code reads them, else NotImplemented"},
+  {"_door_raw", (PyCFunction)(void (*)(void))door_raw, METH_FASTCALL,
+   "_door_raw(values, out, all): the outputs for inputs.as_input's arrays (every input, manifest order)"},
   {NULL, NULL, 0, NULL}};
 
 static PyTypeObject DoorType = {
@@ -595,10 +667,13 @@ static PyTypeObject DoorType = {
   .tp_name = "casadi_delassus_door.Door",
   .tp_basicsize = sizeof(Door),
   .tp_dealloc = (destructor)door_dealloc,
-  .tp_flags = Py_TPFLAGS_DEFAULT,
-  .tp_doc = "The call path of one generated function (casadi_delassus/codegen/door.py).",
+  .tp_call = (ternaryfunc)door_tp_call,
+  .tp_flags = Py_TPFLAGS_DEFAULT | Py_TPFLAGS_BASETYPE,
+  .tp_doc = "The call path of one generated function, the base of CompiledFunction (codegen/door.py).",
   .tp_methods = door_methods,
-  .tp_new = door_new,
+  .tp_getset = door_getset,
+  .tp_init = (initproc)door_init,
+  .tp_new = PyType_GenericNew,
 };
 
 static struct PyModuleDef door_module = {PyModuleDef_HEAD_INIT, "casadi_delassus_door", NULL, -1, NULL};
@@ -609,7 +684,10 @@ PyMODINIT_FUNC PyInit_casadi_delassus_door(void) {
   __builtin_cpu_init();
   has_avx = __builtin_cpu_supports("avx");
 #endif
-  if (PyType_Ready(&DoorType) < 0) return NULL;
+  str_out = PyUnicode_InternFromString("out");
+  str_threads = PyUnicode_InternFromString("threads");
+  str_evaluate = PyUnicode_InternFromString("_evaluate");
+  if (!str_out || !str_threads || !str_evaluate || PyType_Ready(&DoorType) < 0) return NULL;
   PyObject* m = PyModule_Create(&door_module);
   if (!m) return NULL;
   Py_INCREF(&DoorType);

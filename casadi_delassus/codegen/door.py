@@ -1,15 +1,18 @@
 """The thin Python door: ``f(q)`` through a small CPython extension (door.c) instead of ctypes.
 
 A ctypes call with numpy checks cost 10-20 µs per ``f(q)``, for functions that run in
-0.7-4 µs.  door.c is one extension type, compiled here once per Python, numpy, compiler and
-source (about 2 s, cached), that holds one checked function pointer and calls it from
-``CompiledFunction.__call__``/``outputs`` when the inputs are already what the C code reads
-(float64 arrays of the right shape, finite, unit quaternions within inputs.UNIT_TOL), and
-hands everything else back to the Python path (inputs.as_input: conversion or a one-line
-InputError), so both paths accept and refuse the same inputs and compute the same bits.
+0.5-3 µs.  door.c is one extension type, compiled here once per Python, numpy, compiler and
+source (about 2 s, cached), that CompiledFunction derives from: bound to the checked function
+pointer, its ``f(q)`` calls the C code when the inputs are already what it reads (float64
+arrays of the right shape, finite, unit quaternions within inputs.UNIT_TOL) and hands
+everything else to the Python path (CompiledFunction._evaluate, inputs.as_input: conversion or
+a one-line InputError), so both paths accept and refuse the same inputs and compute the same
+bits.
 
-Where the extension cannot be built (no Python.h, no compiler) or ``CASADI_DELASSUS_DOOR=ctypes``
-is set, calls go through ctypes as before (``f.door`` says which).
+Where the extension cannot be built (no Python.h, no compiler) CompiledFunction derives from
+``PythonCall`` instead and every call goes through ctypes as before; with
+``CASADI_DELASSUS_DOOR=ctypes`` set when a function is loaded its door stays unbound (``f.door``
+says which).
 
 The built module is cached in ``$CASADI_DELASSUS_CACHE/door`` (default
 ``$XDG_CACHE_HOME/casadi_delassus/door``, ``~/.cache/...``), used only when that folder is
@@ -146,19 +149,38 @@ def _input_spec(spec):
     return (spec["name"], rows, cols, len(shape) == 1, CHECK_POSITIVE if spec["name"] == "R" else CHECK_FINITE)
 
 
-def attach(f, release_gil=True):
-    """The Door of the CompiledFunction ``f`` (its checked symbol ``f._fn`` from the library
-    ``f._lib``), or None when the extension is not available."""
+class PythonCall:
+    """CompiledFunction's base where the door cannot be built: every call goes to _evaluate."""
+    _door_bound = False
+
+    def __init__(self, *binding):
+        pass
+
+    def __call__(self, *first, threads=None, out=None, **inputs):
+        return self._evaluate(first, inputs, threads, out, True)
+
+    def _door_call(self, first, inputs, out, all_outputs):
+        return NotImplemented
+
+
+def base():
+    """CompiledFunction's base class: the extension's Door, or PythonCall without it."""
     module = extension()
-    if module is None:
+    return PythonCall if module is None else module.Door
+
+
+def binding(f, release_gil=True):
+    """The arguments of Door.__init__ for the CompiledFunction ``f`` (its checked symbol
+    ``f._fn`` from the library ``f._lib``), or None when calls are to go through ctypes
+    (no extension, or CASADI_DELASSUS_DOOR=ctypes)."""
+    if extension() is None:
         return None
     names = [i["name"] for i in f.inputs]
     q_index = names.index("q") if "q" in names else -1
     units = [(sl.start, sl.stop - sl.start) for _, sl, _ in unit_blocks(f.manifest)] if q_index >= 0 else []
     work = f._work
-    return module.Door(ctypes.cast(f._fn, ctypes.c_void_p).value, f._lib, DelassusError, f.manifest["function"],
-                       [_input_spec(i) for i in f.inputs],
-                       [(o["name"], tuple(int(d) for d in o["shape"])) for o in f.output_specs],
-                       q_index, units, UNIT_TOL,
-                       (max(work["sz_arg"], len(f.inputs)), max(work["sz_res"], len(f.output_specs)),
-                        max(work["sz_iw"], 0), max(work["sz_w"], 0)), release_gil)
+    return (ctypes.cast(f._fn, ctypes.c_void_p).value, f._lib, DelassusError, f.manifest["function"],
+            [_input_spec(i) for i in f.inputs], [(o["name"], tuple(int(d) for d in o["shape"])) for o in f.output_specs],
+            q_index, units, UNIT_TOL,
+            (max(work["sz_arg"], len(f.inputs)), max(work["sz_res"], len(f.output_specs)), max(work["sz_iw"], 0),
+             max(work["sz_w"], 0)), release_gil)

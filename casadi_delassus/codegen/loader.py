@@ -171,11 +171,13 @@ class _Buffers(threading.local):
                       (ctypes.c_longlong * max(work["sz_iw"], 1))(), (ctypes.c_double * max(work["sz_w"], 1))())
 
 
-class CompiledFunction:
-    """``f(q, **inputs) -> numpy array`` (the first output); ``f.outputs(...)`` gives all.
-    ``inputs`` are named as in the manifest: vectors (v, tau, k, R, …) and runtime K_<link>.
-    ``op_count`` and ``manifest`` describe the generated code.  Safe to call from several
-    threads at once (per-thread buffers)."""
+class CompiledFunction(door.base()):
+    """``f(q, **inputs) -> numpy array`` (the first output, a new array, or ``out=`` filled);
+    ``f.outputs(...)`` gives all.  ``inputs`` are named as in the manifest: vectors (v, tau,
+    k, R, lam, …) and runtime K_<link>.  ``op_count`` and ``manifest`` describe the generated
+    code.  Safe to call from several threads at once (per-call buffers).  ``f(q)`` itself is
+    the door's (codegen/door.py), which calls the C code for inputs it reads as they are and
+    hands every other call to ``_evaluate``."""
 
     def __init__(self, manifest_path, backend="ctypes"):
         self.manifest_path = Path(manifest_path)
@@ -190,8 +192,9 @@ class CompiledFunction:
             lib, mapped = open_library(self.so_path, m["files"]["so"])
             self._fn, self._work = check_library(lib, mapped, self.so_path, m)
             self._lib, self._mapped, self._buffers = lib, mapped, _Buffers(*self._sizes, self._work)
-            self._door = door.attach(self) if backend == "ctypes" else None
-            self._call = self._door.call if self._door is not None else None
+            binding = door.binding(self) if backend == "ctypes" else None
+            if binding:
+                super().__init__(*binding)
             if backend == "casadi":
                 import casadi as ca
                 self._fn = open_library(self.so_path, m["files"]["so"], lambda p: ca.external(m["function"], p))[0]
@@ -212,7 +215,7 @@ class CompiledFunction:
     def door(self):
         """How a single call reaches the C code: 'door.c' (the C extension, codegen/door.py),
         'ctypes' (where it cannot be built) or 'casadi'."""
-        return "casadi" if self.backend == "casadi" else "door.c" if self._door is not None else "ctypes"
+        return "casadi" if self.backend == "casadi" else "door.c" if self._door_bound else "ctypes"
 
     def _fill(self, first, inputs):
         """The inputs in manifest order: ``first`` (a tuple of at most one array) is the first
@@ -254,8 +257,8 @@ class CompiledFunction:
             return res[self.output_specs[0]["name"]] if only_first else res
         values = self._fill(first, inputs)
         given = self._given_outputs(out, only_first)
-        if self._door is not None:
-            return self._door.raw(values, out if only_first else given or None, not only_first)
+        if self._door_bound:
+            return self._door_raw(values, out if only_first else given or None, not only_first)
         if self.backend == "casadi":
             res = self._fn(*[v.reshape(i["shape"], order="F") for v, i in zip(values, self.inputs)])
             res = res if isinstance(res, (list, tuple)) else [res]
@@ -279,22 +282,11 @@ class CompiledFunction:
         ``out`` {name: array} writes those outputs into the given arrays.
         A batch (q of shape N x nq) gives N x (output shape) each (codegen/batch.py: ``threads``
         default all cores, ``out`` {name: array} to reuse memory)."""
-        call = self._call
-        if call is not None and threads is None:
-            res = call(first, inputs, out, True)
+        if threads is None:
+            res = self._door_call(first, inputs, out, True)
             if res is not NotImplemented:
                 return res
         return self._evaluate(first, inputs, threads, out, False)
-
-    def __call__(self, *first, threads=None, out=None, **inputs):
-        """The first output, a new array (or ``out``, filled).  The door (codegen/door.py) takes
-        the call when the inputs are float64 arrays as the C code reads them, else _evaluate."""
-        call = self._call
-        if call is not None and threads is None:
-            res = call(first, inputs, out, False)
-            if res is not NotImplemented:
-                return res
-        return self._evaluate(first, inputs, threads, out, True)
 
     def map_blocks(self, Q, output=None, threads=1, **inputs):
         """This function on every block of rows of a dask array of configurations (codegen/distributed.py)."""
@@ -344,7 +336,9 @@ class StagedFunction:
             if stored is None:
                 raise DelassusError(f"run stage {before!r} before {stage!r}")
             inputs[work_in] = stored
-        out = f.outputs(**inputs)
+        out = f._door_call((), inputs, None, True)              # the door, else the Python path
+        if out is NotImplemented:
+            out = f.outputs(**inputs)
         for name in stale:                      # what later stages stored is stale now
             self._work.pop(name, None)
         if work_out:
