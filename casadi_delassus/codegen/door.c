@@ -373,6 +373,30 @@ static void drop(Door* d, PyArrayObject** arrays, int* owned, int n) {
   (void)d;
 }
 
+/* With the Set s filled: the output arrays (out, or new ones), the call, the result; s goes
+ * back to the pool.  An unacceptable out is NotImplemented (``strict``: a TypeError). */
+static PyObject* finish(Door* d, Set* s, PyObject* out, int all, int strict) {
+  PyArrayObject* arrays[d->n_out];
+  int owned[d->n_out];
+  int n = all ? d->n_out : 1, rc = output_arrays(d, out, all, arrays, owned);
+  if (rc != 0) {
+    give_set(d, s);
+    if (rc < 0) return NULL;
+    if (strict) {
+      PyErr_SetString(PyExc_TypeError, "_door_raw: unacceptable out");
+      return NULL;
+    }
+    Py_RETURN_NOTIMPLEMENTED;
+  }
+  rc = evaluate(d, s, arrays, n);
+  give_set(d, s);
+  if (rc < 0) {
+    drop(d, arrays, owned, n);
+    return NULL;
+  }
+  return result(d, arrays, owned, all);
+}
+
 /* The outputs of one call whose positional inputs are ``first`` (a tuple: at most the first
  * input) and named inputs the dict ``inputs`` (which also holds ``skip`` entries that are no
  * inputs: out=, threads=), when all is as the C code reads it; else NotImplemented. */
@@ -395,21 +419,7 @@ static PyObject* evaluate_call(Door* d, PyObject* first, PyObject* inputs, Py_ss
       Py_RETURN_NOTIMPLEMENTED;
     }
   }
-  PyArrayObject* arrays[d->n_out];
-  int owned[d->n_out];
-  int n = all ? d->n_out : 1, rc = output_arrays(d, out, all, arrays, owned);
-  if (rc != 0) {
-    give_set(d, s);
-    if (rc < 0) return NULL;
-    Py_RETURN_NOTIMPLEMENTED;
-  }
-  rc = evaluate(d, s, arrays, n);
-  give_set(d, s);
-  if (rc < 0) {
-    drop(d, arrays, owned, n);
-    return NULL;
-  }
-  return result(d, arrays, owned, all);
+  return finish(d, s, out, all, 0);
 }
 
 /* _door_call(first, inputs, out, all): first a tuple (at most the first input), inputs a
@@ -475,21 +485,7 @@ static PyObject* door_raw(Door* d, PyObject* const* args, Py_ssize_t nargs) {
       give_set(d, s);
       return NULL;
     }
-  PyArrayObject* arrays[d->n_out];
-  int owned[d->n_out];
-  int n = all ? d->n_out : 1, rc = output_arrays(d, args[1], all, arrays, owned);
-  if (rc != 0) {
-    give_set(d, s);
-    if (rc > 0) PyErr_SetString(PyExc_TypeError, "_door_raw: unacceptable out");
-    return NULL;
-  }
-  rc = evaluate(d, s, arrays, n);
-  give_set(d, s);
-  if (rc < 0) {
-    drop(d, arrays, owned, n);
-    return NULL;
-  }
-  return result(d, arrays, owned, all);
+  return finish(d, s, args[1], all, 1);
 }
 
 /* -- the type ------------------------------------------------------------------------------- */
