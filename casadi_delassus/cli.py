@@ -4,6 +4,7 @@ from __future__ import annotations
 import signal
 import sys
 import time
+import warnings
 
 import click
 
@@ -11,6 +12,7 @@ from . import api, report
 from .algorithms import ALGORITHMS, AUTO, get_algorithm
 from .check import DEFAULT_TOL, KAPPA_FREE, TOLERANCE_RULE, check_delassus, compare
 from .codegen.build import DEFAULT_CFLAGS, check_osim, gives_osim
+from .codegen.door import DoorWarning
 from .codegen.opcount import count_ops
 from .codegen.trace import AUTO_RULE, choose_cheapest, trace
 from .errors import DelassusError
@@ -341,6 +343,7 @@ def _terminate(signum, frame):
 
 
 def main(argv=None):
+    warnings.filterwarnings("ignore", category=DoorWarning)     # the CLI's own calls need no fast door
     try:
         previous = signal.signal(signal.SIGTERM, _terminate)
     except ValueError:          # not the main thread: leave signals to the caller

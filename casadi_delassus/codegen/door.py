@@ -10,7 +10,8 @@ a one-line InputError), so both paths accept and refuse the same inputs and comp
 bits.
 
 Where the extension cannot be built (no Python.h, no compiler) CompiledFunction derives from
-``PythonCall`` instead and every call goes through ctypes as before; with
+``PythonCall`` instead and every call goes through ctypes as before (one DoorWarning when the
+first function is loaded, which the command line ignores); with
 ``CASADI_DELASSUS_DOOR=ctypes`` set when a function is loaded its door stays unbound (``f.door``
 says which).
 
@@ -72,9 +73,9 @@ def _private(folder):
     return st.st_uid == os.getuid() and not st.st_mode & (stat.S_IWGRP | stat.S_IWOTH)
 
 
-def _key(cc):
-    data = [SOURCE.read_bytes(), sys.version, sysconfig.get_config_var("EXT_SUFFIX"), np.__version__,
-            shlex.split(cc)[0], CFLAGS]
+def _key():
+    """What the built module depends on (not the compiler that built it)."""
+    data = [SOURCE.read_bytes(), sys.version, sysconfig.get_config_var("EXT_SUFFIX"), np.__version__, CFLAGS]
     return hashlib.sha256(repr(data).encode()).hexdigest()[:16]
 
 
@@ -107,8 +108,7 @@ def _import(path):
 
 
 def _build():
-    cc = find_compiler(None)
-    name = f"{MODULE}-{_key(cc)}{sysconfig.get_config_var('EXT_SUFFIX') or '.so'}"
+    name = f"{MODULE}-{_key()}{sysconfig.get_config_var('EXT_SUFFIX') or '.so'}"
     folder = _cache_dir()
     if not _private(folder):
         folder = Path(tempfile.mkdtemp(prefix="casadi_delassus-door-"))
@@ -119,8 +119,12 @@ def _build():
         except ImportError:       # damaged: build it again
             pass
     with step("compiling the Python door (door.c, once per Python and numpy)"):
-        _compile(cc, target)
+        _compile(find_compiler(None), target)
     return _import(target)
+
+
+class DoorWarning(RuntimeWarning):
+    """Single calls go through ctypes: the door could not be built (the CLI ignores it)."""
 
 
 def extension():
@@ -134,9 +138,14 @@ def extension():
                 _state["module"] = _build()
             except (DelassusError, OSError, ImportError) as exc:
                 _state["why"] = str(exc).splitlines()[0] if str(exc) else type(exc).__name__
-                warnings.warn(f"casadi_delassus: single calls go through ctypes (~10 µs each): {_state['why']}",
-                              RuntimeWarning, stacklevel=3)
         return _state["module"]
+
+
+def _warn_once():
+    if _state["why"] and not _state.get("warned"):
+        _state["warned"] = True
+        warnings.warn(f"casadi_delassus: single calls go through ctypes (~10 µs each): {_state['why']}", DoorWarning,
+                      stacklevel=4)
 
 
 def why():
@@ -174,6 +183,7 @@ def binding(f, release_gil=True):
     ``f._fn`` from the library ``f._lib``), or None when calls are to go through ctypes
     (no extension, or CASADI_DELASSUS_DOOR=ctypes)."""
     if extension() is None:
+        _warn_once()
         return None
     names = [i["name"] for i in f.inputs]
     q_index = names.index("q") if "q" in names else -1
