@@ -234,3 +234,17 @@ def test_without_the_extension_calls_go_through_ctypes(tmp_path, go1_k):
     assert r.returncode == 0, r.stderr
     first, second = r.stdout.splitlines()
     assert first.startswith("ctypes 1 casadi_delassus: single calls go through ctypes") and second == "(12, 12)"
+
+
+def test_a_cache_folder_others_can_write_is_not_used(tmp_path, go1_k):
+    """A door cache folder writable by others (where someone could plant a module) is left
+    alone: the door is built for this process in a private temporary folder, removed once
+    loaded."""
+    shared = tmp_path / "door"
+    shared.mkdir()
+    shared.chmod(0o777)
+    script = f"import casadi_delassus as cd; print(cd.load({str(go1_k.manifest_path)!r}).door)"
+    env = dict(os.environ, CASADI_DELASSUS_CACHE=str(tmp_path))
+    r = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, env=env)
+    assert r.returncode == 0 and r.stdout.strip() == "door.c", r.stderr
+    assert not list(shared.iterdir())

@@ -110,17 +110,23 @@ def _import(path):
 def _build():
     name = f"{MODULE}-{_key()}{sysconfig.get_config_var('EXT_SUFFIX') or '.so'}"
     folder = _cache_dir()
-    if not _private(folder):
-        folder = Path(tempfile.mkdtemp(prefix="casadi_delassus-door-"))
-    target = folder / name
-    if target.is_file():
-        try:
-            return _import(target)
-        except ImportError:       # damaged: build it again
-            pass
-    with step("compiling the Python door (door.c, once per Python and numpy)"):
-        _compile(find_compiler(None), target)
-    return _import(target)
+    if _private(folder):
+        target = folder / name
+        if target.is_file():
+            try:
+                return _import(target)
+            except ImportError:       # damaged: build it again
+                pass
+        with step("compiling the Python door (door.c, once per Python and numpy)"):
+            _compile(find_compiler(None), target)
+        return _import(target)
+    folder = Path(tempfile.mkdtemp(prefix="casadi_delassus-door-"))     # this process only
+    try:
+        with step("compiling the Python door (door.c; no private cache folder)"):
+            _compile(find_compiler(None), folder / name)
+        return _import(folder / name)             # mapped: the file is not needed any more
+    finally:
+        shutil.rmtree(folder, ignore_errors=True)
 
 
 class DoorWarning(RuntimeWarning):
