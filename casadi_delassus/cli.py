@@ -4,6 +4,7 @@ from __future__ import annotations
 import signal
 import sys
 import time
+import warnings
 
 import click
 
@@ -11,6 +12,7 @@ from . import api, report
 from .registry import ALGORITHMS, AUTO, AUTO_RULE, get_algorithm
 from .verify.check import DEFAULT_TOL, KAPPA_FREE, TOLERANCE_RULE, check_delassus, compare
 from .codegen.build import DEFAULT_CFLAGS, check_osim, gives_osim
+from .codegen.door import DoorWarning
 from .opcount import count_ops
 from .codegen.trace import choose_cheapest, trace
 from .errors import DelassusError
@@ -299,15 +301,22 @@ def library(robot, scenario, specs, algorithm, modes, osim, cse, out_dir, cflags
 @click.option("--pinocchio", "pin_method", type=click.Choice(["auto", "cpp", "python", "none"]), default="auto",
               show_default=True, help="Pinocchio timing: C++ against the pin wheel, Python, or auto (C++ if it builds)")
 @click.option("--results", "results_dir", default=None, metavar="DIR", help="also write DIR/runtime.md, .csv and a PNG")
+@click.option("--batch", "batch_n", type=click.IntRange(min=1), default=None, metavar="N",
+              help="instead: configurations per µs of the single call, the batch of N on one and on all cores "
+                   "(C and Python), Pinocchio and MuJoCo, against the measured peaks (DIR/batch.md with --results)")
 @_with(_gen_opts)
-def bench(robot, scenario, specs, algorithms, reps, calls, samples, pin_method, results_dir, out_dir, cflags, cc, force,
-          name):
+def bench(robot, scenario, specs, algorithms, reps, calls, samples, pin_method, results_dir, batch_n, out_dir, cflags,
+          cc, force, name):
     """Time the generated C (a C harness calling the compiled .so) against Pinocchio's
     computeDelassusMatrix (constraintDynamics for the constrained-dynamics solvers, aba for
-    aba) on the same inputs."""
+    aba) on the same inputs; with --batch N the batched evaluation (casadi_delassus/timing/batch_bench.py)."""
     from . import timing
     from .registry import delassus_algorithms, dynamics_algorithms
     robot, cs, _ = _resolve(robot, scenario, specs)
+    if batch_n:
+        return _bench_batch(robot, cs if specs else (scenario or api.default_constraints(robot)), algorithms, reps,
+                            batch_n, results_dir, dict(out_dir=out_dir, cflags=_cflags(cflags), cc=cc, force=force,
+                                                       name=name))
     names = list(algorithms) or ["all"]
     names = [n for x in names for n in (delassus_algorithms() if x == "all" else
                                          dynamics_algorithms() if x == "dynamics" else [x])]
@@ -322,6 +331,30 @@ def bench(robot, scenario, specs, algorithms, reps, calls, samples, pin_method, 
     if results_dir:
         for p in timing.write_results([res], results_dir):
             click.echo(f"-> {p}")
+
+
+def _bench_batch(robot, constraints, algorithms, reps, n, results_dir, generate):
+    import json
+    import os
+    import shlex
+    from pathlib import Path
+    from .timing import batch_bench
+    if len(algorithms) > 1:
+        raise click.UsageError("--batch times one algorithm (-a ALGO, default auto)")
+    say = lambda s: click.echo(s, err=True)     # noqa: E731
+    cpus = os.sched_getaffinity(0)
+    peaks = batch_bench.measure_peaks(max(cpus), say)
+    res = batch_bench.run(robot, constraints, (algorithms or [AUTO])[0], reps=reps, n_c=n, n_py=n, all_cpus=cpus,
+                          progress=say, generate=generate)
+    command = shlex.join(["casadi-delassus", *sys.argv[1:]])
+    text = batch_bench.markdown([res], peaks, command, reps)
+    click.echo(text)
+    if results_dir:
+        out = Path(results_dir)
+        out.mkdir(parents=True, exist_ok=True)
+        (out / "batch.md").write_text(text)
+        (out / "batch.json").write_text(json.dumps(batch_bench.as_json([res], peaks), indent=1))
+        click.echo(f"-> {out / 'batch.md'}, batch.json")
 
 
 @cli.command()
@@ -363,6 +396,7 @@ def _terminate(signum, frame):
 
 
 def main(argv=None):
+    warnings.filterwarnings("ignore", category=DoorWarning)     # the CLI's own calls need no fast door
     try:
         previous = signal.signal(signal.SIGTERM, _terminate)
     except ValueError:          # not the main thread: leave signals to the caller

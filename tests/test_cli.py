@@ -116,3 +116,10 @@ def test_demo_runs_the_cheapest_algorithm_on_talos(tmp_path):
     assert r.returncode == 0, r.stderr
     assert "algorithm: auto -> " in r.stdout and "max relative error vs NumPy reference over 20 random q" in r.stdout
     assert (tmp_path / "talos" / "2F" / "auto.so").is_file()
+
+
+@pytest.mark.parametrize("args, words", [(["--batch", "0"], "0 is not in the range x>=1"),
+                                         (["--batch", "8", "-a", "naive", "-a", "pv_osim"], "--batch times one algorithm")])
+def test_bench_batch_option_errors(args, words):
+    r = run("bench", "go1", "-s", "4F3", *args)
+    assert r.returncode == 2 and words in r.stderr

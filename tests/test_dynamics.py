@@ -341,7 +341,10 @@ def test_block_elimination_needs_no_invertible_block():
 
 
 def test_compiled(out_dir):
-    """One compiled case: the .so agrees with the traced Function and the reference."""
+    """One compiled case: the .so agrees with the reference, to 1e-9 or, where pv_early's
+    elimination pivot is small (3.5e-7 at the third sample), to within 10 times what moving
+    the joint angles by one ulp already does to the compiled result (there 3.3e-10; the
+    rounding of the generated code, a few ulp of sin/cos included, gave 3e-10 to 1.3e-9)."""
     robot = _robot("go1")
     f = generate(robot, "4F3", "pv_early", out_dir=out_dir)
     rng = np.random.default_rng(3)
@@ -349,8 +352,11 @@ def test_compiled(out_dir):
     for _ in range(3):
         q, v, t, k = robot.random_q(rng), rng.normal(size=robot.nv), rng.normal(size=robot.nv), rng.normal(size=cs.m)
         out = {n: np.ravel(x) for n, x in f.outputs(q, v=v, tau=t, k=k).items()}
+        q_ulp = np.r_[q[:7], np.nextafter(q[7:], np.inf)]
+        moved = {n: np.ravel(x) for n, x in f.outputs(q_ulp, v=v, tau=t, k=k).items()}
         vd, lam = ref.constrained_dynamics(robot, cs, q, v, t, k)
-        assert relative_error(out["vdot"], vd) <= 1e-9 and relative_error(out["lam"], lam) <= 1e-9
+        for name, want in (("vdot", vd), ("lam", lam)):
+            assert relative_error(out[name], want) <= max(1e-9, 10 * relative_error(moved[name], out[name])), (name, out["pivot"])
     assert f.manifest["outputs"][0]["name"] == "vdot" and get_algorithm("pv_early").inputs == ("v", "tau", "k")
 
 

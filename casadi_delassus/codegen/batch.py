@@ -39,15 +39,12 @@ import numpy as np
 
 from ..errors import CompilerError, DelassusError, InputError
 from .escape import Safe, c_comment, c_ident
+from .inputs import out_array
+from .sincos import hoisted_body
+from .statements import ASSIGN, DECL, INPUT, OUTPUT, fail, function_body
 
 # -- the rewrite of CasADi's function body ------------------------------------------------
-_BODY_START = ("static int casadi_f0(const casadi_real** arg, casadi_real** res, casadi_int* iw, "
-               "casadi_real* w, int mem) {")
-_VAR = re.compile(r"a\d+")
-_DECL = re.compile(r"  casadi_real (a\d+(?:, a\d+)*);")
-_INPUT = re.compile(r"  (a\d+)=arg\[(\d+)\]\? arg\[\2\]\[(\d+)\] : 0;")
-_OUTPUT = re.compile(r"  if \(res\[(\d+)\]!=0\) res\[\1\]\[(\d+)\]=(.+);")
-_ASSIGN = re.compile(r"  (a\d+)=(.+);")
+_HOISTED = re.compile(r"  (a\d+)=cd_(?:sin|cos)\[\d+\];")
 _TOKEN = re.compile(r"\s*(?:(?P<num>(?:\d+\.?\d*|\.\d+)(?:[eE][-+]?\d+)?)|(?P<name>[A-Za-z_]\w*)|"
                     r"(?P<op><=|>=|==|!=|&&|\|\||[-+*/<>!?:(),]))")
 
@@ -67,7 +64,7 @@ _COMPARE = ("<", "<=", ">", ">=", "==", "!=")
 
 
 def _fail(lineno, line, why):
-    raise CompilerError(f"cannot vectorise line {lineno} of the generated code ({why}): {line.strip()[:120]}")
+    fail(lineno, line, why, "vectorise")
 
 
 class _Expression:
@@ -180,45 +177,37 @@ class _Expression:
         return f"{name}({', '.join(args)})"
 
 
-def function_body(casadi_code):
-    """The lines of CasADi's one evaluation function (casadi_f0) in ``casadi_code``."""
-    lines = casadi_code.splitlines()
-    starts = [i for i, l in enumerate(lines) if l.startswith("static int casadi_f")]
-    if len(starts) != 1 or lines[starts[0]] != _BODY_START:
-        raise CompilerError("cannot vectorise: expected exactly one CasADi function body "
-                            f"'{_BODY_START[:40]}…', found {len(starts)}")
-    end = next((i for i in range(starts[0] + 1, len(lines)) if lines[i] == "}"), None)
-    if end is None:
-        raise CompilerError("cannot vectorise: the CasADi function body has no end")
-    return starts[0] + 1, lines[starts[0] + 1:end]
-
-
 def vectorize(casadi_code, n_in, n_out, in_sizes, out_sizes):
     """The body of ``cd_batch_kernel(const cd_batch_v** arg, cd_batch_v** res)``: CasADi's
     scalar body with every statement rewritten for vectors.  Inputs and outputs must be read
     and written within ``in_sizes`` / ``out_sizes`` entries (checked)."""
     first, body = function_body(casadi_code)
+    body, angles = hoisted_body(body)          # sin/cos of inputs first, as the single call (codegen/sincos.py)
     variables, out = set(), []
     for lineno, line in enumerate(body, first + 1):
         if not line.strip():
             continue
-        if m := _DECL.fullmatch(line):
+        if m := _HOISTED.fullmatch(line):
+            if m[1] not in variables:
+                _fail(lineno, line, f"assignment to undeclared {m[1]!r}")
+            out.append(line)
+        elif m := DECL.fullmatch(line):
             names = m[1].split(", ")
             if variables & set(names):
                 _fail(lineno, line, "variable declared twice")
             variables.update(names)
             out.append(f"  cd_batch_v {m[1]};")
-        elif m := _INPUT.fullmatch(line):
+        elif m := INPUT.fullmatch(line):
             var, i, k = m[1], int(m[2]), int(m[3])
             if var not in variables or i >= n_in or k >= in_sizes[i]:
                 _fail(lineno, line, "input read out of range or into an undeclared variable")
             out.append(f"  {var}=arg[{i}][{k}];")
-        elif m := _OUTPUT.fullmatch(line):
+        elif m := OUTPUT.fullmatch(line):
             i, k = int(m[1]), int(m[2])
             if i >= n_out or k >= out_sizes[i]:
                 _fail(lineno, line, "output written out of range")
             out.append(f"  res[{i}][{k}]={_Expression(m[3], variables, lineno, line).parse()};")
-        elif m := _ASSIGN.fullmatch(line):
+        elif m := ASSIGN.fullmatch(line):
             if m[1] not in variables:
                 _fail(lineno, line, f"assignment to undeclared {m[1]!r}")
             out.append(f"  {m[1]}={_Expression(m[2], variables, lineno, line).parse()};")
@@ -228,6 +217,11 @@ def vectorize(casadi_code, n_in, n_out, in_sizes, out_sizes):
             _fail(lineno, line, "unknown statement")
     if not out or out[-1] != "  return 0;":
         raise CompilerError("cannot vectorise: the CasADi function body does not end with 'return 0;'")
+    if angles:
+        decls = next(k for k, line in enumerate(out) if not line.startswith("  cd_batch_v "))
+        out[decls:decls] = [f"  cd_batch_v cd_sin[{len(angles)}], cd_cos[{len(angles)}];"] + \
+            [f"  cd_sin[{j}]=cd_batch_sin(arg[{i}][{k}]); cd_cos[{j}]=cd_batch_cos(arg[{i}][{k}]);"
+             for j, (i, k) in enumerate(angles)]
     return "\n".join(out)
 
 
@@ -267,18 +261,25 @@ def render(f, manifest, casadi_code, env):
     return env.get_template("batch.c.j2").render(ctx), env.get_template("batch.h.j2").render(ctx)
 
 
-def target(manifest, c_file, cflags, cc):
-    """The manifest's ``batch`` entry: the entry point and what the compiler picks for the
-    batched code of ``c_file`` with ``cflags`` (lanes, isa, sincos), read back from the C
-    preprocessor, so that the manifest states what the .so holds."""
+def macros(c_file, cflags, cc):
+    """The CD_* macros the C preprocessor defines for ``c_file`` with ``cflags`` (what the
+    target picks: lanes, instruction set, sin/cos routes), so that the manifest states what
+    the .so holds."""
     try:
         proc = subprocess.run([*shlex.split(cc), *[f for f in cflags if not f.startswith("-O")], "-E", "-dM", str(c_file)],
                               capture_output=True, text=True, errors="replace")
     except OSError as exc:
         raise CompilerError(f"cannot run the C compiler {cc}: {exc}") from None
-    macros = dict(re.findall(r"^#define (CD_BATCH_(?:LANES|ISA|SINCOS)) (.+)$", proc.stdout, re.M))
-    if proc.returncode != 0 or len(macros) != 3:
-        raise CompilerError(f"cannot read the batch target of {Path(c_file).name}: {proc.stderr.strip()[:200]}")
+    if proc.returncode != 0:
+        raise CompilerError(f"cannot read the targets of {Path(c_file).name}: {proc.stderr.strip()[:200]}")
+    return dict(re.findall(r"^#define (CD_\w+) (.+)$", proc.stdout, re.M))
+
+
+def target(manifest, macros):
+    """The manifest's ``batch`` entry: the entry point and what the compiler picks for the
+    batched code (``macros``: see macros())."""
+    if not {"CD_BATCH_LANES", "CD_BATCH_ISA", "CD_BATCH_SINCOS"} <= set(macros):
+        raise CompilerError(f"cannot read the batch target of {manifest['function']}: its CD_BATCH_ macros are missing")
     return {"entry": f"{manifest['function']}_batch", "lanes": int(macros["CD_BATCH_LANES"]), "isa": macros["CD_BATCH_ISA"].strip('"'),
             "sincos": macros["CD_BATCH_SINCOS"].strip('"'), "layout": "batch first, row-major (C order) per instance"}
 
@@ -362,7 +363,7 @@ def _first_value(f, first, inputs):
     return first[0] if first else inputs.get(name)
 
 
-def is_batched(f, first, inputs, threads=None, out=None):
+def is_batched(f, first, inputs, threads=None):
     """Whether a call of ``f`` is a batch: its first input (q, or a stage's own first input) is
     given with a leading batch dimension, i.e. has one dimension more than one instance
     (a column vector of the right size stays a single call)."""
@@ -373,8 +374,6 @@ def is_batched(f, first, inputs, threads=None, out=None):
     except ValueError:          # ragged: not a batch; the single call's checks name the problem
         shape = ()
     batched = len(shape) == len(spec) + 1 and not (len(spec) == 1 and shape == (spec[0], 1))
-    if not batched and out is not None:
-        raise InputError("out= is for batches (q with a leading batch dimension, N x nq)")
     if threads is not None and (not isinstance(threads, (int, np.integer)) or threads < 1):
         raise InputError(f"threads must be a positive integer, got {threads!r}")
     return batched
@@ -411,16 +410,18 @@ def _batch_inputs(f, first, inputs):
     return n, values
 
 
+def aligned_empty(shape, align=64):
+    """np.empty(shape) whose data starts at a multiple of ``align`` bytes (the batched code
+    streams large outputs with aligned vector stores)."""
+    size = int(np.prod(shape))
+    raw = np.empty(size + align // 8)
+    start = (-raw.ctypes.data % align) // 8
+    return raw[start:start + size].reshape(shape)
+
+
 def _output_buffer(spec, n, given):
     shape = (n, *spec["shape"])
-    if given is None:
-        return np.empty(shape)
-    if not isinstance(given, np.ndarray) or given.dtype != np.float64 or given.shape != shape or \
-            not given.flags.c_contiguous or not given.flags.writeable:
-        got = f"{given.dtype} {given.shape}" if isinstance(given, np.ndarray) else type(given).__name__
-        raise InputError(f"out for {spec['name']} must be a writeable C-contiguous float64 array of shape {shape}, "
-                         f"got {got}")
-    return given
+    return aligned_empty(shape) if given is None else out_array(spec["name"], shape, given)
 
 
 def evaluate(f, first, inputs, threads=None, out=None, only_first=False):

@@ -21,7 +21,7 @@ from ..registry import AUTO, get_algorithm, is_auto
 from ..errors import CompilerError, DelassusError
 from ..progress import step
 from . import artifact
-from . import batch
+from . import batch, sincos
 from .emit import render, work_sizes
 from ..opcount import count_ops
 from .trace import choose_cheapest, trace
@@ -42,6 +42,12 @@ AUTO_MATH = ("-freciprocal-math", "-fno-math-errno", "-fno-semantic-interpositio
 # CPU where the compiler can (FMA and three-operand AVX, bench/runtime.py).  The C package (--package) keeps portable flags, and the cache key then
 # names the host CPU (host_cpu) so a copied cache is never loaded on another one.
 NATIVE = "-march=native"
+# gcc's priority-coloring register allocator spills less than its default (Chaitin-Briggs) on
+# these long straight-line functions: single calls 3-10 % faster (go1 4F3, talos 2F and
+# 2F+2H, g1 2F, measured with the sin/cos prologue of codegen/sincos.py).  gcc only: added
+# where the compiler takes it, left out of the portable C package.
+IRA_PRIORITY = "-fira-algorithm=priority"
+COMPILER_SPECIFIC = (NATIVE, IRA_PRIORITY)
 
 
 # "auto" without NATIVE: code that runs on any CPU of the architecture, e.g. built on a
@@ -51,23 +57,29 @@ AUTO_PORTABLE = "auto-portable"
 
 def resolve_cflags(cflags, instructions, cc=None):
     """Replace an "auto" entry by the optimisation level for this function size, the math
-    flags of AUTO_MATH and, where ``cc`` accepts it, NATIVE; "auto-portable" likewise without NATIVE."""
+    flags of AUTO_MATH and, where ``cc`` accepts them, IRA_PRIORITY and NATIVE; "auto-portable"
+    likewise without NATIVE."""
     level = next(lvl for limit, lvl in AUTO_LEVELS if instructions <= limit)
-    native = [NATIVE] if cc and accepts_native(cc) else []
+    compiler = [flag for flag in (IRA_PRIORITY, NATIVE) if cc and accepts(cc, flag)]
     out = []
     for f in cflags:
-        out += [level, *AUTO_MATH, *native] if f == "auto" else [level, *AUTO_MATH] if f == AUTO_PORTABLE else [f]
+        out += [level, *AUTO_MATH, *compiler] if f == "auto" else [level, *AUTO_MATH, *compiler[:1]] if f == AUTO_PORTABLE else [f]
     return tuple(out)
 
 
 @functools.lru_cache(maxsize=None)
-def accepts_native(cc):
-    """Whether ``cc`` compiles with -march=native here (gcc and clang on x86 and ARM do)."""
+def accepts(cc, flag):
+    """Whether ``cc`` compiles with ``flag`` here (-march=native: gcc and clang on x86 and ARM;
+    -fira-algorithm=priority: gcc)."""
     try:
-        return subprocess.run([*shlex.split(cc), NATIVE, "-x", "c", "-fsyntax-only", os.devnull],
+        return subprocess.run([*shlex.split(cc), flag, "-Werror", "-x", "c", "-fsyntax-only", os.devnull],
                               capture_output=True).returncode == 0
     except OSError:
         return False
+
+
+def accepts_native(cc):
+    return accepts(cc, NATIVE)
 
 
 @functools.lru_cache(maxsize=None)
@@ -193,7 +205,8 @@ def write_compiled(f, manifest, out_dir, stem, t_trace):
         t_emit = time.perf_counter() - t0
         with step(f"compiling {stem}.c ({manifest['op_count']['instructions']:,} instructions, {' '.join(manifest['cflags'])})"):
             t_cc, cmd = compile_shared(tmp / f"{stem}.c", tmp / f"{stem}.so", manifest["cflags"], manifest["compiler"])
-        manifest["batch"] = batch.target(manifest, tmp / f"{stem}.c", manifest["cflags"], manifest["compiler"])
+        macros = batch.macros(tmp / f"{stem}.c", manifest["cflags"], manifest["compiler"])
+        manifest["batch"], manifest["sincos"] = batch.target(manifest, macros), sincos.target(macros)
         manifest["timings_s"] = {"trace": round(t_trace, 3), "emit": round(t_emit, 3), "compile": round(t_cc, 3)}
         manifest["compile_command"] = shlex.join(cmd[:-4] + ["-o", f"{stem}.so", f"{stem}.c", "-lm"])
         manifest["so_bytes"] = (tmp / f"{stem}.so").stat().st_size

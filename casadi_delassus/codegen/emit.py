@@ -6,7 +6,7 @@ import ctypes
 
 import casadi as ca
 
-from . import batch
+from . import batch, schedule, sincos
 from .escape import Safe, environment
 
 # Every string a template prints passes an escaping filter (codegen/escape.py).
@@ -31,10 +31,11 @@ def casadi_source(f: ca.Function):
 def render(f: ca.Function, manifest: dict, stem: str):
     """Returns {filename: text} for ``stem``.c and ``stem``.h."""
     fname = f.name()
-    code = casadi_source(f)
+    code = schedule.reorder(casadi_source(f))
     batch_code, batch_decl = batch.render(f, manifest, code, TEMPLATES)
+    scalar_code, _ = sincos.hoist(code, TEMPLATES)
     ctx = dict(manifest, fname=fname, header=stem + ".h", manifest_file=stem + ".json", guard=fname + "_H",
-               macro=fname, casadi_code=Safe(code), counts=manifest["op_count"], cse=manifest["cse"],
+               macro=fname, casadi_code=Safe(scalar_code), counts=manifest["op_count"], cse=manifest["cse"],
                batch_code=Safe(batch_code), batch_decl=Safe(batch_decl))
     return {stem + ".c": TEMPLATES.get_template("function.c.j2").render(ctx),
             stem + ".h": TEMPLATES.get_template("function.h.j2").render(ctx)}

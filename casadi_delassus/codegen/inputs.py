@@ -14,6 +14,8 @@ and silently normalising would hide that.
 """
 from __future__ import annotations
 
+import math
+
 import numpy as np
 
 from ..errors import InputError
@@ -34,7 +36,7 @@ def _real_array(name, value):
     return a.astype(float)
 
 
-def _unit_pairs(manifest):
+def unit_blocks(manifest):
     """(joint, q slice, what) for every unit-norm block of q: free-joint quaternions and
     continuous-joint (cos, sin) pairs, from the manifest's q layout."""
     for j in manifest.get("q_layout", ()):
@@ -46,8 +48,13 @@ def _unit_pairs(manifest):
 
 def _normalised(q, manifest):
     q = q.copy()
-    for joint, sl, what in _unit_pairs(manifest):
-        norm = float(np.linalg.norm(q[sl]))
+    for joint, sl, what in unit_blocks(manifest):
+        # the sum of squares in order and one square root, as codegen/door.c computes it
+        # (not sum(), which compensates from Python 3.12 on)
+        sq = 0.0
+        for x in q[sl].tolist():
+            sq += x * x
+        norm = math.sqrt(sq)
         if abs(norm - 1.0) > UNIT_TOL:
             raise InputError(f"q[{sl.start}:{sl.stop}], the {what} of joint {joint!r}, has norm {norm:.6g}, "
                              f"not 1 (within {UNIT_TOL:g}): normalise it, or check the q layout in the manifest")
@@ -75,3 +82,17 @@ def as_input(spec, value, manifest):
     if name == "q":
         a = _normalised(a, manifest)
     return a.reshape(-1, order="F")
+
+
+def out_array(name, shape, given, fortran=False):
+    """``given`` when it can receive the output ``name`` of ``shape``: a writeable, aligned
+    float64 numpy array of exactly that shape, C-contiguous (or Fortran-contiguous where
+    ``fortran``); else an InputError."""
+    if isinstance(given, np.ndarray) and given.dtype == np.float64 and given.shape == shape and \
+            given.flags.writeable and given.flags.aligned and \
+            (given.flags.c_contiguous or (fortran and given.flags.f_contiguous)):
+        return given
+    got = f"{given.dtype} {given.shape}" if isinstance(given, np.ndarray) else type(given).__name__
+    order = "C- or Fortran-contiguous" if fortran else "C-contiguous"
+    raise InputError(f"out for {name} must be a writeable {order} float64 array of shape {shape}, got {got}"
+                     + (" (not writeable)" if isinstance(given, np.ndarray) and not given.flags.writeable else ""))

@@ -28,8 +28,8 @@ import numpy as np
 
 from ..errors import ArtifactError, DelassusError, InputError
 from . import artifact
-from .inputs import as_input
-from . import batch
+from .inputs import as_input, out_array
+from . import batch, door
 
 _real_p = ctypes.POINTER(ctypes.c_double)
 _int_p = ctypes.POINTER(ctypes.c_longlong)
@@ -171,11 +171,13 @@ class _Buffers(threading.local):
                       (ctypes.c_longlong * max(work["sz_iw"], 1))(), (ctypes.c_double * max(work["sz_w"], 1))())
 
 
-class CompiledFunction:
-    """``f(q, **inputs) -> numpy array`` (the first output); ``f.outputs(...)`` gives all.
-    ``inputs`` are named as in the manifest: vectors (v, tau, k, R, …) and runtime K_<link>.
-    ``op_count`` and ``manifest`` describe the generated code.  Safe to call from several
-    threads at once (per-thread buffers)."""
+class CompiledFunction(door.base()):
+    """``f(q, **inputs) -> numpy array`` (the first output, a new array, or ``out=`` filled);
+    ``f.outputs(...)`` gives all.  ``inputs`` are named as in the manifest: vectors (v, tau,
+    k, R, lam, …) and runtime K_<link>.  ``op_count`` and ``manifest`` describe the generated
+    code.  Safe to call from several threads at once (per-call buffers).  ``f(q)`` itself is
+    the door's (codegen/door.py), which calls the C code for inputs it reads as they are and
+    hands every other call to ``_evaluate``."""
 
     def __init__(self, manifest_path, backend="ctypes"):
         self.manifest_path = Path(manifest_path)
@@ -190,6 +192,9 @@ class CompiledFunction:
             lib, mapped = open_library(self.so_path, m["files"]["so"])
             self._fn, self._work = check_library(lib, mapped, self.so_path, m)
             self._lib, self._mapped, self._buffers = lib, mapped, _Buffers(*self._sizes, self._work)
+            binding = door.binding(self) if backend == "ctypes" else None
+            if binding:
+                super().__init__(*binding)
             if backend == "casadi":
                 import casadi as ca
                 self._fn = open_library(self.so_path, m["files"]["so"], lambda p: ca.external(m["function"], p))[0]
@@ -206,9 +211,18 @@ class CompiledFunction:
     def input_names(self):
         return [i["name"] for i in self.inputs]
 
+    @property
+    def door(self):
+        """How a single call reaches the C code: 'door.c' (the C extension, codegen/door.py),
+        'ctypes' (where it cannot be built) or 'casadi'."""
+        return "casadi" if self.backend == "casadi" else "door.c" if self._door_bound else "ctypes"
+
     def _fill(self, first, inputs):
         """The inputs in manifest order: ``first`` (a tuple of at most one array) is the first
         input (q, or a later stage's own first input), the others come by name."""
+        if len(first) > 1:
+            raise InputError(f"{len(first)} positional inputs; pass {self.input_names[0]} first and the others "
+                             f"by name: {self.input_names}")
         if first:
             inputs = {self.input_names[0]: first[0], **inputs}
         extra = set(inputs) - set(self.input_names)
@@ -221,30 +235,58 @@ class CompiledFunction:
             values.append(as_input(spec, inputs[spec["name"]], self.manifest))
         return values
 
+    def _given_outputs(self, out, only_first):
+        """{name: array} of ``out`` for a single call (one array for the first output, or a
+        dict by name), each checked: a writeable float64 array of the output's shape."""
+        if out is None:
+            return {}
+        specs = {o["name"]: o for o in self.output_specs}
+        given = {self.output_specs[0]["name"]: out} if only_first else out
+        if not isinstance(given, dict):
+            raise InputError(f"out for outputs() is a dict {{name: array}}, got {type(out).__name__}")
+        unknown = set(given) - set(specs)
+        if unknown:
+            raise InputError(f"out names unknown outputs {sorted(unknown)}; this function has {list(specs)}")
+        return {name: out_array(name, tuple(specs[name]["shape"]), a, fortran=True) for name, a in given.items()}
+
+    def _evaluate(self, first, inputs, threads, out, only_first):
+        """Every call the door does not take: batches, inputs to convert or refuse
+        (inputs.as_input), the ctypes and casadi backends."""
+        if batch.is_batched(self, first, inputs, threads):
+            res = batch.evaluate(self, first, inputs, threads, out, only_first)
+            return res[self.output_specs[0]["name"]] if only_first else res
+        values = self._fill(first, inputs)
+        given = self._given_outputs(out, only_first)
+        if self._door_bound:
+            return self._door_raw(values, out if only_first else given or None, not only_first)
+        if self.backend == "casadi":
+            res = self._fn(*[v.reshape(i["shape"], order="F") for v, i in zip(values, self.inputs)])
+            res = res if isinstance(res, (list, tuple)) else [res]
+            res = {o["name"]: np.array(r, dtype=float).reshape(o["shape"], order="F")
+                   for o, r in zip(self.output_specs, res)}
+        else:
+            ins, outs, arg, res, iw, w = self._buffers.views
+            for buf, v in zip(ins, values):
+                buf[:] = v
+            if self._fn(arg, res, iw, w, 0) != 0:
+                raise DelassusError(f"{self.manifest['function']} returned an error")
+            res = {o["name"]: buf.reshape(o["shape"], order="F").copy() for o, buf in zip(self.output_specs, outs)}
+        for name, a in given.items():
+            a[...] = res[name]
+            res[name] = a
+        return res[self.output_specs[0]["name"]] if only_first else res
+
     def outputs(self, *first, threads=None, out=None, **inputs):
         """All outputs by name: ``f.outputs(q, **inputs)`` with the named inputs after q (vectors,
         K_…); a stage function takes its first input positionally too, or all by name.
+        ``out`` {name: array} writes those outputs into the given arrays.
         A batch (q of shape N x nq) gives N x (output shape) each (codegen/batch.py: ``threads``
         default all cores, ``out`` {name: array} to reuse memory)."""
-        if batch.is_batched(self, first, inputs, threads, out):
-            return batch.evaluate(self, first, inputs, threads, out)
-        values = self._fill(first, inputs)
-        if self.backend == "casadi":
-            res = self._fn(*values)
-            res = res if isinstance(res, (list, tuple)) else [res]
-            return {o["name"]: np.array(r, dtype=float).reshape(o["shape"], order="F")
-                    for o, r in zip(self.output_specs, res)}
-        ins, outs, arg, res, iw, w = self._buffers.views
-        for buf, v in zip(ins, values):
-            buf[:] = v
-        if self._fn(arg, res, iw, w, 0) != 0:
-            raise DelassusError(f"{self.manifest['function']} returned an error")
-        return {o["name"]: buf.reshape(o["shape"], order="F").copy() for o, buf in zip(self.output_specs, outs)}
-
-    def __call__(self, *first, threads=None, out=None, **inputs):
-        if batch.is_batched(self, first, inputs, threads, out):
-            return batch.evaluate(self, first, inputs, threads, out, only_first=True)[self.output_specs[0]["name"]]
-        return next(iter(self.outputs(*first, **inputs).values()))
+        if threads is None:
+            res = self._door_call(first, inputs, out, True)
+            if res is not NotImplemented:
+                return res
+        return self._evaluate(first, inputs, threads, out, False)
 
     def map_blocks(self, Q, output=None, threads=1, **inputs):
         """This function on every block of rows of a dask array of configurations (codegen/distributed.py)."""
@@ -271,25 +313,36 @@ class StagedFunction:
         self.names = [f.manifest["stage"]["name"] for f in self.stages]
         self.manifest = self.stages[-1].manifest
         self._work = {}
+        # per stage: (function, its stored input, what it stores, what running it makes stale, the stage before)
+        self._plan = {}
+        for k, (name, f) in enumerate(zip(self.names, self.stages)):
+            spec = f.manifest["stage"]
+            stale = [s.manifest["stage"]["work_out"] for s in self.stages[k:] if s.manifest["stage"]["work_out"]]
+            self._plan[name] = (f, spec["work_in"], spec["work_out"], stale, self.names[k - 1] if k else None)
 
     @property
     def op_count(self):
         return {n: f.op_count for n, f in zip(self.names, self.stages)}
 
     def run(self, stage, **inputs):
-        if stage not in self.names:
+        """One stage's outputs {name: array} (a solver's inner loop: each stage's door takes
+        the call, see CompiledFunction)."""
+        plan = self._plan.get(stage)
+        if plan is None:
             raise DelassusError(f"unknown stage {stage!r}; this function has stages {self.names}")
-        k = self.names.index(stage)
-        f, spec = self.stages[k], self.stages[k].manifest["stage"]
-        if spec["work_in"]:
-            if spec["work_in"] not in self._work:
-                raise DelassusError(f"run stage {self.names[k - 1]!r} before {stage!r}")
-            inputs = {**inputs, spec["work_in"]: self._work[spec["work_in"]]}
-        out = f.outputs(**inputs)
-        for later in self.stages[k:]:           # what later stages stored is stale now
-            self._work.pop(later.manifest["stage"]["work_out"], None)
-        if spec["work_out"]:
-            self._work[spec["work_out"]] = out[spec["work_out"]]
+        f, work_in, work_out, stale, before = plan
+        if work_in:
+            stored = self._work.get(work_in)
+            if stored is None:
+                raise DelassusError(f"run stage {before!r} before {stage!r}")
+            inputs[work_in] = stored
+        out = f._door_call((), inputs, None, True)              # the door, else the Python path
+        if out is NotImplemented:
+            out = f.outputs(**inputs)
+        for name in stale:                      # what later stages stored is stale now
+            self._work.pop(name, None)
+        if work_out:
+            self._work[work_out] = out[work_out]
         return out
 
     def outputs(self, q, **inputs):

@@ -14,6 +14,7 @@ import numpy as np
 from .. import __version__
 from ..errors import DelassusError
 from . import artifact
+from .build import COMPILER_SPECIFIC
 from .emit import TEMPLATES
 
 PACKAGE_FILES = ("Makefile", "CMakeLists.txt", "README.md", "main.c")
@@ -43,8 +44,9 @@ def example_input(spec):
 
 
 def _opt_level(cflags):
-    """The optimisation level and math flags the function was generated with."""
-    return [f for f in cflags if f.startswith(("-O", "-f"))] or ["-O2"]
+    """The optimisation level and math flags the function was generated with (not the ones
+    for this compiler or CPU only: the package is portable)."""
+    return [f for f in cflags if f.startswith(("-O", "-f")) and f not in COMPILER_SPECIFIC] or ["-O2"]
 
 
 def _function_context(manifest, stem):

@@ -1,5 +1,5 @@
 """MuJoCo computing the same Delassus matrix J M⁻¹ Jᵀ as a generated function, for the batch
-benchmark (bench/batch.py): the robot's URDF loaded by MuJoCo (meshes, visuals and collision
+benchmark (batch_bench.py, ``bench --batch N``, bench/batch.py): the robot's URDF loaded by MuJoCo (meshes, visuals and collision
 geometry stripped: only the kinematic tree and the inertias matter; fixed joints kept as
 bodies so that every link is a frame; a free joint on the root for a floating base), one site
 per constraint at the link frame (plus the point's offset), and
@@ -23,8 +23,8 @@ from pathlib import Path
 
 import numpy as np
 
-from casadi_delassus.timing.stats import Timing, parse_timings, run_harness
-from casadi_delassus import pinocchio_oracle as oracle
+from ..verify import pinocchio_oracle as oracle
+from .stats import Timing, parse_timings, run_harness
 
 
 def _strip(urdf_text):

@@ -1,0 +1,111 @@
+"""What a Python single call costs above the C time (the thin door, codegen/door.c): for each
+function, the C harness (timing.py's CHarness: a C loop over the .so) and, in this process,
+``f(q)`` (a new array per call), ``f(q, out=D)`` and the ctypes path the door replaced
+(CASADI_DELASSUS_DOOR=ctypes), each the median of rounds of 10,000 calls cycling over the
+same 64 configurations; for a staged solver ``run("apply", lam=…)`` against the C harness of
+its apply stage.  Rounds are interleaved across contenders.
+
+    taskset -c 1 .venv/bin/python bench/door.py [--reps 9]
+
+writes bench/results/door.md.
+"""
+from __future__ import annotations
+
+import argparse
+import os
+import statistics
+import sys
+import time
+
+import numpy as np
+
+import common  # noqa: F401
+from common import RESULTS
+
+import casadi_delassus as cd
+from casadi_delassus.codegen import door
+from casadi_delassus.timing import CHarness, machine, random_samples
+
+FUNCTIONS = ["go1/4F3", "talos/2F", "talos/2F+2H", "g1/2F"]
+STAGED = ("go2", "4F3", "damped_inverse_apply")
+
+
+def say(msg):
+    print(msg, file=sys.stderr, flush=True)
+
+
+def rounds(call, args, per=10_000):
+    n = len(args)
+    t0 = time.perf_counter_ns()
+    for i in range(per):
+        call(args[i % n])
+    return (time.perf_counter_ns() - t0) / per
+
+
+def ctypes_twin(f):
+    os.environ[door.ENV] = "ctypes"
+    try:
+        return cd.load(f.manifest_path)
+    finally:
+        del os.environ[door.ENV]
+
+
+def contenders(spec):
+    robot, scenario = spec.split("/")
+    f = cd.generate(robot, scenario, "auto")
+    sets = random_samples(f.robot, f.constraints, 64, 0)
+    qs = [x["q"] for x in sets]
+    D = np.empty(f.output_specs[0]["shape"])
+    g = ctypes_twin(f)
+    return f, CHarness(f, sets), {"f(q)": (f, qs), "f(q, out=D)": (lambda q: f(q, out=D), qs),
+                                  "ctypes f(q) (before)": (g, qs)}
+
+
+def staged_contenders():
+    F = cd.generate(*STAGED, stages=True)
+    rng = np.random.default_rng(0)
+    q, R = F.robot.random_q(rng), rng.uniform(0.5, 2.0, F.constraints.m)
+    F.run("factor", q=q)
+    F.run("damping", R=R)
+    lams = [rng.normal(size=F.constraints.m) for _ in range(64)]
+    apply = F.stages[-1]
+    sets = [{"lam": lam, "w_damping": F._work["w_damping"]} for lam in lams]
+    return apply, CHarness(apply, sets), {'run("apply", lam=…)': (lambda lam: F.run("apply", lam=lam), lams)}
+
+
+def main():
+    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    ap.add_argument("--reps", type=int, default=9)
+    args = ap.parse_args()
+    cases = [(spec, *contenders(spec)) for spec in FUNCTIONS]
+    cases.append(("/".join(STAGED) + " (apply stage)", *staged_contenders()))
+    ns = {(spec, k): [] for spec, _, _, calls in cases for k in ["C harness", *calls]}
+    for r in range(args.reps):
+        for spec, f, h, calls in cases:
+            ns[spec, "C harness"].append(h.run(1).ns[0])
+            for k, (call, xs) in calls.items():
+                ns[spec, k].append(rounds(call, xs))
+        say(f"round {r + 1}/{args.reps}")
+    lines = ["# The Python door: a single call's cost above the C time", "",
+             f"Machine: {machine()}.",
+             f"`taskset -c {','.join(map(str, sorted(os.sched_getaffinity(0))))} .venv/bin/python bench/door.py "
+             f"--reps {args.reps}`: median (min–max) of {args.reps} interleaved rounds of 10,000 calls over 64 inputs; "
+             "overhead = Python median − C harness median.", "",
+             "| function | instructions | C harness µs | contender | µs per call | overhead µs |", "| --- | --- | --- | --- | --- | --- |"]
+    for spec, f, h, calls in cases:
+        c = statistics.median(ns[spec, "C harness"])
+        for k in calls:
+            v = ns[spec, k]
+            lines.append(f"| {spec} | {f.manifest['op_count']['instructions']:,} | {c / 1e3:.3f} | {k} | "
+                         f"{statistics.median(v) / 1e3:.3f} ({min(v) / 1e3:.2f}–{max(v) / 1e3:.2f}) | "
+                         f"{(statistics.median(v) - c) / 1e3:.3f} |")
+        h.close()
+    text = "\n".join(lines) + "\n"
+    print(text)
+    RESULTS.mkdir(parents=True, exist_ok=True)
+    (RESULTS / "door.md").write_text(text)
+    say(f"-> {RESULTS / 'door.md'}")
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,696 @@
+/* casadi_delassus codegen/door.c: the thin Python door of a generated function (see door.py).
+ *
+ * One extension type, Door, the base class of CompiledFunction (codegen/loader.py), bound by
+ * Door.__init__ to one checked CasADi function pointer (the loader checks the library and the
+ * symbol; this code only calls what it is given).  Calling it, f(q, **inputs, out=None),
+ * evaluates the function for one instance when every input is already what the C code
+ * reads; anything else goes to the instance's Python method _evaluate, which converts the
+ * inputs or refuses them with its one-line message (one code path: codegen/inputs.as_input):
+ *   - each input a float64 numpy array, native byte order, aligned, of the manifest's shape
+ *     (a vector also as n x 1), C-contiguous (a matrix also Fortran-contiguous);
+ *   - every entry finite, R > 0, every unit block of q (quaternion, (cos, sin) pair) within
+ *     unit_tol of norm 1; it is normalised here exactly as inputs.as_input does (the sum of
+ *     squares in order, one square root, one division per entry; no contraction);
+ *   - ``out`` None, or a writeable float64 array of the output's shape, C- or
+ *     Fortran-contiguous (a dict of such arrays by output name for _door_call's all outputs);
+ *   - no threads= (a batch option).
+ * _door_call(first, inputs, out, all) does the same for CompiledFunction.outputs and returns
+ * NotImplemented where f(q) would hand on; _door_raw(values, out, all) takes the flat
+ * column-major arrays inputs.as_input returns.  Being the instance's own type, the call costs
+ * no Python frame (a Python __call__ costs more than the rest of the door).
+ *
+ * No allocation on the way but the returned arrays (none with out=, and none in a steady loop:
+ * see fresh_array): the pointer arrays, CasADi's work arrays and the inputs' column-major
+ * copies live in a Set taken from a pool and put back, both under the GIL; the call itself
+ * runs without the GIL, so threads run in parallel and a second concurrent caller gets a Set
+ * of its own (allocated once, kept). */
+#define PY_SSIZE_T_CLEAN
+#include <Python.h>
+#define NPY_NO_DEPRECATED_API NPY_1_7_API_VERSION
+#include <numpy/arrayobject.h>
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
+typedef int (*casadi_fn)(const double** arg, double** res, long long* iw, double* w, int mem);
+
+enum { CHECK_FINITE = 0, CHECK_POSITIVE = 1 };
+#define POOL_KEEP 64            /* Sets kept for reuse; more concurrent callers free theirs */
+#define RING 2                  /* arrays kept per output to be handed out again (see fresh_array) */
+
+typedef struct {
+  PyObject* name;               /* interned */
+  Py_ssize_t rows, cols, size;  /* the C code's column-major rows x cols */
+  int vector, check;
+  Py_ssize_t offset;            /* of its copy in Set.in */
+} InSpec;
+
+typedef struct {
+  PyObject* name;
+  int ndim;
+  npy_intp dims[2];
+  Py_ssize_t rows, cols, size;
+  Py_ssize_t offset;            /* of its column-major scratch in Set.out */
+  PyObject* ring[RING];         /* arrays this door returned, kept to be reused once released */
+  int next;
+} OutSpec;
+
+typedef struct Set {
+  struct Set* next;
+  const double** arg;
+  double** res;
+  long long* iw;
+  double* w;
+  double* in;
+  double* out;
+} Set;
+
+typedef struct {
+  PyObject_HEAD
+  casadi_fn fn;
+  PyObject* keep;               /* what keeps the library mapped */
+  PyObject* error;              /* exception class for a failed call */
+  PyObject* label;              /* the function's name, for that error */
+  int n_in, n_out, release_gil;
+  Py_ssize_t sz_arg, sz_res, sz_iw, sz_w, in_total, out_total;
+  InSpec* in;
+  OutSpec* out;
+  Py_ssize_t* units;            /* (start, length) pairs of q's unit blocks */
+  int n_units, q_index;         /* q's input index, -1 if none */
+  double unit_tol;
+  Set* pool;
+  int pooled;
+} Door;
+
+/* -- Sets ----------------------------------------------------------------------------------- */
+static size_t round_up(size_t n) { return (n + 63) & ~(size_t)63; }
+
+static Set* set_new(Door* d) {
+  size_t a = round_up(sizeof(double*) * (size_t)d->sz_arg), r = round_up(sizeof(double*) * (size_t)d->sz_res);
+  size_t iw = round_up(sizeof(long long) * (size_t)d->sz_iw), w = round_up(sizeof(double) * (size_t)d->sz_w);
+  size_t in = round_up(sizeof(double) * (size_t)d->in_total), out = round_up(sizeof(double) * (size_t)d->out_total);
+  size_t head = round_up(sizeof(Set));
+  char* p = NULL;
+  if (posix_memalign((void**)&p, 64, head + a + r + iw + w + in + out) != 0) return NULL;
+  Set* s = (Set*)p;
+  p += head;
+  s->next = NULL;
+  s->arg = (const double**)p; p += a;
+  s->res = (double**)p; p += r;
+  s->iw = (long long*)p; p += iw;
+  s->w = (double*)p; p += w;
+  s->in = (double*)p; p += in;
+  s->out = (double*)p;
+  memset(s->arg, 0, a);
+  memset(s->res, 0, r);
+  return s;
+}
+
+static Set* take_set(Door* d) {       /* under the GIL */
+  Set* s = d->pool;
+  if (s) {
+    d->pool = s->next;
+    d->pooled--;
+    return s;
+  }
+  s = set_new(d);
+  if (!s) PyErr_NoMemory();
+  return s;
+}
+
+static void give_set(Door* d, Set* s) {   /* under the GIL */
+  if (d->pooled >= POOL_KEEP) { free(s); return; }
+  s->next = d->pool;
+  d->pool = s;
+  d->pooled++;
+}
+
+/* -- transposes ------------------------------------------------------------------------------ */
+/* dst (rows x cols, row-major) = src (column-major): 4 x 4 blocks in AVX registers where the
+ * CPU has AVX, else 2 x 2 in SSE2 (x86-64) or entry by entry; a third to a half of the time
+ * of the plain loop (12 x 12: 60 -> 21 ns, 24 x 24: 200 -> 60 ns) */
+static void transpose_plain(Py_ssize_t rows, Py_ssize_t cols, Py_ssize_t i, const double* src, double* dst) {
+  for (; i < rows; ++i)
+    for (Py_ssize_t j = 0; j < cols; ++j) dst[i * cols + j] = src[i + rows * j];
+}
+
+#if defined(__x86_64__) && defined(__GNUC__)
+#include <immintrin.h>
+__attribute__((target("avx"))) static void transpose_avx(Py_ssize_t rows, Py_ssize_t cols, const double* src,
+                                                          double* dst) {
+  Py_ssize_t i = 0;
+  for (; i + 4 <= rows; i += 4) {
+    Py_ssize_t j = 0;
+    for (; j + 4 <= cols; j += 4) {
+      const double* s = src + i + rows * j;
+      __m256d r0 = _mm256_loadu_pd(s), r1 = _mm256_loadu_pd(s + rows);
+      __m256d r2 = _mm256_loadu_pd(s + 2 * rows), r3 = _mm256_loadu_pd(s + 3 * rows);
+      __m256d u0 = _mm256_unpacklo_pd(r0, r1), u1 = _mm256_unpackhi_pd(r0, r1);
+      __m256d u2 = _mm256_unpacklo_pd(r2, r3), u3 = _mm256_unpackhi_pd(r2, r3);
+      double* d = dst + i * cols + j;
+      _mm256_storeu_pd(d, _mm256_permute2f128_pd(u0, u2, 0x20));
+      _mm256_storeu_pd(d + cols, _mm256_permute2f128_pd(u1, u3, 0x20));
+      _mm256_storeu_pd(d + 2 * cols, _mm256_permute2f128_pd(u0, u2, 0x31));
+      _mm256_storeu_pd(d + 3 * cols, _mm256_permute2f128_pd(u1, u3, 0x31));
+    }
+    for (; j < cols; ++j)
+      for (int k = 0; k < 4; ++k) dst[(i + k) * cols + j] = src[i + k + rows * j];
+  }
+  transpose_plain(rows, cols, i, src, dst);
+}
+
+static void transpose_sse2(Py_ssize_t rows, Py_ssize_t cols, const double* src, double* dst) {
+  Py_ssize_t i = 0;
+  for (; i + 2 <= rows; i += 2) {
+    Py_ssize_t j = 0;
+    for (; j + 2 <= cols; j += 2) {
+      __m128d c0 = _mm_loadu_pd(src + i + rows * j), c1 = _mm_loadu_pd(src + i + rows * (j + 1));
+      _mm_storeu_pd(dst + i * cols + j, _mm_unpacklo_pd(c0, c1));
+      _mm_storeu_pd(dst + (i + 1) * cols + j, _mm_unpackhi_pd(c0, c1));
+    }
+    for (; j < cols; ++j) {
+      dst[i * cols + j] = src[i + rows * j];
+      dst[(i + 1) * cols + j] = src[i + 1 + rows * j];
+    }
+  }
+  transpose_plain(rows, cols, i, src, dst);
+}
+
+static int has_avx;
+static void transpose(Py_ssize_t rows, Py_ssize_t cols, const double* src, double* dst) {
+  if (has_avx)
+    transpose_avx(rows, cols, src, dst);
+  else
+    transpose_sse2(rows, cols, src, dst);
+}
+#else
+static void transpose(Py_ssize_t rows, Py_ssize_t cols, const double* src, double* dst) {
+  transpose_plain(rows, cols, 0, src, dst);
+}
+#endif
+
+/* -- inputs --------------------------------------------------------------------------------- */
+/* 1: not the fast case (the caller returns NotImplemented); 0: copied and checked */
+static int take_input(const Door* d, const InSpec* s, PyObject* v, double* dst) {
+  if (!PyArray_Check(v)) return 1;
+  PyArrayObject* a = (PyArrayObject*)v;
+  if (PyArray_TYPE(a) != NPY_DOUBLE || !PyArray_ISNOTSWAPPED(a) || !PyArray_ISALIGNED(a)) return 1;
+  int nd = PyArray_NDIM(a);
+  const npy_intp* dims = PyArray_DIMS(a);
+  const double* src = (const double*)PyArray_DATA(a);
+  int ok = 1;
+  if (s->vector) {
+    if (!((nd == 1 && dims[0] == s->size) || (nd == 2 && dims[0] == s->size && dims[1] == 1))) return 1;
+    if (!PyArray_IS_C_CONTIGUOUS(a)) return 1;
+    memcpy(dst, src, sizeof(double) * (size_t)s->size);
+  } else {
+    if (nd != 2 || dims[0] != s->rows || dims[1] != s->cols) return 1;
+    if (PyArray_IS_F_CONTIGUOUS(a)) {
+      memcpy(dst, src, sizeof(double) * (size_t)s->size);
+    } else if (PyArray_IS_C_CONTIGUOUS(a)) {
+      transpose(s->cols, s->rows, src, dst);     /* row-major rows x cols = column-major cols x rows */
+    } else {
+      return 1;
+    }
+  }
+  /* x - x is 0 for every finite x, NaN for inf and NaN */
+  for (Py_ssize_t k = 0; k < s->size; ++k) ok &= (dst[k] - dst[k] == 0.0);
+  if (s->check == CHECK_POSITIVE)
+    for (Py_ssize_t k = 0; k < s->size; ++k) ok &= (dst[k] > 0.0);
+  if (!ok) return 1;
+  if (d->units && s == d->in + d->q_index) {
+    for (int u = 0; u < d->n_units; ++u) {
+      double* x = dst + d->units[2 * u];
+      Py_ssize_t len = d->units[2 * u + 1];
+      double sq = 0.0;
+      for (Py_ssize_t k = 0; k < len; ++k) sq += x[k] * x[k];
+      double norm = sqrt(sq);
+      if (!(fabs(norm - 1.0) <= d->unit_tol)) return 1;
+      for (Py_ssize_t k = 0; k < len; ++k) x[k] /= norm;
+    }
+  }
+  return 0;
+}
+
+/* a flat column-major float64 array of inputs.as_input: 0 copied, -1 error set */
+static int take_raw(const InSpec* s, PyObject* v, double* dst) {
+  if (!PyArray_Check(v) || PyArray_TYPE((PyArrayObject*)v) != NPY_DOUBLE ||
+      !PyArray_IS_C_CONTIGUOUS((PyArrayObject*)v) || !PyArray_ISNOTSWAPPED((PyArrayObject*)v) ||
+      PyArray_SIZE((PyArrayObject*)v) != s->size) {
+    PyErr_Format(PyExc_TypeError, "door.raw: input %U must be a contiguous float64 array of %zd entries",
+                 s->name, s->size);
+    return -1;
+  }
+  memcpy(dst, PyArray_DATA((PyArrayObject*)v), sizeof(double) * (size_t)s->size);
+  return 0;
+}
+
+/* -- outputs -------------------------------------------------------------------------------- */
+/* an array to write output o into: 1 not acceptable (NotImplemented), 0 fine */
+static int out_ok(const OutSpec* o, PyObject* v) {
+  if (!PyArray_Check(v)) return 1;
+  PyArrayObject* a = (PyArrayObject*)v;
+  if (PyArray_TYPE(a) != NPY_DOUBLE || !PyArray_ISNOTSWAPPED(a) || !PyArray_ISALIGNED(a) || !PyArray_ISWRITEABLE(a) ||
+      PyArray_NDIM(a) != o->ndim)
+    return 1;
+  for (int k = 0; k < o->ndim; ++k)
+    if (PyArray_DIMS(a)[k] != o->dims[k]) return 1;
+  return !(PyArray_IS_C_CONTIGUOUS(a) || PyArray_IS_F_CONTIGUOUS(a));
+}
+
+/* whether the C code can write output o straight into array a (column-major memory) */
+static int direct(const OutSpec* o, PyArrayObject* a) {
+  return o->rows == 1 || o->cols == 1 || PyArray_IS_F_CONTIGUOUS(a);
+}
+
+static void transpose_out(const OutSpec* o, const double* src, PyArrayObject* a) {
+  transpose(o->rows, o->cols, src, (double*)PyArray_DATA(a));
+}
+
+/* Evaluate with the Set s whose inputs are in place: outputs into arrays[k] (new references
+ * or borrowed given ones), for k < n_eval.  Returns 0, or -1 with an error set. */
+static int evaluate(Door* d, Set* s, PyArrayObject** arrays, int n_eval) {
+  for (int k = 0; k < d->n_in; ++k) s->arg[k] = s->in + d->in[k].offset;
+  for (int k = 0; k < d->n_out; ++k) {
+    const OutSpec* o = d->out + k;
+    s->res[k] = k >= n_eval ? NULL : direct(o, arrays[k]) ? (double*)PyArray_DATA(arrays[k]) : s->out + o->offset;
+  }
+  int rc;
+  if (d->release_gil) {
+    Py_BEGIN_ALLOW_THREADS
+    rc = d->fn(s->arg, s->res, s->iw, s->w, 0);
+    Py_END_ALLOW_THREADS
+  } else {
+    rc = d->fn(s->arg, s->res, s->iw, s->w, 0);
+  }
+  if (rc != 0) {
+    PyErr_Format(d->error, "%U returned an error", d->label);
+    return -1;
+  }
+  for (int k = 0; k < n_eval; ++k)
+    if (s->res[k] != (double*)PyArray_DATA(arrays[k])) transpose_out(d->out + k, s->res[k], arrays[k]);
+  return 0;
+}
+
+/* A new array for output o, or one this door returned before that nobody else holds any more
+ * (only the ring's reference is left, no view, buffer export or weak reference, shape,
+ * dtype and flags as made): a steady loop ``D = f(q)`` then allocates nothing.  Under the GIL. */
+static PyArrayObject* fresh_array(OutSpec* o) {
+  for (int r = 0; r < RING; ++r) {
+    PyArrayObject* a = (PyArrayObject*)o->ring[r];
+    if (a && Py_REFCNT(a) == 1 && Py_TYPE(a) == &PyArray_Type && PyArray_BASE(a) == NULL &&
+        ((PyArrayObject_fields*)a)->weakreflist == NULL && PyArray_TYPE(a) == NPY_DOUBLE &&
+        PyArray_NDIM(a) == o->ndim && PyArray_CHKFLAGS(a, NPY_ARRAY_OWNDATA | NPY_ARRAY_WRITEABLE | NPY_ARRAY_C_CONTIGUOUS |
+                                                           NPY_ARRAY_ALIGNED) &&
+        PyArray_DIMS(a)[0] == o->dims[0] && (o->ndim == 1 || PyArray_DIMS(a)[1] == o->dims[1])) {
+      o->ring[r] = NULL;
+      return a;
+    }
+  }
+  return (PyArrayObject*)PyArray_SimpleNew(o->ndim, o->dims, NPY_DOUBLE);
+}
+
+/* keep a new reference to a returned array for fresh_array; under the GIL */
+static void keep(OutSpec* o, PyArrayObject* a) {
+  PyObject* old = o->ring[o->next];
+  Py_INCREF(a);
+  o->ring[o->next] = (PyObject*)a;
+  o->next = (o->next + 1) % RING;
+  Py_XDECREF(old);
+}
+
+/* The output arrays: ``out`` (None, an array for output 0 when !all, a dict when all) or new
+ * ones.  1: not acceptable, 0: arrays[k] set (owned[k] says whether it is a new reference),
+ * -1: error set. */
+static int output_arrays(Door* d, PyObject* out, int all, PyArrayObject** arrays, int* owned) {
+  int n = all ? d->n_out : 1;
+  PyObject* given[n];
+  for (int k = 0; k < n; ++k) given[k] = NULL;
+  if (out != Py_None) {
+    if (!all) {
+      given[0] = out;
+    } else {
+      if (!PyDict_CheckExact(out)) return 1;
+      Py_ssize_t found = 0;
+      for (int k = 0; k < n; ++k)
+        if ((given[k] = PyDict_GetItemWithError(out, d->out[k].name)) != NULL) found++;
+        else if (PyErr_Occurred()) return -1;
+      if (found != PyDict_Size(out)) return 1;          /* unknown names */
+    }
+    for (int k = 0; k < n; ++k)
+      if (given[k] && out_ok(d->out + k, given[k])) return 1;
+  }
+  for (int k = 0; k < n; ++k) {
+    owned[k] = given[k] == NULL;
+    arrays[k] = given[k] ? (PyArrayObject*)given[k] : fresh_array(d->out + k);
+    if (!arrays[k]) {
+      for (int j = 0; j < k; ++j)
+        if (owned[j]) Py_DECREF(arrays[j]);
+      return -1;
+    }
+  }
+  return 0;
+}
+
+static PyObject* result(Door* d, PyArrayObject** arrays, int* owned, int all) {
+  for (int k = 0; k < (all ? d->n_out : 1); ++k)
+    if (owned[k]) keep(d->out + k, arrays[k]);
+  if (!all) {
+    if (!owned[0]) Py_INCREF(arrays[0]);
+    return (PyObject*)arrays[0];
+  }
+  PyObject* res = PyDict_New();
+  for (int k = 0; res && k < d->n_out; ++k)
+    if (PyDict_SetItem(res, d->out[k].name, (PyObject*)arrays[k]) < 0) Py_CLEAR(res);
+  for (int k = 0; k < d->n_out; ++k)
+    if (owned[k]) Py_DECREF(arrays[k]);
+  return res;
+}
+
+static void drop(Door* d, PyArrayObject** arrays, int* owned, int n) {
+  for (int k = 0; k < n; ++k)
+    if (owned[k]) Py_DECREF(arrays[k]);
+  (void)d;
+}
+
+/* With the Set s filled: the output arrays (out, or new ones), the call, the result; s goes
+ * back to the pool.  An unacceptable out is NotImplemented (``strict``: a TypeError). */
+static PyObject* finish(Door* d, Set* s, PyObject* out, int all, int strict) {
+  PyArrayObject* arrays[d->n_out];
+  int owned[d->n_out];
+  int n = all ? d->n_out : 1, rc = output_arrays(d, out, all, arrays, owned);
+  if (rc != 0) {
+    give_set(d, s);
+    if (rc < 0) return NULL;
+    if (strict) {
+      PyErr_SetString(PyExc_TypeError, "_door_raw: unacceptable out");
+      return NULL;
+    }
+    Py_RETURN_NOTIMPLEMENTED;
+  }
+  rc = evaluate(d, s, arrays, n);
+  give_set(d, s);
+  if (rc < 0) {
+    drop(d, arrays, owned, n);
+    return NULL;
+  }
+  return result(d, arrays, owned, all);
+}
+
+/* The outputs of one call whose positional inputs are ``first`` (a tuple: at most the first
+ * input) and named inputs the dict ``inputs`` (which also holds ``skip`` entries that are no
+ * inputs: out=, threads=), when all is as the C code reads it; else NotImplemented. */
+static PyObject* evaluate_call(Door* d, PyObject* first, PyObject* inputs, Py_ssize_t skip, PyObject* out, int all) {
+  Py_ssize_t nfirst = PyTuple_GET_SIZE(first), named = inputs ? PyDict_GET_SIZE(inputs) - skip : 0;
+  if (!d->fn || nfirst > 1 || named + nfirst != d->n_in) Py_RETURN_NOTIMPLEMENTED;
+  Set* s = take_set(d);
+  if (!s) return NULL;
+  for (int k = 0; k < d->n_in; ++k) {
+    PyObject* v;
+    if (k == 0 && nfirst) {
+      v = PyTuple_GET_ITEM(first, 0);
+    } else if ((v = inputs ? PyDict_GetItemWithError(inputs, d->in[k].name) : NULL) == NULL) {
+      give_set(d, s);
+      if (PyErr_Occurred()) return NULL;
+      Py_RETURN_NOTIMPLEMENTED;
+    }
+    if (take_input(d, d->in + k, v, s->in + d->in[k].offset)) {
+      give_set(d, s);
+      Py_RETURN_NOTIMPLEMENTED;
+    }
+  }
+  return finish(d, s, out, all, 0);
+}
+
+/* _door_call(first, inputs, out, all): first a tuple (at most the first input), inputs a
+ * dict by name; the outputs, or NotImplemented (see the top of the file) */
+static PyObject* door_call(Door* d, PyObject* const* args, Py_ssize_t nargs) {
+  if (nargs != 4 || !PyTuple_CheckExact(args[0]) || !PyDict_CheckExact(args[1])) {
+    PyErr_SetString(PyExc_TypeError, "_door_call(first: tuple, inputs: dict, out, all: bool)");
+    return NULL;
+  }
+  int all = PyObject_IsTrue(args[3]);
+  return all < 0 ? NULL : evaluate_call(d, args[0], args[1], 0, args[2], all);
+}
+
+static PyObject *str_out, *str_threads, *str_evaluate;
+
+/* f(q, **inputs, out=None, threads=None): the first output.  What the door does not take
+ * goes to the instance's _evaluate(first, inputs, threads, out, True) (codegen/loader.py). */
+static PyObject* door_tp_call(Door* d, PyObject* args, PyObject* kwargs) {
+  PyObject *out = Py_None, *threads = Py_None, *x;
+  Py_ssize_t skip = 0;
+  if (kwargs && PyDict_GET_SIZE(kwargs)) {
+    if ((x = PyDict_GetItemWithError(kwargs, str_out)) != NULL) { out = x; skip++; }
+    else if (PyErr_Occurred()) return NULL;
+    if ((x = PyDict_GetItemWithError(kwargs, str_threads)) != NULL) { threads = x; skip++; }
+    else if (PyErr_Occurred()) return NULL;
+  }
+  if (threads == Py_None) {
+    PyObject* res = evaluate_call(d, args, kwargs, skip, out, 0);
+    if (res != Py_NotImplemented) return res;
+    Py_DECREF(res);
+  }
+  PyObject* inputs = kwargs ? PyDict_Copy(kwargs) : PyDict_New();
+  if (!inputs) return NULL;
+  PyObject* special[2] = {str_out, str_threads};
+  for (int k = 0; skip && k < 2; ++k) {
+    int has = PyDict_Contains(inputs, special[k]);
+    if (has < 0 || (has && PyDict_DelItem(inputs, special[k]) < 0)) {
+      Py_DECREF(inputs);
+      return NULL;
+    }
+  }
+  PyObject* res = PyObject_CallMethodObjArgs((PyObject*)d, str_evaluate, args, inputs, threads, out, Py_True, NULL);
+  Py_DECREF(inputs);
+  return res;
+}
+
+/* raw(values, out, all): values the list of inputs.as_input's arrays in manifest order; out
+ * checked by the caller (an unacceptable one is a TypeError here) */
+static PyObject* door_raw(Door* d, PyObject* const* args, Py_ssize_t nargs) {
+  if (nargs != 3 || !PyList_CheckExact(args[0]) || PyList_GET_SIZE(args[0]) != d->n_in) {
+    PyErr_SetString(PyExc_TypeError, "_door_raw(values: list of every input, out, all: bool)");
+    return NULL;
+  }
+  if (!d->fn) {
+    PyErr_SetString(PyExc_TypeError, "_door_raw on a door bound to no function");
+    return NULL;
+  }
+  int all = PyObject_IsTrue(args[2]);
+  Set* s = take_set(d);
+  if (!s) return NULL;
+  for (int k = 0; k < d->n_in; ++k)
+    if (take_raw(d->in + k, PyList_GET_ITEM(args[0], k), s->in + d->in[k].offset)) {
+      give_set(d, s);
+      return NULL;
+    }
+  return finish(d, s, args[1], all, 1);
+}
+
+/* -- the type ------------------------------------------------------------------------------- */
+static void unbind(Door* d);
+
+static void door_dealloc(Door* d) {
+  unbind(d);
+  Py_TYPE(d)->tp_free((PyObject*)d);
+}
+
+static int parse_inputs(Door* d, PyObject* specs) {
+  d->n_in = (int)PyList_GET_SIZE(specs);
+  d->in = PyMem_Calloc((size_t)d->n_in + 1, sizeof(InSpec));
+  if (!d->in) return -1;
+  Py_ssize_t offset = 0;
+  for (int k = 0; k < d->n_in; ++k) {
+    InSpec* s = d->in + k;
+    PyObject* name;
+    if (!PyArg_ParseTuple(PyList_GET_ITEM(specs, k), "Unnpi", &name, &s->rows, &s->cols, &s->vector, &s->check))
+      return -1;
+    if (s->rows < 0 || s->cols < 0) {
+      PyErr_SetString(PyExc_ValueError, "negative input size");
+      return -1;
+    }
+    Py_INCREF(name);
+    PyUnicode_InternInPlace(&name);
+    s->name = name;
+    s->size = s->rows * s->cols;
+    s->offset = offset;
+    offset += (s->size + 7) & ~(Py_ssize_t)7;
+  }
+  d->in_total = offset;
+  return 0;
+}
+
+static int parse_outputs(Door* d, PyObject* specs) {
+  d->n_out = (int)PyList_GET_SIZE(specs);
+  d->out = PyMem_Calloc((size_t)d->n_out + 1, sizeof(OutSpec));
+  if (!d->out) return -1;
+  Py_ssize_t offset = 0;
+  for (int k = 0; k < d->n_out; ++k) {
+    OutSpec* o = d->out + k;
+    PyObject *name, *shape;
+    if (!PyArg_ParseTuple(PyList_GET_ITEM(specs, k), "UO!", &name, &PyTuple_Type, &shape)) return -1;
+    o->ndim = (int)PyTuple_GET_SIZE(shape);
+    if (o->ndim < 1 || o->ndim > 2) {
+      PyErr_SetString(PyExc_ValueError, "outputs have 1 or 2 dimensions");
+      return -1;
+    }
+    for (int j = 0; j < o->ndim; ++j) {
+      o->dims[j] = PyLong_AsSsize_t(PyTuple_GET_ITEM(shape, j));
+      if (o->dims[j] < 0) {
+        if (!PyErr_Occurred()) PyErr_SetString(PyExc_ValueError, "negative output size");
+        return -1;
+      }
+    }
+    o->rows = o->dims[0];
+    o->cols = o->ndim == 2 ? o->dims[1] : 1;
+    o->size = o->rows * o->cols;
+    Py_INCREF(name);
+    PyUnicode_InternInPlace(&name);
+    o->name = name;
+    o->offset = offset;
+    offset += (o->size + 7) & ~(Py_ssize_t)7;
+  }
+  d->out_total = offset;
+  return 0;
+}
+
+/* Door.__init__(address, keep, error, label, inputs, outputs, q_index, units, unit_tol, work,
+ * release_gil) binds a Door (or an instance of a subclass: CompiledFunction) to a function:
+ *   inputs: [(name, rows, cols, vector, check)], outputs: [(name, shape tuple)],
+ *   units: [(start, length)] in q, work: (sz_arg, sz_res, sz_iw, sz_w).
+ * An unbound one (never initialised, or whose binding failed) hands every call on. */
+static void unbind(Door* d) {
+  while (d->pool) {
+    Set* s = d->pool;
+    d->pool = s->next;
+    free(s);
+  }
+  d->pooled = 0;
+  for (int k = 0; d->in && k < d->n_in; ++k) Py_XDECREF(d->in[k].name);
+  for (int k = 0; d->out && k < d->n_out; ++k) {
+    Py_XDECREF(d->out[k].name);
+    for (int r = 0; r < RING; ++r) Py_XDECREF(d->out[k].ring[r]);
+  }
+  PyMem_Free(d->in);
+  PyMem_Free(d->out);
+  PyMem_Free(d->units);
+  d->in = NULL;
+  d->out = NULL;
+  d->units = NULL;
+  d->n_in = d->n_out = d->n_units = 0;
+  Py_CLEAR(d->keep);
+  Py_CLEAR(d->error);
+  Py_CLEAR(d->label);
+  d->fn = NULL;
+}
+
+static int door_init(Door* d, PyObject* args, PyObject* kwds) {
+  unsigned long long address;
+  PyObject *keep, *error, *label, *inputs, *outputs, *units;
+  int q_index, release_gil;
+  double tol;
+  Py_ssize_t sz[4];
+  if (kwds && PyDict_Size(kwds)) {
+    PyErr_SetString(PyExc_TypeError, "Door takes positional arguments");
+    return -1;
+  }
+  if (!PyArg_ParseTuple(args, "KOOUO!O!iO!d(nnnn)p", &address, &keep, &error, &label, &PyList_Type, &inputs,
+                        &PyList_Type, &outputs, &q_index, &PyList_Type, &units, &tol, &sz[0], &sz[1], &sz[2], &sz[3],
+                        &release_gil))
+    return -1;
+  if (!address || !PyType_Check(error) || !PyType_IsSubtype((PyTypeObject*)error, (PyTypeObject*)PyExc_Exception)) {
+    PyErr_SetString(PyExc_ValueError, "Door: a function address and an exception class are needed");
+    return -1;
+  }
+  unbind(d);
+  Py_INCREF(keep); d->keep = keep;
+  Py_INCREF(error); d->error = error;
+  Py_INCREF(label); d->label = label;
+  d->release_gil = release_gil;
+  d->unit_tol = tol;
+  if (parse_inputs(d, inputs) < 0 || parse_outputs(d, outputs) < 0) goto fail;
+  if (d->n_out < 1 || sz[0] < d->n_in || sz[1] < d->n_out || sz[2] < 0 || sz[3] < 0) {
+    PyErr_SetString(PyExc_ValueError, "Door: no output, or work sizes below the numbers of inputs and outputs");
+    goto fail;
+  }
+  d->sz_arg = sz[0]; d->sz_res = sz[1]; d->sz_iw = sz[2]; d->sz_w = sz[3];
+  d->q_index = q_index;
+  d->n_units = (int)PyList_GET_SIZE(units);
+  if (d->n_units) {
+    if (q_index < 0 || q_index >= d->n_in) {
+      PyErr_SetString(PyExc_ValueError, "Door: unit blocks without q");
+      goto fail;
+    }
+    d->units = PyMem_Calloc(2 * (size_t)d->n_units, sizeof(Py_ssize_t));
+    if (!d->units) goto fail;
+    for (int u = 0; u < d->n_units; ++u) {
+      Py_ssize_t start, len;
+      if (!PyArg_ParseTuple(PyList_GET_ITEM(units, u), "nn", &start, &len)) goto fail;
+      if (start < 0 || len < 1 || start + len > d->in[q_index].size) {
+        PyErr_SetString(PyExc_ValueError, "Door: a unit block outside q");
+        goto fail;
+      }
+      d->units[2 * u] = start;
+      d->units[2 * u + 1] = len;
+    }
+  }
+  d->fn = (casadi_fn)(uintptr_t)address;
+  return 0;
+fail:
+  unbind(d);
+  return -1;
+}
+
+static PyObject* door_bound(Door* d, void* closure) {
+  (void)closure;
+  return PyBool_FromLong(d->fn != NULL);
+}
+
+static PyGetSetDef door_getset[] = {
+  {"_door_bound", (getter)door_bound, NULL, "whether calls go through the door", NULL},
+  {NULL, NULL, NULL, NULL, NULL}};
+
+static PyMethodDef door_methods[] = {
+  {"_door_call", (PyCFunction)(void (*)(void))door_call, METH_FASTCALL,
+   "_door_call(first, inputs, out, all): the outputs for inputs already as the C code reads them, else NotImplemented"},
+  {"_door_raw", (PyCFunction)(void (*)(void))door_raw, METH_FASTCALL,
+   "_door_raw(values, out, all): the outputs for inputs.as_input's arrays (every input, manifest order)"},
+  {NULL, NULL, 0, NULL}};
+
+static PyTypeObject DoorType = {
+  PyVarObject_HEAD_INIT(NULL, 0)
+  .tp_name = "casadi_delassus_door.Door",
+  .tp_basicsize = sizeof(Door),
+  .tp_dealloc = (destructor)door_dealloc,
+  .tp_call = (ternaryfunc)door_tp_call,
+  .tp_flags = Py_TPFLAGS_DEFAULT | Py_TPFLAGS_BASETYPE,
+  .tp_doc = "The call path of one generated function, the base of CompiledFunction (codegen/door.py).",
+  .tp_methods = door_methods,
+  .tp_getset = door_getset,
+  .tp_init = (initproc)door_init,
+  .tp_new = PyType_GenericNew,
+};
+
+static struct PyModuleDef door_module = {PyModuleDef_HEAD_INIT, "casadi_delassus_door", NULL, -1, NULL};
+
+PyMODINIT_FUNC PyInit_casadi_delassus_door(void) {
+  import_array();
+#if defined(__x86_64__) && defined(__GNUC__)
+  __builtin_cpu_init();
+  has_avx = __builtin_cpu_supports("avx");
+#endif
+  str_out = PyUnicode_InternFromString("out");
+  str_threads = PyUnicode_InternFromString("threads");
+  str_evaluate = PyUnicode_InternFromString("_evaluate");
+  if (!str_out || !str_threads || !str_evaluate || PyType_Ready(&DoorType) < 0) return NULL;
+  PyObject* m = PyModule_Create(&door_module);
+  if (!m) return NULL;
+  Py_INCREF(&DoorType);
+  if (PyModule_AddObject(m, "Door", (PyObject*)&DoorType) < 0) {
+    Py_DECREF(&DoorType);
+    Py_DECREF(m);
+    return NULL;
+  }
+  return m;
+}

@@ -1,0 +1,69 @@
+"""The single call's sin and cos of the joint angles: once, up front, vectorised.
+
+CasADi prints ``sin`` and ``cos`` of a joint angle where an algorithm first needs them, and
+gcc merges each pair into one libm ``sincos`` call (~12-13 ns per angle on Zen 3,
+bench/peak.py) in the middle of the straight-line code, where the call clobbers every vector
+register: what is live around it is stored and reloaded.  ``hoist`` rewrites CasADi's scalar
+function body so that every sin/cos of an input entry (q[k] of a revolute joint) reads
+``cd_sin[j]``/``cd_cos[j]``, arrays a prologue fills CD_SINCOS_LANES angles at a time with
+glibc's vector math library (libmvec, ~2 ns per angle for both; its results are within a few
+ulp of libm's, tests/test_sincos.py); the body then makes no call at all.  Without libmvec
+(not x86-64 glibc, not GNU C, or ``-DCD_SINCOS_LIBM``) the prologue calls libm's sin and cos.
+A sin/cos of anything else (a mimic joint's scaled angle) stays where it is.
+
+Like codegen/batch.py, the rewrite recognises CasADi's statements exactly and changes only
+the ``aN=sin(aM);``/``aN=cos(aM);`` lines whose argument holds an input entry at that point.
+"""
+from __future__ import annotations
+
+import re
+
+from .statements import ASSIGN, DECL, INPUT, function_body
+
+_SINCOS = re.compile(r"  (a\d+)=(sin|cos)\((a\d+)\);")
+PAD = 4                 # angles are computed in groups of the widest lane count used (4)
+
+
+def hoisted_body(body):
+    """(the body's lines with each sin/cos of an input entry replaced, [(input, entry)] of
+    the angles in order of first use)."""
+    holds, angles, out = {}, {}, []
+    for line in body:
+        m = _SINCOS.fullmatch(line)
+        if m and holds.get(m[3]) is not None:
+            j = angles.setdefault(holds[m[3]], len(angles))
+            out.append(f"  {m[1]}=cd_{m[2]}[{j}];")
+            holds[m[1]] = None
+            continue
+        if mi := INPUT.fullmatch(line):
+            holds[mi[1]] = (int(mi[2]), int(mi[3]))
+        elif ma := ASSIGN.fullmatch(line):
+            holds[ma[1]] = None
+        out.append(line)
+    return out, list(angles)
+
+
+def hoist(casadi_code, env):
+    """(CasADi's code with its function's sin/cos of input entries computed up front (the
+    helper of template sincos.c.j2 placed before the function), number of angles)."""
+    first, body = function_body(casadi_code)
+    new, angles = hoisted_body(body)
+    if not angles:
+        return casadi_code, 0
+    n = -(-len(angles) // PAD) * PAD
+    values = ", ".join(f"arg[{i}]? arg[{i}][{k}] : 0" for i, k in angles) + ", 0" * (n - len(angles))
+    decls = next(k for k, line in enumerate(new) if not DECL.fullmatch(line))
+    prologue = [f"  double cd_angle[{n}] = {{{values}}}, cd_sin[{n}], cd_cos[{n}];",
+                f"  cd_sincos({n}, cd_angle, cd_sin, cd_cos);"]
+    lines = casadi_code.splitlines()
+    out = [*lines[:first - 1], env.get_template("sincos.c.j2").render(angles=len(angles)).rstrip("\n"), lines[first - 1],
+           *new[:decls], *prologue, *new[decls:], *lines[first + len(body):]]
+    return "\n".join(out) + "\n", len(angles)
+
+
+def target(macros):
+    """The manifest's ``sincos`` entry from the compiled file's CD_ macros (batch.macros):
+    how many angles the prologue computes and how (libmvec and its lane count, or libm)."""
+    if "CD_SINCOS_ANGLES" not in macros:
+        return {"angles": 0, "route": "none (no sin/cos of an input)"}
+    return {"angles": int(macros["CD_SINCOS_ANGLES"]), "route": macros["CD_SINCOS_ROUTE"].strip('"')}

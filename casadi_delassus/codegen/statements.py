@@ -1,0 +1,34 @@
+"""The statements of CasADi's C for one SX function, as its code generator prints them
+(CasADi 3.6-3.7, no memory objects): declarations, input reads, assignments, output writes.
+The rewrites of that code (codegen/schedule.py, sincos.py, batch.py) recognise these lines
+exactly and stop, naming the line, on anything else."""
+from __future__ import annotations
+
+import re
+
+from ..errors import CompilerError
+
+BODY_START = ("static int casadi_f0(const casadi_real** arg, casadi_real** res, casadi_int* iw, "
+              "casadi_real* w, int mem) {")
+DECL = re.compile(r"  casadi_real (a\d+(?:, a\d+)*);")
+INPUT = re.compile(r"  (a\d+)=arg\[(\d+)\]\? arg\[\2\]\[(\d+)\] : 0;")
+OUTPUT = re.compile(r"  if \(res\[(\d+)\]!=0\) res\[\1\]\[(\d+)\]=(.+);")
+ASSIGN = re.compile(r"  (a\d+)=(.+);")
+
+
+def fail(lineno, line, why, what="rewrite"):
+    raise CompilerError(f"cannot {what} line {lineno} of the generated code ({why}): {line.strip()[:120]}")
+
+
+def function_body(casadi_code):
+    """(index of its first line, the lines) of CasADi's one evaluation function (casadi_f0)
+    in ``casadi_code``."""
+    lines = casadi_code.splitlines()
+    starts = [i for i, l in enumerate(lines) if l.startswith("static int casadi_f")]
+    if len(starts) != 1 or lines[starts[0]] != BODY_START:
+        raise CompilerError("cannot rewrite the generated code: expected exactly one CasADi function body "
+                            f"'{BODY_START[:40]}…', found {len(starts)}")
+    end = next((i for i in range(starts[0] + 1, len(lines)) if lines[i] == "}"), None)
+    if end is None:
+        raise CompilerError("cannot rewrite the generated code: the CasADi function body has no end")
+    return starts[0] + 1, lines[starts[0] + 1:end]
