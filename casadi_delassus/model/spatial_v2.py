@@ -308,6 +308,8 @@ def plucker(E, r):
 def _jtype(joint):
     if joint.kind == "free":
         return ""
+    if joint.kind == "ball":
+        raise ModelError(f"joint {joint.name!r}: spatial_v2 jtype cannot express a ball joint")
     for ax, v in _AXES.items():
         if np.allclose(joint.axis, v, atol=1e-12):
             return ("R" if joint.kind in ("revolute", "continuous") else "P") + ax
