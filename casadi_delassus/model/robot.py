@@ -6,6 +6,16 @@ motion.  ``Body.rotation``/``Body.translation`` are the tree transform X_T from 
 body to the joint frame before motion, stored compactly: ``rotation`` E maps parent
 coordinates to joint-frame coordinates, ``translation`` r is the joint-frame origin in
 parent coordinates.
+
+For model loaders (URDF, SDF, spatial_v2, and MJCF compiled by MuJoCo): every joint moves its
+body about the body's origin (a revolute axis and a ball joint's centre pass through it, a free
+joint's q is its pose), so a body frame is its joint's frame: a body whose joint sits elsewhere
+in it (MuJoCo's joint pos) is given a frame there, its inertia and sites re-expressed, and
+several joints in one body become a chain of massless bodies.  Named frames (``Frame``: links
+merged by fixed joints, MuJoCo sites) hang on bodies.  ``Joint.quaternion`` / ``Joint.velocity`` give q's and v's layout per joint (MuJoCo's:
+"wxyz", "mujoco"), ``Robot(armature=...)`` the rotor inertias (MuJoCo's dof_armature), and
+``Robot(convention="mujoco")`` labels a robot without free or ball joints.  A massless body (a
+virtual link) is fine wherever the mass matrix stays positive definite (``_check_mass_matrix``).
 """
 from __future__ import annotations
 
