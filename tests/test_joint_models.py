@@ -18,7 +18,7 @@ from casadi_delassus.codegen.trace import trace
 from casadi_delassus.constraints import ConstraintSet
 from casadi_delassus.errors import InputError, ModelError
 from casadi_delassus.model import load_robot, registry
-from casadi_delassus.model.robot import Body, Joint, Robot
+from casadi_delassus.model.robot import Body, Joint, Robot, cross_matrix
 from casadi_delassus.registry import ALGORITHMS
 from casadi_delassus.verify import pinocchio_oracle as oracle
 from casadi_delassus.verify import reference as ref
@@ -565,3 +565,21 @@ class _Traced:
     def outputs(self, q, **inputs):
         return {k: np.array(v) for k, v in self.fn(q=q, **inputs).items()}
 
+
+
+def test_spatial_v2_massless_links(tmp_path):
+    """A spatial_v2 model may have a massless (virtual) link: it loads where M stays positive
+    definite, and a massless leaf is refused by the mass-matrix check, naming its joint."""
+    from casadi_delassus.model.spatial_v2 import load_spatial_v2_json
+
+    def model(masses):
+        X = np.eye(6)
+        X[3:, :3] = -cross_matrix(np.array([0.0, 0.0, 0.3]))
+        inertias = [(np.diag([0.01, 0.01, 0.01, m, m, m]) if m else np.zeros((6, 6))).tolist() for m in masses]
+        path = tmp_path / f"m{len(list(tmp_path.iterdir()))}.json"
+        path.write_text(json.dumps({"NB": 3, "parent": [0, 1, 2], "jtype": ["Ry", "Rz", "Rx"], "Xtree": [X.tolist()] * 3,
+                                    "I": inertias, "bodyNames": ["a", "b", "c"]}))
+        return load_spatial_v2_json(path)
+    assert model([1.0, 0.0, 1.0]).bodies[1].mass == 0
+    with pytest.raises(ModelError, match=r"joint 'c_joint' \(body 'c'\) carries no inertia"):
+        model([1.0, 1.0, 0.0])

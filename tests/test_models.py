@@ -237,7 +237,7 @@ MALFORMED = [
     ("I asym", _replace("I", 1, _ASYM_I), "I of body 'upper' is not a rigid-body spatial inertia: it is not symmetric"),
     ("I mass block", _replace("I", 1, _BAD_MASS_I), "I of body 'upper' is not a rigid-body spatial inertia: its lower-right"),
     ("I neg mass", _replace("I", 2, _NEG_MASS_I), "I of body 'lower' is not a rigid-body spatial inertia: its mass"),
-    ("I not PD", _replace("I", 2, _NOT_PD_I), "I of body 'lower' is not a rigid-body .* not positive definite"),
+    ("I not PD", _replace("I", 2, _NOT_PD_I), "I of body 'lower' is not a rigid-body .* not positive semi-definite"),
     ("I off block", _replace("I", 0, _BAD_OFF_I), "I of body 'base' is not a rigid-body .*not skew-symmetric"),
     ("gravity", _mutate(gravity=[0, 0]), "'gravity' must be a 3-vector"),
 ]
