@@ -237,7 +237,7 @@ MALFORMED = [
     ("I asym", _replace("I", 1, _ASYM_I), "I of body 'upper' is not a rigid-body spatial inertia: it is not symmetric"),
     ("I mass block", _replace("I", 1, _BAD_MASS_I), "I of body 'upper' is not a rigid-body spatial inertia: its lower-right"),
     ("I neg mass", _replace("I", 2, _NEG_MASS_I), "I of body 'lower' is not a rigid-body spatial inertia: its mass"),
-    ("I not PD", _replace("I", 2, _NOT_PD_I), "I of body 'lower' is not a rigid-body .* not positive definite"),
+    ("I not PD", _replace("I", 2, _NOT_PD_I), "I of body 'lower' is not a rigid-body .* not positive semi-definite"),
     ("I off block", _replace("I", 0, _BAD_OFF_I), "I of body 'base' is not a rigid-body .*not skew-symmetric"),
     ("gravity", _mutate(gravity=[0, 0]), "'gravity' must be a 3-vector"),
 ]
@@ -301,6 +301,10 @@ SYNTHETIC = {
     "ladder:rungs=3,length=2,segment=1,floating=1": (9, 14, 18, True),
     "ladder:rungs=2,rot=1": (20, 20, 12, False),
     " Chain : n = 3 ": (3, 3, 6, False),
+    "chain:n=5,ball=1": (5, 15, 6, False),              # ball joints at the root, in the middle, at the tip
+    "chain:n=6,ball=2,floating=1": (6, 17, 6, True),
+    "ragdoll": (15, 40, 12, True),
+    "ragdoll:floating=0": (15, 37, 12, False),
 }
 
 
@@ -409,6 +413,8 @@ def test_synthetic_spatial_v2_round_trip(tmp_path):
     ("chain:n=3,floating=2", "floating must be 0 or 1"),
     ("chain:n=3,all=-1", "all must be 0 or 1"),
     ("chain:n=3,n=4", "parameter 'n' given twice"),
+    ("chain:n=3,ball=-1", "ball must be >= 0, got -1"),
+    ("ragdoll:n=3", "unknown parameter 'n' for ragdoll"),
     ("chain:n=3,,", "expected key=value"),
     ("chain:n", "expected key=value"),
     ("kchain:k=1000", "bodies, more than"),
@@ -429,7 +435,7 @@ def test_is_synthetic():
         assert is_synthetic(spec), spec
     for spec in ("talos", "robots/talos.urdf", "/tmp/x.json", "", None, 3, "C:/models/x.urdf"):
         assert not is_synthetic(spec), spec
-    assert set(MECHANISMS) == {"chain", "stem", "kchain", "ladder"}
+    assert set(MECHANISMS) == {"chain", "stem", "kchain", "ladder", "ragdoll"}
 
 
 _JUNK = [None, "x", 3, -1, 2.5, True, [], {}, [[1, 2]], [None, None, None], ["", "", ""],

@@ -162,11 +162,6 @@ def content_hash(robot, constraints, algorithm, cflags, cse, cc, osim, function=
     return hashlib.sha256(json.dumps(data, sort_keys=True).encode()).hexdigest()
 
 
-def q_layout(robot):
-    return [{"joint": b.joint.name, "body": b.name, "kind": b.joint.kind, "q_index": b.q_index,
-             "nq": b.joint.nq, "v_index": b.v_index, "nv": b.joint.nv} for b in robot.bodies]
-
-
 def is_cached(manifest_path, key):
     """True when ``manifest_path`` was built for the hash ``key`` and it and its .c, .h and
     .so are intact (codegen/artifact.py: sizes and sha256 as recorded)."""
@@ -185,7 +180,7 @@ def make_manifest(f, robot, constraints, scenario, inputs, outputs, cflags, cc, 
         **head, "robot": robot.name, "scenario": scenario,
         "source": robot.source, **({"model_file": str(model_file)} if model_file else {}),
         "nq": robot.nq, "nv": robot.nv, "m": constraints.m,
-        "q_layout": q_layout(robot), "constraints": constraints.describe(),
+        "q_layout": robot.q_layout(), "q_convention": robot.q_convention, "constraints": constraints.describe(),
         "row_names": constraints.row_names, "inputs": inputs, "outputs": outputs,
         "op_count": counts, "cse": cse, "cflags": list(resolve_cflags(cflags, counts["instructions"], cc)),
         "compiler": cc, **work_sizes(f), "hash": key, "version": __version__,

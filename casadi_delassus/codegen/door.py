@@ -43,7 +43,8 @@ import numpy as np
 from ..errors import CompilerError, DelassusError
 from ..progress import step
 from .build import find_compiler
-from .inputs import UNIT_TOL, unit_blocks
+from ..model.robot import unit_blocks
+from .inputs import UNIT_TOL
 
 SOURCE = Path(__file__).with_name("door.c")
 MODULE = "casadi_delassus_door"
@@ -193,7 +194,7 @@ def binding(f, release_gil=True):
         return None
     names = [i["name"] for i in f.inputs]
     q_index = names.index("q") if "q" in names else -1
-    units = [(sl.start, sl.stop - sl.start) for _, sl, _ in unit_blocks(f.manifest)] if q_index >= 0 else []
+    units = [(sl.start, sl.stop - sl.start) for _, sl, _ in unit_blocks(f.manifest.get("q_layout", ()))] if q_index >= 0 else []
     work = f._work
     return (ctypes.cast(f._fn, ctypes.c_void_p).value, f._lib, DelassusError, f.manifest["function"],
             [_input_spec(i) for i in f.inputs], [(o["name"], tuple(int(d) for d in o["shape"])) for o in f.output_specs],

@@ -5,8 +5,9 @@ column-major float64 array the C function reads, or raises an InputError with on
 names the input: not real numbers (complex, datetime, strings, objects), the wrong shape,
 NaN or inf anywhere, a non-positive weight R.
 
-Unit quaternions and (cos, sin) pairs.  A free joint's orientation (q[i+3:i+7], Pinocchio's
-x, y, z, w) and a continuous joint's (cos, sin) enter the generated code as they are: a
+Unit quaternions and (cos, sin) pairs.  A free or ball joint's orientation (a quaternion in
+the joint's order, the manifest's q layout: Pinocchio's x, y, z, w or MuJoCo's w, x, y, z) and
+a continuous joint's (cos, sin) enter the generated code as they are: a
 quaternion scaled by 3 scales every rotation entry by 9 (the dynamics outputs moved by a
 factor of 32).  Within UNIT_TOL of norm 1 they are normalised (float32 round-off, integrators
 that drift); further off they are rejected, since such a q is almost surely laid out wrongly
@@ -19,6 +20,7 @@ import math
 import numpy as np
 
 from ..errors import InputError
+from ..model.robot import unit_blocks
 
 # |‖quaternion‖ − 1| (or |‖(cos, sin)‖ − 1|) normalised silently; above, an InputError
 UNIT_TOL = 1e-6
@@ -36,19 +38,9 @@ def _real_array(name, value):
     return a.astype(float)
 
 
-def unit_blocks(manifest):
-    """(joint, q slice, what) for every unit-norm block of q: free-joint quaternions and
-    continuous-joint (cos, sin) pairs, from the manifest's q layout."""
-    for j in manifest.get("q_layout", ()):
-        if j["kind"] == "free":
-            yield j["joint"], slice(j["q_index"] + 3, j["q_index"] + 7), "quaternion (x, y, z, w)"
-        elif j["kind"] == "continuous":
-            yield j["joint"], slice(j["q_index"], j["q_index"] + 2), "(cos, sin) pair"
-
-
 def _normalised(q, manifest):
     q = q.copy()
-    for joint, sl, what in unit_blocks(manifest):
+    for joint, sl, what in unit_blocks(manifest.get("q_layout", ())):
         # the sum of squares in order and one square root, as codegen/door.c computes it
         # (not sum(), which compensates from Python 3.12 on)
         sq = 0.0

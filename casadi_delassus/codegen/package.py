@@ -13,6 +13,7 @@ import numpy as np
 
 from .. import __version__
 from ..errors import DelassusError
+from ..model.robot import neutral_q as model_neutral_q
 from . import artifact
 from .build import COMPILER_SPECIFIC
 from .emit import TEMPLATES
@@ -21,14 +22,9 @@ PACKAGE_FILES = ("Makefile", "CMakeLists.txt", "README.md", "main.c")
 
 
 def neutral_q(manifest):
-    """Zeros with the quaternion's w = 1 (free joints) and cos = 1 (continuous joints)."""
-    q = np.zeros(manifest["nq"])
-    for j in manifest["q_layout"]:
-        if j["kind"] == "free":
-            q[j["q_index"] + 6] = 1.0
-        elif j["kind"] == "continuous":
-            q[j["q_index"]] = 1.0
-    return q
+    """Zeros with the quaternions' w = 1 (free and ball joints, in their order) and cos = 1
+    (continuous joints): model/robot.py's neutral_q on the manifest's q layout."""
+    return model_neutral_q(manifest["q_layout"])
 
 
 def example_input(spec):
@@ -91,6 +87,8 @@ def render_package(manifests):
     ctx = dict(first, lib=artifact.library_name(first["model_name"], scenario), version=__version__,
                functions=functions, f=functions[0], neutral=neutral_q(first),
                floating=any(j["kind"] == "free" for j in first["q_layout"]),
+               has_ball=any(j["kind"] == "ball" for j in first["q_layout"]),
+               mujoco=first.get("q_convention") == "mujoco",
                has_continuous=any(j["kind"] == "continuous" for j in first["q_layout"]),
                constraint_rows=rows, regen_args=regen, model=model_file or first["robot"],
                source_name=Path(model_file).name if model_file else "")

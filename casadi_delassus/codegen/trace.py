@@ -40,7 +40,7 @@ def trace(robot, constraints, algorithm, name=None, cse=True, osim=False):
     with step(f"building the CasADi function of {what}", now=big):
         f = ca.Function(name or algorithm, [q, *vectors.values(), *K_syms.values()], exprs,
                         ["q", *vectors, *K_syms], names)
-    inputs = [{"name": "q", "shape": [robot.nq], "meaning": "configuration, Pinocchio layout (see q_layout)"}]
+    inputs = [{"name": "q", "shape": [robot.nq], "meaning": Q_MEANING.get(robot.q_convention, Q_MEANING["mixed"])}]
     inputs += [{"name": n, "shape": [int(v.shape[0])], "meaning": algo.input_meaning(n)} for n, v in vectors.items()]
     inputs += [{"name": n, "shape": [c.rows, 6], "meaning": f"K of constraint {c.spec}: rows act on the "
                 f"spatial acceleration [linear; angular] of {c.link} in its own frame"}
@@ -49,6 +49,12 @@ def trace(robot, constraints, algorithm, name=None, cse=True, osim=False):
              "row_names": constraints.row_names if e.shape[0] == constraints.m else None}
             for n, e in zip(names, exprs)]
     return f, inputs, outs
+
+
+# the q input's meaning by Robot.q_convention (model/robot.py); v, τ and v̇ follow the same joints
+Q_MEANING = {"pinocchio": "configuration, Pinocchio layout (see q_layout)",
+             "mujoco": "configuration, MuJoCo qpos layout: quaternions w, x, y, z (see q_layout)",
+             "mixed": "configuration, each joint's own layout (see q_layout: quaternion order per joint)"}
 
 
 def choose_cheapest(robot, constraints, cse=True, osim=False, family=AUTO):

@@ -27,7 +27,7 @@ from dataclasses import dataclass
 from .. import __version__, executor
 from ..api import DEFAULT_OUT, constraint_set, default_constraints
 from ..codegen import artifact
-from ..codegen.build import (DEFAULT_CFLAGS, NATIVE, build, find_compiler, host_cpu, is_cached, q_layout,
+from ..codegen.build import (DEFAULT_CFLAGS, NATIVE, build, find_compiler, host_cpu, is_cached,
                               source_hash)
 from ..errors import ArtifactError, DelassusError
 from ..model import load_robot
@@ -179,7 +179,7 @@ def build_library(robot, constraints=None, algorithm="auto", modes="all", out_di
     manifest = {
         "library": lib, "library_format": LIBRARY_FORMAT, "kind": kind_of(algorithm), "algorithm": algorithm,
         "osim": osim, "cse": cse, "cflags": list(cflags), "robot": robot.name, "model_name": model, "scenario": scenario, "source": robot.source,
-        "nq": robot.nq, "nv": robot.nv, "q_layout": q_layout(robot),
+        "nq": robot.nq, "nv": robot.nv, "q_layout": robot.q_layout(), "q_convention": robot.q_convention,
         "constraints": [{"bit": i, "spec": c.spec, "rows": c.rows} for i, c in enumerate(cs.constraints)],
         "inputs": inputs, "outputs": outputs,
         "modes": [_mode_record(md, lib_folder, outputs, md.mask not in built) for md in planned],

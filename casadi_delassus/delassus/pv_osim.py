@@ -40,5 +40,5 @@ def delassus(robot, constraints, q, K_bodies):
     passes.done("constraint rows K^A propagated to the base", [stack[b][1] for b in bases])
     passes.done("L^A: SR1 updates K S D⁻¹ Sᵀ Kᵀ", dict(L))
     for b in bases:                                              # PV eq. (48)
-        free_update(L, stack[b][0], abi[b], stack[b][1], lead_rows(T, via[b]))
+        free_update(L, stack[b][0], abi[b], stack[b][1], lead_rows(T, abi, via[b]))
     return {"delassus": linalg.to_sx(L, constraints.m)}

@@ -62,7 +62,7 @@ def delassus(robot, constraints, q, K_bodies):
     ratios = branch_conditioning(robot, q, Lb, {i: _branches(stack[i][0], via[i]) for i in mil})
     mil = [i for i in mil if ratios[i] > SINGULAR_RATIO]
     for i in bases:
-        free_update(full, stack[i][0], abi[i], stack[i][1], lead_rows(T, via[i]))
+        free_update(full, stack[i][0], abi[i], stack[i][1], lead_rows(T, abi, via[i]))
         if i not in mil:                             # no lemma: this tree's Λ⁻¹ goes to Lb
             rows = stack[i][0]
             Lb.update({(a, b): full[(a, b)] for a in rows for b in rows if (a, b) in full})

@@ -29,7 +29,7 @@ import casadi as ca
 from ..symbolic.spatial import sx
 from ..symbolic import linalg, passes
 from ..sweeps.articulated import articulated_inertias
-from ..sweeps.constraint_space import lead_axes, sr1
+from ..sweeps.constraint_space import joint_update, lead_axes
 from ..symbolic.frames import slid_transforms, transform_rows
 
 
@@ -164,15 +164,15 @@ def backward(robot, constraints, tree, T, abi, Ks):
         if art.free:                                       # ^0Ω_D(i) through D_i = LDLᵀ
             if i in tree.N:
                 kids = {b.body: weight[b.body] for b in tree.branches[i] if not b.is_ee}
-                omega0[cur.node] = FactoredOmega(art, lead_axes(T, kids, 1))
+                omega0[cur.node] = FactoredOmega(art, lead_axes(T, abi, kids, 1))
             else:
-                fo = FactoredOmega(art, lead_axes(T, {child: 1}, 1) if child is not None else ())
+                fo = FactoredOmega(art, lead_axes(T, abi, {child: 1}, 1) if child is not None else ())
                 Z = fo.z(cur.K, child)
                 omega0[cur.node] = _add(cur.Omega, _gram(Z, fo.art.ldl[2], Z, m, True))
             continue
         Kp, v = art.project_rows(cur.K)
         Om = dict(cur.Omega)
-        sr1(Om, list(range(m)), v, art.Dinv)               # eq. (16)
+        joint_update(Om, list(range(m)), art, v)           # eq. (16)
         if tree.cut[i]:
             omega0[cur.node] = Om                          # fixed-base root: ^0Ω_D(i)
         else:

@@ -19,7 +19,7 @@ when there are no constraints.
 from __future__ import annotations
 
 from ..symbolic.scalar import column, neg, vadd, vsub
-from ..sweeps.tree import Tree, joint_backward, joint_forward, root_accel
+from ..sweeps.tree import Tree, joint_backward, joint_backward_multi, joint_forward, joint_forward_multi, root_accel
 from ..symbolic import passes
 from ..symbolic.frames import transform_force, transform_motion
 from ..sweeps.articulated import articulated_inertias
@@ -44,9 +44,12 @@ def solve(tree, v, tau, extra_inertia=None, extra_force=None):
     for i in reversed(range(tree.n)):
         art = abi[i]
         if art.free:
-            pA[i] = vsub(pA[i], tree.base_wrench(i, tree.vslice(tau, i)))
+            pA[i] = vsub(pA[i], tree.base_wrench(i, tree.vslice(tau, i), g[i]))
             continue
-        u[i], pa = joint_backward(tree, i, art, pA[i], tree.vslice(tau, i)[0], c[i])
+        if art.multi:
+            u[i], pa = joint_backward_multi(art, pA[i], tree.vslice(tau, i), c[i])
+        else:
+            u[i], pa = joint_backward(tree, i, art, pA[i], tree.vslice(tau, i)[0], c[i])
         par = tree.parent[i]
         if par >= 0:
             pA[par] = vadd(pA[par], transform_force(tree.T[i], pa))
@@ -59,13 +62,17 @@ def solve(tree, v, tau, extra_inertia=None, extra_force=None):
             qdd[i] = tree.base_qdd(i, acc[i], g[i])
             continue
         y = root_accel(tree, i, g) if par < 0 else transform_motion(tree.T[i], acc[par])
-        q1, acc[i] = joint_forward(tree, i, art, y, c[i], u[i])
-        qdd[i] = [q1]
+        if art.multi:
+            qdd[i], acc[i] = joint_forward_multi(tree, i, art, y, c[i], u[i])
+        else:
+            q1, acc[i] = joint_forward(tree, i, art, y, c[i], u[i])
+            qdd[i] = [q1]
     passes.done("roll-out: q̈_i, a_i", qdd)
     return qdd, acc, g
 
 
 def aba(robot, constraints, q, K_bodies, v, tau):
     tree = Tree(robot, constraints, q)
+    v, tau = tree.local_inputs(v, tau)
     qdd, _, _ = solve(tree, v, tau)
-    return {"vdot": column([x for qi in qdd for x in qi])}
+    return {"vdot": column(tree.user_vdot([x for qi in qdd for x in qi], v))}

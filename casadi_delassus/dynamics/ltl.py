@@ -80,6 +80,7 @@ def delassus_solve(tree, Y, YD, D, Dinv, rhs):
 def ltl(robot, constraints, q, K_bodies, v, tau, k):
     tree = Tree(robot, constraints, q, K_bodies)
     tree.orthonormalize()
+    v, tau = tree.local_inputs(v, tau)
     vel, c, _ = tree.velocities(v)
     g = tree.gravity([i for i in range(tree.n) if tree.constrained[i] or tree.is_free(i)])
     passes.done("first forward sweep: v_i, a_b,i", vel, c)
@@ -114,4 +115,4 @@ def ltl(robot, constraints, q, K_bodies, v, tau, k):
          for d in range(n)]
     vdot = tree.from_slid(joint_space.solve_l(L, parents, w, ops))
     passes.done("v̇ = L⁻¹ (z + D⁻¹ Yᵀ λ)", vdot)
-    return {"vdot": column(vdot), "lam": column(tree.multipliers(lam))}
+    return {"vdot": column(tree.user_vdot(vdot, v)), "lam": column(tree.multipliers(lam))}

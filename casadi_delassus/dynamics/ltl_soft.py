@@ -29,6 +29,7 @@ from ..symbolic import passes
 
 def ltl_soft(robot, constraints, q, K_bodies, v, tau, k, R):
     tree = Tree(robot, constraints, q, K_bodies)
+    v, tau = tree.local_inputs(v, tau)
     vel, c, _ = tree.velocities(v)
     g = tree.gravity([i for i in range(tree.n) if tree.constrained[i] or tree.is_free(i)])
     passes.done("first forward sweep: v_i, a_b,i", vel, c)
@@ -77,4 +78,4 @@ def ltl_soft(robot, constraints, q, K_bodies, v, tau, k, R):
             for r, gr in enumerate(rows):                              # λ = R⁻¹ (k' − K a')
                 lam[gr] = mul(rinv[gr], sub(nl[r], dot([K[r, c_] for c_ in range(6)], acc[i])))
     passes.done("λ = −R⁻¹ (K_i a'_i + l_i) along the constrained paths", lam)
-    return {"vdot": column(tree.from_slid(vs)), "lam": column(lam)}
+    return {"vdot": column(tree.user_vdot(tree.from_slid(vs), v)), "lam": column(lam)}

@@ -49,7 +49,8 @@ import casadi as ca
 import numpy as np
 
 from ..errors import ConstraintError
-from ..sweeps.tree import Probe, Tree, axis_g, check_regular, joint_backward, joint_forward, root_accel
+from ..sweeps.tree import (Probe, Tree, axis_g, check_regular, joint_backward, joint_backward_multi, joint_forward,
+                           joint_forward_multi, root_accel)
 from ..symbolic import passes
 from ..sweeps.articulated import articulated_inertias
 from ..symbolic import linalg
@@ -190,6 +191,21 @@ def propagate(tree, i, art, K, l, u_i, c_i):
     return kt, Kp, lp
 
 
+def propagate_multi(art, K, l, u_i, c_i):
+    """``propagate`` at a joint of several DoFs (a ball joint): (k_i = K S_i as rows of n_i,
+    K P_iᵀ = K − k_i D_i⁻¹ U_iᵀ, exactly zero along the coordinates S_i selects, and l shifted by
+    eq. (42d): l + K P_iᵀ a_b + k_i D_i⁻¹ u_i)."""
+    kt = [art.coords(row) for row in K]
+    nu = art.solve(u_i)
+    zero = art.zero
+    Kp = []
+    for row, kr in zip(K, kt):
+        y = art.solve(kr)
+        Kp.append([0.0 if col in zero else sub(row[col], dot(art.Ul[col], y)) for col in range(6)])
+    lp = [add(add(lr, dot(row, c_i)), dot(kr, nu)) for row, lr, kr in zip(Kp, l, kt)]
+    return kt, Kp, lp
+
+
 def solve(tree, v, tau, k, probe, early, drop=True):
     """PV Alg. 1 with early elimination where ``early(tree, i, stack, k̃, nonzero)`` says so
     (only on fresh rows) and L^A accumulated for rows that pass a joint that sees them; with
@@ -261,8 +277,10 @@ class Sweeps:
         of Sec. VIII where the policy says so; returns H^a's update."""
         tree, st, c = self.tree, self.stacks[i], self.c
         if art.free:
-            self.pA[i] = vsub(self.pA[i], tree.base_wrench(i, tree.vslice(self.tau, i)))
+            self.pA[i] = vsub(self.pA[i], tree.base_wrench(i, tree.vslice(self.tau, i), self.g[i]))
             return None
+        if art.multi:
+            return self.backward_multi(i, art)
         self.u[i], pa = joint_backward(tree, i, art, self.pA[i], tree.vslice(self.tau, i)[0], c[i])
         more, K_up, l_up, ids_up, fresh = None, [], [], [], st.fresh
         if st.K:
@@ -286,6 +304,24 @@ class Sweeps:
             K_up, l_up, ids_up = ([x for x, kp in zip(xs, st.keep) if kp] for xs in (K_up, l_up, ids_up))
         self.pass_up(i, pa, K_up, l_up, ids_up, fresh)
         return more
+
+    def backward_multi(self, i, art):
+        """Alg. 1 lines 7-12 at a joint of several DoFs (a ball joint): the rows pass, with
+        L^A += k_i D_i⁻¹ k_iᵀ (no early elimination here: the rows that pass are no longer fresh)."""
+        tree, st, c = self.tree, self.stacks[i], self.c
+        self.u[i], pa = joint_backward_multi(art, self.pA[i], tree.vslice(self.tau, i), c[i])
+        K_up, l_up, ids_up, fresh = [], [], [], st.fresh
+        if st.K:
+            kt, K_up, l_up = propagate_multi(art, st.K, st.l, self.u[i], c[i])
+            ids_up = list(st.ids)
+            if self.nonzero([x for row in kt for x in row]):
+                self.ks[i], fresh = kt, False
+                for (p, q), e in art.gram(kt).items():
+                    key = (st.ids[p], st.ids[q]) if st.ids[p] <= st.ids[q] else (st.ids[q], st.ids[p])
+                    self.L[key] = add(self.L.get(key, 0.0), e)
+            st.keep = [not z for z in self.zero_rows(K_up)] if fresh else [True] * len(K_up)
+            K_up, l_up, ids_up = ([x for x, kp in zip(xs, st.keep) if kp] for xs in (K_up, l_up, ids_up))
+        self.pass_up(i, pa, K_up, l_up, ids_up, fresh)
 
     def accumulate(self, ids, kt, Dinv):
         """L^A += k_i D_i⁻¹ k_iᵀ (Alg. 1 line 11; the sign of S_i cancels)."""
@@ -363,6 +399,18 @@ class Sweeps:
                 keep.append(j)
         return keep
 
+    def multipliers_through(self, i):
+        """k_iᵀ λ_i^A at a joint of several DoFs (None without rows), the multipliers handed back."""
+        st = self.stacks[i]
+        if not st.K:
+            return None
+        it = iter(self.mu[i] if self.mu[i] is not None else [])
+        vec = [next(it, 0.0) if kp else 0.0 for kp in st.keep]           # dropped rows: μ = 0
+        hand_back(st, vec, self.lam, self.mu)
+        if self.ks[i] is None:
+            return None
+        return [dot([row[c] for row in self.ks[i]], vec) for c in range(len(self.ks[i][0]))]
+
     def rollout(self, abi, acc):
         """Alg. 1 lines 15-17, rebuilding λ_i^A joint by joint (eq. 64 where eliminated)."""
         tree, qdd = self.tree, [None] * self.tree.n
@@ -372,8 +420,12 @@ class Sweeps:
                 qdd[i] = tree.base_qdd(i, acc[i], self.g[i])
                 continue
             y = root_accel(tree, i, self.g) if par < 0 else transform_motion(tree.T[i], acc[par])
+            if art.multi:
+                qdd[i], acc[i] = joint_forward_multi(tree, i, art, y, self.c[i], self.u[i],
+                                                     self.multipliers_through(i))
+                continue
             e = self.elim[i]
-            extra, sign = 0.0, tree.axis[i][1]
+            extra, sign = 0.0, axis_g(tree, i, art)[1]
             if st.K:
                 it = iter(self.mu[i] if self.mu[i] is not None else [])
                 full = [next(it, 0.0) if kp else 0.0 for kp in st.keep]    # dropped rows: μ = 0
@@ -408,7 +460,8 @@ def pv(robot, constraints, q, K_bodies, v, tau, k):
     tree = Tree(robot, constraints, q, K_bodies)
     tree.orthonormalize()
     probe = Probe(robot, q, K_bodies)
+    v, tau = tree.local_inputs(v, tau)
     qdd, lam, pivots, _ = solve(tree, v, tau, k, probe, never_vanishing, drop=False)
     check_regular(probe, pivots, "pv", constraints)
     lam = tree.multipliers(lam)
-    return {"vdot": column([x for qi in qdd for x in qi]), "lam": column([neg(x) for x in lam])}
+    return {"vdot": column(tree.user_vdot([x for qi in qdd for x in qi], v)), "lam": column([neg(x) for x in lam])}

@@ -30,6 +30,10 @@ the joint's own axis); rows whose entries are identically zero (the left-over of
 constraints, e.g. two welds on one link, Remark 9) are dropped with multiplier 0.  So redundant
 but consistent constraints keep working (v̇ is unique; λ is one of the valid multipliers).
 
+A joint of several DoFs (a ball joint) eliminates nothing: the rows pass it with L^A
+accumulated as in pv (a rank-3 elimination would need an SVD of the 3-column k_i), so rows that
+cross a ball joint reach the base or root solve, as in pv.
+
 Limit (bench/dynamics_accuracy.py and tests/test_dynamics.py measure it, README "Hard cases"):
 the elimination order is fixed, so a joint whose k̃ vanishes at run time cannot pass its row on.
 Exactly zero (Σ⁻¹ = 0 by the guard: no NaN) the row it would eliminate is dropped; near zero it
@@ -57,8 +61,9 @@ def every_joint(tree, i, st, kt, nonzero):
 def pv_early(robot, constraints, q, K_bodies, v, tau, k):
     tree = Tree(robot, constraints, q, K_bodies)
     probe = Probe(robot, q, K_bodies)
+    v, tau = tree.local_inputs(v, tau)
     qdd, lam, _, elim = solve(tree, v, tau, k, probe, every_joint)
-    return {"vdot": column([x for qi in qdd for x in qi]), "lam": column([neg(x) for x in lam]),
+    return {"vdot": column(tree.user_vdot([x for qi in qdd for x in qi], v)), "lam": column([neg(x) for x in lam]),
             "pivot": pivot_ratio(elim, probe)}
 
 

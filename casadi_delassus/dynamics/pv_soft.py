@@ -28,10 +28,11 @@ from .aba import solve as aba_solve
 def pv_soft(robot, constraints, q, K_bodies, v, tau, k, R):
     tree = Tree(robot, constraints, q, K_bodies)
     inertia, forces, rinv = soft_terms(tree, R, k)
+    v, tau = tree.local_inputs(v, tau)
     qdd, acc, g = aba_solve(tree, v, tau, inertia, forces)
     lam = [0.0] * constraints.m
     for i, own in enumerate(tree.targets(k, g, negate=True)):
         for rows, K, nl in own:
             for r, gr in enumerate(rows):                   # λ = −R⁻¹ (K a' + l) = R⁻¹ (k' − K a')
                 lam[gr] = mul(rinv[gr], sub(nl[r], dot([K[r, a] for a in range(6)], acc[i])))
-    return {"vdot": column([x for qi in qdd for x in qi]), "lam": column(lam)}
+    return {"vdot": column(tree.user_vdot([x for qi in qdd for x in qi], v)), "lam": column(lam)}

@@ -8,27 +8,36 @@ acceleration a_0 = −a_grav, Sec. III-B2):
                           a'_i = ^iX_λ a'_λ + S_i v̇_i + a_b,i,
                           f_i = H_i a'_i + v_i ×* H_i v_i  (about the centre of mass, tree.body_force)
   backward, leaves first: τ_i = S_iᵀ f_i,   f_λ(i) += ^iX_λᵀ f_i
+  armature:               τ += armature · v̇  (Pinocchio's rnea, MuJoCo's M with dof_armature)
 
 The passes are sweeps/tree.py's: Tree.velocities and newton_euler, the one RNE (shared with ltl and
 ltl_soft).
 """
 from __future__ import annotations
 
+import numpy as np
+
 from ..symbolic.scalar import column, cross_num, vadd
 from ..sweeps.tree import Tree, newton_euler
 
 
 def inverse_dynamics(tree, v, a):
-    """τ as a list (nv) for joint accelerations ``a`` (SX vector, Pinocchio layout)."""
+    """τ as a list (nv) for joint accelerations ``a`` (SX vector), v, a and τ in the joints' own
+    coordinates (a free joint's MuJoCo velocities converted at this boundary, Tree.local_inputs),
+    armature included: τ += armature · a."""
+    v, _ = tree.local_inputs(v)
     vel, c, _ = tree.velocities(v)
-    f, _ = newton_euler(tree, vel, c, tree.gravity([]), qdd=a)
+    f, _ = newton_euler(tree, vel, c, tree.gravity([]), qdd=tree.local_acceleration(a, v))
     tau = []
     for i in range(tree.n):
         if tree.is_free(i):
             n, fl = f[i][:3], f[i][3:]                       # [n'; f] about the slid origin
             tau += list(fl) + vadd(n, cross_num(tree.T[i].o, fl))
         else:
-            tau.append(tree.sq(i, f[i]))
+            tau += tree.joint_force(i, f[i])
+    tau = tree.user_forces(tau)
+    for d in map(int, np.flatnonzero(tree.robot.armature)):
+        tau[d] = tau[d] + float(tree.robot.armature[d]) * a[d]
     return tau
 
 

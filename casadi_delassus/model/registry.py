@@ -1,8 +1,10 @@
 """Named robots read from installed packages, with constraint scenarios kept in
 ``robots/<name>.json`` (set CASADI_DELASSUS_ROBOTS to use another folder).  Each file gives
 the package that ships the model, the file inside it (URDF, or SDF for closed loops), whether
-the base floats, and named scenarios: lists of constraint specs (see constraints.py), where
-the item ``@loops`` stands for the loop-closing constraints an SDF model defines (sdf.py)."""
+the base floats, optionally ``"armature"`` (rotor inertia: a number for every DoF of every joint
+but a free base, or a list of nv numbers; ``Robot.armature``), and named scenarios: lists of
+constraint specs (see constraints.py), where the item ``@loops`` stands for the loop-closing
+constraints an SDF model defines (sdf.py)."""
 from __future__ import annotations
 
 import importlib.metadata
@@ -73,6 +75,8 @@ def load_registered(name):
         robot = load_sdf(path, name=name)
     else:
         robot = load_urdf(path, floating_base=entry.get("floating_base", True), name=name)
+    if "armature" in entry:
+        robot.armature = entry["armature"]          # Robot.armature: a number (every joint but free ones) or nv
     robot.scenarios = {sc: expand_loops(robot, specs) for sc, specs in entry.get("scenarios", {}).items()}
     robot.description = entry.get("description", "")
     return robot

@@ -143,28 +143,34 @@ def split_plucker(X, body="?", where="spatial_v2 model"):
 
 
 def split_spatial_inertia(I, body="?", where="spatial_v2 model"):
-    """(mass, com, inertia about the com) of a 6x6 rigid-body spatial inertia."""
+    """(mass, com, inertia about the com) of a 6x6 rigid-body spatial inertia.  A massless body
+    (a virtual link: mass 0, no first moment) and a singular rotational inertia (a point mass)
+    are fine here; the Robot refuses them only where the mass matrix is singular."""
     scale = max(1.0, float(np.abs(I).max()))
     tol = _TOL * scale
     m = float(np.trace(I[3:, 3:]) / 3.0)
+    massless = abs(m) <= tol
     problem = None
     if np.abs(I - I.T).max() > tol:
         problem = "it is not symmetric"
-    elif not m > 0:
-        problem = f"its mass {m:g} is not positive"
+    elif m < 0 and not massless:
+        problem = f"its mass {m:g} is negative"
     elif np.abs(I[3:, 3:] - m * np.eye(3)).max() > tol:
         problem = "its lower-right block is not mass * identity"
     elif np.abs(I[:3, 3:] + I[:3, 3:].T).max() > tol:
         problem = "its off-diagonal block is not m c~ (not skew-symmetric)"
+    elif massless and np.abs(I[:3, 3:]).max() > tol:
+        problem = "it has a first moment m c~ but no mass"
     if problem is None:
-        com = _skew_vector(0.5 * (I[:3, 3:] - I[:3, 3:].T)) / m
+        m = 0.0 if massless else m
+        com = np.zeros(3) if massless else _skew_vector(0.5 * (I[:3, 3:] - I[:3, 3:].T)) / m
         c = cross_matrix(com)
         Ic = I[:3, :3] + m * c @ c
         Ic = 0.5 * (Ic + Ic.T)
         eig = np.linalg.eigvalsh(Ic)
-        if eig.min() <= 0:
+        if eig.min() < -tol:
             problem = (f"its rotational inertia about the centre of mass is not positive "
-                       f"definite (principal moments {np.round(eig, 12).tolist()})")
+                       f"semi-definite (principal moments {np.round(eig, 12).tolist()})")
     if problem:
         raise ModelError(f"malformed {where}: I of body {body!r} is not a rigid-body spatial "
                          f"inertia: {problem}")
@@ -308,6 +314,8 @@ def plucker(E, r):
 def _jtype(joint):
     if joint.kind == "free":
         return ""
+    if joint.kind == "ball":
+        raise ModelError(f"joint {joint.name!r}: spatial_v2 jtype cannot express a ball joint")
     for ax, v in _AXES.items():
         if np.allclose(joint.axis, v, atol=1e-12):
             return ("R" if joint.kind in ("revolute", "continuous") else "P") + ax

@@ -6,14 +6,25 @@ are strings for :meth:`casadi_delassus.constraints.ConstraintSet.parse`.
 
 Mechanisms
 ----------
-``chain:n=N[,floating=0][,all=0][,rot=0]``
+``chain:n=N[,floating=0][,all=0][,rot=0][,ball=0]``
     A serial chain of N revolute links ``link1`` ... ``linkN`` on a fixed base (link1
     hangs from the world).  ``floating=1`` puts link1 on a 6-DoF free joint instead.
     Default constraints: the tip weld ``linkN:6d`` (the PV paper's fixed-base chains with a
     6D-constrained end effector, its Fig. 4a).  ``all=1``: a 6D weld on every link, in
     order ``link1:6d ... linkN:6d`` (the PV-OSIMr paper's "chain with a 6D constraint on
-    all its links", its Fig. 4b, m = 6n).
-    nv = N (fixed) or N + 5 (floating).
+    all its links", its Fig. 4b, m = 6n).  ``ball=K`` (K >= 1): links K, 2K, ... hang on
+    ball (spherical, 3-DoF) joints instead (``ball=1``: every link; link1 too unless
+    floating, so a ball joint at the root, in the middle and at the tip).
+    nv = N (fixed) or N + 5 (floating), plus 2 per ball joint.
+
+``ragdoll[:floating=1][,rot=0]``
+    A humanoid-like tree of ball joints (Pinocchio's JointModelSpherical, MuJoCo's ``ball``):
+    ``pelvis`` on a free joint (``floating=0``: on a ball joint from the world), ``torso``
+    on a ball waist and ``head`` on a ball neck; per side s in (left, right) ``s_upper_arm``
+    (ball shoulder on the torso), ``s_forearm`` (revolute elbow), ``s_hand`` (ball wrist),
+    ``s_thigh`` (ball hip on the pelvis), ``s_shin`` (revolute knee), ``s_foot`` (ball ankle).
+    Default constraints: both feet welded, ``left_foot:6d, right_foot:6d``.  15 bodies,
+    nv = 40 (floating) or 37.
 
 ``stem:n=N,branches=B[,length=7][,floating=1][,rot=0]``
     The long-stemmed mechanism (PV-OSIMr paper Fig. 3a; PV paper Fig. 2e): a stem of N
@@ -87,7 +98,9 @@ MECHANISMS = {
     "stem": {"n": None, "branches": None, "length": 7, "floating": 1, "rot": 0},
     "kchain": {"k": None, "floating": 0, "rot": 0},
     "ladder": {"rungs": None, "length": 7, "segment": 3, "floating": 0, "rot": 0},
+    "ragdoll": {"floating": 1, "rot": 0},
 }
+MECHANISMS["chain"]["ball"] = 0             # after the others: canonical names as before
 _FLAGS = ("floating", "all", "rot")
 MAX_BODIES = 5000
 
@@ -148,8 +161,8 @@ def parse_spec(spec):
         if key in _FLAGS:
             if value not in (0, 1):
                 raise ModelError(f"bad synthetic spec {spec!r}: {key} must be 0 or 1, got {value}")
-        elif value < 1:
-            raise ModelError(f"bad synthetic spec {spec!r}: {key} must be >= 1, got {value}")
+        elif value < (0 if key == "ball" else 1):
+            raise ModelError(f"bad synthetic spec {spec!r}: {key} must be >= {0 if key == 'ball' else 1}, got {value}")
         params[key] = value
     n = _n_bodies(mech, params)
     if n > MAX_BODIES:
@@ -178,6 +191,8 @@ def _n_bodies(mech, p):
         return p["n"] + 2 * p["branches"] * p["length"]
     if mech == "kchain":
         return p["k"] ** 2
+    if mech == "ragdoll":
+        return 15
     return p["rungs"] * (p["segment"] + p["length"])
 
 
@@ -196,8 +211,9 @@ class _Builder:
         self.mech, self.rot = mech, bool(rot)
         self.bodies, self.tips = [], []
 
-    def add(self, name, parent, axis_index):
-        """``axis_index`` 0/1/2 for a revolute joint about x/y/z, None for a free joint."""
+    def add(self, name, parent, axis_index, ball=False):
+        """``axis_index`` 0/1/2 for a revolute joint about x/y/z (or the link's direction for a
+        ball joint), None for a free joint."""
         rng = np.random.default_rng(zlib.crc32(f"{self.mech}/{name}".encode()))
         free = axis_index is None
         a = 2 if free else axis_index % 3
@@ -227,27 +243,41 @@ class _Builder:
         second = mass * R @ np.diag(sigma2) @ R.T        # second moment of the mass
         inertia = np.trace(second) * np.eye(3) - second
         inertia = 0.5 * (inertia + inertia.T)
-        joint = Joint("root_joint", "free") if free else \
+        joint = Joint("root_joint", "free") if free else Joint(f"{name}_joint", "ball") if ball else \
             Joint(f"{name}_joint", "revolute", _UNIT[a].copy())
         self.bodies.append(Body(name, parent, joint, E, translation, mass, com, inertia))
         self.tips.append(tip)
         return len(self.bodies) - 1
 
-    def chain(self, names, parent, axis_offset=0, floating_first=False):
-        """A serial chain hanging from ``parent``; returns the body indices."""
+    def chain(self, names, parent, axis_offset=0, floating_first=False, ball=0):
+        """A serial chain hanging from ``parent`` (every ``ball``-th link on a ball joint);
+        returns the body indices."""
         out = []
         for i, name in enumerate(names):
             axis = None if (i == 0 and floating_first) else i + axis_offset
-            parent = self.add(name, parent, axis)
+            parent = self.add(name, parent, axis, ball=bool(ball) and (i + 1) % ball == 0)
             out.append(parent)
         return out
 
 
 def _chain(p, b):
     n = p["n"]
-    b.chain([f"link{i}" for i in range(1, n + 1)], -1, floating_first=bool(p["floating"]))
+    b.chain([f"link{i}" for i in range(1, n + 1)], -1, floating_first=bool(p["floating"]), ball=p["ball"])
     links = range(1, n + 1) if p["all"] else [n]
     return [f"link{i}:6d" for i in links]
+
+
+def _ragdoll(p, b):
+    pelvis = b.add("pelvis", -1, None if p["floating"] else 2, ball=True)
+    torso = b.add("torso", pelvis, 2, ball=True)
+    b.add("head", torso, 2, ball=True)
+    for k, side in enumerate(("left", "right")):
+        arm = b.add(f"{side}_upper_arm", torso, k, ball=True)
+        b.add(f"{side}_hand", b.add(f"{side}_forearm", arm, 1 + k), k, ball=True)
+    for k, side in enumerate(("left", "right")):
+        thigh = b.add(f"{side}_thigh", pelvis, 1 + k, ball=True)
+        b.add(f"{side}_foot", b.add(f"{side}_shin", thigh, k), 2, ball=True)
+    return ["left_foot:6d", "right_foot:6d"]
 
 
 def _kchain(p, b):
@@ -289,7 +319,7 @@ def _ladder(p, b):
     return specs
 
 
-_BUILD = {"chain": _chain, "kchain": _kchain, "stem": _stem, "ladder": _ladder}
+_BUILD = {"chain": _chain, "kchain": _kchain, "stem": _stem, "ladder": _ladder, "ragdoll": _ragdoll}
 
 
 def parse_synthetic(spec):

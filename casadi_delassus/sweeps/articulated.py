@@ -17,7 +17,9 @@ Loops (matrix-free paper ../shared/papers/001_a194bdf892a0cc2c.txt, Alg. 4, for 
 inverse): the sweep can also eliminate couplings a_iᵀ C_ij a_j between two bodies (a
 link-to-link constraint's stiffness) through neighbour sets, and add joint rows' stiffness
 to D_i (no structural zeros along S_i then).  Without them it is the plain sweep, operation
-for operation.
+for operation.  Armature (rotor inertia, ``Robot.armature``) enters the same way: D_i =
+S_iᵀ H_i^A S_i + diag(armature_i) (Featherstone, RBDA Sec. 9.4; Pinocchio's and MuJoCo's
+armature), only on the joints that have some.
 
 What keeps it cheap:
 - Symmetric 6x6 matrices are dense SX whose (i, j) and (j, i) entries are one expression.
@@ -27,10 +29,12 @@ What keeps it cheap:
   cannot see d − d·d/d = 0), so the plane rotation about a turns 15 entries of H^a, not 21.
 - Xᵀ H X goes through frames.transform_inertia (double-angle plane rotation, shift, numeric
   E_T); the numeric parts of a parent's sum (its own H_i) are added once.
-- A free joint (S = a permutation of I₆) keeps D_i = the 6x6 H_i^A as LDLᵀ factors, never
-  an inverse; its projected inertia is exactly zero (nothing passes to a parent).  The
-  factorization may be redone in another basis of S_i (``rebased``): an order that puts
-  zeros first, or a leading direction that some rows annihilate exactly (``leading``).
+- A joint of several DoFs keeps D_i as LDLᵀ factors, never an inverse: a free joint (S = a
+  permutation of I₆, D_i the 6x6 H_i^A, its projected inertia exactly zero: nothing passes to
+  a parent) or a ball joint (S = [1₃; 0], D_i the angular 3x3 block of H_i^A, H_i^a zero
+  outside its linear 3x3 block).  The factorization may be redone in another basis of S_i
+  (``rebased``): an order that puts zeros first, or a leading direction that some rows
+  annihilate exactly (``leading``).
 """
 from __future__ import annotations
 
@@ -43,7 +47,7 @@ import numpy as np
 from ..symbolic.spatial import sx, symmetric
 from ..symbolic import linalg
 from ..symbolic.frames import body_inertia, transform_force, transform_inertia
-from ..symbolic.scalar import dot, is_zero
+from ..symbolic.scalar import add, dot, is_zero, lin, mul
 
 
 @dataclass
@@ -54,18 +58,25 @@ class ArticulatedJoint:
     S: np.ndarray          # S_i (6 x n_i), numeric
     U: ca.SX               # U_i = H_i^A S_i (6 x n_i)
     D: ca.SX               # D_i = S_iᵀ H_i^A S_i (n_i x n_i)
-    Dinv: ca.SX | None     # D_i⁻¹ for 1-DoF joints (one reciprocal); None for a free joint
+    Dinv: ca.SX | None     # D_i⁻¹ for 1-DoF joints (one reciprocal); None for multi-DoF joints
     Ubar: ca.SX | None     # U_i D_i⁻¹ (6 x 1) for 1-DoF joints (exactly ±1 along S_i = ±e_a)
     Ha: ca.SX              # projected H_i^a = H_i^A − U_i D_i⁻¹ U_iᵀ (6x6, symmetric)
     axis: int | None       # a with S_i = sign · e_a, when S_i is a coordinate vector
     sign: float            # that sign
-    ldl: tuple | None      # (L, d, d⁻¹) of D_i for a free joint (linalg.ldl), else None
+    ldl: tuple | None      # (L, d, d⁻¹) of D_i for a multi-DoF joint (linalg.ldl), else None
     body: object = None
-    damped: bool = False   # D_i carries joint-row stiffness: nothing is exactly zero along S_i
+    damped: bool = False   # D_i carries armature or joint-row stiffness: nothing is exactly zero along S_i
     couplings: dict = field(default_factory=dict)   # {neighbour j: S_iᵀ C_ij} at elimination (Alg. 4)
+    added: dict | None = None   # what was added to D_i (upper entries, the basis S): for ``rebased``
 
     @property
     def free(self):
+        """A 6-DoF joint: S_i spans every motion, so nothing passes it to a parent."""
+        return self.S.shape[1] == 6
+
+    @property
+    def multi(self):
+        """D_i is kept as LDLᵀ factors (a joint of several DoFs: free, ball)."""
         return self.ldl is not None
 
     # -- scalar views -------------------------------------------------------------------
@@ -86,21 +97,38 @@ class ArticulatedJoint:
         return linalg.entries(self.U)
 
     @cached_property
-    def zero(self):
-        """Coordinates along which projected forces and inertias vanish exactly: those that
-        S_i selects (all six for a free joint)."""
+    def units(self):
+        """(column c, coordinate l, sign s) for the columns of S_i that are s · e_l, undamped:
+        what crosses the joint has an exact zero at l (empty when D_i carries more)."""
         S = self.S
         if self.damped:
             return ()
-        if S.shape[1] == 6:
-            return tuple(range(6))
-        return tuple(int(np.flatnonzero(S[:, c])[0]) for c in range(S.shape[1])
+        return tuple((c, int(np.flatnonzero(S[:, c])[0]), float(S[:, c].sum())) for c in range(S.shape[1])
                      if np.count_nonzero(S[:, c]) == 1 and abs(S[:, c]).max() == 1.0)
+
+    @cached_property
+    def zero(self):
+        """Coordinates along which projected forces and inertias vanish exactly: those that
+        S_i selects (all six for a free joint)."""
+        if self.damped:
+            return ()
+        if self.S.shape[1] == 6:
+            return tuple(range(6))
+        return tuple(l for _, l, _ in self.units)
 
     # -- D⁻¹ ------------------------------------------------------------------------------
     def solve(self, t):
         """D_i⁻¹ t for an n_i-list, by the factors (one reciprocal per pivot)."""
         return [t[0] * self.Dinv] if self.ldl is None else linalg.ldl_solve(self.ldl, t)
+
+    def gram(self, V):
+        """Upper entries of V D_i⁻¹ Vᵀ for rows V (m lists of n_i scalars), keyed by positions."""
+        if self.ldl is None:
+            w = [mul(v[0], self.Dinv) for v in V]
+            return {(p, q): mul(w[p], V[q][0]) for p in range(len(V)) for q in range(p, len(V))}
+        n = self.S.shape[1]
+        Z = linalg.forward_substitute(self.ldl[0], n, [[v[c] for v in V] for c in range(n)])    # L⁻¹ Vᵀ
+        return linalg.scaled_gram(Z, self.ldl[2], len(V))
 
     def coords(self, f):
         """S_iᵀ f for a 6-list (a selection for coordinate columns)."""
@@ -119,14 +147,17 @@ class ArticulatedJoint:
         return [0 if l in self.zero else f[l] - dot(self.Ul[l], y) for l in range(6)]
 
     def project_rows(self, K):
-        """(K P_iᵀ, v) for rows K (m x 6 SX) of a 1-DoF joint: K P_iᵀ = K − (K S_i) Ū_iᵀ with
-        its column a an exact zero, and v = K S_i (up to the sign of S_i = ±e_a: v enters
-        only as v D_i⁻¹ vᵀ)."""
+        """(K P_iᵀ, v) for rows K (m x 6 SX): K P_iᵀ = K − (K S_i) D_i⁻¹ U_iᵀ, exactly zero in
+        the columns S_i selects (undamped), and v = K S_i (m x n_i; up to the sign of S_i = ±e_a
+        for one DoF: v enters only as v D_i⁻¹ vᵀ)."""
         K = ca.SX(K)
         rows = [self.force([K[r, c] for c in range(6)]) for r in range(K.shape[0])]
         Kp = ca.vertcat(*[ca.horzcat(*[sx(e) for e in row]) for row in rows])
-        v = K[:, self.axis] if self.axis is not None else ca.mtimes(K, sx(self.S))
-        return Kp, v
+        if self.axis is not None:
+            return Kp, K[:, self.axis]
+        if self.multi:
+            return Kp, linalg.to_sx_rows([self.coords([K[r, c] for c in range(6)]) for r in range(K.shape[0])])
+        return Kp, ca.mtimes(K, sx(self.S))
 
     def neg_g_dot(self, x):
         """−Σ_{l≠a} g_l x_l; the sign rides on one −g_l per joint, not one NEG per use."""
@@ -196,8 +227,16 @@ class ArticulatedJoint:
     # -- another basis of S_i ---------------------------------------------------------------
     def rebased(self, S):
         """The same joint with D_i factored in the basis ``S`` (numeric, the same column
-        space as S_i): S D⁻¹ Sᵀ and every projection are unchanged."""
-        return project(self.body, self.HA, S)
+        space as S_i): S D⁻¹ Sᵀ and every projection are unchanged (what was added to D_i,
+        armature or stiffness, turned into the new basis)."""
+        if not self.added:
+            return project(self.body, self.HA, S)
+        C = np.linalg.lstsq(self.S, S, rcond=None)[0]           # S = S_i C
+        n = self.S.shape[1]
+        added = {(a, b): lin([(C[c, a] * C[d, b], self.added[(min(c, d), max(c, d))])
+                              for c in range(n) for d in range(n) if (min(c, d), max(c, d)) in self.added])
+                 for a in range(n) for b in range(a, n)}
+        return project(self.body, self.HA, S, added)
 
     def leading(self, twists):
         """``rebased`` with the numeric motions ``twists`` (in span S_i, independent) as the
@@ -226,20 +265,34 @@ def unit_axis(S):
 
 def project(body, HA, S=None, damping=None):
     """U, D, D⁻¹, U D⁻¹ and H^a for one joint (in the basis ``S`` of its motion subspace,
-    S_i by default).  ``damping`` (n_i scalars) is added to D_i's diagonal: joint rows'
-    𝒦ᵀ R 𝒦 with 𝒦 = 1 (matrix-free paper ../shared/papers/001_a194bdf892a0cc2c.txt, Alg. 4
-    line 11); H^a S_i is then no longer zero."""
+    S_i by default).  ``damping`` is added to D_i: n_i scalars on its diagonal (armature;
+    joint rows' 𝒦ᵀ R 𝒦 with 𝒦 = 1, matrix-free paper ../shared/papers/001_a194bdf892a0cc2c.txt,
+    Alg. 4 line 11), or upper entries {(a, b): e} in the basis S; H^a S_i is then no longer
+    zero.  A joint of several DoFs keeps D_i as LDLᵀ factors, never an inverse; what it projects
+    (H^a, and forces) is exactly zero along the coordinates its unit columns select (all six for
+    a free joint: nothing passes it)."""
     S = body.joint.motion_subspace() if S is None else S
     HA = sx(HA)
-    if S.shape[1] == 6:                                 # free joint: D as LDLᵀ factors
+    n = S.shape[1]
+    added = None if damping is None else damping if isinstance(damping, dict) else \
+        {(c, c): r for c, r in enumerate(damping)}
+    if n > 1:
         H = linalg.entries(HA)
-        U = [[dot(row, S[:, c]) for c in range(6)] for row in H]
-        upper = {(a, b): dot(S[:, a], [U[r][b] for r in range(6)]) for a in range(6) for b in range(a, 6)}
-        for c, r in enumerate(damping or ()):
-            upper[(c, c)] = upper[(c, c)] + r
-        fac = linalg.ldl(upper, 6)
-        return ArticulatedJoint(HA, S, linalg.to_sx_rows(U), symmetric(upper, 6), None, None,
-                                ca.SX.zeros(6, 6), None, 1.0, fac, body, damping is not None)
+        U = [[dot(row, S[:, c]) for c in range(n)] for row in H]
+        upper = {(a, b): dot(S[:, a], [U[r][b] for r in range(6)]) for a in range(n) for b in range(a, n)}
+        for key, r in (added or {}).items():
+            upper[key] = upper[key] + r
+        fac = linalg.ldl(upper, n)
+        art = ArticulatedJoint(HA, S, linalg.to_sx_rows(U), symmetric(upper, n), None, None,
+                               ca.SX.zeros(6, 6), None, 1.0, fac, body, added is not None, added=added)
+        if n < 6:                                       # H^a = H − U D⁻¹ Uᵀ, zero along S unless damped
+            Z = linalg.forward_substitute(fac[0], n, [[U[r][c] for r in range(6)] for c in range(n)])
+            Zs = [[mul(z, d) for z in row] for row, d in zip(Z, fac[2])]
+            zero = art.zero
+            art.Ha = symmetric({(p, q): 0 if p in zero or q in zero else
+                                H[p][q] - dot([row[p] for row in Zs], [row[q] for row in Z])
+                                for p in range(6) for q in range(p, 6)}, 6)
+        return art
     a, sign = unit_axis(S)
     if a is not None and damping is None:
         U = sign * HA[:, a]                           # H^A S: a column, no products
@@ -254,13 +307,13 @@ def project(body, HA, S=None, damping=None):
     H = linalg.entries(HA)
     U = [[dot(row, S[:, c]) for c in range(S.shape[1])] for row in H]
     D = dot(S[:, 0], [U[r][0] for r in range(6)])
-    if damping is not None:
-        D = D + damping[0]
+    if added is not None:
+        D = D + added[(0, 0)]
     Dinv = 1 / D
     Ubar = [u[0] * Dinv for u in U]
     ent = {(p, q): H[p][q] - U[p][0] * Ubar[q] for p in range(6) for q in range(p, 6)}
     return ArticulatedJoint(HA, S, linalg.to_sx_rows(U), D, Dinv, linalg.to_sx_rows([[x] for x in Ubar]),
-                            symmetric(ent, 6), None, sign, None, body, damping is not None)
+                            symmetric(ent, 6), None, sign, None, body, added is not None, added=added)
 
 
 def symmetric_sum(const, terms):
@@ -298,6 +351,7 @@ def articulated_inertias(robot, T, extra=None, post=None, coupling=None, damping
     (sweeps/matrix_free.py)."""
     const = [body_inertia(b, t.o) for b, t in zip(robot.bodies, T)]     # H_i, numeric
     terms = [list((extra or {}).get(i, ())) for i in range(robot.n_bodies)]
+    damping = with_armature(robot, damping)
     pairs = {}
     for (i, j), C in (coupling or {}).items():
         _couple(pairs, i, j, C)
@@ -313,6 +367,17 @@ def articulated_inertias(robot, T, extra=None, post=None, coupling=None, damping
             continue
         Ha = art.Ha if more is None else symmetric_sum(np.zeros((6, 6)), [art.Ha, more])
         terms[p].append(transform_inertia(T[i], Ha))       # H_λ(i)^A += Xᵀ H^a X
+    return out
+
+
+def with_armature(robot, damping):
+    """``damping`` ({body: n_i scalars added to D_i}) plus the robot's armature, for the joints
+    that have some (the others' D_i, and their structural zeros, stay as they are)."""
+    out = dict(damping or {})
+    for i, b in enumerate(robot.bodies):
+        arm = robot.armature[b.v_index:b.v_index + b.joint.nv]
+        if np.any(arm):
+            out[i] = [add(x, float(r)) for x, r in zip(out.get(i, [0.0] * len(arm)), arm)]
     return out
 
 

@@ -53,16 +53,34 @@ def sr1(L, rows, v, Dinv):
                 L[(gp, gq)] = L.get((gp, gq), 0) + w[p] * v[q]
 
 
-def lead_axes(T, children, most=6):
+def joint_update(L, rows, art, v):
+    """L += v D_i⁻¹ vᵀ for v = K S_i (m x n_i SX) at joint ``art`` (an SR1 update for one DoF,
+    through D_i's LDLᵀ factors for several), on the upper entries keyed by global rows."""
+    if not art.multi:
+        sr1(L, rows, v, art.Dinv)
+        return
+    for (p, q), e in art.gram(linalg.entries(v)).items():
+        key = (rows[p], rows[q]) if rows[p] <= rows[q] else (rows[q], rows[p])
+        L[key] = L.get(key, 0) + e
+
+
+# Lead axes (their largest entry 1) must be this far from dependent: D expressed in a basis of
+# nearly parallel axes through one point loses digits as 1 / their angle (iCub's hips, 2.7e-6 rad
+# apart in its URDF, cost pv_osim 5e-6 of Λ⁻¹); a 1e-3 margin costs at most ~1e3 ε.
+LEAD_RCOND = 1e-3
+
+
+def lead_axes(T, abi, children, most=6):
     """Up to ``most`` (s, [child, ...]) for the children below a free joint (``children``:
     {child: number of rows}) whose joint axes s (parent coordinates) are numeric: children
     on one axis line share it; the lines that carry the most rows first, their axes linearly
-    independent.  Rows that came through those children annihilate s exactly
-    (K P_cᵀ S_c = 0)."""
+    independent by a margin (LEAD_RCOND).  Rows that came through those children annihilate s
+    exactly (K P_cᵀ S_c = 0), unless the child's D_c carries armature (``abi[c].damped``:
+    then K P_cᵀ S_c = K S_c A_c / D_c), which leads nothing."""
     lines = []                                             # [s, [children], rows]
     for c in sorted(children):
         s = T[c].parent_axis()
-        if s is None:
+        if s is None or abi[c].damped:
             continue
         s = s / s[np.argmax(np.abs(s))]
         same = next((ln for ln in lines if np.allclose(ln[0], s, atol=1e-12)), None)
@@ -73,7 +91,7 @@ def lead_axes(T, children, most=6):
             same[2] += children[c]
     out = []
     for s, kids, _ in sorted(lines, key=lambda ln: -ln[2]):
-        if len(out) < most and np.linalg.matrix_rank(np.column_stack([x for x, _ in out] + [s]), 1e-9) == len(out) + 1:
+        if len(out) < most and np.linalg.matrix_rank(np.column_stack([x for x, _ in out] + [s]), LEAD_RCOND) == len(out) + 1:
             out.append((s, kids))
     return out
 
@@ -84,9 +102,9 @@ def lead_axes(T, children, most=6):
 BASE_LEADS = 2
 
 
-def lead_rows(T, via, most=BASE_LEADS):
+def lead_rows(T, abi, via, most=BASE_LEADS):
     """``free_update``'s leads for rows that came through the children ``via`` (per row)."""
-    leads = lead_axes(T, {c: via.count(c) for c in set(via) if c is not None}, most)
+    leads = lead_axes(T, abi, {c: via.count(c) for c in set(via) if c is not None}, most)
     return [(s, [r for r, v in enumerate(via) if v in kids]) for s, kids in leads]
 
 
@@ -155,7 +173,7 @@ def rows_to_bases(robot, constraints, T, abi, K_bodies):
         if art.free:                               # nothing passes a free joint
             continue
         Kp, v = art.project_rows(K)
-        sr1(L, rows, v, art.Dinv)                  # L_i^A + K_i^A S_i D_i⁻¹ S_iᵀ K_i^Aᵀ
+        joint_update(L, rows, art, v)              # L_i^A + K_i^A S_i D_i⁻¹ S_iᵀ K_i^Aᵀ
         p = robot.parent(i)
         if p >= 0:
             Kp = transform_rows(T[i], Kp)           # K_i^A P_iᵀ ^iX_λ(i)

@@ -101,8 +101,8 @@ def constraint_jacobian(robot, constraints, T, K_bodies):
 
 def mass_matrix(robot, T, extra=None):
     """M (nv x nv) by CRBA as upper entries {(r, c): e}, each computed once (Featherstone, RBDA
-    Table 6.2): M_ji = S_jᵀ ^iX_jᵀ I^c_i S_i for j an ancestor of i (or i); ``extra`` as for
-    ``composite_inertias`` (M + Jᵀ R⁻¹ J for LTL-soft)."""
+    Table 6.2): M_ji = S_jᵀ ^iX_jᵀ I^c_i S_i for j an ancestor of i (or i), plus the armature on
+    the diagonal; ``extra`` as for ``composite_inertias`` (M + Jᵀ R⁻¹ J for LTL-soft)."""
     Ic, Ec = composite_inertias(robot, T, extra)
     entries = {}
     for i, b in enumerate(robot.bodies):
@@ -122,6 +122,8 @@ def mass_matrix(robot, T, extra=None):
             if robot.parent(j) >= 0:
                 F = [transform_force(T[j], f) for f in F]
             j = robot.parent(j)
+    for d in map(int, np.flatnonzero(robot.armature)):
+        entries[(d, d)] = entries[(d, d)] + float(robot.armature[d])
     return entries
 
 

@@ -67,9 +67,15 @@ def inverse_inertia_sweeps(robot, T, abi, f, tau=None):
                 f[j] = _add(f[j], -ca.mtimes(R.T, y))
         p = robot.parent(i)
         if p >= 0 and not art.free:
-            fl = -art.Ubar * u[i] if f[i] is None else f[i] - art.Ubar * u[i]
-            if art.axis is not None:                                 # Sᵀ(f − Ū u) = −τ exactly
-                fl[art.axis] = 0 if tau[i] is None else -art.sign * tau[i]
+            if art.multi:                                            # f − U D⁻¹ u
+                Uy = ca.mtimes(art.U, ca.vertcat(*art.solve([u[i][k] for k in range(u[i].shape[0])])))
+                fl = -Uy if f[i] is None else f[i] - Uy
+                for c, l, sg in art.units:                           # Sᵀ(f − U D⁻¹ u) = −τ exactly
+                    fl[l] = 0 if tau[i] is None else -sg * tau[i][c]
+            else:
+                fl = -art.Ubar * u[i] if f[i] is None else f[i] - art.Ubar * u[i]
+                if art.axis is not None:                             # Sᵀ(f − Ū u) = −τ exactly
+                    fl[art.axis] = 0 if tau[i] is None else -art.sign * tau[i]
             f[p] = _add(f[p], T[i].X.transpose_force(fl))
     a, nu = [None] * n, [None] * n
     for i in range(n):
@@ -80,9 +86,9 @@ def inverse_inertia_sweeps(robot, T, abi, f, tau=None):
         r = u[i] if ap is None else u[i] - ca.mtimes(art.U.T, ap)
         for j, R in art.couplings.items():                           # Alg. 4 line 36
             r = r - ca.mtimes(R, a[j])
-        if art.free:
-            nu[i] = ca.vertcat(*linalg.ldl_solve(art.ldl, [r[k] for k in range(6)]))
-            a[i] = ca.mtimes(sx(art.S), nu[i])
+        if art.multi:
+            nu[i] = ca.vertcat(*linalg.ldl_solve(art.ldl, [r[k] for k in range(r.shape[0])]))
+            a[i] = ca.mtimes(sx(art.S), nu[i]) if ap is None else ap + ca.mtimes(sx(art.S), nu[i])
             continue
         nu[i] = art.Dinv * r
         if ap is None:

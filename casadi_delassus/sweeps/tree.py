@@ -25,7 +25,14 @@ Conventions shared by the solvers
   on the paths from the roots to the constrained links: a 3-vector rotation per joint.
 - The free base's velocity coordinates are Pinocchio's ([linear; angular] of the base frame
   at the joint origin); its body frame may be slid by o (frames.choose_offsets), so its
-  velocity, joint force and acceleration are converted at this boundary, once.
+  velocity, joint force and acceleration are converted at this boundary, once.  A free joint
+  with MuJoCo velocities (model/robot.py, ``Joint.velocity``: ṗ in the parent frame) is turned
+  into those coordinates first, once, by the solvers' entry and exit (``local_inputs``,
+  ``user_vdot``; rnea: ``local_acceleration``, ``user_forces``).
+- Joints of several DoFs (free, ball) keep D_i as LDLᵀ factors (articulated.py); a ball joint's
+  steps are ``joint_backward_multi`` / ``joint_forward_multi``.  Where D_i carries armature the
+  joint has no structural zero along S_i (``axis_g`` reads the articulated joint's axis, None
+  then).
 """
 from __future__ import annotations
 
@@ -33,7 +40,7 @@ import casadi as ca
 import numpy as np
 
 from ..errors import ConstraintError, DelassusError
-from ..symbolic.scalar import add, cross, cross_num, dot, lin, mat_vec, mul, neg, sub, sym_vec, vadd, vsub
+from ..symbolic.scalar import add, column, cross, cross_num, dot, lin, mat_vec, mul, neg, sub, sym_vec, vadd, vsub
 from ..symbolic.spatial import symmetric
 from .articulated import unit_axis
 from ..symbolic.frames import (choose_offsets, local_transforms, rotate_vector, transform_force,
@@ -207,8 +214,14 @@ class Tree:
         return lam
 
     # -- free base boundary -------------------------------------------------------------------
-    def base_wrench(self, i, tau_b):
-        """The free joint's τ = [f; n] (Pinocchio) as a force [n − o × f; f] in the slid frame."""
+    def base_wrench(self, i, tau_b, g_b=None):
+        """The free joint's τ = [f; n] (Pinocchio) as a force [n − o × f; f] in the slid frame.
+        With gravity g_b (body axes) for the articulated-body solvers, whose a'_b = a_b − a_grav
+        makes the base's q̈' differ from the true q̈ by [g_b; 0]: armature A on the base's linear
+        DoFs (then not slid, o = 0) adds A q̈ = A q̈' + A g_b, so f − A g_b acts with q̈'."""
+        arm = self.robot.armature[self.robot.bodies[i].v_index:][:3]
+        if g_b is not None and np.any(arm):
+            tau_b = vsub(tau_b[:3], [mul(float(a), x) for a, x in zip(arm, g_b)]) + list(tau_b[3:])
         f, n = tau_b[:3], tau_b[3:]
         return vsub(n, cross_num(self.T[i].o, f)) + list(f)
 
@@ -229,7 +242,65 @@ class Tree:
         ``from_slid``)."""
         if self.is_free(i):
             return list(f[3:]) + list(f[:3])
+        if self.S[i].shape[1] > 1:
+            return mat_vec(self.S[i], f, transpose=True)
         return [self.sq(i, f)]
+
+    # -- the joints' own velocity coordinates (MuJoCo's free joints) ---------------------------
+    def _mujoco_free(self):
+        return [i for i in range(self.n) if self.robot.bodies[i].joint.mujoco_velocity]
+
+    def _linear(self, i, x, transpose=False):
+        """E x (Eᵀ x) for the 3-list x: parent (world) axes to body-i axes (and back)."""
+        E = self.T[i].X.E.T if transpose else self.T[i].X.E
+        return _entries3(ca.mtimes(E, column(x)))
+
+    def local_inputs(self, v, tau=None):
+        """(v, τ) in local coordinates (Pinocchio's) from the joints' own: a free joint with MuJoCo
+        velocities has v_lin = E ṗ and τ_lin = E f − a ω × v_lin (E: parent -> body; a: its
+        linear armature, which the solvers add to D_i in local coordinates, where d/dt (E ṗ)
+        has the extra Ė ṗ = −ω × v_lin).  Unchanged (the same objects) otherwise."""
+        mj = self._mujoco_free()
+        if not mj:
+            return v, tau
+        v = [v[d] for d in range(self.robot.nv)]
+        tau = None if tau is None else [tau[d] for d in range(self.robot.nv)]
+        for i in mj:
+            k = self.robot.bodies[i].v_index
+            v[k:k + 3] = self._linear(i, v[k:k + 3])
+            if tau is not None:
+                f = self._linear(i, tau[k:k + 3])
+                arm = float(self.robot.armature[k])
+                tau[k:k + 3] = vsub(f, [mul(arm, x) for x in cross(v[k + 3:k + 6], v[k:k + 3])]) if arm else f
+        return v, tau
+
+    def user_vdot(self, vdot, v):
+        """v̇ in the joints' own coordinates from local v̇ and v (``local_inputs``' v): for a free
+        joint with MuJoCo velocities p̈ = Eᵀ (v̇_lin + ω × v_lin)."""
+        vdot = list(vdot)
+        for i in self._mujoco_free():
+            k = self.robot.bodies[i].v_index
+            vdot[k:k + 3] = self._linear(i, vadd(vdot[k:k + 3], cross(v[k + 3:k + 6], v[k:k + 3])), True)
+        return vdot
+
+    def local_acceleration(self, a, v):
+        """Inverse of ``user_vdot``: local v̇ from the joints' own (rnea's input a)."""
+        mj = self._mujoco_free()
+        if not mj:
+            return a
+        a = [a[d] for d in range(self.robot.nv)]
+        for i in mj:
+            k = self.robot.bodies[i].v_index
+            a[k:k + 3] = vsub(self._linear(i, a[k:k + 3]), cross(v[k + 3:k + 6], v[k:k + 3]))
+        return a
+
+    def user_forces(self, tau):
+        """Joint forces in the joints' own coordinates from local ones: τ_lin = Eᵀ f."""
+        tau = list(tau)
+        for i in self._mujoco_free():
+            k = self.robot.bodies[i].v_index
+            tau[k:k + 3] = self._linear(i, tau[k:k + 3], True)
+        return tau
 
     def to_slid(self, tau):
         """τ (nv) with the free bases' entries as forces about the slid origins ([f; n − o × f])."""
@@ -326,14 +397,11 @@ def ha_times(art, x):
 def axis_g(tree, i, art):
     """(a, sign, g) with g = Ū_i without the sign of S_i = ±e_a (g_a = 1 exactly, so that
     whatever is projected through the joint has an exact zero along S_i); for other 1-DoF
-    joints (None, 1, Ū_i)."""
-    a, s = tree.axis[i]
+    joints, and those whose D_i carries armature (no exact zero then), (None, 1, Ū_i)."""
+    a, s = art.axis, art.sign
     if a is None:
         return None, 1.0, [art.Ubar[r] for r in range(6)]
-    g = getattr(art, "g", None)          # articulated.ArticulatedJoint.g when it has it: shared nodes
-    if g is not None:
-        return a, s, [1.0 if l == a else g[l] for l in range(6)]
-    return a, s, [1.0 if l == a else mul(art.HA[a, l], art.Dinv) for l in range(6)]
+    return a, s, [1.0 if l == a else art.g[l] for l in range(6)]
 
 
 def joint_backward(tree, i, art, pA, tau_i, c_i):
@@ -368,6 +436,30 @@ def joint_forward(tree, i, art, y, c_i, u, extra=0.0, sign=1.0):
     out = list(x)
     out[a] = aa
     return qdd, out
+
+
+def joint_backward_multi(art, pA, tau_i, c_i):
+    """``joint_backward`` for a joint of several DoFs (τ_i a list): u_i = τ_i − S_iᵀ p^A_i,
+    p^a_i = p^A_i + H^a_i c_i + U_i D_i⁻¹ u_i, exactly ±τ along the coordinates S_i selects."""
+    u = [sub(t, x) for t, x in zip(tau_i, art.coords(pA))]
+    y = art.solve(u)
+    hc = ha_times(art, c_i)
+    pa = [add(add(pA[l], hc[l]), dot(art.Ul[l], y)) for l in range(6)]
+    for c, l, sg in art.units:
+        pa[l] = tau_i[c] if sg > 0 else neg(tau_i[c])
+    return u, pa
+
+
+def joint_forward_multi(tree, i, art, y, c_i, u, extra=None):
+    """``joint_forward`` for a joint of several DoFs: q̈_i = D_i⁻¹ (u_i − U_iᵀ x − extra),
+    a'_i = x + S_i q̈_i with x = y + c_i.  Returns (q̈_i as a list, a'_i)."""
+    x = vadd(y, c_i)
+    n = len(u)
+    t = [sub(u[c], dot([art.Ul[r][c] for r in range(6)], x)) for c in range(n)]
+    if extra is not None:
+        t = [sub(a, b) for a, b in zip(t, extra)]
+    qdd = art.solve(t)
+    return qdd, vadd(x, mat_vec(tree.S[i], qdd))
 
 
 def root_accel(tree, i, g):
@@ -477,6 +569,10 @@ def check_regular(probe, pivots, name, constraints):
         f"random configuration (smallest pivot {np.abs(ok).min():.1e} against {ok.max():.1e}), so the hard "
         f"multipliers are not unique; pv_early (drops redundant rows) or pv_soft / ltl_soft (compliance R) "
         f"solve such sets")
+
+
+def _entries3(M):
+    return [M[a] for a in range(3)]
 
 
 def body_force(body, o, vel, acc):

@@ -8,11 +8,12 @@ coordinates first.  For a revolute joint about a coordinate axis k, X_J only tur
 plane of k (``PlaneRotation``): a vector pair costs 6 operations, a symmetric 2x2 block 9
 (double-angle form, the trace kept), a general 2x2 block 12, k components pass for free;
 the numeric E_T is applied by coefficient, so ±1 entries cost nothing, and each component
-of r_J is one constant.  Other joints (free, prismatic, axes off the coordinate axes) use
-the compact rotation + translation of ``joint_transform``.
+of r_J is one constant.  Other joints (free, ball, prismatic, axes off the coordinate axes)
+use the compact rotation + translation of ``joint_transform``; free and ball joints read their
+quaternion in the joint's order (model/robot.py, ``Joint.quaternion``).
 
 Frames: a body's frame may slide along its own joint axis (anywhere, for free and prismatic
-joints) without changing S_i, and the Delassus matrix does not depend on it.  `choose_offsets`
+joints; not at all for a ball joint, which turns about the body origin) without changing S_i, and the Delassus matrix does not depend on it.  `choose_offsets`
 slides unconstrained bodies so that more components of the r_J become exact zeros: each one
 saves about 26 operations in the articulated-inertia sweep and 4 per constraint row carried
 through the joint.  (PV-OSIMr paper ../shared/papers/000_82174d5af858539c.txt, Sec. IV-A:
@@ -30,7 +31,7 @@ from functools import cached_property
 import casadi as ca
 import numpy as np
 
-from ..model.robot import clean, cross_matrix
+from ..model.robot import clean, cross_matrix, quaternion_matrix
 from .spatial import RigidInertia, Transform, cross_columns, sx, symmetric
 from . import linalg
 from .scalar import add_cross, dot, lin, mat_vec, pm
@@ -63,13 +64,10 @@ def joint_transform(body, q):
         return Transform(ca.mtimes(_revolute_rotation(j.axis, c, s), sx(E_T)), r_T)
     if j.kind == "prismatic":
         return Transform(E_T, sx(r_T).reshape((3, 1)) + ca.mtimes(sx(E_T).T, sx(j.axis) * q[k]))
-    # free joint: position p in the parent, unit quaternion (x, y, z, w) body -> parent
-    x, y, z, w = (q[k + 3 + i] for i in range(4))
-    R = ca.vertcat(
-        ca.horzcat(1 - 2 * (y * y + z * z), 2 * (x * y - z * w), 2 * (x * z + y * w)),
-        ca.horzcat(2 * (x * y + z * w), 1 - 2 * (x * x + z * z), 2 * (y * z - x * w)),
-        ca.horzcat(2 * (x * z - y * w), 2 * (y * z + x * w), 1 - 2 * (x * x + y * y)))
-    X_J = Transform(R.T, q[k:k + 3])
+    # free joint: position p in the parent, then the unit quaternion (body -> parent) in the
+    # joint's order; a ball joint: the quaternion only
+    R = ca.vertcat(*[ca.horzcat(*row) for row in quaternion_matrix(*j.quaternion_xyzw([q[k + i] for i in range(j.nq)]))])
+    X_J = Transform(R.T, q[k:k + 3] if j.kind == "free" else np.zeros(3))
     if np.allclose(E_T, np.eye(3)) and not np.any(r_T):
         return X_J
     return Transform(ca.mtimes(X_J.E, sx(E_T)), sx(r_T).reshape((3, 1)) + ca.mtimes(sx(E_T).T, X_J.r))
@@ -408,13 +406,16 @@ def transform_rows(T, K):
 
 def choose_offsets(robot, constraints, passes=2, move_free=True):
     """Per-body origin offsets o_i (body coordinates) that zero components of the joint shifts
-    r_J; constrained bodies keep their frames (their K_i stay as given), and so do free
-    bodies unless ``move_free``.  No offset is longer than twice the model's longest joint
+    r_J; constrained bodies keep their frames (their K_i stay as given), and so do ball joints'
+    bodies, and free bodies unless ``move_free`` (and they carry no armature).  No offset is longer than twice the model's longest joint
     offset."""
     n = robot.n_bodies
     o = np.zeros((n, 3))
     rows = np.zeros(n)
-    fixed = np.array([not move_free and b.joint.kind == "free" for b in robot.bodies])
+    # a ball joint's S = [1; 0] turns about the body origin: it stays; so does a free body whose
+    # armature acts on its own velocity coordinates (a slid frame would change them)
+    fixed = np.array([b.joint.kind == "ball" or b.joint.kind == "free" and (
+        not move_free or np.any(robot.armature[b.v_index:b.v_index + 6])) for b in robot.bodies])
     for c in constraints.constraints:
         fixed[[c.body, *c.bodies]] = True        # K_i, and a joint's v entries, refer to model frames
         for i in c.bodies:

@@ -35,30 +35,47 @@ def _pin():
 
 def model_from_robot(robot):
     """A pinocchio.Model built from our Robot: joints in our order (body i is joint i + 1),
-    body frames as ours, so q and v are laid out alike.  For models Pinocchio cannot read
-    itself (SDF, synthetic mechanisms, spatial_v2 JSON)."""
+    body frames as ours, armature as ours, so v is laid out alike and q too where the
+    quaternions are Pinocchio's (``pinocchio_q`` converts MuJoCo's).  For models Pinocchio cannot
+    read itself (SDF, synthetic mechanisms, spatial_v2 JSON, ball joints)."""
     pin = _pin()
     model = pin.Model()
     for b in robot.bodies:
         kind = b.joint.kind
         jm = {"free": lambda ax: pin.JointModelFreeFlyer(),
+              "ball": lambda ax: pin.JointModelSpherical(),
               "revolute": pin.JointModelRevoluteUnaligned,
               "continuous": pin.JointModelRevoluteUnboundedUnaligned,
               "prismatic": pin.JointModelPrismaticUnaligned}[kind](b.joint.axis)
         j = model.addJoint(b.parent + 1, jm, pin.SE3(b.rotation.T, b.translation), b.joint.name)
         model.appendBodyToJoint(j, pin.Inertia(b.mass, b.com, b.inertia), pin.SE3.Identity())
+    model.armature = np.array(robot.armature, float)
     return model
 
 
 def model_for(robot):
-    """Pinocchio's own URDF parse where the robot is a URDF file (the independent path), else
-    ``model_from_robot``."""
+    """Pinocchio's own URDF parse where the robot is a URDF file (the independent path; the
+    robot's armature set on it), else ``model_from_robot``."""
     pin = _pin()
     src = str(getattr(robot, "source", "") or "")
     if src.endswith(".urdf"):
-        return (pin.buildModelFromUrdf(src, pin.JointModelFreeFlyer()) if robot.floating_base
-                else pin.buildModelFromUrdf(src))
+        model = (pin.buildModelFromUrdf(src, pin.JointModelFreeFlyer()) if robot.floating_base
+                 else pin.buildModelFromUrdf(src))
+        model.armature = np.array(robot.armature, float)
+        return model
     return model_from_robot(robot)
+
+
+def pinocchio_q(robot, q):
+    """q in Pinocchio's layout: the quaternions of joints stored w first (MuJoCo's qpos) moved to
+    x, y, z, w.  (v is Pinocchio's only where every free joint has local velocities.)"""
+    q = np.array(q, dtype=float)
+    for b in robot.bodies:
+        k = b.joint.quaternion_start
+        if k is not None and b.joint.quaternion == "wxyz":
+            s = b.q_index + k
+            q[s:s + 4] = np.roll(q[s:s + 4], -1)
+    return q
 
 
 def point_a(c):

@@ -6,6 +6,14 @@ so that a bug in the SX implementations cannot hide in a shared helper.
 
 Spatial vectors are Featherstone's [angular; linear], in body coordinates (a body's
 coordinates are its joint frame after the joint's motion, see ``model/robot.py``).
+
+Joint conventions (``Joint.quaternion``, ``Joint.velocity``): quaternions are read in each
+joint's order (x, y, z, w or w, x, y, z).  The kinematics and dynamics below run in local
+velocity coordinates (Pinocchio's: a free joint's [v; ω] in its body frame); a free joint with
+MuJoCo velocities ([ṗ; ω], ṗ in the parent frame) enters through v_local = T(q) v
+(``velocity_map``) at every public function: M = Tᵀ M_local T, J = J_local T, τ = Tᵀ τ_local,
+v̇_local = T v̇ + Ṫ v.  Armature (``Robot.armature``) is added in the joints' own coordinates:
+M += diag(armature), τ += armature · v̇ (as Pinocchio and MuJoCo define it).
 """
 from __future__ import annotations
 
@@ -57,6 +65,14 @@ def quaternion_rotation(x, y, z, w):
     ])
 
 
+def _unit_quaternion(joint, quat):
+    """(x, y, z, w) from the joint's four quaternion entries in its own order, normalised."""
+    x = np.asarray(quat, float)
+    if joint.quaternion == "wxyz":
+        x = np.array([x[1], x[2], x[3], x[0]])
+    return x / np.linalg.norm(x)
+
+
 def joint_transform(joint, qj):
     """X_J(q): motion transform from the joint frame before motion to the body frame."""
     if joint.kind == "revolute":
@@ -68,8 +84,11 @@ def joint_transform(joint, qj):
     if joint.kind == "prismatic":
         return plucker(np.eye(3), joint.axis * qj[0])
     if joint.kind == "free":
-        R = quaternion_rotation(*qj[3:7])  # body -> parent (world)
+        R = quaternion_rotation(*_unit_quaternion(joint, qj[3:7]))  # body -> parent (world)
         return plucker(R.T, qj[0:3])
+    if joint.kind == "ball":
+        # a spherical joint turns about the body origin: no translation
+        return plucker(quaternion_rotation(*_unit_quaternion(joint, qj[0:4])).T, np.zeros(3))
     raise ValueError(f"unsupported joint kind {joint.kind!r}")
 
 
@@ -87,9 +106,31 @@ def _vslice(body):
     return slice(body.v_index, body.v_index + body.joint.nv)
 
 
+def velocity_map(robot, q, v=None):
+    """(T, Ṫ v): the local velocity coordinates are v_local = T v.  T is the identity except for
+    a free joint with MuJoCo velocities, whose ṗ (parent frame) is E ṗ in body coordinates
+    (E: parent -> body); there d/dt (E ṗ) = E p̈ + Ė ṗ with Ė ṗ = −ω × (E ṗ), ω in body
+    coordinates.  Ṫ v is zero when ``v`` is None."""
+    X_up = parent_transforms(robot, q)
+    T, Tdv = np.eye(robot.nv), np.zeros(robot.nv)
+    for i, b in enumerate(robot.bodies):
+        if b.joint.kind == "free" and b.joint.velocity == "mujoco":
+            k, E = b.v_index, X_up[i][:3, :3]
+            T[k:k + 3, k:k + 3] = E
+            if v is not None:
+                Tdv[k:k + 3] = -np.cross(v[k + 3:k + 6], E @ v[k:k + 3])
+    return T, Tdv
+
+
 # -- kinematics and dynamics -------------------------------------------------------------
 def mass_matrix(robot, q):
-    """Joint-space mass matrix M(q) by the composite-rigid-body algorithm."""
+    """Joint-space mass matrix M(q) in the joints' velocity coordinates, armature included."""
+    T, _ = velocity_map(robot, q)
+    return T.T @ _local_mass_matrix(robot, q) @ T + np.diag(robot.armature)
+
+
+def _local_mass_matrix(robot, q):
+    """M(q) in local velocity coordinates, without armature, by the composite-rigid-body algorithm."""
     X_up = parent_transforms(robot, q)
     n = robot.n_bodies
     Ic = [b.spatial_inertia().copy() for b in robot.bodies]
@@ -118,7 +159,12 @@ def mass_matrix(robot, q):
 
 def body_jacobian(robot, q, body):
     """6 x nv Jacobian of body ``body``'s spatial velocity in its own coordinates
-    ([angular; linear])."""
+    ([angular; linear]), for the joints' velocity coordinates."""
+    return _local_body_jacobian(robot, q, body) @ velocity_map(robot, q)[0]
+
+
+def _local_body_jacobian(robot, q, body):
+    """``body_jacobian`` for local velocity coordinates."""
     X_up = parent_transforms(robot, q)
     J = np.zeros((6, robot.nv))
     X = np.eye(6)                           # ^body X_j, grown one ancestor at a time
@@ -211,11 +257,18 @@ def bias_forces(robot, q, v):
 
 
 def inverse_dynamics(robot, q, v, a):
-    """tau = M(q) a + C(q, v) v + g(q) (RNEA).  Gravity ``robot.gravity`` is in world
-    coordinates, and the world is every root body's parent frame."""
-    X_up = parent_transforms(robot, q)
+    """tau = M(q) a + C(q, v) v + g(q) (RNEA), armature included, in the joints' velocity
+    coordinates.  Gravity ``robot.gravity`` is in world coordinates, and the world is every root
+    body's parent frame."""
     v = np.asarray(v, dtype=float).reshape(-1)
     a = np.asarray(a, dtype=float).reshape(-1)
+    T, Tdv = velocity_map(robot, q, v)
+    return T.T @ _local_inverse_dynamics(robot, q, T @ v, T @ a + Tdv) + robot.armature * a
+
+
+def _local_inverse_dynamics(robot, q, v, a):
+    """RNEA in local velocity coordinates, without armature."""
+    X_up = parent_transforms(robot, q)
     # Fictitious upward acceleration of the world stands in for gravity.
     a_world = np.concatenate([np.zeros(3), -robot.gravity])
     n = robot.n_bodies
@@ -259,17 +312,21 @@ def forward_dynamics(robot, q, v, tau):
 
 def bias_accelerations(robot, q, v):
     """Spatial acceleration (body coordinates, [angular; linear]) of every body for v̇ = 0,
-    without gravity: J̇_i v.  Plain forward recursion a_i = X a_parent + v_i × S_i v_i."""
+    without gravity: J̇_i v.  Plain forward recursion a_i = X a_parent + S_i v̇_local,i + v_i × S_i v_i,
+    v̇_local = Ṫ v (zero but for free joints with MuJoCo velocities)."""
     X_up = parent_transforms(robot, q)
     v = np.asarray(v, dtype=float).reshape(-1)
+    T, Tdv = velocity_map(robot, q, v)
+    v = T @ v
     vel, acc = [None] * robot.n_bodies, [None] * robot.n_bodies
     for i, b in enumerate(robot.bodies):
-        vJ = b.joint.motion_subspace() @ v[_vslice(b)]
+        S = b.joint.motion_subspace()
+        vJ, aJ = S @ v[_vslice(b)], S @ Tdv[_vslice(b)]
         if b.parent < 0:
-            vel[i], acc[i] = vJ, np.zeros(6)        # S constant in body coordinates, vJ x vJ = 0
+            vel[i], acc[i] = vJ, aJ                 # S constant in body coordinates, vJ x vJ = 0
         else:
             vel[i] = X_up[i] @ vel[b.parent] + vJ
-            acc[i] = X_up[i] @ acc[b.parent] + crm(vel[i]) @ vJ
+            acc[i] = X_up[i] @ acc[b.parent] + aJ + crm(vel[i]) @ vJ
     return acc
 
 
