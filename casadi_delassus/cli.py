@@ -241,7 +241,8 @@ def _check_one(robot, constraints, algorithms, oracle_names, samples, tol, out_d
                 continue
             with step(f"checking {a} for {robot.name}/{f.manifest['scenario']} against {o} over {samples} samples"):
                 results = compare(f, robot, f.constraints, samples=samples, tol=tol, oracle=session)
-            not_applicable = _not_applicable(results.not_applicable)
+            not_applicable = "; ".join(filter(None, [_not_applicable(results.not_applicable), *(
+                f"{k} skipped at {n} of {samples} samples ({why})" for k, (n, why) in results.skipped.items())]))
             if not results:    # the oracle had no answer for any output (e.g. redundant hard constraints)
                 rows.append(head + [None, None, None, not_applicable or "n/a", "n/a",
                                     round(time.perf_counter() - t0, 1)])
@@ -288,7 +289,7 @@ def check(robot, fixed_base, scenario, specs, algorithms, cse, osim, oracle_opts
     if name and robot == "registry":
         raise click.UsageError("--name names one model: not with 'check registry'")
     if fixed_base is not None and robot == "registry":
-        raise click.UsageError("--fixed-base/--floating-base pick one model's base: not with 'check registry'")
+        raise DelassusError("--fixed-base/--floating-base pick one model's base: not with 'check registry'")
     if robot == "registry" or all_scenarios:
         targets = [(load_robot(n, floating_base=_floating(fixed_base)), None)
                    for n in (registry.names() if robot == "registry" else [robot])

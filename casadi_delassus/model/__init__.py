@@ -103,8 +103,11 @@ def _root_tag(source, label):
 
 
 def _from_text(text, floating_base):
-    """A model given as its XML text: URDF (``<robot>``) or MJCF (``<mujoco>``)."""
+    """A model given as its XML text: URDF (``<robot>``) or MJCF (``<mujoco>``).  Leading
+    whitespace is dropped (an XML declaration must come first), so it does not name another
+    model."""
     import io
+    text = text.lstrip()
     root = _root_tag(io.BytesIO(text.encode()), "given as text")
     digest = hashlib.sha256(text.encode()).hexdigest()
     if root == "robot":

@@ -135,11 +135,14 @@ class NumpySession:
 
 class Outcome(dict):
     """{output: Comparison} of one oracle, with ``not_applicable`` ({output: reason}) for the
-    outputs it could not compare and the oracle's ``notes`` (e.g. which model it read)."""
+    outputs it could compare at no sample, ``skipped`` ({output: (samples, reason)}) for those
+    it could not compare at some samples (e.g. a configuration where J M⁻¹ Jᵀ is numerically
+    singular), and the oracle's ``notes`` (e.g. which model it read)."""
 
-    def __init__(self, results=(), not_applicable=None, notes=()):
+    def __init__(self, results=(), not_applicable=None, notes=(), skipped=None):
         super().__init__(results)
         self.not_applicable, self.notes = dict(not_applicable or {}), list(notes)
+        self.skipped = dict(skipped or {})
 
     @property
     def passed(self):
@@ -171,25 +174,27 @@ def compare(f, robot, constraints, samples=100, seed=0, tol=DEFAULT_TOL, oracle=
     ``oracle`` (a session of verify/oracles.py; default the NumPy reference) on ``samples``
     random inputs, which the oracle may adjust first (``prepare``: Pinocchio's constrained
     dynamics fix k).  An output the oracle has no answer for (NotApplicable: e.g. Λ or hard
-    dynamics with redundant constraints) is left out of the comparisons and named with the
-    reason in ``not_applicable``."""
+    dynamics with redundant constraints) at any sample is named with the reason in
+    ``not_applicable``; at some samples only, in ``skipped`` with their number."""
     oracle = oracle or NumpySession(robot, constraints)
     rng = np.random.default_rng(seed)
-    out = Outcome(notes=oracle.notes)
+    out, skipped = Outcome(notes=oracle.notes), {}
     for _ in range(samples):
         x = oracle.prepare(random_inputs(f, robot, constraints, rng))
         args = {k: v for k, v in x.items() if k not in ("q", "K")} | x["K"]
         for name, value in f.outputs(x["q"], **args).items():
-            if name in out.not_applicable:
-                continue
             try:
                 expected = oracle.expected(name, x)
             except NotApplicable as exc:
-                out.not_applicable[name] = str(exc)
-                out.pop(name, None)
+                skipped.setdefault(name, [0, str(exc)])[0] += 1
                 continue
             kappa = condition(name, x, oracle.delassus)
             out.setdefault(name, Comparison()).add(relative_error(value, expected), allowed_error(tol, kappa), kappa)
+    for name, (count, reason) in skipped.items():
+        if name in out:
+            out.skipped[name] = (count, reason)
+        else:
+            out.not_applicable[name] = reason
     return out
 
 
