@@ -21,7 +21,9 @@ VECTOR_INPUTS = {
     "tau": ("nv", "joint forces/torques (zero on the free base)"),
     "k": ("m", "desired constraint-space accelerations, rows in constraint order: J v̇ + J̇ v = k with K_i "
                "applied to the link's spatial acceleration (6D weld: Pinocchio's LOCAL constraint acceleration; "
-               "3D point: Pinocchio's classical acceleration − ω × v_p)"),
+               "3D point: Pinocchio's classical acceleration − ω × v_p); world-aligned rows: the time derivative "
+               "of their velocity (3d-world: Pinocchio's LOCAL_WORLD_ALIGNED classical acceleration; 6d-world: "
+               "the frame origin's classical and the angular acceleration, world axes)"),
     "R": ("m", "constraint compliance (soft weights), positive, rows in constraint order"),
     "lam": ("m", "a constraint-space vector, rows in constraint order"),
     "a": ("nv", "joint accelerations v̇, Pinocchio layout (base: [linear; angular] in the base frame)"),

@@ -89,3 +89,12 @@ def test_every_robot_command_takes_the_base_flags():
     for command in ("count", "generate", "check", "bench", "links"):
         r = run(command, "--help")
         assert "--fixed-base / --floating-base" in r.stdout, command
+
+
+def test_a_worker_rebuilds_the_fixed_build(tmp_path, ur5_path):
+    """The manifest records the base, so codegen.distributed.rebuild makes the same function."""
+    from casadi_delassus.codegen.distributed import rebuild
+    f = cd.generate(ur5_path, ["ee_link:6d"], "pv_osim", out_dir=tmp_path / "a", floating_base=False)
+    assert f.manifest["floating_base"] is False
+    g = rebuild(f.manifest, tmp_path / "b")
+    assert g.manifest["function"] == f.manifest["function"] and g.manifest["nv"] == 6
