@@ -13,8 +13,8 @@ the table says whether Pinocchio's M is singular too.  Writes bench/results/erd_
 
 Contact rule (``contacts``), by frame names (case-insensitive), first match wins:
 1. frames named like ``sole`` (humanoid soles): a 6D weld on each, floating base;
-2. frames named like ``foot`` (not imu, sensor or camera frames, nor a mobile base's
-   footprint), the lowest of each leg: a 3D point on each, floating base;
+2. frames named like ``foot`` or ``contact`` (not imu, sensor or camera frames, nor a mobile
+   base's footprint), the lowest of each leg: a 3D point on each, floating base;
 3. frames named like ``ankle``, the lowest of each leg: 6D on each of one or two, 3D on each
    of three or more, floating base;
 4. otherwise a fixed base (arms, hands, grippers, pendulums, mobile bases): a 6D weld on the
@@ -77,7 +77,7 @@ def contacts(path):
     soles = _lowest(floating, _named(floating, r"sole"))
     if soles:
         return floating, [f"{f.name}:6d" for f in soles], "soles 6D"
-    feet = _lowest(floating, _named(floating, r"foot"))
+    feet = _lowest(floating, _named(floating, r"foot|contact"))
     if feet:
         return floating, [f"{f.name}:3d" for f in feet], "feet 3D"
     ankles = _lowest(floating, _named(floating, r"ankle"))

@@ -81,3 +81,14 @@ def test_compiled(rel, algorithm, out_dir):
     f = cd.generate(robot, specs, algorithm, out_dir=out_dir)
     out = cd.check(f, oracles=["numpy", "pinocchio"], samples=20, tol=1e-9)
     assert all(o.passed and len(o) >= 1 for o in out.values()), {k: dict(v) for k, v in out.items()}
+
+
+def test_rows_no_joint_moves_are_one_line_not_a_zero_division():
+    """A 3D point on a planar 2-DoF pendulum: the row along the hinge axes is exactly zero, so
+    pv's base block has an exactly zero pivot (a ZeroDivisionError from deep inside before)."""
+    import subprocess
+    import sys
+    p = path("double_pendulum_description/urdf/double_pendulum.urdf")
+    r = subprocess.run([sys.executable, "-m", "casadi_delassus", "count", str(p), "--fixed-base", "-c", "link2:3d",
+                        "-a", "pv"], capture_output=True, text=True)
+    assert r.returncode == 2 and "exactly zero" in r.stderr and len(r.stderr.strip().splitlines()) == 1, r.stderr
