@@ -118,8 +118,10 @@ def test_reference_world_rows_and_drift_match_pinocchio(target):
         assert np.abs(ref.constraint_drift(robot, cs, q, v) - fd).max() <= 1e-6 * max(1, np.abs(fd).max())
 
 
-# every solver on go1's feet and the mixed set; talos's 6D soles (the 6d-world drift) with pv and ltl_soft
-DYNAMICS = [(t, a) for t in (GO1, MIXED) for a in dynamics_algorithms()] + [(TALOS, "pv"), (TALOS, "ltl_soft")]
+# every solver on go1's feet; the mixed set (offsets, local and world rows, a 6D weld) and talos's
+# 6D soles (the 6d-world drift) with a hard and a soft one
+DYNAMICS = ([(GO1, a) for a in dynamics_algorithms()] + [(MIXED, "pv"), (MIXED, "ltl_soft"), (TALOS, "pv"),
+                                                          (TALOS, "pv_soft")])
 
 
 @pytest.mark.parametrize("target, algo", DYNAMICS, ids=[f"{t[0]}-{t[1][0].split(':')[1]}-{a}" for t, a in DYNAMICS])
