@@ -275,7 +275,7 @@ def _check_one(robot, constraints, algorithms, oracle_names, samples, tol, out_d
 @_with(_trace_opts)
 @_osim_opt
 @click.option("--oracle", "oracle_opts", multiple=True, metavar="NAME",
-              help="numpy, pinocchio (repeatable or comma-separated; default: see above)")
+              help=f"{', '.join(oracles.ORACLES)} (repeatable or comma-separated; default: see above)")
 @click.option("--samples", default=100, show_default=True, help="random configurations")
 @click.option("--tol", default=DEFAULT_TOL, show_default=True,
               help=f"relative error allowed where κ <= {KAPPA_FREE:g}; scaled by κ/{KAPPA_FREE:g} above (see above)")

@@ -146,7 +146,8 @@ class Outcome(dict):
 
     @property
     def passed(self):
-        return all(c.passed for c in self.values())
+        """Every output compared passed, and at least one was compared."""
+        return bool(self) and all(c.passed for c in self.values())
 
 
 @dataclass
