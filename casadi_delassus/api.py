@@ -42,16 +42,16 @@ def default_constraints(robot):
 
 
 def generate(robot, constraints=None, algorithm="naive", out_dir=DEFAULT_OUT, cflags=DEFAULT_CFLAGS,
-             cc=None, cse=True, force=False, backend="ctypes", osim=False, stages=False, name=None):
-    """Trace, count, emit, compile and load ``algorithm`` for ``robot`` (a Robot or a spec)
-    and ``constraints`` (a scenario name, a list of specs, or a ConstraintSet; default: the
+             cc=None, cse=True, force=False, backend="ctypes", osim=False, stages=False, name=None, floating_base=None):
+    """Trace, count, emit, compile and load ``algorithm`` for ``robot`` (a Robot, or anything
+    ``load_robot`` takes, with ``floating_base`` as there) and ``constraints`` (a scenario name, a list of specs, or a ConstraintSet; default: the
     robot's first scenario); ``osim=True`` adds Λ as a second output.  Returns a callable ``f(q, **K_inputs) -> numpy array`` with
     ``.op_count`` and ``.manifest``; code is cached under out_dir/<name>/<scenario>/, ``name``
     (letters and digits joined by single underscores) defaulting to the registry or synthetic
     robot's name, or a model file's stem plus a hash of its path (codegen/artifact.py).
     ``stages=True`` generates the algorithm's re-evaluation stages instead (codegen/staging.py:
     ``<algo>_factor``, [``_damping``,] ``_apply``) and returns a StagedFunction."""
-    robot = load_robot(robot)
+    robot = load_robot(robot, floating_base=floating_base)
     cs, scenario = constraint_set(robot, constraints if constraints is not None else default_constraints(robot))
     model = artifact.model_name(robot, name)
     folder = artifact.folder(out_dir, model, scenario)
@@ -72,4 +72,25 @@ def generate(robot, constraints=None, algorithm="naive", out_dir=DEFAULT_OUT, cf
     return f
 
 
-__all__ = ["generate", "load", "constraint_set", "default_constraints", "StagedFunction"]
+def links(robot, floating_base=None):
+    """What ``casadi-delassus links`` prints, as plain data: the robot's joints in q order (type,
+    nq, nv, q and v ranges, q entries) and its bodies, frames and sites (the names constraint
+    specs take), for a Robot or anything ``load_robot`` takes."""
+    from .model.links import describe_links
+    return describe_links(load_robot(robot, floating_base=floating_base))
+
+
+def check(f, oracles=None, samples=100, tol=None, seed=0):
+    """{oracle: Outcome} for a generated function ``f`` (from ``generate``): each output's largest
+    relative error against each oracle (verify/oracles.py: "numpy", "pinocchio"; default as
+    ``casadi-delassus check``) over ``samples`` random inputs, the tolerance rule of
+    verify/check.py (``Outcome.passed``), and ``Outcome.not_applicable`` for what an oracle
+    could not compare."""
+    from .verify import oracles as registry
+    from .verify.check import DEFAULT_TOL, compare
+    names = registry.oracle_names([oracles] if isinstance(oracles, str) else list(oracles or []), f.robot)
+    return {n: compare(f, f.robot, f.constraints, samples=samples, seed=seed, tol=DEFAULT_TOL if tol is None else tol,
+                       oracle=registry.get_oracle(n).session(f.robot, f.constraints)) for n in names}
+
+
+__all__ = ["generate", "load", "constraint_set", "default_constraints", "StagedFunction", "links", "check"]

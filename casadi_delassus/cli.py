@@ -11,20 +11,28 @@ import click
 from . import api, report
 from .registry import ALGORITHMS, AUTO, AUTO_RULE, get_algorithm
 from .verify.check import DEFAULT_TOL, KAPPA_FREE, TOLERANCE_RULE, check_delassus, compare
+from .verify import oracles
 from .codegen.build import DEFAULT_CFLAGS, check_osim, gives_osim
 from .codegen.door import DoorWarning
 from .opcount import count_ops
 from .codegen.trace import choose_cheapest, trace
 from .errors import DelassusError
 from .executor import Job, in_order, run
-from .model import load_robot, registry
+from .model import FORMATS, load_robot, registry
 from .progress import step
 
 _robot_arg = click.argument("robot")
+ROBOT_HELP = f"ROBOT is {FORMATS}."
+_base_opt = click.option("--fixed-base/--floating-base", "fixed_base", default=None,
+                         help="fix a URDF model's root link to the world, or put it on a free base (default: the "
+                              "model's own: URDF files float, registry robots as listed by `robots`); the output "
+                              "folder name says which")
 _scenario_opt = click.option("--scenario", "-s", help="named constraint scenario of the robot (default: its first)")
 _constraint_opt = click.option("-c", "--constraint", "specs", multiple=True, metavar="SPEC",
-                               help="constraint LINK:6d, LINK:3d[@x,y,z], LINK:random6|random3, LINK:6d-input|3d-input, "
-                                    "link-to-link A|B:6d, A|B:3d[@ax,ay,az[;bx,by,bz]], joint rows JOINT:NAME (repeatable)")
+                               help="constraint LINK:6d, LINK:3d[@x,y,z], world-aligned rows LINK:6d-world, LINK:3d-world[@x,y,z], "
+                                    "LINK:random6|random3, LINK:6d-input|3d-input, link-to-link A|B:6d, "
+                                    "A|B:3d[@ax,ay,az[;bx,by,bz]], joint rows JOINT:NAME (repeatable; `links ROBOT` "
+                                    "lists the names)")
 _algo_opt = click.option("-a", "--algorithm", "algorithms", multiple=True, metavar="ALGO",
                          help=f"algorithm(s): {', '.join(ALGORITHMS)}, 'auto' (the default) or 'all'.  {AUTO_RULE}")
 _cse_opt = click.option("--cse/--no-cse", default=True, show_default=True, help="apply CasADi's common-subexpression elimination")
@@ -43,8 +51,12 @@ def _algorithms(names):
     return names
 
 
-def _resolve(robot_spec, scenario, specs):
-    robot = load_robot(robot_spec)
+def _floating(fixed_base):
+    return None if fixed_base is None else not fixed_base
+
+
+def _resolve(robot_spec, scenario, specs, fixed_base=None):
+    robot = load_robot(robot_spec, floating_base=_floating(fixed_base))
     if specs and scenario:
         raise click.UsageError("give either --scenario or -c constraints, not both")
     constraints = list(specs) if specs else (scenario or api.default_constraints(robot))
@@ -61,7 +73,7 @@ def _with(opts):
 
 
 # ROBOT plus how its constraints are chosen: every command that targets one scenario
-_target_opts = [_robot_arg, _scenario_opt, _constraint_opt]
+_target_opts = [_robot_arg, _base_opt, _scenario_opt, _constraint_opt]
 _trace_opts = [*_target_opts, _algo_opt, _cse_opt]
 
 
@@ -69,9 +81,12 @@ _trace_opts = [*_target_opts, _algo_opt, _cse_opt]
 def cli():
     """Generate operation-counted, compiled C for Delassus-matrix algorithms.
 
-    ROBOT is a registry name (see `robots`), a model file (.urdf, or spatial_v2 .json),
-    or a synthetic spec such as chain:n=20, stem:n=10,branches=4,length=7, kchain:k=5,
-    ladder:rungs=4."""
+    ROBOT (every command that takes one) is a registry name (see `robots`), a model file —
+    URDF (.urdf, or .xml with a <robot> root; --fixed-base/--floating-base), SDF (.sdf),
+    Featherstone spatial_v2 JSON (.json), MJCF (.xml with a <mujoco> root, loaded with MuJoCo
+    when the mjcf extra is installed) — or a synthetic spec such as chain:n=20,
+    stem:n=10,branches=4,length=7, kchain:k=5, ladder:rungs=4.  `links ROBOT` lists its joints
+    (with the q layout) and the link, frame and site names constraints may use."""
 
 
 @cli.command()
@@ -87,12 +102,32 @@ def robots():
     click.echo(report.table(rows, ["robot", "nq", "nv", "bodies", "depth", "scenarios"]))
 
 
-@cli.command()
+@cli.command(epilog=ROBOT_HELP)
+@_with([_robot_arg, _base_opt])
+@click.option("--format", "fmt", type=click.Choice(["table", "json"]), default="table", show_default=True)
+def links(robot, fixed_base, fmt):
+    """List the model's joints in q order (type, nq, nv, their q and v ranges and q entries) and
+    the names constraints may use: bodies, frames (links merged by fixed joints, named frames)
+    and sites, each with the body it rides on."""
+    from .model.links import FRAME_HEADERS, JOINT_HEADERS, describe_links, frame_rows, joint_rows
+    info = describe_links(load_robot(robot, floating_base=_floating(fixed_base)))
+    if fmt == "json":
+        click.echo(report.dumps(info))
+        return
+    click.echo(f"{info['robot']}: nq = {info['nq']}, nv = {info['nv']}, "
+               f"{'floating' if info['floating_base'] else 'fixed'} base ({info['source']})")
+    click.echo("joints (q layout):")
+    click.echo(report.table(joint_rows(info), JOINT_HEADERS))
+    click.echo("bodies, frames and sites (constraint names, e.g. -c NAME:6d):")
+    click.echo(report.table(frame_rows(info), FRAME_HEADERS))
+
+
+@cli.command(epilog=ROBOT_HELP)
 @_with(_trace_opts)
 @click.option("--format", "fmt", type=click.Choice(["table", "json", "csv"]), default="table", show_default=True)
-def count(robot, scenario, specs, algorithms, cse, fmt):
+def count(robot, fixed_base, scenario, specs, algorithms, cse, fmt):
     """Count the operations of each algorithm (traced, not compiled)."""
-    robot, cs, _ = _resolve(robot, scenario, specs)
+    robot, cs, _ = _resolve(robot, scenario, specs, fixed_base)
     counts = {}
     for a in _algorithms(algorithms):
         if a == AUTO:
@@ -129,7 +164,7 @@ _gen_opts = [click.option("-o", "--out", "out_dir", default=str(api.DEFAULT_OUT)
                                "default: the registry or synthetic name, or a model file's stem plus a hash of its path")]
 
 
-@cli.command()
+@cli.command(epilog=ROBOT_HELP)
 @_with(_trace_opts)
 @_osim_opt
 @_with(_gen_opts)
@@ -138,9 +173,10 @@ _gen_opts = [click.option("-o", "--out", "out_dir", default=str(api.DEFAULT_OUT)
 @click.option("--stages", is_flag=True,
               help="generate the re-evaluation stages instead: <algo>_factor (q), [<algo>_damping (R),] <algo>_apply, "
                    "each taking the previous stage's stored intermediates")
-def generate(robot, scenario, specs, algorithms, cse, osim, out_dir, cflags, cc, force, name, package_dir, stages):
+def generate(robot, fixed_base, scenario, specs, algorithms, cse, osim, out_dir, cflags, cc, force, name, package_dir,
+             stages):
     """Generate, compile and load C for each algorithm; print the files."""
-    robot, cs, _ = _resolve(robot, scenario, specs)
+    robot, cs, _ = _resolve(robot, scenario, specs, fixed_base)
     made, algorithms = [], _algorithms(algorithms)
     for a in algorithms:            # refuse before generating anything
         check_osim(a, osim)
@@ -167,87 +203,136 @@ def generate(robot, scenario, specs, algorithms, cse, osim, out_dir, cflags, cc,
         click.echo(f"C package -> {package_dir} (make, or cmake -S {package_dir} -B build; see its README.md)")
 
 
-def _check_one(robot, constraints, algorithms, samples, tol, out_dir, cflags, cc, cse, force, osim, name=None):
+CHECK_HEADERS = ["robot", "scenario", "algorithm", "oracle", "m", "instructions", "output", "max rel. error",
+                 "worst error/allowed (κ there)", "other outputs", "result", "s"]
+
+
+def _not_applicable(reasons):
+    """"a, b n/a (reason)" per reason, for the outputs an oracle could not compare."""
+    by_reason = {}
+    for output, reason in reasons.items():
+        by_reason.setdefault(reason, []).append(output)
+    return "; ".join(f"{', '.join(outs)} n/a ({reason})" for reason, outs in by_reason.items())
+
+
+def _check_one(robot, constraints, algorithms, oracle_names, samples, tol, out_dir, cflags, cc, cse, force, osim,
+               name=None):
+    """Rows of CHECK_HEADERS (one per algorithm and oracle) and whether every one passed."""
     rows, ok = [], True
     cs, scenario = api.constraint_set(robot, constraints)
+    sessions = {}
+    for o in oracle_names:
+        try:
+            sessions[o] = oracles.get_oracle(o).session(robot, cs)
+        except DelassusError as exc:         # the oracle's model contradicts ours: every row fails
+            sessions[o] = exc
     for a in algorithms:
         t0 = time.perf_counter()
         if a != AUTO and not get_algorithm(a).accepts(cs):     # e.g. `check registry -a all` on Cassie's loops
-            rows.append([robot.name, scenario, a, cs.m, None, None, None, None, "n/a: link-to-link or joint rows",
+            rows.append([robot.name, scenario, a, "-", cs.m, None, None, None, None, "n/a: link-to-link or joint rows",
                          "skipped", 0.0])
             continue
         if osim and not gives_osim(a):                         # `check -a all --osim`: the dynamics solvers
-            rows.append([robot.name, scenario, a, cs.m, None, None, None, None, "n/a: --osim needs a Delassus output",
-                         "skipped", 0.0])
+            rows.append([robot.name, scenario, a, "-", cs.m, None, None, None, None,
+                         "n/a: --osim needs a Delassus output", "skipped", 0.0])
             continue
         f = api.generate(robot, constraints, a, out_dir=out_dir, cflags=_cflags(cflags), cc=cc, cse=cse,
                          force=force, osim=osim, name=name)
-        with step(f"checking {a} for {robot.name}/{f.manifest['scenario']} against the NumPy reference "
-                  f"over {samples} samples"):
-            results = compare(f, robot, f.constraints, samples=samples, tol=tol)
-        head = [robot.name, f.manifest["scenario"], a, f.constraints.m, f.op_count["instructions"]]
-        if not results:    # every oracle said the quantity does not exist (redundant hard constraints)
-            rows.append(head + [None, None, None, "n/a: redundant constraints", "skipped",
+        for o, session in sessions.items():
+            head = [robot.name, f.manifest["scenario"], a, o, f.constraints.m, f.op_count["instructions"]]
+            if isinstance(session, DelassusError):
+                rows.append(head + [None, None, None, f"oracle failed: {session}", "FAIL", 0.0])
+                ok = False
+                continue
+            with step(f"checking {a} for {robot.name}/{f.manifest['scenario']} against {o} over {samples} samples"):
+                results = compare(f, robot, f.constraints, samples=samples, tol=tol, oracle=session)
+            not_applicable = "; ".join(filter(None, [_not_applicable(results.not_applicable), *(
+                f"{k} skipped at {n} of {samples} samples ({why})" for k, (n, why) in results.skipped.items())]))
+            if not results:    # the oracle had no answer for any output (e.g. redundant hard constraints)
+                rows.append(head + [None, None, None, not_applicable or "n/a", "n/a",
+                                    round(time.perf_counter() - t0, 1)])
+                continue
+            worst = max(results, key=lambda k: results[k].ratio)        # the failing output, or the closest to it
+            passed = results.passed
+            ok &= passed
+            c = results[worst]
+            others = ", ".join([f"{k} {v.error:.1e}" for k, v in results.items() if k != worst]
+                               + ([not_applicable] if not_applicable else [])) or None
+            rows.append(head + [worst, c.error, f"{c.ratio:.2g} (κ {c.kappa:.1e})", others, "ok" if passed else "FAIL",
                                 round(time.perf_counter() - t0, 1)])
-            continue
-        worst = max(results, key=lambda k: results[k].ratio)        # the failing output, or the closest to it
-        passed = all(c.passed for c in results.values())
-        ok &= passed
-        c = results[worst]
-        others = ", ".join(f"{k} {v.error:.1e}" for k, v in results.items() if k != worst) or None
-        rows.append(head + [worst, c.error, f"{c.ratio:.2g} (κ {c.kappa:.1e})", others, "ok" if passed else "FAIL",
-                            round(time.perf_counter() - t0, 1)])
-    return rows, ok
+    return rows, ok, {o: s.notes for o, s in sessions.items() if not isinstance(s, DelassusError)}
 
 
-@cli.command(help=f"""Compile and compare with the NumPy reference on random configurations.
+@cli.command(epilog=ROBOT_HELP, help=f"""Compile and compare with the oracles on random configurations.
 
     ROBOT 'registry' checks every scenario of every available registry robot.
+
+    Oracles (--oracle, repeatable or a comma list): numpy (the NumPy reference, our own parse of
+    the model), pinocchio (Pinocchio's own parse of a URDF file or text; for SDF, spatial_v2 and
+    synthetic models a Pinocchio model built from our parse, which checks the algorithms but not
+    the parse: the output says so).  Default: numpy, plus pinocchio for URDF, SDF and spatial_v2
+    models when the pin package is installed.  An output an oracle cannot compare is reported
+    n/a with the reason, never as passed.
 
     Tolerance: {TOLERANCE_RULE}.  The row shows the output closest to failing (the failing one
     if any): its largest relative error, and its largest ratio of error to allowed error
     (above 1 fails) with κ at that sample.""")
 @_with(_trace_opts)
 @_osim_opt
+@click.option("--oracle", "oracle_opts", multiple=True, metavar="NAME",
+              help=f"{', '.join(oracles.ORACLES)} (repeatable or comma-separated; default: see above)")
 @click.option("--samples", default=100, show_default=True, help="random configurations")
 @click.option("--tol", default=DEFAULT_TOL, show_default=True,
               help=f"relative error allowed where κ <= {KAPPA_FREE:g}; scaled by κ/{KAPPA_FREE:g} above (see above)")
 @click.option("--all-scenarios", is_flag=True, help="every scenario of the robot")
 @_with(_gen_opts)
 @_jobs_opt
-def check(robot, scenario, specs, algorithms, cse, osim, samples, tol, all_scenarios, out_dir, cflags, cc, force, name,
-          jobs):
+def check(robot, fixed_base, scenario, specs, algorithms, cse, osim, oracle_opts, samples, tol, all_scenarios, out_dir,
+          cflags, cc, force, name, jobs):
     algos = _algorithms(algorithms)
+    for o in (n.strip() for g in oracle_opts for n in g.split(",") if n.strip()):
+        oracles.get_oracle(o)               # an unknown name fails before anything is built
     if name and robot == "registry":
         raise click.UsageError("--name names one model: not with 'check registry'")
+    if fixed_base is not None and robot == "registry":
+        raise DelassusError("--fixed-base/--floating-base pick one model's base: not with 'check registry'")
     if robot == "registry" or all_scenarios:
-        targets = [(load_robot(n), None) for n in (registry.names() if robot == "registry" else [robot])
+        targets = [(load_robot(n, floating_base=_floating(fixed_base)), None)
+                   for n in (registry.names() if robot == "registry" else [robot])
                    if robot != "registry" or registry.is_available(n)]
         targets = [(r, s) for r, _ in targets for s in r.scenarios]
     else:
-        r, cs, _ = _resolve(robot, scenario, specs)
+        r, cs, _ = _resolve(robot, scenario, specs, fixed_base)
         targets = [(r, cs if specs else (scenario or api.default_constraints(r)))]
-    rows, ok = [], True
+    rows, ok, said = [], True, set()
+    robots = iter(r for r, _ in targets)
 
     def report_target(result):
         nonlocal rows, ok
-        new_rows, passed = result
+        new_rows, passed, notes = result
+        r = next(robots)
         rows += new_rows
         ok &= passed
+        for o, lines in notes.items():
+            for line in lines:
+                if (r.name, o, line) not in said:
+                    said.add((r.name, o, line))
+                    click.echo(f"  {r.name}: {o}: {line}", err=True)
         for row in new_rows:
-            err = "n/a" if row[6] is None else f"{row[5]} max rel. error {row[6]:.2e}, worst error/allowed {row[7]}"
-            click.echo(f"  {row[0]}/{row[1]} {row[2]}: {err} ({row[9]})", err=True)
+            err = f"{row[9]}" if row[7] is None else \
+                f"{row[6]} max rel. error {row[7]:.2e}, worst error/allowed {row[8]}"
+            click.echo(f"  {row[0]}/{row[1]} {row[2]} vs {row[3]}: {err} ({row[10]})", err=True)
     run([Job(f"{r.name}/{c if isinstance(c, str) else 'custom constraints'}", _check_one,
-             (r, c, algos, samples, tol, out_dir, cflags, cc, cse, force, osim, name)) for r, c in targets],
+             (r, c, algos, oracles.oracle_names(oracle_opts, r), samples, tol, out_dir, cflags, cc, cse, force, osim,
+              name)) for r, c in targets],
         workers=jobs, on_done=in_order(report_target))
-    click.echo(report.table(rows, ["robot", "scenario", "algorithm", "m", "instructions", "output",
-                                   f"max rel. error ({samples} q)", "worst error/allowed (κ there)", "other outputs",
-                                   "result", "s"]))
+    click.echo(report.table(rows, [h if h != "max rel. error" else f"max rel. error ({samples} samples)"
+                                   for h in CHECK_HEADERS]))
     if not ok:
         sys.exit(1)
 
 
-@cli.command()
+@cli.command(epilog=ROBOT_HELP)
 @_with(_target_opts)
 @click.option("-a", "--algorithm", default=AUTO, show_default=True, metavar="ALGO",
               help="per mode: 'auto' (the fewest instructions among the Delassus algorithms), a Delassus algorithm, a "
@@ -265,14 +350,14 @@ def check(robot, scenario, specs, algorithms, cse, osim, samples, tol, all_scena
               help="build on the Dask cluster whose scheduler is at ADDRESS (tcp://host:8786); results come back here")
 @click.option("--package", "package_dir", default=None, metavar="DIR",
               help="also write the library's C package (dispatcher, every mode, Makefile, CMakeLists.txt, example) to DIR")
-def library(robot, scenario, specs, algorithm, modes, osim, cse, out_dir, cflags, cc, force, name, jobs, cluster,
+def library(robot, fixed_base, scenario, specs, algorithm, modes, osim, cse, out_dir, cflags, cc, force, name, jobs, cluster,
             package_dir):
     """One function per contact mode (subset of the constraints, bit i = the i-th given) and a
     dispatcher over the mask of active constraints, built on all cores or a Dask cluster.
     Unchanged modes come from the cache; an interrupted build resumes with the missing ones."""
     from .executor import connect
     from .contact_modes import library as make_library
-    robot, cs, _ = _resolve(robot, scenario, specs)
+    robot, cs, _ = _resolve(robot, scenario, specs, fixed_base)
     with connect(cluster) as client:
         lib = make_library(robot, cs if specs else (scenario or api.default_constraints(robot)), algorithm,
                            modes=list(modes) or "all", out_dir=out_dir, cflags=_cflags(cflags), cc=cc, cse=cse,
@@ -305,14 +390,14 @@ def library(robot, scenario, specs, algorithm, modes, osim, cse, out_dir, cflags
               help="instead: configurations per µs of the single call, the batch of N on one and on all cores "
                    "(C and Python), Pinocchio and MuJoCo, against the measured peaks (DIR/batch.md with --results)")
 @_with(_gen_opts)
-def bench(robot, scenario, specs, algorithms, reps, calls, samples, pin_method, results_dir, batch_n, out_dir, cflags,
-          cc, force, name):
+def bench(robot, fixed_base, scenario, specs, algorithms, reps, calls, samples, pin_method, results_dir, batch_n, out_dir,
+          cflags, cc, force, name):
     """Time the generated C (a C harness calling the compiled .so) against Pinocchio's
     computeDelassusMatrix (constraintDynamics for the constrained-dynamics solvers, aba for
     aba) on the same inputs; with --batch N the batched evaluation (casadi_delassus/timing/batch_bench.py)."""
     from . import timing
     from .registry import delassus_algorithms, dynamics_algorithms
-    robot, cs, _ = _resolve(robot, scenario, specs)
+    robot, cs, _ = _resolve(robot, scenario, specs, fixed_base)
     if batch_n:
         return _bench_batch(robot, cs if specs else (scenario or api.default_constraints(robot)), algorithms, reps,
                             batch_n, results_dir, dict(out_dir=out_dir, cflags=_cflags(cflags), cc=cc, force=force,

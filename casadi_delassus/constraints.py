@@ -8,6 +8,9 @@ Spec strings, one per constraint, blocks in the order given (../shared/DESIGN.md
     LINK:random3       3 such rows
     LINK:6d-input      K_i (6 x 6) is a runtime input of the generated function
     LINK:3d-input      K_i (3 x 6) is a runtime input
+    LINK:6d-world      weld, rows in world-aligned axes: [linear; angular] velocity of the frame
+                       origin, turned into world axes (Pinocchio's LOCAL_WORLD_ALIGNED)
+    LINK:3d-world[@x,y,z]  point, rows along the world axes (LOCAL_WORLD_ALIGNED; MuJoCo's connect)
     A|B:6d             relative weld: A's spatial acceleration minus B's, both taken at A's frame
                        origin, rows [linear; angular] in A's frame
     A|B:3d[@a[;b]]     relative point: linear acceleration of point a on A (A's frame coordinates,
@@ -43,9 +46,12 @@ import numpy as np
 from .errors import ConstraintError, DelassusError, unknown_name
 from .model.robot import cross_matrix
 from .names import ident_part
-from .symbolic.spatial import sx
+from .symbolic.frames import local_transforms, world_rotations
+from .symbolic.spatial import cross, sx
 
-KINDS = {"6d": 6, "3d": 3, "random6": 6, "random3": 3, "6d-input": 6, "3d-input": 3}
+KINDS = {"6d": 6, "3d": 3, "random6": 6, "random3": 3, "6d-input": 6, "3d-input": 3, "6d-world": 6, "3d-world": 3}
+WORLD = "-world"
+POINT_KINDS = ("3d", "3d-world")       # the kinds that take an @x,y,z offset
 PAIR_KINDS = ("3d", "6d")
 JOINT_PREFIX = "JOINT:"
 _SPEC = re.compile(r"^(?P<link>[^:@]+):(?P<kind>[A-Za-z0-9-]+)(?:@(?P<offset>[^@]+))?$")
@@ -74,7 +80,8 @@ class Constraint:
     K_frame: np.ndarray | None     # m x 6 in the frame, [lin; ang]; None for runtime inputs and joints
     link2: str | None = None       # A|B: B
     body2: int | None = None       # A|B: B's body
-    axes: np.ndarray | None = None     # A|B: A's frame axes (columns) in A's body coordinates
+    axes: np.ndarray | None = None     # A|B and -world: the frame's axes (columns) in its body's coordinates
+    point: np.ndarray | None = None    # -world: the point (3d) or the frame origin (6d) in body coordinates
     point2: np.ndarray | None = None   # A|B:3d: the point b in B's body coordinates
     joint: str | None = None       # JOINT:NAME: NAME
     joint_nv: int = 0              # JOINT:NAME: the joint's DoF count (its rows)
@@ -99,23 +106,48 @@ class Constraint:
         return self.kind.endswith("-input")
 
     @property
+    def world(self):
+        """Rows in world-aligned axes: K_i depends on q (the module docstring)."""
+        return self.kind.endswith(WORLD)
+
+    @property
     def row_names(self):
         if self.joint:
             names = _FREE_ROWS if self.joint_nv == 6 else ["v"]
         else:
-            names = _FREE_ROWS if self.kind in ("6d", "6d-input") else \
-                ["x", "y", "z"] if self.kind in ("3d", "3d-input") else [f"r{k}" for k in range(self.rows)]
+            names = _FREE_ROWS if self.kind in ("6d", "6d-input", "6d-world") else \
+                ["x", "y", "z"] if self.kind in ("3d", "3d-input", "3d-world") else [f"r{k}" for k in range(self.rows)]
         label = self.link if self.link2 is None else f"{self.link}|{self.link2}"
         return [f"{label}.{n}" for n in names]
 
-    def K_body(self, K_frame=None):
-        """Internal K_i (body coords, [ang; lin] columns); ``K_frame`` for runtime inputs.
-        Works for numpy arrays and CasADi SX alike.  For a joint: 𝒦 = 1 (rows x n_i) on the
-        joint's velocity entries.  For A|B: A's rows."""
+    def K_body(self, K_frame=None, rotation=None):
+        """Internal K_i (body coords, [ang; lin] columns); ``K_frame`` for runtime inputs,
+        ``rotation`` R_B (SX 3x3: the body's axes in world coordinates at q) for world-aligned
+        rows.  Works for numpy arrays and CasADi SX alike.  For a joint: 𝒦 = 1 (rows x n_i) on
+        the joint's velocity entries.  For A|B: A's rows."""
         if self.joint:
             return np.eye(self.joint_nv)
         K = self.K_frame if K_frame is None else K_frame
-        return K @ self.frame_map
+        if not self.world:
+            return K @ self.frame_map
+        if rotation is None:
+            raise DelassusError(f"constraint {self.spec!r}: world-aligned rows depend on q (symbolic_K_bodies)")
+        return ca.mtimes(self._turned(rotation), sx(K @ self.frame_map))
+
+    def _turned(self, rotation):
+        """diag(R_F, …) (rows x rows), R_F = R_B F: frame axes to world axes, per three rows."""
+        R_F = ca.mtimes(sx(rotation), sx(self.axes))
+        return ca.diagcat(*[R_F] * (self.rows // 3))
+
+    def rotation_rate(self, rotation, velocity):
+        """K̇_i v_i of world-aligned rows (SX column): diag(R_F, …) (ω_F × u) per three rows, with
+        u = K_frame P X_{F<-B} v_i and ω_F = Fᵀ ω the frame's angular velocity in its axes, for
+        the body's spatial velocity ``velocity`` (6-list, body coordinates, [angular; linear])
+        and its world rotation ``rotation`` (R_B)."""
+        v = ca.vertcat(*[sx(x) for x in velocity])
+        u = ca.mtimes(sx(self.K_frame @ self.frame_map), v)
+        w = ca.mtimes(sx(self.axes.T), v[:3])
+        return ca.mtimes(self._turned(rotation), ca.vertcat(*[cross(w, u[3 * g:3 * g + 3]) for g in range(self.rows // 3)]))
 
     def K_body2(self, X_AB):
         """A|B: K_B (SX), B's rows on B's spatial acceleration (B coords, [ang; lin]), from the
@@ -176,13 +208,31 @@ class ConstraintSet:
     def row_names(self):
         return [n for c in self.constraints for n in c.row_names]
 
+    @property
+    def world(self):
+        """The constraints with world-aligned rows (their K_i depend on q)."""
+        return [c for c in self.constraints if c.world]
+
+    def symbolic_K_bodies(self, q, K_syms=None):
+        """K_i (body coordinates, [ang; lin] columns) of every constraint as the algorithms take
+        them: numeric, SX of the runtime inputs ``K_syms`` ({input name: SX}), or SX of q for
+        world-aligned rows (their bodies' world rotations from the joint transforms at q)."""
+        K_syms = K_syms or {}
+        bodies = [c.body for c in self.world]
+        R = world_rotations(self.robot, local_transforms(self.robot, q), bodies) if bodies else {}
+        return [c.K_body(K_syms[c.input_name]) if c.is_input else c.K_body(rotation=R.get(c.body))
+                for c in self.constraints]
+
     def K_body(self, K_inputs=None):
         """Numeric internal K_i for every constraint; ``K_inputs`` maps input names to
-        the user's K (frame, [lin; ang]) for the runtime-input constraints."""
+        the user's K (frame, [lin; ang]) for the runtime-input constraints.  None for
+        world-aligned rows: they depend on q (``symbolic_K_bodies``)."""
         K_inputs = K_inputs or {}
         out = []
         for c in self.constraints:
-            if c.is_input:
+            if c.world:
+                out.append(None)
+            elif c.is_input:
                 if c.input_name not in K_inputs:
                     raise DelassusError(f"missing runtime input {c.input_name} ({c.rows}x6)")
                 out.append(c.K_body(np.asarray(K_inputs[c.input_name], float).reshape(c.rows, 6)))
@@ -242,7 +292,7 @@ def parse_constraint(robot, spec):
     m = _SPEC.fullmatch(spec)
     if not m:
         raise ConstraintError(f"bad constraint spec {spec!r}: expected LINK:TYPE with TYPE in "
-                              f"{', '.join(KINDS)} (3d takes an optional @x,y,z offset), "
+                              f"{', '.join(KINDS)} (3d and 3d-world take an optional @x,y,z offset), "
                               f"A|B:3d[@a[;b]], A|B:6d or {JOINT_PREFIX}NAME")
     link, kind, offset = m["link"], m["kind"].lower(), m["offset"]
     if kind not in KINDS:
@@ -250,19 +300,21 @@ def parse_constraint(robot, spec):
                               f"expected one of {', '.join(KINDS)}")
     if "|" in link:
         return _pair_constraint(robot, spec, link, kind, offset)
-    if offset is not None and kind != "3d":
-        raise ConstraintError(f"bad constraint spec {spec!r}: only 3d takes an @x,y,z offset")
+    if offset is not None and kind not in POINT_KINDS:
+        raise ConstraintError(f"bad constraint spec {spec!r}: only {' and '.join(POINT_KINDS)} take an @x,y,z offset")
     frame = _frame(robot, spec, link)
     point = np.zeros(3) if offset is None else _point(spec, offset, "offset must be three numbers x,y,z")
-    if kind == "6d":
+    if kind in ("6d", "6d-world"):
         K = np.eye(6)
-    elif kind == "3d":
+    elif kind in POINT_KINDS:
         K = np.hstack([np.eye(3), -cross_matrix(point)])
     elif kind.startswith("random"):
         K = np.random.default_rng(zlib.crc32(link.encode())).normal(size=(KINDS[kind], 6))
     else:
         K = None
-    return Constraint(spec, link, kind, frame.body, _frame_to_body(frame.rotation, frame.translation), K)
+    return Constraint(spec, link, kind, frame.body, _frame_to_body(frame.rotation, frame.translation), K,
+                      **({"axes": frame.rotation, "point": frame.translation + frame.rotation @ point}
+                         if kind.endswith(WORLD) else {}))
 
 
 def _frame(robot, spec, name):

@@ -4,6 +4,7 @@ the vector inputs the algorithm declares (names from ``VECTOR_INPUTS``), as SX s
 from __future__ import annotations
 
 import functools
+import inspect
 from dataclasses import dataclass, field
 from typing import Callable
 
@@ -11,6 +12,7 @@ import casadi as ca
 
 from .errors import ConstraintError, DelassusError, unknown_name
 from .opcount import count_ops
+from .sweeps.tree import world_row_drift
 
 
 # name -> (size: "nv" or "m", meaning); generated functions take them after q, before any K
@@ -19,7 +21,9 @@ VECTOR_INPUTS = {
     "tau": ("nv", "joint forces/torques (zero on the free base)"),
     "k": ("m", "desired constraint-space accelerations, rows in constraint order: J v̇ + J̇ v = k with K_i "
                "applied to the link's spatial acceleration (6D weld: Pinocchio's LOCAL constraint acceleration; "
-               "3D point: Pinocchio's classical acceleration − ω × v_p)"),
+               "3D point: Pinocchio's classical acceleration − ω × v_p); world-aligned rows: the time derivative "
+               "of their velocity (3d-world: Pinocchio's LOCAL_WORLD_ALIGNED classical acceleration; 6d-world: "
+               "the frame origin's classical and the angular acceleration, world axes)"),
     "R": ("m", "constraint compliance (soft weights), positive, rows in constraint order"),
     "lam": ("m", "a constraint-space vector, rows in constraint order"),
     "a": ("nv", "joint accelerations v̇, Pinocchio layout (base: [linear; angular] in the base frame)"),
@@ -48,6 +52,8 @@ class Algorithm:
     def __post_init__(self):
         if not self.loops:      # the one place that rejects them, for every caller of fn
             object.__setattr__(self, "fn", _unary_only(self.name, self.fn))
+        if "k" in self.inputs:  # the one place that turns k for world-aligned rows
+            object.__setattr__(self, "fn", _world_rows_k(self.fn))
 
     def input_meaning(self, name):
         return self.input_meanings.get(name, VECTOR_INPUTS[name][1])
@@ -67,6 +73,23 @@ def _unary_only(name, fn):
                 f"constraints need one of: {', '.join(loop_algorithms())}")
         return fn(robot, constraints, *args, **kwargs)
     return checked
+
+
+def _world_rows_k(fn):
+    """``fn`` (a solver taking desired accelerations k) given k − K̇ v when rows are world-aligned:
+    their K_i(q) turn with the frame, so J v̇ + J̇ v = k reads K_i a_i = k_i − K̇_i v_i for the
+    solver, which constrains the body's spatial acceleration a_i (tree.world_row_drift)."""
+    signature = inspect.signature(fn)
+
+    @functools.wraps(fn)
+    def shifted(robot, constraints, *args, **kwargs):
+        if not getattr(constraints, "world", None):
+            return fn(robot, constraints, *args, **kwargs)
+        bound = signature.bind(robot, constraints, *args, **kwargs)
+        x = bound.arguments
+        x["k"] = x["k"] - world_row_drift(robot, constraints, x["q"], x["v"])
+        return fn(*bound.args, **bound.kwargs)
+    return shifted
 
 
 # ``auto`` traces the Delassus algorithms whose tracing time and size grow linearly with the
@@ -249,6 +272,7 @@ def dynamics_algorithms():
 
 
 def get_algorithm(name):
-    if name not in ALGORITHMS:
-        raise DelassusError(unknown_name("algorithm", name, [*ALGORITHMS, AUTO]))
+    if not isinstance(name, str) or name not in ALGORITHMS:
+        raise DelassusError(unknown_name("algorithm", str(name), [*ALGORITHMS, AUTO]) +
+                            f" (the algorithms: {', '.join(ALGORITHMS)}; {AUTO} picks the cheapest Delassus one)")
     return ALGORITHMS[name]

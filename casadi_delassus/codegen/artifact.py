@@ -51,17 +51,24 @@ def stem(algorithm, osim=False, stage=None):
 def model_name(robot, name=None):
     """The model's name in folder and C names: ``name`` if given (letters and digits joined by
     single underscores), a model file's stem plus a hash of its resolved path (two files
-    anymal_b/anymal.urdf and anymal_c/anymal.urdf get two folders), else the robot's name
-    (registry, synthetic) through the identifier sanitiser."""
+    anymal_b/anymal.urdf and anymal_c/anymal.urdf get two folders), a model given as text its
+    robot name plus a hash of the text, else the robot's name (registry, synthetic) through
+    the identifier sanitiser.  A base other than the model's own (``robot.base_variant``,
+    model.load_robot) adds ``_fixed`` or ``_floating`` before the hash, so fixed and
+    floating builds of one model never share files."""
     if name is not None:
         if not is_plain(name):
             raise DelassusError(f"name {name!r}: use letters and digits joined by single underscores "
                                 f"(at most {PART_LIMIT} characters, e.g. anymal_c)")
         return name
-    model_file = getattr(robot, "model_file", None)
-    if model_file:
-        return f"{readable(Path(model_file).stem)}_h{short_hash(str(model_file))}"
-    return ident_part(robot.name)
+    variant = getattr(robot, "base_variant", None)
+    tag = f"_{variant}" if variant else ""
+    model_file, text_hash = getattr(robot, "model_file", None), getattr(robot, "model_sha256", None)
+    if not (model_file or text_hash or variant):
+        return ident_part(robot.name)
+    readable_part = readable(Path(model_file).stem if model_file else robot.name)[:PART_LIMIT - len(tag)].rstrip("_")
+    identity = str(model_file) if model_file else text_hash or robot.name
+    return f"{readable_part}{tag}_h{short_hash(identity + tag)}"
 
 
 def _checked_model(model):

@@ -179,7 +179,7 @@ def make_manifest(f, robot, constraints, scenario, inputs, outputs, cflags, cc, 
     return {
         **head, "robot": robot.name, "scenario": scenario,
         "source": robot.source, **({"model_file": str(model_file)} if model_file else {}),
-        "nq": robot.nq, "nv": robot.nv, "m": constraints.m,
+        "nq": robot.nq, "nv": robot.nv, "floating_base": robot.floating_base, "m": constraints.m,
         "q_layout": robot.q_layout(), "q_convention": robot.q_convention, "constraints": constraints.describe(),
         "row_names": constraints.row_names, "inputs": inputs, "outputs": outputs,
         "op_count": counts, "cse": cse, "cflags": list(resolve_cflags(cflags, counts["instructions"], cc)),

@@ -64,10 +64,15 @@ def rebuild(manifest, out_dir):
     from .loader import load
     if "stage" in manifest:
         raise DelassusError(f"{manifest['function']} is a stage of a staged function: rebuild the whole function")
+    from ..model.urdf import URDF_TEXT
+    if manifest["source"] == URDF_TEXT:
+        raise DelassusError(f"{manifest['function']} was generated from a URDF given as text, which a worker cannot "
+                            f"read again: put its folder where the workers see it")
+    base = manifest.get("floating_base")            # --fixed-base / --floating-base builds
     try:
-        robot = load_robot(manifest["robot"])
+        robot = load_robot(manifest["robot"], floating_base=base)
     except DelassusError:
-        robot = load_robot(manifest["source"])
+        robot = load_robot(manifest["source"], floating_base=base)
     cs = ConstraintSet.parse(robot, [c["spec"] for c in manifest["constraints"]])
     model, scenario = manifest["model_name"], manifest["scenario"]
     f = load(build(robot, cs, manifest["algorithm"], artifact.folder(out_dir, model, scenario), scenario,

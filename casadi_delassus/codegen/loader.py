@@ -360,17 +360,21 @@ class StagedFunction:
 
 
 def load(path, backend="ctypes"):
-    """Load code generated earlier: the manifest (.json), the .so, or their folder plus
-    an algorithm name as ``folder/algorithm``."""
+    """Load code generated earlier: ``folder/algorithm`` (the stem, as ``generate`` prints it),
+    its manifest (.json), .so, .c or .h, or a folder that holds one generated function."""
     p = Path(path)
     if p.suffix in (".so", ".c", ".h"):
         p = p.with_suffix(".json")
+    elif p.suffix != ".json" and not p.is_dir():
+        p = p.with_name(p.name + ".json")       # folder/algorithm (a stem has no dot)
     if p.is_dir():
         found = sorted(p.glob("*.json"))
         if len(found) != 1:
             raise DelassusError(f"{p} holds {len(found)} generated functions; name one of "
-                                f"{[f.name for f in found]}")
+                                f"{[str(p / f.stem) for f in found]}")
         p = found[0]
     if not p.is_file():
-        raise DelassusError(f"no generated function at {path} (expected a manifest .json)")
+        there = sorted(f.stem for f in p.parent.glob("*.json")) if p.parent.is_dir() else []
+        raise DelassusError(f"no generated function at {path} (give folder/algorithm, or its .json, .so, .c or .h)"
+                            + (f"; {p.parent} holds {', '.join(there)}" if there else ""))
     return CompiledFunction(p, backend)

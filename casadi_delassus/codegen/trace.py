@@ -25,7 +25,7 @@ def trace(robot, constraints, algorithm, name=None, cse=True, osim=False):
     sizes = {"nv": robot.nv, "m": constraints.m}
     vectors = {n: ca.SX.sym(n, sizes[VECTOR_INPUTS[n][0]]) for n in algo.inputs}
     K_syms = {c.input_name: ca.SX.sym(c.input_name, c.rows, 6) for c in constraints.inputs}
-    K_bodies = [c.K_body(K_syms[c.input_name]) if c.is_input else c.K_body() for c in constraints.constraints]
+    K_bodies = constraints.symbolic_K_bodies(q, K_syms)
     with step(f"tracing {what}"):
         outputs = algo.fn(robot, constraints, q, K_bodies, **vectors)
         if osim and "osim" not in outputs and "delassus" in outputs:     # Λ only where Λ⁻¹ is an output

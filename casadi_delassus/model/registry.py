@@ -64,7 +64,13 @@ def is_available(name):
 LOOPS = "@loops"
 
 
-def load_registered(name):
+def floats(name):
+    """Whether the registry robot ``name`` is on a free base by default (its entry's floating_base)."""
+    return bool(registry()[name].get("floating_base", True))
+
+
+def load_registered(name, floating_base=None):
+    """The registry robot ``name``; ``floating_base`` overrides its entry's base (URDF models)."""
     from .sdf import load_sdf
     from .urdf import load_urdf
     if name not in registry():
@@ -74,7 +80,7 @@ def load_registered(name):
     if path.suffix.lower() == ".sdf":
         robot = load_sdf(path, name=name)
     else:
-        robot = load_urdf(path, floating_base=entry.get("floating_base", True), name=name)
+        robot = load_urdf(path, floating_base=floats(name) if floating_base is None else floating_base, name=name)
     if "armature" in entry:
         robot.armature = entry["armature"]          # Robot.armature: a number (every joint but free ones) or nv
     robot.scenarios = {sc: expand_loops(robot, specs) for sc, specs in entry.get("scenarios", {}).items()}

@@ -190,11 +190,14 @@ class Body:
 @dataclass
 class Frame:
     """A named frame rigidly attached to a body: ``rotation`` has the frame's axes as
-    columns in body coordinates, ``translation`` is its origin in body coordinates."""
+    columns in body coordinates, ``translation`` is its origin in body coordinates.  ``kind``
+    says what the model calls it where a loader knows better than "frame" (e.g. "site");
+    a body's own frame is listed as "body" (model/links.py)."""
     name: str
     body: int
     rotation: np.ndarray = field(default_factory=lambda: np.eye(3))
     translation: np.ndarray = field(default_factory=lambda: np.zeros(3))
+    kind: str = "frame"
 
 
 def cross_matrix(v):

@@ -5,6 +5,7 @@ parent body; mimic joints are ordinary joints; an optional 6-DoF free joint name
 ``root_joint`` carries the root link, as ``pinocchio.JointModelFreeFlyer()`` does."""
 from __future__ import annotations
 
+import io
 import warnings
 from pathlib import Path
 from xml.etree import ElementTree
@@ -46,11 +47,13 @@ def _pose(origin):
     return T[:3, :3], T[:3, 3]
 
 
-def _pre_parse(path):
+def _pre_parse(path, source=None):
     """The strict ElementTree parse (yourdfpy silently recovers from broken XML and keeps the
-    last of two links or joints with one name): the root element, its name, unique names."""
+    last of two links or joints with one name): the root element, its name, unique names.
+    ``source``: what to read (a file object for a URDF given as text), ``path`` by default.
+    Returns the robot's name."""
     try:
-        root = ElementTree.parse(path).getroot()
+        root = ElementTree.parse(path if source is None else source).getroot()
     except ElementTree.ParseError as exc:
         raise ModelError(f"malformed URDF {path}: {exc}") from None
     if root.tag != "robot":
@@ -66,6 +69,7 @@ def _pre_parse(path):
             if name in seen:
                 raise ModelError(f"malformed URDF {path}: two <{tag}> elements are named {name!r}")
             seen.add(name)
+    return root.get("name").strip()
 
 
 def _check_values(model, where):
@@ -116,17 +120,33 @@ def _tree(model, where):
 
 
 def load_urdf(path, floating_base=True, name=None):
-    import yourdfpy
-
+    """The Robot of the URDF file ``path`` (named ``name``, default the file's stem)."""
     path = Path(path)
     if not path.is_file():
         raise ModelError(f"model file not found: {path}")
     _pre_parse(path)
+    return _build(str(path), path, floating_base, name or path.stem, str(path))
+
+
+URDF_TEXT = "<URDF text>"      # how a URDF given as a string is named in messages
+
+
+def load_urdf_string(text, floating_base=True, name=None):
+    """The Robot of a URDF document given as a string (named ``name``, default its <robot name>)."""
+    robot_name = _pre_parse(URDF_TEXT, io.BytesIO(text.encode()))
+    return _build(io.BytesIO(text.encode()), URDF_TEXT, floating_base, name or robot_name, URDF_TEXT)
+
+
+def _build(source, path, floating_base, name, label):
+    """The Robot of the URDF in ``source`` (a file name or a file object), ``path`` naming it in
+    messages and ``label`` as the Robot's source."""
+    import yourdfpy
+
     where = f"malformed URDF {path}: "
     try:
         with warnings.catch_warnings():     # sin(inf) in an rpy: reported below, as one line
             warnings.simplefilter("ignore", RuntimeWarning)
-            model = yourdfpy.URDF.load(str(path), load_meshes=False, build_scene_graph=False,
+            model = yourdfpy.URDF.load(source, load_meshes=False, build_scene_graph=False,
                                        load_collision_meshes=False, build_collision_scene_graph=False).robot
     except Exception as exc:  # yourdfpy raises many types for broken XML
         raise ModelError(f"{where}{type(exc).__name__}: {str(exc).splitlines()[0] if str(exc) else ''}") from None
@@ -178,4 +198,4 @@ def load_urdf(path, floating_base=True, name=None):
     for b, m in zip(bodies, merged):
         b.mass, b.com, b.inertia = m.com_form()
     fixed = [f for f in frames if f.name not in {b.name for b in bodies}]
-    return Robot(name or path.stem, bodies, fixed, source=str(path))
+    return Robot(name, bodies, fixed, source=label)

@@ -44,7 +44,7 @@ from ..symbolic.scalar import add, column, cross, cross_num, dot, lin, mat_vec, 
 from ..symbolic.spatial import symmetric
 from .articulated import unit_axis
 from ..symbolic.frames import (choose_offsets, local_transforms, rotate_vector, transform_force,
-                               transform_motion)
+                               transform_motion, world_rotations)
 
 
 def cross_axis(x, a, s, qd):
@@ -525,6 +525,19 @@ def soft_terms(tree, R, k):
                 out[i] = f
         return out
     return inertia, forces, rinv
+
+
+def world_row_drift(robot, constraints, q, v):
+    """K̇ v (SX column, m): the rotation-rate part of J̇ v of world-aligned rows, whose K_i turn
+    with the frame (constraints.py); zero elsewhere.  The solvers enforce K_i a_i = k_i on the
+    body's spatial acceleration, so they take k − K̇ v in place of k (registry.py).  The
+    velocities are the solvers' own first sweep (``Tree.velocities``, in the same frames, so
+    common-subexpression elimination shares them)."""
+    tree = Tree(robot, constraints, q)
+    vel = tree.velocities(v)[0]
+    R = world_rotations(robot, tree.T, [c.body for c in constraints.world])
+    return ca.vertcat(*[c.rotation_rate(R[c.body], vel[c.body]) if c.world else ca.SX(c.rows, 1)
+                        for c in constraints.constraints])
 
 
 # -- numeric probe (structural decisions at trace time) ---------------------------------------------

@@ -149,6 +149,19 @@ def slid_transforms(robot, constraints, q, move_free=True):
     return local_transforms(robot, q, choose_offsets(robot, constraints, move_free=move_free))
 
 
+def world_rotations(robot, T, bodies):
+    """{body: R_i (SX 3x3)}, the axes of each body in ``bodies`` in world coordinates (R_i maps
+    body-i coordinates to world ones), for T = local_transforms(...) (or any list whose items
+    have ``.X.E``): R_i = R_λ(i) E_iᵀ from the root down, each ancestor's product computed once
+    and shared by the bodies below it.  Offsets slide frames but never turn them, so any T
+    gives the same rotations."""
+    out = {}
+    for i in sorted({a for b in bodies for a in robot.ancestors(b)}):    # parents precede children
+        p = robot.parent(i)
+        out[i] = T[i].X.E.T if p < 0 else ca.mtimes(out[p], T[i].X.E.T)
+    return {b: out[b] for b in bodies}
+
+
 def relative_transform(robot, T, a, b):
     """^aX_b (a spatial.Transform) between bodies a and b for T = local_transforms(...), composed
     along the tree path through their closest common ancestor c: ^aX_c (^bX_c)⁻¹.  The frames of

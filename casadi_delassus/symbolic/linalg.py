@@ -7,6 +7,7 @@ from __future__ import annotations
 import casadi as ca
 import numpy as np
 
+from ..errors import ConstraintError
 from .scalar import add, dot, is_zero, mul, neg, sub
 
 
@@ -95,6 +96,9 @@ def ldl(upper, n):
     for j in range(n):
         W = [LD.get((j, k), 0) for k in range(j)]              # L[j, k] D[k]
         d = upper.get((j, j), 0) - dot(W, [L.get((j, k), 0) for k in range(j)])
+        if isinstance(d, (int, float)) and d == 0:      # else a ZeroDivisionError from deep inside a solver
+            raise ConstraintError(f"a pivot of an LDLᵀ is exactly zero (row {j} of {n}): the matrix is singular at "
+                                  f"every configuration, e.g. constraint rows that no joint can move (redundant)")
         D.append(d)
         Dinv.append(1 / d)
         for i in range(j + 1, n):

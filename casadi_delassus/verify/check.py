@@ -93,14 +93,61 @@ def _cond(A):
     return float(np.linalg.cond(A)) if np.all(np.isfinite(A)) else float("inf")
 
 
-def condition(name, robot, cs, x):
-    """κ of the problem output ``name`` solves at the inputs ``x`` (the module docstring)."""
+def condition(name, x, delassus):
+    """κ of the problem output ``name`` solves at the inputs ``x`` (the module docstring), the
+    Delassus matrix from ``delassus(x)`` (the oracle's own)."""
     if name in ("osim", "vdot", "lam") and ("k" in x or name == "osim"):
-        D = reference.delassus(robot, cs, x["q"], x["K"])
+        D = delassus(x)
         return _cond(D + np.diag(x["R"]) if "R" in x else D)
     if name in ("damped_inverse_apply", "damped_inverse_explicit"):
-        return _cond(np.diag(1 / x["R"]) + reference.delassus(robot, cs, x["q"], x["K"]))
+        return _cond(np.diag(1 / x["R"]) + delassus(x))
     return 1.0
+
+
+class NotApplicable(Exception):
+    """An oracle has no answer for an output: the quantity does not exist for these
+    constraints (redundant hard constraints), or the oracle has nothing to compare it with.
+    The message says which; ``check`` reports the output as n/a, never as passed."""
+
+
+class NumpySession:
+    """The NumPy reference (reference.py) as an oracle for one robot and constraint set."""
+
+    notes = ()
+
+    def __init__(self, robot, constraints):
+        self.robot, self.cs = robot, constraints
+
+    def prepare(self, x):
+        return x
+
+    def expected(self, name, x):
+        if name not in ORACLES:
+            raise NotApplicable("no counterpart in the NumPy reference")
+        try:
+            return ORACLES[name](self.robot, self.cs, x)
+        except ConstraintError as exc:
+            raise NotApplicable(f"no unique answer: {exc}") from None
+
+    def delassus(self, x):
+        return reference.delassus(self.robot, self.cs, x["q"], x["K"])
+
+
+class Outcome(dict):
+    """{output: Comparison} of one oracle, with ``not_applicable`` ({output: reason}) for the
+    outputs it could compare at no sample, ``skipped`` ({output: (samples, reason)}) for those
+    it could not compare at some samples (e.g. a configuration where J M⁻¹ Jᵀ is numerically
+    singular), and the oracle's ``notes`` (e.g. which model it read)."""
+
+    def __init__(self, results=(), not_applicable=None, notes=(), skipped=None):
+        super().__init__(results)
+        self.not_applicable, self.notes = dict(not_applicable or {}), list(notes)
+        self.skipped = dict(skipped or {})
+
+    @property
+    def passed(self):
+        """Every output compared passed, and at least one was compared."""
+        return bool(self) and all(c.passed for c in self.values())
 
 
 @dataclass
@@ -123,25 +170,32 @@ class Comparison:
             self.ratio, self.allowed, self.kappa = ratio, allowed, kappa
 
 
-def compare(f, robot, constraints, samples=100, seed=0, tol=DEFAULT_TOL):
-    """{output: Comparison} for every output of ``f`` that has a NumPy oracle.  An output
-    whose quantity does not exist for these constraints (Λ or hard dynamics with redundant
-    constraints: the oracle raises ConstraintError) is left out."""
+def compare(f, robot, constraints, samples=100, seed=0, tol=DEFAULT_TOL, oracle=None):
+    """Outcome ({output: Comparison}, .not_applicable, .notes) of every output of ``f`` against
+    ``oracle`` (a session of verify/oracles.py; default the NumPy reference) on ``samples``
+    random inputs, which the oracle may adjust first (``prepare``: Pinocchio's constrained
+    dynamics fix k).  An output the oracle has no answer for (NotApplicable: e.g. Λ or hard
+    dynamics with redundant constraints) at any sample is named with the reason in
+    ``not_applicable``; at some samples only, in ``skipped`` with their number."""
+    oracle = oracle or NumpySession(robot, constraints)
     rng = np.random.default_rng(seed)
-    out, not_applicable = {}, set()
+    out, skipped = Outcome(notes=oracle.notes), {}
     for _ in range(samples):
-        x = random_inputs(f, robot, constraints, rng)
+        x = oracle.prepare(random_inputs(f, robot, constraints, rng))
         args = {k: v for k, v in x.items() if k not in ("q", "K")} | x["K"]
         for name, value in f.outputs(x["q"], **args).items():
-            if name in ORACLES and name not in not_applicable:
-                try:
-                    expected = ORACLES[name](robot, constraints, x)
-                except ConstraintError:
-                    not_applicable.add(name)
-                    out.pop(name, None)
-                    continue
-                kappa = condition(name, robot, constraints, x)
-                out.setdefault(name, Comparison()).add(relative_error(value, expected), allowed_error(tol, kappa), kappa)
+            try:
+                expected = oracle.expected(name, x)
+            except NotApplicable as exc:
+                skipped.setdefault(name, [0, str(exc)])[0] += 1
+                continue
+            kappa = condition(name, x, oracle.delassus)
+            out.setdefault(name, Comparison()).add(relative_error(value, expected), allowed_error(tol, kappa), kappa)
+    for name, (count, reason) in skipped.items():
+        if name in out:
+            out.skipped[name] = (count, reason)
+        else:
+            out.not_applicable[name] = reason
     return out
 
 

@@ -213,13 +213,25 @@ def _pair_rows(robot, q, c, K):
     return JA - axes.T @ _point_jacobian(robot, q, c.body2, c.point2)
 
 
+def _world_rows(robot, q, c):
+    """World-aligned rows from world-frame velocities: the point's world velocity (3d-world), or
+    the frame origin's world velocity over the world angular velocity (6d-world)."""
+    X = world_transform(robot, q, c.body)
+    Jw = np.linalg.inv(X) @ body_jacobian(robot, q, c.body)     # spatial velocity, world coordinates
+    point = _point_jacobian(robot, q, c.body, c.point)
+    return point if c.rows == 3 else np.vstack([point, Jw[:3]])
+
+
 def constraint_jacobian(robot, constraints, q, K_inputs=None):
     """J (m x nv) in the order the constraints were given: K_i @ body Jacobian for a
-    constraint to the world, relative velocities for A|B, unit rows for a joint."""
+    constraint to the world, world velocities for world-aligned rows, relative velocities for
+    A|B, unit rows for a joint."""
     Ks = constraints.K_body(K_inputs)
     blocks = []
     for c, K in zip(constraints.constraints, Ks):
-        if c.joint:
+        if c.world:
+            rows = _world_rows(robot, q, c)
+        elif c.joint:
             rows = np.zeros((c.rows, robot.nv))
             rows[:, _vslice(robot.bodies[c.body])] = np.eye(c.rows)
         elif c.body2 is not None:
@@ -312,7 +324,13 @@ def forward_dynamics(robot, q, v, tau):
 
 def bias_accelerations(robot, q, v):
     """Spatial acceleration (body coordinates, [angular; linear]) of every body for v̇ = 0,
-    without gravity: J̇_i v.  Plain forward recursion a_i = X a_parent + S_i v̇_local,i + v_i × S_i v_i,
+    without gravity: J̇_i v."""
+    return _bias_motion(robot, q, v)[1]
+
+
+def _bias_motion(robot, q, v):
+    """(velocities, bias accelerations) of every body, body coordinates: the plain forward
+    recursion v_i = X v_parent + S_i v_i, a_i = X a_parent + S_i v̇_local,i + v_i × S_i v_i,
     v̇_local = Ṫ v (zero but for free joints with MuJoCo velocities)."""
     X_up = parent_transforms(robot, q)
     v = np.asarray(v, dtype=float).reshape(-1)
@@ -327,19 +345,32 @@ def bias_accelerations(robot, q, v):
         else:
             vel[i] = X_up[i] @ vel[b.parent] + vJ
             acc[i] = X_up[i] @ acc[b.parent] + aJ + crm(vel[i]) @ vJ
-    return acc
+    return vel, acc
+
+
+def _world_drift(robot, q, c, vel, acc):
+    """J̇ v of world-aligned rows: the classical acceleration (world axes) of the point at v̇ = 0,
+    a_p = a_O + α × p + ω × (v_O + ω × p) from the spatial velocity and acceleration in world
+    coordinates, over the angular acceleration α for 6d-world."""
+    X = world_transform(robot, q, c.body)
+    Xinv = np.linalg.inv(X)
+    (w, v_O), (alpha, a_O) = np.split(Xinv @ vel[c.body], 2), np.split(Xinv @ acc[c.body], 2)
+    p = _origin(X) + X[:3, :3].T @ c.point
+    a_p = a_O + np.cross(alpha, p) + np.cross(w, v_O + np.cross(w, p))
+    return a_p if c.rows == 3 else np.concatenate([a_p, alpha])
 
 
 def constraint_drift(robot, constraints, q, v, K_inputs=None):
-    """J̇ v (m): K_i applied to body i's bias acceleration (``bias_accelerations``); zero for a
+    """J̇ v (m): K_i applied to body i's bias acceleration (``bias_accelerations``), the time
+    derivative of world velocities for world-aligned rows (``_world_drift``); zero for a
     joint's rows (J is constant there).  A|B rows are not covered (K_B depends on q)."""
     pairs = [c.spec for c in constraints.constraints if c.body2 is not None]
     if pairs:
         raise ConstraintError(f"the drift J̇v of link-to-link constraints {pairs} is not implemented")
-    acc = bias_accelerations(robot, q, v)
+    vel, acc = _bias_motion(robot, q, v)
     Ks = constraints.K_body(K_inputs)
-    return np.concatenate([np.zeros(c.rows) if c.joint else K @ acc[c.body]
-                           for c, K in zip(constraints.constraints, Ks)])
+    return np.concatenate([np.zeros(c.rows) if c.joint else _world_drift(robot, q, c, vel, acc) if c.world
+                           else K @ acc[c.body] for c, K in zip(constraints.constraints, Ks)])
 
 
 def _redundancy(D, constraints, rcond):

@@ -1,0 +1,100 @@
+"""Issue 13, point 1: --fixed-base/--floating-base on every command that takes a ROBOT, and
+``load_robot(spec, floating_base=…)`` / ``cd.generate(…, floating_base=…)``: a URDF file
+floats by default (ur5: nv 12), fixed it is Pinocchio's buildModelFromUrdf without a root
+joint; the two builds never share an output folder; formats that set their base in the model
+refuse the other one with one line."""
+import subprocess
+import sys
+
+import numpy as np
+import pytest
+
+import casadi_delassus as cd
+from casadi_delassus.codegen.artifact import model_name
+from casadi_delassus.verify.check import check_delassus, relative_error
+
+from conftest import model_for
+
+pin = pytest.importorskip("pinocchio")
+
+
+def run(*args):
+    return subprocess.run([sys.executable, "-m", "casadi_delassus", *args], capture_output=True, text=True)
+
+
+@pytest.fixture(scope="module")
+def ur5_path():
+    return model_for("erd:ur_description/urdf/ur5_robot.urdf").source
+
+
+def test_load_robot_fixed_base_is_pinocchios_fixed_model(ur5_path):
+    floating, fixed = cd.load_robot(ur5_path), cd.load_robot(ur5_path, floating_base=False)
+    assert (floating.nq, floating.nv, fixed.nq, fixed.nv) == (13, 12, 6, 6)
+    assert not fixed.floating_base and fixed.bodies[0].parent == -1
+    model = pin.buildModelFromUrdf(ur5_path)
+    data = model.createData()
+    q = fixed.random_q(np.random.default_rng(0))
+    from casadi_delassus.verify import reference
+    M = pin.crba(model, data, q)
+    assert relative_error(reference.mass_matrix(fixed, q), np.triu(M) + np.triu(M, 1).T) < 1e-10
+
+
+def test_fixed_and_floating_never_share_a_folder(ur5_path):
+    names = {model_name(cd.load_robot(ur5_path, floating_base=b)) for b in (None, True, False)}
+    assert len(names) == 2                               # None and True are the same model
+    fixed = model_name(cd.load_robot(ur5_path, floating_base=False))
+    assert "_fixed_h" in fixed
+    # registry robots: panda is fixed in its entry, talos floats
+    assert model_name(cd.load_robot("panda")) == "panda" == model_name(cd.load_robot("panda", floating_base=False))
+    assert model_name(cd.load_robot("panda", floating_base=True)).startswith("panda_floating_h")
+    assert model_name(cd.load_robot("talos", floating_base=False)).startswith("talos_fixed_h")
+
+
+def test_cli_fixed_base_count_generate_check(tmp_path, ur5_path):
+    r = run("count", ur5_path, "--fixed-base", "-c", "ee_link:6d", "-a", "pv_osim", "--format", "json")
+    assert r.returncode == 0, r.stderr
+    assert '"nv": 6' in r.stdout
+    r = run("count", ur5_path, "-c", "ee_link:6d", "-a", "pv_osim", "--format", "json")
+    assert '"nv": 12' in r.stdout
+    for flag in ("--fixed-base", "--floating-base"):
+        r = run("generate", ur5_path, flag, "-c", "ee_link:6d", "-a", "pv_osim", "-o", str(tmp_path))
+        assert r.returncode == 0, r.stderr
+    folders = sorted(p.parent.parent.name for p in tmp_path.rglob("pv_osim.json"))
+    assert len(folders) == 2 and any("_fixed_h" in f for f in folders)
+    fixed = next(p for p in tmp_path.rglob("pv_osim.json") if "_fixed_h" in str(p))
+    f = cd.load(fixed)
+    assert f.manifest["inputs"][0]["shape"] == [6]
+    r = run("check", ur5_path, "--fixed-base", "-c", "ee_link:6d", "-a", "pv_osim", "-o", str(tmp_path), "--samples", "10")
+    assert r.returncode == 0, r.stderr
+
+
+def test_python_generate_takes_floating_base(tmp_path, ur5_path):
+    f = cd.generate(ur5_path, ["ee_link:6d"], "pv_osim", out_dir=tmp_path, floating_base=False)
+    assert f.robot.nv == 6 and "_fixed_h" in str(f.so_path)
+    assert check_delassus(f, f.robot, f.constraints, samples=10) <= 1e-10
+
+
+@pytest.mark.parametrize("args, words", [
+    (["count", "cassie", "--fixed-base"], "registry robot 'cassie' has a floating base set in the model"),
+    (["count", "chain:n=3", "--floating-base"], "set floating=0 or floating=1 in the spec"),
+    (["check", "registry", "--fixed-base"], "not with 'check registry'"),
+])
+def test_bases_a_format_cannot_change_are_one_line(args, words):
+    r = run(*args)
+    assert r.returncode == 2 and words in r.stderr, r.stderr
+    assert "Traceback" not in r.stderr and len(r.stderr.strip().splitlines()) == 1
+
+
+def test_every_robot_command_takes_the_base_flags():
+    for command in ("count", "generate", "check", "bench", "links"):
+        r = run(command, "--help")
+        assert "--fixed-base / --floating-base" in r.stdout, command
+
+
+def test_a_worker_rebuilds_the_fixed_build(tmp_path, ur5_path):
+    """The manifest records the base, so codegen.distributed.rebuild makes the same function."""
+    from casadi_delassus.codegen.distributed import rebuild
+    f = cd.generate(ur5_path, ["ee_link:6d"], "pv_osim", out_dir=tmp_path / "a", floating_base=False)
+    assert f.manifest["floating_base"] is False
+    g = rebuild(f.manifest, tmp_path / "b")
+    assert g.manifest["function"] == f.manifest["function"] and g.manifest["nv"] == 6
