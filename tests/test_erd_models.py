@@ -56,21 +56,18 @@ def test_every_delassus_algorithm_and_pv_agree_with_pinocchio(rel):
 
 
 def test_refusals_say_whether_pinocchio_agrees():
-    """romeo_laas_small: a body inertia that is not positive definite, and Pinocchio's M singular too."""
+    """romeo_laas_small: a negative principal moment of inertia, and Pinocchio's M singular too."""
     import numpy as np
     row = erd.check_model(path("romeo_description/urdf/romeo_laas_small.urdf"), 20, 1e-9, np.random.default_rng(0))
-    assert row["status"] == "refused" and "non-positive-definite inertia" in row["reason"]
+    assert row["status"] == "refused" and "no valid rigid-body inertia" in row["reason"]
     assert "singular too" in row["reason"]
 
 
 @pytest.mark.parametrize("rel", ["icub_description/robots/icub_reduced.urdf", "human_description/robots/human.urdf"])
 def test_icub_and_human_agree(rel):
-    """Issue 13: their M is positive definite, so they must load and agree.  Until the relaxed
-    inertia rule (branch i13-joints) is in, they are refused: an expected failure that says so."""
+    """Issue 13: bodies with singular inertia, but M is positive definite: they load and agree."""
     import numpy as np
     row = erd.check_model(path(rel), 20, 1e-9, np.random.default_rng(0))
-    if row["status"] == "refused" and "non-positive-definite inertia" in row["reason"]:
-        pytest.xfail(f"refused by the inertia rule of this branch: {row['reason'][:120]}")
     assert row["status"] == "agrees", row
 
 
