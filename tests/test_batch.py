@@ -306,3 +306,14 @@ def test_batch_bench_reports_every_contender_it_can_measure(go1, monkeypatch):
     peaks = {"scalar_add_mul_ops_per_ns": {"best": 12.0}, "avx2_fma_flop_per_ns": {"best": 50.0}}
     text = batch_bench.markdown([res], peaks, "casadi-delassus bench go1 -s 4F3 --batch 16", 2)
     assert "| single call (C loop) | " in text and "## go1/4F3 (pv_osimr" in text
+
+
+def test_big_functions_batch_as_a_loop_over_the_scalar_code():
+    """Above SIMD_BATCH_LIMIT instructions "auto" compiles the batch entry point as a loop over
+    the scalar function (the vector kernel took gcc minutes at -Og); below it the kernel stays."""
+    from casadi_delassus.codegen.build import SCALAR_BATCH, SIMD_BATCH_LIMIT, resolve_cflags
+    assert SCALAR_BATCH not in resolve_cflags(("auto",), SIMD_BATCH_LIMIT, "gcc")
+    for flags in (("auto",), ("auto-portable",)):
+        big = resolve_cflags(flags, SIMD_BATCH_LIMIT + 1, "gcc")
+        assert SCALAR_BATCH in big and "-Og" in big
+    assert "-march=native" not in resolve_cflags(("auto-portable",), 1000, "gcc")

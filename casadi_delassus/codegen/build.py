@@ -32,6 +32,11 @@ DEFAULT_CFLAGS = ("auto",)
 # it; README "Design choices, measured").  -Og keeps most of -O1's speed at a fraction of its
 # compile time on big functions, where -O0 code runs slower than Pinocchio.
 AUTO_LEVELS = ((20_000, "-O2"), (40_000, "-O1"), (150_000, "-Og"), (float("inf"), "-O0"))
+# The batch kernel repeats the function on GCC vectors, which gcc compiles several times slower
+# than the scalar code (minutes at -Og): above the sizes "auto" compiles at -O2/-O1 the batch
+# entry point is a loop over the scalar function (README "Batches").
+SIMD_BATCH_LIMIT = 40_000
+SCALAR_BATCH = "-DCD_BATCH_LANES=1"
 # CasADi stores x·(1/d) as x/d, so a pivot d used by k entries costs k divisions.
 # -freciprocal-math lets gcc compute 1/d once and multiply (results differ by rounding only);
 # -fno-math-errno drops the errno branches around sqrt.  Neither allows reassociation or
@@ -57,13 +62,14 @@ AUTO_PORTABLE = "auto-portable"
 
 def resolve_cflags(cflags, instructions, cc=None):
     """Replace an "auto" entry by the optimisation level for this function size, the math
-    flags of AUTO_MATH and, where ``cc`` accepts them, IRA_PRIORITY and NATIVE; "auto-portable"
-    likewise without NATIVE."""
+    flags of AUTO_MATH, SCALAR_BATCH above SIMD_BATCH_LIMIT and, where ``cc`` accepts them,
+    IRA_PRIORITY and NATIVE; "auto-portable" likewise without NATIVE."""
     level = next(lvl for limit, lvl in AUTO_LEVELS if instructions <= limit)
+    common = [level, *AUTO_MATH] + ([SCALAR_BATCH] if instructions > SIMD_BATCH_LIMIT else [])
     compiler = [flag for flag in (IRA_PRIORITY, NATIVE) if cc and accepts(cc, flag)]
     out = []
     for f in cflags:
-        out += [level, *AUTO_MATH, *compiler] if f == "auto" else [level, *AUTO_MATH, *compiler[:1]] if f == AUTO_PORTABLE else [f]
+        out += [*common, *compiler] if f == "auto" else [*common, *(c for c in compiler if c != NATIVE)] if f == AUTO_PORTABLE else [f]
     return tuple(out)
 
 
