@@ -64,8 +64,9 @@ _trace_opts = [*_target_opts, _algo_opt, _cse_opt]
 def cli():
     """Generate operation-counted, compiled C for Delassus-matrix algorithms.
 
-    ROBOT is a registry name (see `robots`), a model file (.urdf, or spatial_v2 .json),
-    or a synthetic spec such as chain:n=20, stem:n=10,branches=4,length=7, kchain:k=5,
+    ROBOT is a registry name (see `robots`), a model file (.urdf, .sdf, spatial_v2 .json, or
+    .xml: MJCF, compiled by MuJoCo, q = its qpos; a URDF when its root is <robot>), or a
+    synthetic spec such as chain:n=20, stem:n=10,branches=4,length=7, kchain:k=5,
     ladder:rungs=4."""
 
 

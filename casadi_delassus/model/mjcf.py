@@ -117,6 +117,21 @@ def _name(model, kind, i, fallback):
     return mujoco.mj_id2name(model, kind, i) or fallback
 
 
+def body_name(model, b):
+    """MuJoCo body ``b``'s name; an unnamed body is ``body<id>`` (ant's feet: body4, ...)."""
+    return _name(model, mujoco_module().mjtObj.mjOBJ_BODY, b, f"body{b}")
+
+
+def body_id(model, name):
+    """The id of the body ``body_name`` calls ``name``, or -1."""
+    mujoco = mujoco_module()
+    b = mujoco.mj_name2id(model, mujoco.mjtObj.mjOBJ_BODY, name)
+    m = re.fullmatch(r"body(\d+)", name)
+    if b < 0 and m and int(m[1]) < model.nbody and body_name(model, int(m[1])) == name:
+        return int(m[1])
+    return b
+
+
 def load_mjcf(path, name=None) -> Robot:
     """A Robot in MuJoCo's conventions from an MJCF file (see the module docstring)."""
     path = Path(path)
@@ -134,7 +149,7 @@ def robot_from_mjmodel(model, name, source=None) -> Robot:
     """The Robot of a compiled MjModel (see the module docstring)."""
     mujoco = mujoco_module()
     obj = mujoco.mjtObj
-    body_names = [_name(model, obj.mjOBJ_BODY, b, f"body{b}") for b in range(model.nbody)]
+    body_names = [body_name(model, b) for b in range(model.nbody)]
     check_numbers(model.body_pos, "body positions")
     check_numbers(model.body_quat, "body orientations")
     bodies, merged, frames = [], [], []

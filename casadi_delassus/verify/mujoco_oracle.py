@@ -4,7 +4,8 @@ and mass matrix, with q = ``data.qpos`` and v = ``data.qvel`` as the MJCF loader
 - ``delassus(model, specs, qpos)``: J M⁻¹ Jᵀ with M from ``mj_fullM`` (armature included) and
   J from ``mj_jac`` at the frame's point, rotated into the frame (our ``LINK:3d[@x,y,z]`` rows:
   the point's velocity along the frame's axes; ``LINK:6d``: [linear; angular] in the frame).
-  A frame is a MuJoCo site or body of that name (a body: MuJoCo's body frame, ``xpos``/``xmat``).
+  A frame is a MuJoCo site or body of that name (a body: MuJoCo's body frame, ``xpos``/``xmat``;
+  an unnamed body is ``body<id>``, as the loader names it).
 - ``forward(model, qpos, qvel, tau)``: MuJoCo's ``qacc`` with ``qfrc_applied`` = τ and nothing
   else acting but gravity: constraints (contacts, equalities, limits, friction loss), passive
   forces (springs, damping, gravity compensation, fluid) and actuators are disabled.
@@ -19,7 +20,7 @@ import functools
 import numpy as np
 
 from ..errors import ConstraintError
-from ..model.mjcf import compile_mjcf, mujoco_module
+from ..model.mjcf import body_id, compile_mjcf, mujoco_module
 from .pinocchio_oracle import frame_spec
 
 
@@ -76,7 +77,7 @@ def _frame(mujoco, model, data, name):
     site = mujoco.mj_name2id(model, mujoco.mjtObj.mjOBJ_SITE, name)
     if site >= 0:
         return int(model.site_bodyid[site]), data.site_xpos[site].copy(), data.site_xmat[site].reshape(3, 3).copy()
-    body = mujoco.mj_name2id(model, mujoco.mjtObj.mjOBJ_BODY, name)
+    body = body_id(model, name)
     if body < 0:
         raise ConstraintError(f"MuJoCo has no site or body named {name!r}")
     return body, data.xpos[body].copy(), data.xmat[body].reshape(3, 3).copy()

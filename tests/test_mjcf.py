@@ -1,0 +1,231 @@
+"""MJCF models (issue 13) loaded through MuJoCo (model/mjcf.py), against MuJoCo itself
+(verify/mujoco_oracle.py: its own compile of the file, mj_fullM, mj_jac, mj_forward) and the
+NumPy reference, q passed as data.qpos and v as data.qvel: gymnasium's MuJoCo assets (free,
+hinge and slide joints, several joints in one body, joint refs, armature, unnamed bodies) and
+tests/models/mjcf_ball_creature.xml (ball joints with anchors, welded bodies, sites, rotated
+inertial frames).  Traced functions evaluated numerically; one compiled case through
+``cd.generate`` and one through the CLI.  Run with ``-s`` to see the measured errors."""
+import functools
+import subprocess
+import sys
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+import casadi_delassus as cd
+from casadi_delassus.codegen.trace import trace
+from casadi_delassus.constraints import ConstraintSet
+from casadi_delassus.errors import ModelError
+from casadi_delassus.model import load_robot
+from casadi_delassus.registry import ALGORITHMS
+from casadi_delassus.verify import reference as ref
+from casadi_delassus.verify.check import relative_error
+
+mujoco = pytest.importorskip("mujoco")
+from casadi_delassus.verify import mujoco_oracle as mo  # noqa: E402
+
+N = 20
+TOL = 1e-9
+CREATURE = Path(__file__).parent / "models" / "mjcf_ball_creature.xml"
+
+
+def gymnasium_asset(name):
+    gymnasium = pytest.importorskip("gymnasium")
+    return Path(gymnasium.__file__).parent / "envs" / "mujoco" / "assets" / f"{name}.xml"
+
+
+# model -> contact frames (bodies, MuJoCo's unnamed ant feet as bodyN, sites of the creature)
+MODELS = {
+    "ant": ["body4:3d@0.4,0.4,0", "body7:3d@-0.4,0.4,0", "body10:3d@-0.4,-0.4,0", "body13:3d@0.4,-0.4,0"],
+    "hopper": ["foot:6d"],
+    "walker2d": ["foot:3d", "foot_left:3d@0.1,0,0"],
+    "half_cheetah": ["bfoot:6d", "ffoot:3d"],
+    "swimmer": ["back:3d", "mid:6d"],
+    "humanoid": ["left_foot:6d", "right_foot:6d", "left_lower_arm:3d@0.18,0.18,0.18"],
+    "ball_creature": ["toe:3d", "palm:6d", "hand:3d@0.1,0,0", "eye:3d", "shin:6d", "forearm:3d"],
+}
+
+
+def model_path(name):
+    return CREATURE if name == "ball_creature" else gymnasium_asset(name)
+
+
+@functools.lru_cache(maxsize=None)
+def case(name):
+    robot = load_robot(model_path(name))
+    return robot, ConstraintSet.parse(robot, MODELS[name])
+
+
+@functools.lru_cache(maxsize=None)
+def traced(name, algorithm):
+    robot, cs = case(name)
+    return trace(robot, cs, algorithm)[0]
+
+
+def delassus_algorithms(cs):
+    return [a for a, algo in ALGORITHMS.items() if "delassus" in algo.outputs and algo.accepts(cs)]
+
+
+def test_the_models_cover_ball_slide_and_armature():
+    """The cases hold what issue 13 asks for: ball joints, slide joints, armature, a body with
+    several joints, sites."""
+    kinds = {a: {b.joint.kind for b in case(a)[0].bodies} for a in MODELS}
+    assert "ball" in kinds["ball_creature"] and "prismatic" in kinds["hopper"] | kinds["walker2d"]
+    assert any(np.any(case(a)[0].armature) for a in MODELS)
+    assert "shin__knee_slide" in {b.name for b in case("ball_creature")[0].bodies}
+    assert len(MODELS) >= 6
+
+
+@pytest.mark.parametrize("name", list(MODELS))
+def test_q_is_qpos(name):
+    """nq, nv, the joints' qpos/qvel addresses, armature and gravity are MuJoCo's."""
+    robot, _ = case(name)
+    model = mujoco.MjModel.from_xml_path(str(model_path(name)))
+    assert (robot.nq, robot.nv, robot.q_convention) == (model.nq, model.nv, "mujoco")
+    names = [mujoco.mj_id2name(model, mujoco.mjtObj.mjOBJ_JOINT, j) for j in range(model.njnt)]
+    for entry, j in zip(robot.q_layout(), range(model.njnt)):
+        assert (entry["q_index"], entry["v_index"]) == (model.jnt_qposadr[j], model.jnt_dofadr[j])
+        assert names[j] in (None, entry["joint"])
+    assert np.array_equal(robot.armature, model.dof_armature)
+    assert np.array_equal(robot.gravity, model.opt.gravity)
+
+
+@pytest.mark.parametrize("name", list(MODELS))
+def test_delassus_matches_mujoco(name):
+    """Every Delassus algorithm that accepts the constraints, and the NumPy reference (its M
+    too), equal MuJoCo's J M⁻¹ Jᵀ (mj_fullM with armature, mj_jac rotated into the frame) over
+    20 random qpos: random joint values and unit quaternions, passed as data.qpos."""
+    robot, cs = case(name)
+    path = model_path(name)
+    rng = np.random.default_rng(13)
+    algorithms = delassus_algorithms(cs)
+    assert len(algorithms) >= 5
+    worst = dict.fromkeys([*algorithms, "reference", "M"], 0.0)
+    for _ in range(N):
+        q = robot.random_q(rng)
+        D = mo.delassus(path, MODELS[name], q)
+        worst["M"] = max(worst["M"], relative_error(ref.mass_matrix(robot, q), mo.mass_matrix(path, q)))
+        worst["reference"] = max(worst["reference"], relative_error(ref.delassus(robot, cs, q), D))
+        for a in algorithms:
+            worst[a] = max(worst[a], relative_error(traced(name, a)(q=q)["delassus"], D))
+    print(name, {a: f"{e:.1e}" for a, e in worst.items()})
+    assert max(worst.values()) <= TOL
+
+
+@pytest.mark.parametrize("name", list(MODELS))
+def test_aba_matches_mujoco_qacc(name):
+    """aba(qpos, qvel, τ) = MuJoCo's qacc (mj_forward with qfrc_applied = τ; constraints, passive
+    forces and actuators disabled), and the reference's forward dynamics too."""
+    robot, _ = case(name)
+    path = model_path(name)
+    rng = np.random.default_rng(14)
+    worst = {"aba": 0.0, "reference": 0.0}
+    for _ in range(N):
+        q, v, tau = robot.random_q(rng), rng.normal(size=robot.nv), rng.normal(size=robot.nv)
+        qacc = mo.forward(path, q, v, tau)
+        worst["aba"] = max(worst["aba"], relative_error(traced(name, "aba")(q=q, v=v, tau=tau)["vdot"], qacc))
+        worst["reference"] = max(worst["reference"], relative_error(ref.forward_dynamics(robot, q, v, tau), qacc))
+    print(name, {a: f"{e:.1e}" for a, e in worst.items()})
+    assert max(worst.values()) <= TOL
+
+
+def test_armature_is_read_and_matters():
+    """The creature with its armature equals MuJoCo, and without it (ours zeroed, MuJoCo's
+    dof_armature zeroed) equals MuJoCo again, while the two differ by far more than the
+    tolerance: the armature read from the file is what makes the first agree."""
+    robot, cs = case("ball_creature")
+    bare = load_robot(CREATURE)
+    bare.armature = 0.0
+    compiled = mujoco.MjModel.from_xml_path(str(CREATURE))
+    compiled.dof_armature[:] = 0
+    rng = np.random.default_rng(15)
+    gap = 0.0
+    for _ in range(5):
+        q = robot.random_q(rng)
+        with_arm, without = mo.delassus(CREATURE, MODELS["ball_creature"], q), mo.delassus(compiled, MODELS["ball_creature"], q)
+        assert relative_error(ref.delassus(robot, cs, q), with_arm) <= TOL
+        assert relative_error(ref.delassus(bare, cs, q), without) <= TOL
+        gap = max(gap, relative_error(without, with_arm))
+    assert gap > 1e-3
+
+
+def test_frames_of_an_mjcf_model():
+    """Sites and welded bodies are frames; a body's name is MuJoCo's body frame even where its
+    joint sits elsewhere in it (its Robot body is at the anchor); several joints in one body are
+    massless bodies named BODY__JOINT; bodies welded to the world are left out."""
+    robot, _ = case("ball_creature")
+    frames = robot.frames
+    assert {"toe", "palm", "eye", "chest", "head_mount", "foot"} <= set(frames)
+    assert "post_top" not in frames and "static_post" not in frames
+    assert np.allclose(frames["upper_arm"].translation, [-0.02, 0.03, -0.05])      # shoulder at pos="0.02 -0.03 0.05"
+    bodies = {b.name: b for b in robot.bodies}
+    assert bodies["forearm__elbow_flex"].mass == 0 and bodies["forearm"].mass > 0
+    assert frames["foot"].body == robot.frames["shin"].body
+
+
+def test_a_urdf_named_xml_goes_to_the_urdf_loader(tmp_path):
+    urdf = tmp_path / "arm.xml"
+    urdf.write_text("""<?xml version="1.0"?>
+<!-- a URDF despite its name -->
+<robot name="arm"><link name="base"><inertial><mass value="2"/><inertia ixx="0.1" iyy="0.1" izz="0.1" ixy="0" ixz="0" iyz="0"/></inertial></link>
+ <link name="l1"><inertial><mass value="1"/><origin xyz="0 0 0.1"/><inertia ixx="0.01" iyy="0.01" izz="0.01" ixy="0" ixz="0" iyz="0"/></inertial></link>
+ <joint name="j1" type="revolute"><parent link="base"/><child link="l1"/><axis xyz="0 1 0"/><limit lower="-1" upper="1" effort="1" velocity="1"/></joint>
+</robot>""")
+    robot = load_robot(urdf)
+    assert robot.q_convention == "pinocchio" and robot.joint_names == ["root_joint", "j1"]
+
+
+def test_missing_meshes_are_dropped_and_said(tmp_path, capsys):
+    (tmp_path / "meshy.xml").write_text("""<mujoco model="meshy"><asset><mesh name="shell" file="gone.stl"/></asset>
+<worldbody><body name="base"><freejoint/><geom type="mesh" mesh="shell"/><geom type="sphere" size="0.1"/>
+ <body name="arm" pos="0 0 0.2"><joint name="j" axis="0 1 0"/>
+  <inertial pos="0 0 0.1" mass="1" diaginertia="0.01 0.01 0.002"/><site name="tip" pos="0 0 0.2"/></body>
+</body></worldbody></mujoco>""")
+    robot = load_robot(tmp_path / "meshy.xml")
+    err = capsys.readouterr().err
+    assert "gone.stl" in err and "without its 1 meshes (shell)" in err and len(err.strip().splitlines()) == 1
+    assert robot.nv == 7 and "tip" in robot.frames
+
+
+@pytest.mark.parametrize("text,match", [
+    ("<mujoco><worldbody><body><joint type='hinge'/></body></worldbody>", "MuJoCo cannot load"),
+    ("<mujoco><worldbody><body name='a'><joint type='hinge'/><geom type='sphere' size='0.1'/>"
+     "<site name='a'/></body></worldbody></mujoco>", "site 'a' has the name of a body"),
+    ("<mujoco><worldbody><body name='a'><geom type='sphere' size='0.1'/><body name='b'><freejoint/>"
+     "<geom type='sphere' size='0.1'/></body></body></worldbody></mujoco>", "free joint"),
+])
+def test_bad_mjcf_is_one_line(tmp_path, text, match):
+    path = tmp_path / "bad.xml"
+    path.write_text(text)
+    with pytest.raises(ModelError, match=match) as info:
+        load_robot(path)
+    assert "\n" not in str(info.value)
+    result = subprocess.run([sys.executable, "-m", "casadi_delassus", "count", str(path), "-c", "a:3d"],
+                            capture_output=True, text=True)
+    assert result.returncode == 2 and len(result.stderr.strip().splitlines()) == 1, result.stderr
+
+
+def test_without_mujoco_one_line(monkeypatch, tmp_path):
+    monkeypatch.setitem(sys.modules, "mujoco", None)
+    with pytest.raises(ModelError, match=r"need the 'mujoco' package: pip install"):
+        load_robot(CREATURE)
+
+
+def test_generated_code_takes_qpos(out_dir):
+    """One compiled function (cd.generate on the .xml path) against MuJoCo at data.qpos."""
+    f = cd.generate(str(CREATURE), ["toe:3d", "palm:6d"], "pv_osim", out_dir=out_dir)
+    assert f.manifest["q_convention"] == "mujoco"
+    robot, _ = case("ball_creature")
+    data = mujoco.MjData(mujoco.MjModel.from_xml_path(str(CREATURE)))
+    rng = np.random.default_rng(16)
+    for _ in range(5):
+        data.qpos[:] = robot.random_q(rng)
+        assert relative_error(f(data.qpos), mo.delassus(CREATURE, ["toe:3d", "palm:6d"], data.qpos)) <= TOL
+
+
+def test_cli_checks_an_mjcf_file(out_dir):
+    result = subprocess.run([sys.executable, "-m", "casadi_delassus", "check", str(model_path("hopper")), "-c",
+                             "foot:3d", "-a", "aba", "-o", str(out_dir), "--samples", "20"], capture_output=True, text=True)
+    assert result.returncode == 0, result.stderr
+    assert "ok" in result.stdout
