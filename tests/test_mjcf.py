@@ -51,15 +51,20 @@ def model_path(name):
     return CREATURE if name == "ball_creature" else gymnasium_asset(name)
 
 
+# hard dynamics need independent rows: the creature's full set has 24 rows for nv = 19
+DYNAMICS_SETS = {"ball_creature": ("toe:3d", "palm:6d", "eye:3d"), "humanoid": tuple(MODELS["humanoid"]),
+                 "ant": tuple(MODELS["ant"])}
+
+
 @functools.lru_cache(maxsize=None)
-def case(name):
+def case(name, specs=None):
     robot = load_robot(model_path(name))
-    return robot, ConstraintSet.parse(robot, MODELS[name])
+    return robot, ConstraintSet.parse(robot, list(specs or MODELS[name]))
 
 
 @functools.lru_cache(maxsize=None)
-def traced(name, algorithm):
-    robot, cs = case(name)
+def traced(name, algorithm, specs=None):
+    robot, cs = case(name, specs)
     return trace(robot, cs, algorithm)[0]
 
 
@@ -229,3 +234,35 @@ def test_cli_checks_an_mjcf_file(out_dir):
                              "foot:3d", "-a", "aba", "-o", str(out_dir), "--samples", "20"], capture_output=True, text=True)
     assert result.returncode == 0, result.stderr
     assert "ok" in result.stdout
+
+
+@pytest.mark.parametrize("name", ["ball_creature", "humanoid", "ant"])
+def test_mujoco_session_judges_every_output(name):
+    """The oracle ``check --oracle mujoco`` asks (MujocoSession): rnea's τ = mj_inverse, hard
+    and soft dynamics (pv, pv_soft, ltl) from MuJoCo's M, bias, J and J̇v (mj_jacDot), the
+    damped inverse, against our traced functions; rows it cannot judge are not_applicable."""
+    specs = DYNAMICS_SETS[name]
+    robot, cs = case(name, specs)
+    session = mo.MujocoSession(robot, cs)
+    rng = np.random.default_rng(17)
+    worst = dict.fromkeys(["rnea", "pv", "pv_soft", "ltl", "damped_inverse_apply"], 0.0)
+    for _ in range(10):
+        q, v, tau = robot.random_q(rng), rng.normal(size=robot.nv), rng.normal(size=robot.nv)
+        k, R, lam = rng.normal(size=cs.m), rng.uniform(0.1, 1, cs.m), rng.normal(size=cs.m)
+        x = {"q": q, "v": v, "tau": tau, "a": tau, "k": k, "K": {}, "lam": lam}
+        worst["rnea"] = max(worst["rnea"], relative_error(traced(name, "rnea", specs)(q=q, v=v, a=tau)["tau"],
+                                                         session.expected("tau", x)))
+        for a in ("pv", "ltl"):
+            out = traced(name, a, specs)(q=q, v=v, tau=tau, k=k)
+            worst[a] = max(worst[a], relative_error(out["vdot"], session.expected("vdot", x)),
+                           relative_error(out["lam"], session.expected("lam", x)) / np.linalg.cond(session.delassus(x)))
+        soft = traced(name, "pv_soft", specs)(q=q, v=v, tau=tau, k=k, R=R)
+        worst["pv_soft"] = max(worst["pv_soft"], relative_error(soft["vdot"], session.expected("vdot", dict(x, R=R))))
+        damped = traced(name, "damped_inverse_apply", specs)(q=q, R=R, lam=lam)["damped_inverse_apply"]
+        worst["damped_inverse_apply"] = max(worst["damped_inverse_apply"],
+                                            relative_error(damped, session.expected("damped_inverse_apply", dict(x, R=R))))
+    print(name, {a: f"{e:.1e}" for a, e in worst.items()})
+    assert max(worst.values()) <= TOL
+    pair = mo.MujocoSession(robot, ConstraintSet.parse(robot, [MODELS[name][0], f"JOINT:{robot.bodies[-1].joint.name}"]))
+    with pytest.raises(LookupError, match="LINK:3d"):
+        pair.expected("delassus", x)

@@ -76,20 +76,21 @@ def _first_line(exc):
     return text.splitlines()[0] if text else type(exc).__name__
 
 
-def compile_mjcf(path):
-    """The compiled MjModel of an MJCF file; a model whose meshes cannot be read is compiled
-    again without them (said on stderr).  A ModelError when MuJoCo refuses the file."""
+def compile_mjcf(path=None, text=None):
+    """The compiled MjModel of an MJCF file (or of its ``text``); a model whose meshes cannot be
+    read is compiled again without them (said on stderr).  A ModelError when MuJoCo refuses it."""
     mujoco = mujoco_module()
+    label = path if text is None else "the MJCF text"
     try:
-        return mujoco.MjModel.from_xml_path(str(path))
+        return mujoco.MjModel.from_xml_path(str(path)) if text is None else mujoco.MjModel.from_xml_string(text)
     except Exception as exc:     # MuJoCo raises ValueError for every compile error
-        first = exc
+        first = f"MuJoCo cannot load {label}: {_first_line(exc)}"
     try:
-        spec = mujoco.MjSpec.from_file(str(path))
+        spec = mujoco.MjSpec.from_file(str(path)) if text is None else mujoco.MjSpec.from_string(text)
     except Exception:
-        raise ModelError(f"MuJoCo cannot load {path}: {_first_line(first)}") from None
+        raise ModelError(first) from None
     if not spec.meshes:
-        raise ModelError(f"MuJoCo cannot load {path}: {_first_line(first)}") from None
+        raise ModelError(first) from None
     meshes = [m.name for m in spec.meshes]
     geoms = [g for g in spec.geoms if g.type == mujoco.mjtGeom.mjGEOM_MESH]
     for g in geoms:
@@ -99,9 +100,8 @@ def compile_mjcf(path):
     try:
         model = spec.compile()
     except Exception as exc:
-        raise ModelError(f"MuJoCo cannot load {path}: {_first_line(first)} (and without its meshes: "
-                         f"{_first_line(exc)})") from None
-    print(f"{path}: {_first_line(first)}; loaded without its {len(meshes)} meshes ({', '.join(meshes[:6])}"
+        raise ModelError(f"{first} (and without its meshes: {_first_line(exc)})") from None
+    print(f"{first}; loaded without its {len(meshes)} meshes ({', '.join(meshes[:6])}"
           f"{' ...' if len(meshes) > 6 else ''}) and the {len(geoms)} geoms using them: the inertias of bodies "
           f"that took them from those geoms differ from the full model's", file=sys.stderr)
     return model
@@ -143,6 +143,15 @@ def load_mjcf(path, name=None) -> Robot:
     except ModelError as exc:
         raise ModelError(f"MJCF model {path}: {exc}") from None
     return robot
+
+
+def load_mjcf_string(text, name=None) -> Robot:
+    """A Robot from an MJCF document given as text (named by its <mujoco model>, else "mjcf")."""
+    model = compile_mjcf(text=text)
+    try:
+        return robot_from_mjmodel(model, name or model.names.split(b"\0", 1)[0].decode() or "mjcf")
+    except ModelError as exc:
+        raise ModelError(f"MJCF model given as text: {exc}") from None
 
 
 def robot_from_mjmodel(model, name, source=None) -> Robot:

@@ -1,38 +1,51 @@
-"""MuJoCo as the outside oracle for MJCF models: its own compile of the file, its own kinematics
-and mass matrix, with q = ``data.qpos`` and v = ``data.qvel`` as the MJCF loader's Robot takes.
+"""MuJoCo as the outside oracle for MJCF models: its own compile of the file, its own kinematics,
+mass matrix and dynamics, with q = ``data.qpos`` and v = ``data.qvel`` as the MJCF loader's
+Robot takes them.  ``model`` below is an MJCF path or an ``MjModel``; every function runs it
+with constraints (contacts, equalities, limits, friction loss), passive forces (springs,
+damping, gravity compensation, fluid) and actuators disabled, gravity as the model has it.
 
-- ``delassus(model, specs, qpos)``: J M⁻¹ Jᵀ with M from ``mj_fullM`` (armature included) and
-  J from ``mj_jac`` at the frame's point, rotated into the frame (our ``LINK:3d[@x,y,z]`` rows:
-  the point's velocity along the frame's axes; ``LINK:6d``: [linear; angular] in the frame).
-  A frame is a MuJoCo site or body of that name (a body: MuJoCo's body frame, ``xpos``/``xmat``;
-  an unnamed body is ``body<id>``, as the loader names it).
-- ``forward(model, qpos, qvel, tau)``: MuJoCo's ``qacc`` with ``qfrc_applied`` = τ and nothing
-  else acting but gravity: constraints (contacts, equalities, limits, friction loss), passive
-  forces (springs, damping, gravity compensation, fluid) and actuators are disabled.
+- ``delassus(model, specs, qpos)``: J M⁻¹ Jᵀ, M from ``mj_fullM`` (armature included), J from
+  ``mj_jac`` at the constraint's point rotated into its frame: our ``LINK:3d[@x,y,z]`` rows (the
+  point's velocity along the frame's axes) and ``LINK:6d`` rows ([linear; angular] in the
+  frame).  A frame is a MuJoCo site or body of that name (a body: MuJoCo's body frame,
+  ``xpos``/``xmat``; an unnamed body is ``body<id>``, as the loader names it).
+- ``forward(model, qpos, qvel, tau)``: ``qacc`` of ``mj_forward`` with ``qfrc_applied`` = τ.
+- ``inverse(model, qpos, qvel, qacc)``: ``qfrc_inverse`` of ``mj_inverse`` (M qacc + bias).
+- ``constrained(model, specs, qpos, qvel, tau, k, R=None)``: (v̇, λ) of M v̇ + bias = τ + Jᵀλ
+  with J v̇ + J̇v = k (hard) or the soft Gauss principle with compliance R (reference.py's
+  conventions), from MuJoCo's M, ``qfrc_bias``, J and J̇v (``mj_jacDot``, plus the frame's
+  rotation: k is the acceleration of the rows' own velocity, d/dt (J v)).
 
-``model`` is an MJCF path or an ``MjModel``.  Needs the ``mujoco`` package (the ``mjcf`` and
-``test`` extras)."""
+``MujocoSession`` answers ``check`` (see verify/oracles.py).  Needs the ``mujoco`` package (the
+``mjcf`` and ``test`` extras)."""
 from __future__ import annotations
 
 import copy
 import functools
+import weakref
 
 import numpy as np
 
-from ..errors import ConstraintError
+from ..errors import ConstraintError, DelassusError
 from ..model.mjcf import body_id, compile_mjcf, mujoco_module
 from .pinocchio_oracle import frame_spec
 
 
 @functools.lru_cache(maxsize=16)
-def _compiled(path):
-    return dynamics_only(compile_mjcf(path))
+def _compiled(path=None, text=None):
+    return dynamics_only(compile_mjcf(path, text))
 
 
 def _model(model):
-    """The dynamics-only MjModel of an MJCF path (compiled once per path) or of an MjModel (a copy)."""
+    """The dynamics-only MjModel of an MJCF path (compiled once per path) or of an MjModel (a
+    copy, unless it is one ``dynamics_only`` made)."""
     mujoco = mujoco_module()
-    return dynamics_only(model) if isinstance(model, mujoco.MjModel) else _compiled(str(model))
+    if not isinstance(model, mujoco.MjModel):
+        return _compiled(str(model))
+    return model if model in _DYNAMICS_ONLY else dynamics_only(model)
+
+
+_DYNAMICS_ONLY = weakref.WeakSet()
 
 
 def dynamics_only(model):
@@ -47,29 +60,37 @@ def dynamics_only(model):
     out.body_gravcomp[:] = 0
     out.opt.density = out.opt.viscosity = 0.0
     out.opt.wind[:] = 0
+    _DYNAMICS_ONLY.add(out)
     return out
 
 
-def _state(model, qpos, qvel=None):
+def _forward(model, qpos, qvel=None, tau=None):
+    """(mujoco, MjData after mj_forward at qpos, qvel (default 0), qfrc_applied = τ (default 0))."""
     mujoco = mujoco_module()
     data = mujoco.MjData(model)
     data.qpos[:] = np.asarray(qpos, float).reshape(-1)
     if qvel is not None:
         data.qvel[:] = np.asarray(qvel, float).reshape(-1)
+    if tau is not None:
+        data.qfrc_applied[:] = np.asarray(tau, float).reshape(-1)
+    mujoco.mj_forward(model, data)
     return mujoco, data
 
 
-def mass_matrix(model, qpos):
-    """MuJoCo's joint-space inertia M(qpos) (``mj_fullM``; ``dof_armature`` on its diagonal)."""
-    model = _model(model)
-    mujoco, data = _state(model, qpos)
-    mujoco.mj_forward(model, data)
+def _full_mass_matrix(mujoco, model, data):
     M = np.zeros((model.nv, model.nv))
     try:
         mujoco.mj_fullM(model, data, M)             # newer MuJoCo: from MjData (data.M)
     except TypeError:
         mujoco.mj_fullM(model, M, data.qM)          # earlier: the sparse qM
     return M
+
+
+def mass_matrix(model, qpos):
+    """MuJoCo's joint-space inertia M(qpos) (``mj_fullM``; ``dof_armature`` on its diagonal)."""
+    model = _model(model)
+    mujoco, data = _forward(model, qpos)
+    return _full_mass_matrix(mujoco, model, data)
 
 
 def _frame(mujoco, model, data, name):
@@ -83,37 +104,137 @@ def _frame(mujoco, model, data, name):
     return body, data.xpos[body].copy(), data.xmat[body].reshape(3, 3).copy()
 
 
-def jacobian(model, specs, qpos):
-    """The stacked rows of ``LINK:3d[@x,y,z]`` / ``LINK:6d`` specs at qpos, from MuJoCo."""
-    model = _model(model)
-    mujoco, data = _state(model, qpos)
-    mujoco.mj_kinematics(model, data)
-    mujoco.mj_comPos(model, data)
-    rows = []
+def _rows(mujoco, model, data, specs):
+    """(J, J̇v) of the constraint rows at the state in ``data`` (after mj_forward)."""
+    rows, drift = [], []
+    v = data.qvel
     for spec in specs:
         parsed = frame_spec(spec)
         if parsed is None:
             raise ConstraintError(f"the MuJoCo oracle takes LINK:3d[@x,y,z] and LINK:6d constraints, not {spec!r}")
         kind, name, offset = parsed
         body, origin, R = _frame(mujoco, model, data, name)
-        jacp, jacr = np.zeros((3, model.nv)), np.zeros((3, model.nv))
-        mujoco.mj_jac(model, data, jacp, jacr, origin + R @ np.asarray(offset, float), body)
-        rows += [R.T @ jacp] if kind == "3d" else [R.T @ jacp, R.T @ jacr]
-    return np.vstack(rows)
+        point = origin + R @ np.asarray(offset, float)
+        jacp, jacr, dp, dr = (np.zeros((3, model.nv)) for _ in range(4))
+        mujoco.mj_jac(model, data, jacp, jacr, point, body)
+        mujoco.mj_jacDot(model, data, dp, dr, point, body)
+        # rows Rᵀ J: d/dt (Rᵀ J v) = Rᵀ J v̇ + Rᵀ J̇ v − ω × (Rᵀ J v), ω the frame's (body's) angular velocity in it
+        omega = R.T @ (jacr @ v)
+        rows.append(R.T @ jacp)
+        drift.append(R.T @ (dp @ v) - np.cross(omega, R.T @ (jacp @ v)))
+        if kind == "6d":
+            rows.append(R.T @ jacr)
+            drift.append(R.T @ (dr @ v))            # − ω × ω = 0
+    return np.vstack(rows), np.concatenate(drift)
+
+
+def jacobian(model, specs, qpos):
+    """The stacked rows of ``LINK:3d[@x,y,z]`` / ``LINK:6d`` specs at qpos, from MuJoCo."""
+    model = _model(model)
+    mujoco, data = _forward(model, qpos)
+    return _rows(mujoco, model, data, specs)[0]
 
 
 def delassus(model, specs, qpos):
     """MuJoCo's J M⁻¹ Jᵀ for the constraints ``specs`` at ``qpos``."""
     model = _model(model)
-    J = jacobian(model, specs, qpos)
-    return J @ np.linalg.solve(mass_matrix(model, qpos), J.T)
+    mujoco, data = _forward(model, qpos)
+    J = _rows(mujoco, model, data, specs)[0]
+    return J @ np.linalg.solve(_full_mass_matrix(mujoco, model, data), J.T)
 
 
 def forward(model, qpos, qvel, tau):
-    """MuJoCo's qacc at (qpos, qvel) with ``qfrc_applied`` = τ and no constraints, passive forces
-    or actuators (``mj_forward``)."""
+    """MuJoCo's qacc at (qpos, qvel) with ``qfrc_applied`` = τ (``mj_forward``)."""
+    return _forward(_model(model), qpos, qvel, tau)[1].qacc.copy()
+
+
+def inverse(model, qpos, qvel, qacc):
+    """MuJoCo's inverse dynamics M qacc + bias (``mj_inverse``'s ``qfrc_inverse``)."""
     model = _model(model)
-    mujoco, data = _state(model, qpos, qvel)
-    data.qfrc_applied[:] = np.asarray(tau, float).reshape(-1)
-    mujoco.mj_forward(model, data)
-    return data.qacc.copy()
+    mujoco, data = _forward(model, qpos, qvel)
+    data.qacc[:] = np.asarray(qacc, float).reshape(-1)
+    mujoco.mj_inverse(model, data)
+    return data.qfrc_inverse.copy()
+
+
+def constrained(model, specs, qpos, qvel, tau, k, R=None):
+    """(v̇, λ): hard constraints J v̇ + J̇v = k (R None) by the KKT system, or soft ones with
+    compliance R, λ = −R⁻¹ (J v̇ + J̇v − k); M v̇ + bias = τ + Jᵀλ, all from MuJoCo."""
+    model = _model(model)
+    mujoco, data = _forward(model, qpos, qvel)
+    M = _full_mass_matrix(mujoco, model, data)
+    J, drift = _rows(mujoco, model, data, specs)
+    b = np.asarray(tau, float).reshape(-1) - data.qfrc_bias
+    k = np.asarray(k, float).reshape(-1)
+    if R is None:
+        m = J.shape[0]
+        sol = np.linalg.solve(np.block([[M, -J.T], [J, np.zeros((m, m))]]), np.concatenate([b, k - drift]))
+        return sol[:model.nv], sol[model.nv:]
+    Rinv = 1.0 / np.asarray(R, float).reshape(-1)
+    vdot = np.linalg.solve(M + J.T @ (Rinv[:, None] * J), b - J.T @ (Rinv * (drift - k)))
+    return vdot, -Rinv * (J @ vdot + drift - k)
+
+
+def model_source(robot):
+    """What MuJoCo compiles for an MJCF robot: its file, or the text it was loaded from; a
+    DelassusError for a robot not read from MJCF."""
+    text, path = getattr(robot, "model_text", None), getattr(robot, "model_file", None)
+    if getattr(robot, "model_format", None) != "mjcf" or (text is None and path is None):
+        raise DelassusError(f"robot {robot.name!r} was not read from an MJCF model: MuJoCo has no model of it")
+    return (None, text) if text is not None else (str(path), None)
+
+
+class MujocoSession:
+    """MuJoCo's answers for one MJCF robot and constraint set, for ``check`` (verify/oracles.py):
+    Λ⁻¹ (``delassus``), Λ, Λ⁻¹λ and the damped inverse from its J M⁻¹ Jᵀ; aba's v̇ = its qacc;
+    rnea's τ = its inverse dynamics; hard and soft dynamics from ``constrained``.  Constraints
+    other than LINK:3d[@x,y,z] / LINK:6d (pairs, joints, K inputs, random K) have no answer:
+    ``not_applicable`` says so (``check`` shows n/a)."""
+
+    DELASSUS_OUTPUTS = ("delassus", "osim", "delassus_apply", "delassus_explicit_apply", "damped_inverse_apply",
+                        "damped_inverse_explicit")
+
+    def __init__(self, robot, constraints, not_applicable=LookupError):
+        mujoco = mujoco_module()
+        path, text = model_source(robot)
+        self.model = _compiled(path, text)
+        self.not_applicable = not_applicable
+        if (self.model.nq, self.model.nv) != (robot.nq, robot.nv):
+            raise DelassusError(f"MuJoCo's model of {robot.name!r} has nq {self.model.nq}, nv {self.model.nv}; "
+                                f"ours has nq {robot.nq}, nv {robot.nv}: the two readings differ")
+        self.specs = constraints.specs
+        odd = [s for s in self.specs if frame_spec(s) is None]
+        self.unsupported = (f"the MuJoCo oracle takes LINK:3d[@x,y,z] and LINK:6d constraints, not {odd}"
+                            if odd else None)
+        self.notes = [f"MuJoCo {mujoco.__version__}'s own compile of {path or 'the model text'}"]
+
+    def prepare(self, x):
+        return x
+
+    def _check_rows(self):
+        if self.unsupported:
+            raise self.not_applicable(self.unsupported)
+
+    def delassus(self, x):
+        self._check_rows()
+        return delassus(self.model, self.specs, x["q"])
+
+    def expected(self, name, x):
+        if name == "tau" and "a" in x:
+            return inverse(self.model, x["q"], x["v"], x["a"])
+        if name == "vdot" and "k" not in x:
+            return forward(self.model, x["q"], x["v"], x["tau"])
+        if name in self.DELASSUS_OUTPUTS:
+            D = self.delassus(x)
+            if name == "delassus":
+                return D
+            if name == "osim":
+                return np.linalg.inv(D)
+            if name.startswith("delassus"):
+                return D @ x["lam"]
+            return np.linalg.solve(np.diag(1 / x["R"]) + D, x["lam"])
+        if name in ("vdot", "lam"):
+            self._check_rows()
+            out = constrained(self.model, self.specs, x["q"], x["v"], x["tau"], x["k"], x.get("R"))
+            return out[0 if name == "vdot" else 1]
+        raise self.not_applicable(f"MuJoCo has no counterpart of output {name!r}")
