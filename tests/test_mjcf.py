@@ -266,3 +266,54 @@ def test_mujoco_session_judges_every_output(name):
     pair = mo.MujocoSession(robot, ConstraintSet.parse(robot, [MODELS[name][0], f"JOINT:{robot.bodies[-1].joint.name}"]))
     with pytest.raises(LookupError, match="LINK:3d"):
         pair.expected("delassus", x)
+
+
+EQUALITY = Path(__file__).parent / "models" / "mjcf_equality.xml"
+
+
+def test_equality_constraints_become_a_scenario(capsys):
+    """connect (bodies with MuJoCo's compiled anchors, sites, to the world) and weld (between
+    bodies, to the world) are the scenario 'equality'; the inactive and the joint equality are
+    left out, said on stderr."""
+    robot = load_robot(EQUALITY)
+    assert "off (inactive), coupled (joint)" in capsys.readouterr().err
+    specs = robot.scenarios["equality"]
+    assert specs[0].startswith("coupler|rocker:3d@0.5,0.0,0.1;") and specs[1:] == [
+        "coupler_end|rocker_end:3d", "pendulum:3d@0.0,0.0,-0.4", "lid|box:6d", "knob:6d"]
+
+
+def test_equality_scenario_matches_mujoco():
+    """Every Delassus algorithm that takes link-to-link rows, on the equality scenario, equals
+    MuJoCo's J M⁻¹ Jᵀ (mj_jac on both ends, A's axes) over 20 qpos; and the connect rows equal
+    MuJoCo's own equality rows (efc_J of mj_forward with the equalities on: the world's axes,
+    so ours rotated by A's orientation), which checks the anchors the scenario carries."""
+    robot = load_robot(EQUALITY)
+    specs = robot.scenarios["equality"]
+    cs = ConstraintSet.parse(robot, specs)
+    algorithms = delassus_algorithms(cs)
+    assert {"naive", "ltl_osim"} <= set(algorithms)
+    fs = {a: trace(robot, cs, a)[0] for a in algorithms}
+    compiled = mujoco.MjModel.from_xml_path(str(EQUALITY))
+    compiled.opt.jacobian = mujoco.mjtJacobian.mjJAC_DENSE
+    data = mujoco.MjData(compiled)
+    rng = np.random.default_rng(18)
+    worst = dict.fromkeys([*algorithms, "reference", "efc_J connect"], 0.0)
+    for _ in range(N):
+        q = robot.random_q(rng)
+        D = mo.delassus(EQUALITY, specs, q)
+        worst["reference"] = max(worst["reference"], relative_error(ref.delassus(robot, cs, q), D))
+        for a, f in fs.items():
+            worst[a] = max(worst[a], relative_error(f(q=q)["delassus"], D))
+        data.qpos[:] = q
+        mujoco.mj_forward(compiled, data)
+        connect = [i for i in range(data.nefc) if data.efc_type[i] == mujoco.mjtConstraint.mjCNSTR_EQUALITY
+                   and compiled.eq_type[data.efc_id[i]] == mujoco.mjtEq.mjEQ_CONNECT]
+        J_efc = data.efc_J.reshape(data.nefc, compiled.nv)[connect]
+        R = [data.xmat[mujoco.mj_name2id(compiled, mujoco.mjtObj.mjOBJ_BODY, b)].reshape(3, 3) for b in ("coupler",)]
+        R += [data.site_xmat[mujoco.mj_name2id(compiled, mujoco.mjtObj.mjOBJ_SITE, "coupler_end")].reshape(3, 3),
+              data.xmat[mujoco.mj_name2id(compiled, mujoco.mjtObj.mjOBJ_BODY, "pendulum")].reshape(3, 3)]
+        ours = mo.jacobian(EQUALITY, specs[:3], q)
+        rotated = np.vstack([Ri @ ours[3 * i:3 * i + 3] for i, Ri in enumerate(R)])
+        worst["efc_J connect"] = max(worst["efc_J connect"], relative_error(rotated, J_efc))
+    print({a: f"{e:.1e}" for a, e in worst.items()})
+    assert max(worst.values()) <= TOL

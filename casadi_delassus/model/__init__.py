@@ -41,7 +41,8 @@ def load_robot(spec, floating_base=None):
             robot = load_sdf(path)
         else:
             raise ModelError(f"unsupported model file {spec}: expected .urdf, .sdf, .json or .xml (MJCF)")
-        robot.scenarios = {"loops": robot.loops} if getattr(robot, "loops", None) else {}
+        # an SDF model's loop-closing joints, an MJCF model's equality constraints
+        robot.scenarios = {n: getattr(robot, n) for n in ("loops", "equality") if getattr(robot, n, None)}
         robot.model_file = path.resolve()       # names its output folder (codegen/artifact.py)
         return robot
     from .synthetic_contact import is_contact_synthetic, parse_contact_synthetic

@@ -26,7 +26,9 @@ The mapping onto the Robot (model/robot.py: a body frame is its joint's frame):
   disables gravity).
 - Not read, because they do not enter the mass matrix or the unconstrained dynamics the
   algorithms compute: damping, springs, friction loss, limits, actuators, tendons, contacts
-  and geoms' collision data.  MJCF equality constraints are not read yet.
+  and geoms' collision data.
+- MJCF equality constraints ``connect`` and ``weld`` become the scenario ``equality``
+  (``equality_constraints``).
 
 A hinge or slide joint's ``ref`` (MuJoCo measures its qpos from it: hopper's ``rootz``) is a
 fixed motion in the tree transform.  A model whose mesh files are missing is compiled again
@@ -211,7 +213,53 @@ def robot_from_mjmodel(model, name, source=None) -> Robot:
     robot = Robot(name, bodies, frames, source=source, gravity=np.array(gravity, float),
                   armature=np.array(model.dof_armature, float), convention="mujoco")
     robot.model_format = "mjcf"
+    robot.equality = equality_constraints(model, {b: placement[b][0] >= 0 for b in placement})
     return robot
+
+
+_SPEC_CHARACTERS = re.compile(r"[|:@;,\s]")
+
+
+def _vector(x):
+    return ",".join(repr(float(t)) for t in x)
+
+
+def equality_constraints(model, moves):
+    """MJCF's active ``connect`` and ``weld`` equality constraints as constraint specs (the
+    robot's ``equality`` scenario): a connect between bodies is ``A|B:3d@a;b`` (its anchors, as
+    MuJoCo compiled them, in the bodies' frames), between sites ``A|B:3d``, a weld ``A|B:6d``;
+    one side fixed to the world (the world body, or a body welded to it) leaves ``A:3d@a`` /
+    ``A:6d`` on the other.  Rows are along A's frame axes (MuJoCo's connect rows are along the
+    world's: the same constraint, rotated).  Other kinds, inactive ones and names that a spec
+    cannot carry are left out, said on stderr."""
+    mujoco = mujoco_module()
+    obj, eq = mujoco.mjtObj, mujoco.mjtEq
+    specs, skipped = [], []
+    for e in range(model.neq):
+        label = mujoco.mj_id2name(model, obj.mjOBJ_EQUALITY, e) or f"equality {e}"
+        kind, data = int(model.eq_type[e]), model.eq_data[e]
+        if kind not in (eq.mjEQ_CONNECT, eq.mjEQ_WELD) or not model.eq_active0[e]:
+            skipped.append(f"{label} ({'inactive' if kind in (eq.mjEQ_CONNECT, eq.mjEQ_WELD) else eq(kind).name[5:].lower()})")
+            continue
+        sites = int(model.eq_objtype[e]) == obj.mjOBJ_SITE
+        ends = []
+        for k, i in enumerate((int(model.eq_obj1id[e]), int(model.eq_obj2id[e]))):
+            body = int(model.site_bodyid[i]) if sites else i
+            name = mujoco.mj_id2name(model, obj.mjOBJ_SITE, i) if sites else body_name(model, i)
+            # a connect's anchors: data[0:3] on body 1, data[3:6] on body 2; a site is its own point
+            point = None if sites or kind == eq.mjEQ_WELD else data[3 * k:3 * k + 3]
+            if moves.get(body, False):
+                ends.append((name, point))
+        if not ends or any(n is None or _SPEC_CHARACTERS.search(n) for n, _ in ends):
+            skipped.append(f"{label} ({'fixed to the world at both ends' if not ends else 'a name a spec cannot carry'})")
+            continue
+        names = "|".join(n for n, _ in ends)
+        points = ";".join(_vector(p) for _, p in ends if p is not None)
+        specs.append(f"{names}:{'6d' if kind == eq.mjEQ_WELD else '3d'}" + (f"@{points}" if points else ""))
+    if skipped:
+        print(f"{model.neq - len(specs)} of {model.neq} MJCF equality constraints not in the 'equality' scenario: "
+              f"{', '.join(skipped)}", file=sys.stderr)
+    return specs
 
 
 def _reference_offset(model, j, kind):

@@ -6,8 +6,8 @@ damping, gravity compensation, fluid) and actuators disabled, gravity as the mod
 
 - ``delassus(model, specs, qpos)``: J M⁻¹ Jᵀ, M from ``mj_fullM`` (armature included), J from
   ``mj_jac`` at the constraint's point rotated into its frame: our ``LINK:3d[@x,y,z]`` rows (the
-  point's velocity along the frame's axes) and ``LINK:6d`` rows ([linear; angular] in the
-  frame).  A frame is a MuJoCo site or body of that name (a body: MuJoCo's body frame,
+  point's velocity along the frame's axes), ``LINK:6d`` rows ([linear; angular] in the frame),
+  and link-to-link ``A|B:3d[@a[;b]]`` / ``A|B:6d`` rows (A's minus B's, along A's axes).  A frame is a MuJoCo site or body of that name (a body: MuJoCo's body frame,
   ``xpos``/``xmat``; an unnamed body is ``body<id>``, as the loader names it).
 - ``forward(model, qpos, qvel, tau)``: ``qacc`` of ``mj_forward`` with ``qfrc_applied`` = τ.
 - ``inverse(model, qpos, qvel, qacc)``: ``qfrc_inverse`` of ``mj_inverse`` (M qacc + bias).
@@ -22,13 +22,13 @@ from __future__ import annotations
 
 import copy
 import functools
+import re
 import weakref
 
 import numpy as np
 
 from ..errors import ConstraintError, DelassusError
 from ..model.mjcf import body_id, compile_mjcf, mujoco_module
-from .pinocchio_oracle import frame_spec
 
 
 @functools.lru_cache(maxsize=16)
@@ -104,42 +104,66 @@ def _frame(mujoco, model, data, name):
     return body, data.xpos[body].copy(), data.xmat[body].reshape(3, 3).copy()
 
 
-def _rows(mujoco, model, data, specs):
-    """(J, J̇v) of the constraint rows at the state in ``data`` (after mj_forward)."""
-    rows, drift = [], []
+_SPEC = re.compile(r"^(?P<links>[^:@]+):(?P<kind>3d|6d)(?:@(?P<points>[^@]+))?$")
+
+
+def parse_spec(spec):
+    """(kind, [(frame name, point in its frame)], pair) of ``LINK:3d[@x,y,z]``, ``LINK:6d``,
+    ``A|B:3d[@a[;b]]`` or ``A|B:6d``; a ConstraintError for any other spec."""
+    m = _SPEC.match(spec.strip())
+    names = [n.strip() for n in m["links"].split("|")] if m else []
+    try:
+        points = [np.array([float(t) for t in p.split(",")]) for p in m["points"].split(";")] if m and m["points"] else []
+    except ValueError:
+        m = None
+    if not m or any(p.shape != (3,) for p in points) or len(names) > 2 or len(points) > len(names) or (points and m["kind"] == "6d"):
+        raise ConstraintError(f"the MuJoCo oracle takes LINK:3d[@x,y,z], LINK:6d, A|B:3d[@a[;b]] and A|B:6d "
+                              f"constraints, not {spec!r}")
+    points += [np.zeros(3)] * (len(names) - len(points))
+    return m["kind"], list(zip(names, points)), len(names) == 2
+
+
+def _rows(mujoco, model, data, specs, drift=True):
+    """(J, J̇v) of the constraint rows at the state in ``data`` (after mj_forward); J̇v only for
+    constraints to the world (``drift=False``: None)."""
+    rows, drifts = [], []
     v = data.qvel
     for spec in specs:
-        parsed = frame_spec(spec)
-        if parsed is None:
-            raise ConstraintError(f"the MuJoCo oracle takes LINK:3d[@x,y,z] and LINK:6d constraints, not {spec!r}")
-        kind, name, offset = parsed
-        body, origin, R = _frame(mujoco, model, data, name)
-        point = origin + R @ np.asarray(offset, float)
-        jacp, jacr, dp, dr = (np.zeros((3, model.nv)) for _ in range(4))
-        mujoco.mj_jac(model, data, jacp, jacr, point, body)
-        mujoco.mj_jacDot(model, data, dp, dr, point, body)
-        # rows Rᵀ J: d/dt (Rᵀ J v) = Rᵀ J v̇ + Rᵀ J̇ v − ω × (Rᵀ J v), ω the frame's (body's) angular velocity in it
-        omega = R.T @ (jacr @ v)
-        rows.append(R.T @ jacp)
-        drift.append(R.T @ (dp @ v) - np.cross(omega, R.T @ (jacp @ v)))
-        if kind == "6d":
-            rows.append(R.T @ jacr)
-            drift.append(R.T @ (dr @ v))            # − ω × ω = 0
-    return np.vstack(rows), np.concatenate(drift)
+        kind, ends, pair = parse_spec(spec)
+        if pair and drift:
+            raise ConstraintError(f"the MuJoCo oracle has no drift J̇v for the link-to-link constraint {spec!r}")
+        frames = [_frame(mujoco, model, data, name) for name, _ in ends]
+        R = frames[0][2]
+        # a 3d row's point on each end; a 6d row's is A's origin, on both bodies
+        points = [o + Rf @ p for (_, o, Rf), (_, p) in zip(frames, ends)] if kind == "3d" else [frames[0][1]] * len(ends)
+        jacs = []
+        for (body, _, _), point in zip(frames, points):
+            jacp, jacr = np.zeros((3, model.nv)), np.zeros((3, model.nv))
+            mujoco.mj_jac(model, data, jacp, jacr, point, body)
+            jacs.append((jacp, jacr))
+        jacp, jacr = (jacs[0][0] - jacs[1][0], jacs[0][1] - jacs[1][1]) if pair else jacs[0]
+        rows += [R.T @ jacp] + ([R.T @ jacr] if kind == "6d" else [])
+        if drift:
+            dp, dr = np.zeros((3, model.nv)), np.zeros((3, model.nv))
+            mujoco.mj_jacDot(model, data, dp, dr, points[0], frames[0][0])
+            # d/dt (Rᵀ J v) = Rᵀ J v̇ + Rᵀ J̇ v − ω × (Rᵀ J v), ω the frame's angular velocity in it
+            omega = R.T @ (jacr @ v)
+            drifts += [R.T @ (dp @ v) - np.cross(omega, R.T @ (jacp @ v))] + ([R.T @ (dr @ v)] if kind == "6d" else [])
+    return np.vstack(rows), (np.concatenate(drifts) if drift else None)
 
 
 def jacobian(model, specs, qpos):
-    """The stacked rows of ``LINK:3d[@x,y,z]`` / ``LINK:6d`` specs at qpos, from MuJoCo."""
+    """The stacked rows of the constraints ``specs`` (``parse_spec``) at qpos, from MuJoCo."""
     model = _model(model)
     mujoco, data = _forward(model, qpos)
-    return _rows(mujoco, model, data, specs)[0]
+    return _rows(mujoco, model, data, specs, drift=False)[0]
 
 
 def delassus(model, specs, qpos):
     """MuJoCo's J M⁻¹ Jᵀ for the constraints ``specs`` at ``qpos``."""
     model = _model(model)
     mujoco, data = _forward(model, qpos)
-    J = _rows(mujoco, model, data, specs)[0]
+    J = _rows(mujoco, model, data, specs, drift=False)[0]
     return J @ np.linalg.solve(_full_mass_matrix(mujoco, model, data), J.T)
 
 
@@ -187,9 +211,9 @@ def model_source(robot):
 class MujocoSession:
     """MuJoCo's answers for one MJCF robot and constraint set, for ``check`` (verify/oracles.py):
     Λ⁻¹ (``delassus``), Λ, Λ⁻¹λ and the damped inverse from its J M⁻¹ Jᵀ; aba's v̇ = its qacc;
-    rnea's τ = its inverse dynamics; hard and soft dynamics from ``constrained``.  Constraints
-    other than LINK:3d[@x,y,z] / LINK:6d (pairs, joints, K inputs, random K) have no answer:
-    ``not_applicable`` says so (``check`` shows n/a)."""
+    rnea's τ = its inverse dynamics; hard and soft dynamics from ``constrained`` (constraints to
+    the world only).  Other constraints (joints, K inputs, random K) have no answer: the
+    ``not_applicable`` exception says so (``check`` shows n/a)."""
 
     DELASSUS_OUTPUTS = ("delassus", "osim", "delassus_apply", "delassus_explicit_apply", "damped_inverse_apply",
                         "damped_inverse_explicit")
@@ -203,9 +227,11 @@ class MujocoSession:
             raise DelassusError(f"MuJoCo's model of {robot.name!r} has nq {self.model.nq}, nv {self.model.nv}; "
                                 f"ours has nq {robot.nq}, nv {robot.nv}: the two readings differ")
         self.specs = constraints.specs
-        odd = [s for s in self.specs if frame_spec(s) is None]
-        self.unsupported = (f"the MuJoCo oracle takes LINK:3d[@x,y,z] and LINK:6d constraints, not {odd}"
-                            if odd else None)
+        try:
+            self.pairs = any(parse_spec(s)[2] for s in self.specs)
+            self.unsupported = None
+        except ConstraintError as exc:
+            self.unsupported = str(exc)
         self.notes = [f"MuJoCo {mujoco.__version__}'s own compile of {path or 'the model text'}"]
 
     def prepare(self, x):
@@ -235,6 +261,8 @@ class MujocoSession:
             return np.linalg.solve(np.diag(1 / x["R"]) + D, x["lam"])
         if name in ("vdot", "lam"):
             self._check_rows()
+            if self.pairs:
+                raise self.not_applicable("no drift J̇v of link-to-link constraints here (nor in the NumPy reference)")
             out = constrained(self.model, self.specs, x["q"], x["v"], x["tau"], x["k"], x.get("R"))
             return out[0 if name == "vdot" else 1]
         raise self.not_applicable(f"MuJoCo has no counterpart of output {name!r}")
