@@ -279,7 +279,7 @@ def test_equality_constraints_become_a_scenario(capsys):
     assert "off (inactive), coupled (joint)" in capsys.readouterr().err
     specs = robot.scenarios["equality"]
     assert specs[0].startswith("coupler|rocker:3d@0.5,0.0,0.1;") and specs[1:] == [
-        "coupler_end|rocker_end:3d", "pendulum:3d@0.0,0.0,-0.4", "lid|box:6d", "knob:6d"]
+        "coupler_end|rocker_end:3d", "pendulum:3d@0.0,0.0,-0.4", "box:3d@0.1,0.08,0.05", "lid|box:6d", "knob:6d"]
 
 
 def test_equality_scenario_matches_mujoco():
@@ -310,10 +310,34 @@ def test_equality_scenario_matches_mujoco():
                    and compiled.eq_type[data.efc_id[i]] == mujoco.mjtEq.mjEQ_CONNECT]
         J_efc = data.efc_J.reshape(data.nefc, compiled.nv)[connect]
         R = [data.xmat[mujoco.mj_name2id(compiled, mujoco.mjtObj.mjOBJ_BODY, b)].reshape(3, 3) for b in ("coupler",)]
-        R += [data.site_xmat[mujoco.mj_name2id(compiled, mujoco.mjtObj.mjOBJ_SITE, "coupler_end")].reshape(3, 3),
-              data.xmat[mujoco.mj_name2id(compiled, mujoco.mjtObj.mjOBJ_BODY, "pendulum")].reshape(3, 3)]
-        ours = mo.jacobian(EQUALITY, specs[:3], q)
+        R += [data.site_xmat[mujoco.mj_name2id(compiled, mujoco.mjtObj.mjOBJ_SITE, "coupler_end")].reshape(3, 3)]
+        R += [data.xmat[mujoco.mj_name2id(compiled, mujoco.mjtObj.mjOBJ_BODY, b)].reshape(3, 3) for b in ("pendulum", "box")]
+        ours = mo.jacobian(EQUALITY, specs[:4], q)
         rotated = np.vstack([Ri @ ours[3 * i:3 * i + 3] for i, Ri in enumerate(R)])
         worst["efc_J connect"] = max(worst["efc_J connect"], relative_error(rotated, J_efc))
+    print({a: f"{e:.1e}" for a, e in worst.items()})
+    assert max(worst.values()) <= TOL
+
+
+def test_soft_solvers_match_mujocos_own_solver():
+    """MuJoCo solves its connect equality constraints (to the world: the ball-jointed pendulum,
+    a corner of the free box; the others switched off) as a soft Gauss problem: pv_soft and
+    ltl_soft at its compliance efc_R and k = R_Aᵀ aref + J̇v give its qacc and efc_force."""
+    specs = ["pendulum:3d@0.0,0.0,-0.4", "box:3d@0.1,0.08,0.05"]
+    robot = load_robot(EQUALITY)
+    assert set(specs) <= set(robot.scenarios["equality"])
+    cs = ConstraintSet.parse(robot, specs)
+    fs = {a: trace(robot, cs, a)[0] for a in ("pv_soft", "ltl_soft")}
+    model = mujoco.MjModel.from_xml_path(str(EQUALITY))
+    names = [mujoco.mj_id2name(model, mujoco.mjtObj.mjOBJ_EQUALITY, e) for e in range(model.neq)]
+    model.eq_active0[:] = [n in ("hang", "box_corner") for n in names]
+    rng = np.random.default_rng(19)
+    worst = dict.fromkeys(fs, 0.0)
+    for _ in range(N):
+        q, v, tau = robot.random_q(rng), rng.normal(size=robot.nv), rng.normal(size=robot.nv)
+        qacc, lam, k, R = mo.soft_equality(model, specs, q, v, tau)
+        for a, f in fs.items():
+            out = f(q=q, v=v, tau=tau, k=k, R=R)
+            worst[a] = max(worst[a], relative_error(out["vdot"], qacc), relative_error(out["lam"], lam))
     print({a: f"{e:.1e}" for a, e in worst.items()})
     assert max(worst.values()) <= TOL

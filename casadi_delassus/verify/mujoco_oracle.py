@@ -16,6 +16,10 @@ damping, gravity compensation, fluid) and actuators disabled, gravity as the mod
   conventions), from MuJoCo's M, ``qfrc_bias``, J and J̇v (``mj_jacDot``, plus the frame's
   rotation: k is the acceleration of the rows' own velocity, d/dt (J v)).
 
+- ``soft_equality(model, specs, qpos, qvel, tau)``: MuJoCo's own solver on its ``connect``
+  equality constraints (to the world), with the k and compliance R that pose the same problem
+  to our soft solvers.
+
 ``MujocoSession`` answers ``check`` (see verify/oracles.py).  Needs the ``mujoco`` package (the
 ``mjcf`` and ``test`` extras)."""
 from __future__ import annotations
@@ -48,19 +52,24 @@ def _model(model):
 _DYNAMICS_ONLY = weakref.WeakSet()
 
 
-def dynamics_only(model):
+def dynamics_only(model, equality=False):
     """A copy of ``model`` whose forward dynamics is M v̇ = τ − bias: every constraint, passive
-    force and actuator disabled (gravity kept as the model has it)."""
+    force and actuator disabled (gravity kept as the model has it); ``equality``: its equality
+    constraints kept, solved by Newton's method to convergence."""
     mujoco = mujoco_module()
     out = copy.deepcopy(model)
     d = mujoco.mjtDisableBit
-    for bit in (d.mjDSBL_CONSTRAINT, d.mjDSBL_CONTACT, d.mjDSBL_EQUALITY, d.mjDSBL_LIMIT, d.mjDSBL_FRICTIONLOSS,
-                d.mjDSBL_SPRING, d.mjDSBL_DAMPER, d.mjDSBL_ACTUATION):
+    for bit in (d.mjDSBL_CONTACT, d.mjDSBL_LIMIT, d.mjDSBL_FRICTIONLOSS, d.mjDSBL_SPRING, d.mjDSBL_DAMPER,
+                d.mjDSBL_ACTUATION) + (() if equality else (d.mjDSBL_CONSTRAINT, d.mjDSBL_EQUALITY)):
         out.opt.disableflags |= int(bit)
     out.body_gravcomp[:] = 0
     out.opt.density = out.opt.viscosity = 0.0
     out.opt.wind[:] = 0
-    _DYNAMICS_ONLY.add(out)
+    if equality:
+        out.opt.solver, out.opt.tolerance, out.opt.iterations = mujoco.mjtSolver.mjSOL_NEWTON, 0.0, 100
+        out.opt.jacobian = mujoco.mjtJacobian.mjJAC_DENSE
+    else:
+        _DYNAMICS_ONLY.add(out)
     return out
 
 
@@ -197,6 +206,26 @@ def constrained(model, specs, qpos, qvel, tau, k, R=None):
     Rinv = 1.0 / np.asarray(R, float).reshape(-1)
     vdot = np.linalg.solve(M + J.T @ (Rinv[:, None] * J), b - J.T @ (Rinv * (drift - k)))
     return vdot, -Rinv * (J @ vdot + drift - k)
+
+
+def soft_equality(model, specs, qpos, qvel, tau):
+    """MuJoCo's own constraint solver on the model's active ``connect`` equality constraints,
+    each to the world and given, in their order, as our ``LINK:3d@a`` spec: (qacc, λ, k, R) with
+    λ MuJoCo's ``efc_force`` in our rows, and k, R such that our soft dynamics at (k, compliance
+    R) pose MuJoCo's problem.  MuJoCo minimizes ½‖a − a₀‖²_M + ½ (J_w a − aref)ᵀ R⁻¹ (J_w a −
+    aref) (``efc_aref``, ``efc_R``; no J̇v) with rows along the world's axes; ours are along the
+    frame's, R_Aᵀ J_w, so k = R_Aᵀ aref + J̇v, and R (equal on a connect's three rows) is kept."""
+    mujoco = mujoco_module()
+    solved = dynamics_only(model if isinstance(model, mujoco.MjModel) else compile_mjcf(str(model)), equality=True)
+    mujoco, data = _forward(solved, qpos, qvel, tau)
+    rows = [i for i in range(data.nefc) if data.efc_type[i] == mujoco.mjtConstraint.mjCNSTR_EQUALITY]
+    if len(rows) != 3 * len(specs) or any(solved.eq_type[data.efc_id[i]] != mujoco.mjtEq.mjEQ_CONNECT for i in rows):
+        raise ConstraintError(f"the model's active equality constraints are not {len(specs)} connects to the world")
+    J, drift = _rows(mujoco, solved, data, specs)
+    turn = [_frame(mujoco, solved, data, parse_spec(s)[1][0][0])[2].T for s in specs]
+    local = [np.concatenate([T @ x[rows][3 * i:3 * i + 3] for i, T in enumerate(turn)])
+             for x in (data.efc_aref, data.efc_force)]
+    return data.qacc.copy(), local[1], local[0] + drift, data.efc_R[rows].copy()
 
 
 def model_source(robot):
