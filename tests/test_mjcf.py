@@ -341,3 +341,16 @@ def test_soft_solvers_match_mujocos_own_solver():
             worst[a] = max(worst[a], relative_error(out["vdot"], qacc), relative_error(out["lam"], lam))
     print({a: f"{e:.1e}" for a, e in worst.items()})
     assert max(worst.values()) <= TOL
+
+
+def test_a_long_preamble_does_not_hide_a_urdf(tmp_path):
+    """The root element decides, however much comes before it (a licence header of 10 kB)."""
+    urdf = tmp_path / "long.xml"
+    urdf.write_text("<?xml version='1.0'?>\n<!--" + "licence text " * 800 + "-->\n"
+                    "<robot name='one'><link name='base'><inertial><mass value='1'/>"
+                    "<inertia ixx='1' iyy='1' izz='1' ixy='0' ixz='0' iyz='0'/></inertial></link></robot>")
+    assert load_robot(urdf).q_convention == "pinocchio"
+    (tmp_path / "broken.xml").write_text("<mujoco><worldbody>")
+    with pytest.raises(ModelError, match="MuJoCo cannot load .*XML_ERROR_MISMATCHED_ELEMENT") as info:
+        load_robot(tmp_path / "broken.xml")
+    assert "\n" not in str(info.value)

@@ -40,6 +40,7 @@ from __future__ import annotations
 import re
 import sys
 from pathlib import Path
+from xml.etree import ElementTree
 
 import numpy as np
 
@@ -62,20 +63,20 @@ def mujoco_module():
 
 
 def is_urdf(path):
-    """Whether an .xml file's root element is <robot> (a URDF), read from its first 4 kB."""
+    """Whether an .xml file's root element is <robot> (a URDF), reading no further than its start."""
     try:
-        with open(path, "rb") as fh:
-            head = fh.read(4096).decode("utf-8", "replace")
+        for _, elem in ElementTree.iterparse(path, events=("start",)):
+            return elem.tag == "robot"
+    except ElementTree.ParseError as exc:
+        raise ModelError(f"malformed model file {path}: {exc}") from None
     except OSError as exc:
         raise ModelError(f"cannot read model file {path}: {exc.strerror}") from None
-    # the first element that is not a declaration, comment or processing instruction
-    m = re.search(r"<(?![?!])\s*([A-Za-z_][\w.-]*)", re.sub(r"<!--.*?-->", "", head, flags=re.S))
-    return m is not None and m.group(1) == "robot"
+    return False
 
 
-def _first_line(exc):
-    text = str(exc).strip()
-    return text.splitlines()[0] if text else type(exc).__name__
+def _one_line(exc):
+    """MuJoCo's (multi-line) error message on one line."""
+    return "; ".join(t.strip() for t in str(exc).splitlines() if t.strip()) or type(exc).__name__
 
 
 def compile_mjcf(path=None, text=None):
@@ -86,7 +87,7 @@ def compile_mjcf(path=None, text=None):
     try:
         return mujoco.MjModel.from_xml_path(str(path)) if text is None else mujoco.MjModel.from_xml_string(text)
     except Exception as exc:     # MuJoCo raises ValueError for every compile error
-        first = f"MuJoCo cannot load {label}: {_first_line(exc)}"
+        first = f"MuJoCo cannot load {label}: {_one_line(exc)}"
     try:
         spec = mujoco.MjSpec.from_file(str(path)) if text is None else mujoco.MjSpec.from_string(text)
     except Exception:
@@ -102,7 +103,7 @@ def compile_mjcf(path=None, text=None):
     try:
         model = spec.compile()
     except Exception as exc:
-        raise ModelError(f"{first} (and without its meshes: {_first_line(exc)})") from None
+        raise ModelError(f"{first} (and without its meshes: {_one_line(exc)})") from None
     print(f"{first}; loaded without its {len(meshes)} meshes ({', '.join(meshes[:6])}"
           f"{' ...' if len(meshes) > 6 else ''}) and the {len(geoms)} geoms using them: the inertias of bodies "
           f"that took them from those geoms differ from the full model's", file=sys.stderr)
