@@ -83,8 +83,8 @@ def cli():
 
     ROBOT (every command that takes one) is a registry name (see `robots`), a model file —
     URDF (.urdf, or .xml with a <robot> root; --fixed-base/--floating-base), SDF (.sdf),
-    Featherstone spatial_v2 JSON (.json), MJCF (.xml with a <mujoco> root, loaded with MuJoCo
-    when the mjcf extra is installed) — or a synthetic spec such as chain:n=20,
+    Featherstone spatial_v2 JSON (.json), MJCF (.xml with a <mujoco> root, compiled by MuJoCo
+    when the mjcf extra is installed; q = its qpos) — or a synthetic spec such as chain:n=20,
     stem:n=10,branches=4,length=7, kchain:k=5, ladder:rungs=4.  `links ROBOT` lists its joints
     (with the q layout) and the link, frame and site names constraints may use."""
 
@@ -270,8 +270,9 @@ def _check_one(robot, constraints, algorithms, oracle_names, samples, tol, out_d
     Oracles (--oracle, repeatable or a comma list): numpy (the NumPy reference, our own parse of
     the model), pinocchio (Pinocchio's own parse of a URDF file or text; for SDF, spatial_v2 and
     synthetic models a Pinocchio model built from our parse, which checks the algorithms but not
-    the parse: the output says so).  Default: numpy, plus pinocchio for URDF, SDF and spatial_v2
-    models when the pin package is installed.  An output an oracle cannot compare is reported
+    the parse: the output says so), mujoco (MuJoCo's own compile of an MJCF file or text).
+    Default: numpy, plus pinocchio for URDF, SDF and spatial_v2 models when the pin package is
+    installed, plus mujoco for MJCF models when the mujoco package is.  An output an oracle cannot compare is reported
     n/a with the reason, never as passed.
 
     Tolerance: {TOLERANCE_RULE}.  The row shows the output closest to failing (the failing one

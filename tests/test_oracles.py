@@ -4,6 +4,10 @@ catches a parse difference the NumPy reference shares (done-when 5: Bolt with th
 mass-0 bug reintroduced passes the NumPy check and fails Pinocchio's); outputs an oracle
 cannot compare are reported n/a with the reason, never as passed; formats Pinocchio cannot
 read itself say that the model was built from our parse."""
+import subprocess
+import sys
+from pathlib import Path
+
 import numpy as np
 import pytest
 from click.testing import CliRunner
@@ -132,3 +136,19 @@ def test_python_check(out_dir):
     f = cd.generate("go1", "4F3", "pv_osimr", out_dir=out_dir)
     out = cd.check(f, samples=5)
     assert set(out) == {"numpy", "pinocchio"} and all(o.passed for o in out.values())
+
+
+def test_check_an_mjcf_model_against_mujoco_and_refuse_pinocchio_for_it(tmp_path):
+    """The MuJoCo oracle is registered: `check` on gymnasium's ant asks it by default and
+    passes; Pinocchio cannot judge an MJCF model: one line, exit 2."""
+    pytest.importorskip("mujoco")
+    gymnasium = pytest.importorskip("gymnasium")
+    ant = Path(gymnasium.__file__).parent / "envs" / "mujoco" / "assets" / "ant.xml"
+    base = [sys.executable, "-m", "casadi_delassus", "check", str(ant), "-c", "body4:3d", "-c", "body7:3d",
+            "-a", "pv_osim", "--samples", "10", "-o", str(tmp_path), "--jobs", "1"]
+    ok = subprocess.run(base, capture_output=True, text=True)
+    assert ok.returncode == 0, ok.stderr[-2000:]
+    assert "vs mujoco" in ok.stderr and "vs numpy" in ok.stderr
+    bad = subprocess.run(base + ["--oracle", "pinocchio"], capture_output=True, text=True)
+    assert bad.returncode == 2 and len(bad.stderr.strip().splitlines()) == 1, bad.stderr
+    assert "mjcf" in bad.stderr.lower() or "mujoco" in bad.stderr.lower()

@@ -70,8 +70,10 @@ def _from_file(path, floating_base):
         from .sdf import load_sdf
         robot = load_sdf(path)
     else:
-        robot = load_mjcf(path, floating_base)
-    robot.scenarios = {"loops": robot.loops} if getattr(robot, "loops", None) else {}
+        from .mjcf import load_mjcf
+        robot = load_mjcf(path)
+    # an SDF model's loop-closing joints, an MJCF model's equality constraints
+    robot.scenarios = {n: getattr(robot, n) for n in ("loops", "equality") if getattr(robot, n, None)}
     robot.model_file = path.resolve()       # names its output folder (codegen/artifact.py)
     robot.model_format = fmt
     return _with_base(robot, floating_base, f"model file {path}", True if fmt == "urdf" else robot.floating_base)
@@ -115,24 +117,14 @@ def _from_text(text, floating_base):
         robot = load_urdf_string(text, floating_base=True if floating_base is None else floating_base)
         fmt = "urdf"
     elif root == "mujoco":
-        robot, fmt = load_mjcf_string(text, floating_base), "mjcf"
+        from .mjcf import load_mjcf_string
+        robot, fmt = load_mjcf_string(text), "mjcf"
     else:
         raise ModelError(f"a model given as text must be a URDF (<robot>) or MJCF (<mujoco>) document, "
                          f"not <{root}>")
     robot.scenarios = {}
     robot.model_format, robot.model_text, robot.model_sha256 = fmt, text, digest
     return _with_base(robot, floating_base, "the model text", True if fmt == "urdf" else robot.floating_base)
-
-
-def load_mjcf(path, floating_base=None):
-    """MJCF through MuJoCo: the dispatch point of the MJCF loader (model/mjcf.py, to come)."""
-    raise ModelError(f"MJCF needs the MJCF loader (MuJoCo's compiler, the 'mjcf' extra), which this version "
-                     f"does not have yet: {path}")
-
-
-def load_mjcf_string(text, floating_base=None):
-    """MJCF given as text: the dispatch point of the MJCF loader (model/mjcf.py, to come)."""
-    return load_mjcf("an MJCF document given as text", floating_base)
 
 
 def _with_base(robot, floating_base, what, default, hint=""):

@@ -69,17 +69,35 @@ class PinocchioOracle(Oracle):
         return PinocchioSession(robot, constraints)
 
 
+class MujocoOracle(Oracle):
+    name = "mujoco"
+    summary = ("MuJoCo (mujoco): its own compile of the MJCF file or text; mj_fullM, mj_jac, mj_jacDot, "
+               "mj_forward, mj_inverse")
+
+    def unavailable(self, robot):
+        if importlib.util.find_spec("mujoco") is None:
+            return "the MuJoCo oracle needs the 'mujoco' package (pip install 'casadi_delassus[mjcf]')"
+        if getattr(robot, "model_format", None) != "mjcf":
+            return "MuJoCo judges models read from MJCF (a .xml <mujoco> file or text) only"
+        return None
+
+    def session(self, robot, constraints):
+        from .mujoco_oracle import MujocoSession
+        return MujocoSession(robot, constraints, not_applicable=NotApplicable)
+
+
 ORACLES = {}
 
 
 def register(oracle):
-    """Add an Oracle (the MJCF loader's MuJoCo oracle registers itself here)."""
+    """Add an Oracle to the registry ``check --oracle`` chooses from."""
     ORACLES[oracle.name] = oracle
     return oracle
 
 
 register(NumpyOracle())
 register(PinocchioOracle())
+register(MujocoOracle())
 
 
 def get_oracle(name):
