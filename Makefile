@@ -14,6 +14,8 @@ $(STAMP): pyproject.toml Makefile
 	$(PY) -m pip install --quiet -e '.[test,plot,bench,distributed,mjcf]'
 	# Atlas (Drake's atlas v5 URDF) ships inside gym-jiminy-zoo; its own deps are not needed.
 	-$(PY) -m pip install --quiet --no-deps gym-jiminy-zoo==1.8.13
+	# dm_control's MJCF models (the suite, ball joints, CMU humanoid, dog) are read as files only.
+	-$(PY) -m pip install --quiet --no-deps dm_control==1.0.50
 	touch $(STAMP)
 
 demo: $(STAMP)

@@ -1,6 +1,7 @@
 """MJCF models loaded through MuJoCo (model/mjcf.py) against MuJoCo itself
-(verify/mujoco_oracle.py): every MuJoCo asset gymnasium ships, and the test suite's ball-joint
-creature (tests/models/mjcf_ball_creature.xml).  Per model, over N random qpos (random joint
+(verify/mujoco_oracle.py): every MuJoCo asset gymnasium ships, dm_control's suite models with
+legs (walker, cheetah, humanoid, CMU humanoid, quadruped, dog) and its ball-joint test model,
+and the test suite's ball-joint creature (tests/models/mjcf_ball_creature.xml).  Per model, over N random qpos (random joint
 values, random unit quaternions) passed as data.qpos and random qvel, τ:
 
 - each Delassus algorithm that accepts the contact frames (traced, evaluated numerically) against
@@ -18,6 +19,7 @@ writes bench/results/mjcf_models.md and .csv.
 from __future__ import annotations
 
 import argparse
+import importlib.util
 import sys
 from pathlib import Path
 
@@ -48,7 +50,21 @@ CONTACTS = {
     "walker2d": ["foot:3d", "foot_left:3d@0.1,0,0"],
     "walker2d_v5": ["foot:3d", "foot_left:3d@0.1,0,0"],
     "ball_creature": ["toe:3d", "palm:6d", "eye:3d"],
+    # dm_control (installed without its dependencies: its model files only)
+    "dm_model_with_ball_joints": ["gripsite:3d"],
+    "dm_walker": ["right_foot:3d", "left_foot:3d"],
+    "dm_cheetah": ["bfoot:6d", "ffoot:3d"],
+    "dm_humanoid": ["left_foot:6d", "right_foot:6d"],
+    "dm_humanoid_CMU": ["lfoot:6d", "rfoot:6d"],
+    "dm_quadruped": ["toe_front_left:3d", "toe_front_right:3d", "toe_back_left:3d", "toe_back_right:3d"],
+    "dm_dog": ["foot_L:3d", "foot_R:3d", "hand_L:3d", "hand_R:3d"],
 }
+
+# dm_control's models, by the name used above, relative to its package folder
+DM_CONTROL = {"dm_model_with_ball_joints": "mujoco/testing/assets/model_with_ball_joints.xml",
+              "dm_walker": "suite/walker.xml", "dm_cheetah": "suite/cheetah.xml", "dm_humanoid": "suite/humanoid.xml",
+              "dm_humanoid_CMU": "suite/humanoid_CMU.xml", "dm_quadruped": "suite/quadruped.xml",
+              "dm_dog": "suite/dog.xml"}
 
 
 def say(msg):
@@ -60,6 +76,11 @@ def models():
     assets = Path(gymnasium.__file__).parent / "envs" / "mujoco" / "assets"
     out = {p.stem: p for p in sorted(assets.glob("*.xml"))}
     out["ball_creature"] = ROOT / "tests" / "models" / "mjcf_ball_creature.xml"
+    spec = importlib.util.find_spec("dm_control")
+    if spec is None:
+        say("dm_control is not installed (make setup installs its model files): its models skipped")
+    else:
+        out |= {name: Path(spec.origin).parent / rel for name, rel in DM_CONTROL.items()}
     return out
 
 

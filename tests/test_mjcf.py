@@ -195,8 +195,6 @@ def test_missing_meshes_are_dropped_and_said(tmp_path, capsys):
 
 @pytest.mark.parametrize("text,match", [
     ("<mujoco><worldbody><body><joint type='hinge'/></body></worldbody>", "MuJoCo cannot load"),
-    ("<mujoco><worldbody><body name='a'><joint type='hinge'/><geom type='sphere' size='0.1'/>"
-     "<site name='a'/></body></worldbody></mujoco>", "site 'a' has the name of a body"),
     ("<mujoco><worldbody><body name='a'><geom type='sphere' size='0.1'/><body name='b'><freejoint/>"
      "<geom type='sphere' size='0.1'/></body></body></worldbody></mujoco>", "free joint"),
 ])
@@ -209,6 +207,22 @@ def test_bad_mjcf_is_one_line(tmp_path, text, match):
     result = subprocess.run([sys.executable, "-m", "casadi_delassus", "count", str(path), "-c", "a:3d"],
                             capture_output=True, text=True)
     assert result.returncode == 2 and len(result.stderr.strip().splitlines()) == 1, result.stderr
+
+
+def test_a_site_named_like_its_body_is_the_frame_name_site(tmp_path):
+    """MuJoCo keeps site and body names apart (dm_control names sites like their bodies): the
+    body keeps the name, the site becomes ``<name>_site``, and both are where MuJoCo puts them."""
+    path = tmp_path / "named.xml"
+    path.write_text("<mujoco><worldbody><body name='a'><joint type='hinge' axis='0 1 0'/>"
+                    "<geom type='sphere' size='0.1' pos='0 0 0.3'/><site name='a' pos='0 0 0.3'/></body>"
+                    "</worldbody></mujoco>")
+    robot = load_robot(path)
+    assert "a" in robot.frames and "a_site" in robot.frames
+    q = robot.random_q(np.random.default_rng(1))
+    for spec in ("a:3d", "a_site:3d"):
+        cs = ConstraintSet.parse(robot, [spec])
+        ours = trace(robot, cs, "naive")[0](q=q)["delassus"]
+        assert relative_error(ours, mo.delassus(path, [spec], q)) < 1e-12
 
 
 def test_without_mujoco_one_line(monkeypatch, tmp_path):

@@ -264,8 +264,9 @@ def _reference_offset(model, j, kind):
 
 
 def _sites(model, placement, used):
-    """Named sites on moving bodies as Frames (a site named like a body is refused: the name
-    would mean two frames)."""
+    """Named sites on moving bodies as Frames.  MuJoCo keeps body and site names apart, and
+    models often name a site like its body (dm_control's ``torso``): such a site is the frame
+    ``<name>_site`` (``_site`` again while that is taken), so that ``<name>`` keeps meaning the body."""
     mujoco = mujoco_module()
     out = []
     for s in range(model.nsite):
@@ -273,8 +274,9 @@ def _sites(model, placement, used):
         parent, at = placement[int(model.site_bodyid[s])]
         if not name or parent < 0:
             continue
-        if name in used:
-            raise ModelError(f"site {name!r} has the name of a body (a constraint on {name!r} would be ambiguous)")
+        while name in used:
+            name += "_site"
+        used.add(name)
         pose = at * _Pose(_quat(model.site_quat[s]), np.array(model.site_pos[s], float))
         out.append(Frame(name, parent, pose.R, pose.p))
     return out

@@ -103,14 +103,18 @@ def mass_matrix(model, qpos):
 
 
 def _frame(mujoco, model, data, name):
-    """(body id, origin, rotation with the frame's axes as columns) of a site or body, world."""
-    site = mujoco.mj_name2id(model, mujoco.mjtObj.mjOBJ_SITE, name)
-    if site >= 0:
-        return int(model.site_bodyid[site]), data.site_xpos[site].copy(), data.site_xmat[site].reshape(3, 3).copy()
+    """(body id, origin, rotation with the frame's axes as columns) of a body or site, world.
+    A name is a body's first (the loader names a site that shares it ``<name>_site``)."""
     body = body_id(model, name)
-    if body < 0:
-        raise ConstraintError(f"MuJoCo has no site or body named {name!r}")
-    return body, data.xpos[body].copy(), data.xmat[body].reshape(3, 3).copy()
+    if body >= 0:
+        return body, data.xpos[body].copy(), data.xmat[body].reshape(3, 3).copy()
+    site = mujoco.mj_name2id(model, mujoco.mjtObj.mjOBJ_SITE, name)
+    while site < 0 and name.endswith("_site"):
+        name = name[:-len("_site")]
+        site = mujoco.mj_name2id(model, mujoco.mjtObj.mjOBJ_SITE, name)
+    if site < 0:
+        raise ConstraintError(f"MuJoCo has no body or site named {name!r}")
+    return int(model.site_bodyid[site]), data.site_xpos[site].copy(), data.site_xmat[site].reshape(3, 3).copy()
 
 
 _SPEC = re.compile(r"^(?P<links>[^:@]+):(?P<kind>3d|6d)(?:@(?P<points>[^@]+))?$")
