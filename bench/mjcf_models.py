@@ -51,7 +51,7 @@ CONTACTS = {
     "walker2d_v5": ["foot:3d", "foot_left:3d@0.1,0,0"],
     "ball_creature": ["toe:3d", "palm:6d", "eye:3d"],
     # dm_control (installed without its dependencies: its model files only)
-    "dm_model_with_ball_joints": ["gripsite:3d"],
+    "dm_model_with_ball_joints": ["gripsite:6d"],
     "dm_walker": ["right_foot:3d", "left_foot:3d"],
     "dm_cheetah": ["bfoot:6d", "ffoot:3d"],
     "dm_humanoid": ["left_foot:6d", "right_foot:6d"],

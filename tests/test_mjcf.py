@@ -6,6 +6,7 @@ tests/models/mjcf_ball_creature.xml (ball joints with anchors, welded bodies, si
 inertial frames).  Traced functions evaluated numerically; one compiled case through
 ``cd.generate`` and one through the CLI.  Run with ``-s`` to see the measured errors."""
 import functools
+import importlib.util
 import subprocess
 import sys
 from pathlib import Path
@@ -44,10 +45,16 @@ MODELS = {
     "swimmer": ["back:3d", "mid:6d"],
     "humanoid": ["left_foot:6d", "right_foot:6d", "left_lower_arm:3d@0.18,0.18,0.18"],
     "ball_creature": ["toe:3d", "palm:6d", "hand:3d@0.1,0,0", "eye:3d", "shin:6d", "forearm:3d"],
+    "dm_ball_joints": ["gripsite:6d"],
 }
 
 
 def model_path(name):
+    if name == "dm_ball_joints":        # dm_control's ball-joint test model (make setup installs its files)
+        spec = importlib.util.find_spec("dm_control")
+        if spec is None:
+            pytest.skip("dm_control's model files are not installed")
+        return Path(spec.origin).parent / "mujoco" / "testing" / "assets" / "model_with_ball_joints.xml"
     return CREATURE if name == "ball_creature" else gymnasium_asset(name)
 
 
@@ -76,7 +83,7 @@ def test_the_models_cover_ball_slide_and_armature():
     """The cases hold what issue 13 asks for: ball joints, slide joints, armature, a body with
     several joints, sites."""
     kinds = {a: {b.joint.kind for b in case(a)[0].bodies} for a in MODELS}
-    assert "ball" in kinds["ball_creature"] and "prismatic" in kinds["hopper"] | kinds["walker2d"]
+    assert "ball" in kinds["ball_creature"] and "ball" in kinds["dm_ball_joints"] and "prismatic" in kinds["hopper"] | kinds["walker2d"]
     assert any(np.any(case(a)[0].armature) for a in MODELS)
     assert "shin__knee_slide" in {b.name for b in case("ball_creature")[0].bodies}
     assert len(MODELS) >= 6
