@@ -1,6 +1,6 @@
 """Contact-mode libraries (casadi_delassus/contact_modes/): build times and checks.
 
-    python bench/library_build.py [--part go1|talos16|talos256 ...] [--samples 20]
+    python bench/library_build.py [--part go1|talos16|talos256 ...] [--samples 20] [--talos256-algorithm auto]
 
 - go1: go1 with four 3D feet (scenario 4F3, 16 modes, algorithm auto) from an empty cache,
   on 1 process, on every core, and on a local Dask cluster of 2 worker processes (one
@@ -34,12 +34,13 @@ OUT = RESULTS / "library_build.md"
 
 
 ROOT = {"dir": None}          # this run's temporary folder (main)
+ALGORITHM = {"talos256": "auto"}     # --talos256-algorithm
 
 
-def build(robot, scenario, **kw):
+def build(robot, scenario, algorithm="auto", **kw):
     """(Library, wall seconds) from an empty output folder of its own."""
     t0 = time.perf_counter()
-    lib = library(robot, scenario, "auto", out_dir=tempfile.mkdtemp(dir=ROOT["dir"]), **kw)
+    lib = library(robot, scenario, algorithm, out_dir=tempfile.mkdtemp(dir=ROOT["dir"]), **kw)
     seconds = time.perf_counter() - t0
     lib.so_bytes = sum(md.get("so_bytes") or 0 for md in lib.manifest["modes"])
     lib.sums = {k: sum(md["timings_s"][k] for md in lib.manifest["modes"] if md["function"]) for k in ("trace", "compile")}
@@ -97,19 +98,19 @@ def part_talos16(samples):
 
 def part_talos256(samples):
     robot = load_robot("talos")
-    lib, t = build(robot, "2F4x3", jobs=cores())
+    lib, t = build(robot, "2F4x3", ALGORITHM["talos256"], jobs=cores())
     modes = [m for m in lib.manifest["modes"] if m["function"]]
     cheap, dear = min(modes, key=lambda m: m["instructions"]), max(modes, key=lambda m: m["instructions"])
     rows, ok = _check_rows(lib, robot, samples, direct=False)
     won = Counter(m["algorithm"] for m in modes).most_common()
-    return [f"talos, four 3D points per sole (2F4x3, 8 constraints): {len(lib.modes)} modes, `-a auto`, from an empty "
+    return [f"talos, four 3D points per sole (2F4x3, 8 constraints): {len(lib.modes)} modes, `-a {ALGORITHM['talos256']}`, from an empty "
             f"cache on {cores()} local processes: **{t / 60:.1f} min** (trace {lib.sums['trace'] / 60:.1f} min and gcc "
             f"{lib.sums['compile'] / 60:.1f} min of CPU in total).", "",
             f"- total .so size: {lib.so_bytes / 1e6:.1f} MB ({lib.so_bytes / len(modes) / 1e3:.0f} kB per mode)",
             f"- cheapest mode: {cheap['name']} ({', '.join(cheap['active'])}, m = {cheap['m']}): {cheap['algorithm']}, "
             f"{cheap['instructions']:,} instructions",
             f"- most expensive: {dear['name']} (m = {dear['m']}): {dear['algorithm']}, {dear['instructions']:,} instructions",
-            f"- auto chose: " + ", ".join(f"{a} {n}" for a, n in won),
+            "- algorithms: " + ", ".join(f"{a} {n}" for a, n in won),
             f"- every mode against the NumPy reference, {samples} random q each: {'all pass' if ok else 'FAILURES'} "
             f"(largest relative error {max(float(r.split('|')[6]) for r in rows):.1e})"]
 
@@ -132,10 +133,14 @@ if __name__ == "__main__":
     p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     p.add_argument("--part", action="append", choices=list(PARTS))
     p.add_argument("--samples", type=int, default=20, help="random configurations per mode (checks)")
+    p.add_argument("--talos256-algorithm", default="auto", help="the 256-mode library's algorithm (auto traces every "
+                   "Delassus algorithm per mode: about 20 s of tracing per talos mode)")
     args = p.parse_args()
+    ALGORITHM["talos256"] = args.talos256_algorithm
     for part in args.part or list(PARTS):
         with tempfile.TemporaryDirectory(prefix="library-bench-") as ROOT["dir"]:
             lines = PARTS[part](args.samples)
         print("\n".join(lines), flush=True)
-        write(part, lines, f"python bench/library_build.py --part {part} --samples {args.samples}")
+        extra = f" --talos256-algorithm {args.talos256_algorithm}" if part == "talos256" else ""
+        write(part, lines, f"python bench/library_build.py --part {part} --samples {args.samples}{extra}")
         print(f"-> {OUT}")
