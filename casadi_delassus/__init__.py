@@ -8,12 +8,12 @@ SX, operation-counted and compiled to robot-specific C.
 """
 __version__ = "0.1.0"
 
-from .api import constraint_set, generate, load  # noqa: E402
+from .api import casadi_function, constraint_set, generate, load  # noqa: E402
 from .constraints import ConstraintSet  # noqa: E402
 from .errors import (ArtifactError, CompilerError, ConstraintError, DelassusError, InputError, ModelError,  # noqa: E402
                      OutputError)
 from .model import Robot, load_robot  # noqa: E402
 
-__all__ = ["load_robot", "generate", "load", "constraint_set", "ConstraintSet", "Robot",
+__all__ = ["load_robot", "generate", "load", "casadi_function", "constraint_set", "ConstraintSet", "Robot",
            "DelassusError", "ModelError", "ConstraintError", "InputError", "CompilerError", "OutputError",
            "ArtifactError", "__version__"]

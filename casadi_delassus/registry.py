@@ -44,10 +44,18 @@ class Algorithm:
     # empty: one "apply" stage with every vector input (codegen/staging.py)
     stages: tuple = ()
     loops: bool = False         # accepts link-to-link (A|B) and joint (JOINT:NAME) constraints
+    # analytical Jacobians: derivative(robot, constraints, q, K_bodies, wrt, **inputs) ->
+    # {f"d{output}_d{input}": SX (output entries, column-major, x columns)} for the inputs named
+    # in ``wrt`` (a tuple of input names); q columns are tangent directions δ of q ⊕ δ
+    # (model/integrate.py), nv of them.  An entry it leaves out is differentiated by CasADi
+    # (codegen/derivatives.py); None: all are.
+    derivative: Callable | None = None
 
     def __post_init__(self):
         if not self.loops:      # the one place that rejects them, for every caller of fn
             object.__setattr__(self, "fn", _unary_only(self.name, self.fn))
+            if self.derivative is not None:
+                object.__setattr__(self, "derivative", _unary_only(self.name, self.derivative))
 
     def input_meaning(self, name):
         return self.input_meanings.get(name, VECTOR_INPUTS[name][1])

@@ -181,10 +181,12 @@ class _Expression:
 
 
 def function_body(casadi_code):
-    """The lines of CasADi's one evaluation function (casadi_f0) in ``casadi_code``."""
+    """The lines of the evaluation function of the first function CasADi's code holds
+    (casadi_f0: the generated function; CasADi's derivative functions follow it when the .so
+    carries them, codegen/derivatives.py)."""
     lines = casadi_code.splitlines()
-    starts = [i for i, l in enumerate(lines) if l.startswith("static int casadi_f")]
-    if len(starts) != 1 or lines[starts[0]] != _BODY_START:
+    starts = [i for i, l in enumerate(lines) if l == _BODY_START]
+    if len(starts) != 1:
         raise CompilerError("cannot vectorise: expected exactly one CasADi function body "
                             f"'{_BODY_START[:40]}…', found {len(starts)}")
     end = next((i for i in range(starts[0] + 1, len(lines)) if lines[i] == "}"), None)
