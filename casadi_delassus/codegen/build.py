@@ -43,13 +43,23 @@ AUTO_MATH = ("-freciprocal-math", "-fno-math-errno", "-fno-semantic-interpositio
 # CPU where the compiler can (FMA and three-operand AVX, bench/runtime.py).  The C package (--package) keeps portable flags, and the cache key then
 # names the host CPU (host_cpu) so a copied cache is never loaded on another one.
 NATIVE = "-march=native"
+# The batched entry point's vector kernel (codegen/batch.py) costs gcc more than the scalar code,
+# the more so the longer its values live: about as much again for value functions (talos 2F pv's
+# forward-mode Jacobian, 611k instructions at -O0: 26 s of gcc CPU scalar, 47 s with the kernel),
+# 5.6x for reverse-mode derivatives, which keep the whole forward sweep alive (talos 2F aba's VJP,
+# 33k instructions at -O1: 15 s scalar, 84 s with the kernel).  Above these sizes "auto" makes the
+# batch a loop over the scalar call (-DCD_BATCH_LANES=1).
+SCALAR_BATCH_ABOVE = {"value": 150_000, "derivative": 20_000}
+SCALAR_BATCH = "-DCD_BATCH_LANES=1"
 
 
-def resolve_cflags(cflags, instructions, cc=None):
+def resolve_cflags(cflags, instructions, cc=None, kind="value"):
     """Replace an "auto" entry by the optimisation level for this function size, the math
-    flags of AUTO_MATH and, where ``cc`` accepts it, NATIVE."""
+    flags of AUTO_MATH, SCALAR_BATCH above SCALAR_BATCH_ABOVE[kind] instructions and, where
+    ``cc`` accepts it, NATIVE."""
     level = next(lvl for limit, lvl in AUTO_LEVELS if instructions <= limit)
-    auto = [level, *AUTO_MATH] + ([NATIVE] if cc and accepts_native(cc) else [])
+    auto = [level, *AUTO_MATH] + ([SCALAR_BATCH] if instructions > SCALAR_BATCH_ABOVE[kind] else []) \
+        + ([NATIVE] if cc and accepts_native(cc) else [])
     out = []
     for f in cflags:
         out += auto if f == "auto" else [f]
@@ -177,7 +187,7 @@ def make_manifest(f, robot, constraints, scenario, inputs, outputs, cflags, cc, 
         "q_layout": q_layout(robot), "constraints": constraints.describe(),
         "row_names": constraints.row_names, "inputs": inputs, "outputs": outputs,
         "op_count": counts, **({"casadi_derivatives": extra} if extra else {}),
-        "cse": cse, "cflags": list(resolve_cflags(cflags, total, cc)),
+        "cse": cse, "cflags": list(resolve_cflags(cflags, total, cc, "derivative" if "derivative" in head else "value")),
         "compiler": cc, **work_sizes(f), "hash": key, "version": __version__,
     }
 
