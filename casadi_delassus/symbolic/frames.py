@@ -30,6 +30,7 @@ from functools import cached_property
 import casadi as ca
 import numpy as np
 
+from ..model.integrate import quaternion_rotation
 from ..model.robot import clean, cross_matrix
 from .spatial import RigidInertia, Transform, cross_columns, sx, symmetric
 from . import linalg
@@ -64,11 +65,7 @@ def joint_transform(body, q):
     if j.kind == "prismatic":
         return Transform(E_T, sx(r_T).reshape((3, 1)) + ca.mtimes(sx(E_T).T, sx(j.axis) * q[k]))
     # free joint: position p in the parent, unit quaternion (x, y, z, w) body -> parent
-    x, y, z, w = (q[k + 3 + i] for i in range(4))
-    R = ca.vertcat(
-        ca.horzcat(1 - 2 * (y * y + z * z), 2 * (x * y - z * w), 2 * (x * z + y * w)),
-        ca.horzcat(2 * (x * y + z * w), 1 - 2 * (x * x + z * z), 2 * (y * z - x * w)),
-        ca.horzcat(2 * (x * z - y * w), 2 * (y * z + x * w), 1 - 2 * (x * x + y * y)))
+    R = quaternion_rotation([q[k + 3 + i] for i in range(4)])
     X_J = Transform(R.T, q[k:k + 3])
     if np.allclose(E_T, np.eye(3)) and not np.any(r_T):
         return X_J
