@@ -43,11 +43,21 @@ def model_from_robot(robot):
         kind = b.joint.kind
         jm = {"free": lambda ax: pin.JointModelFreeFlyer(),
               "revolute": pin.JointModelRevoluteUnaligned,
-              "continuous": pin.JointModelRevoluteUnboundedUnaligned,
+              "continuous": _unbounded_revolute,
               "prismatic": pin.JointModelPrismaticUnaligned}[kind](b.joint.axis)
         j = model.addJoint(b.parent + 1, jm, pin.SE3(b.rotation.T, b.translation), b.joint.name)
         model.appendBodyToJoint(j, pin.Inertia(b.mass, b.com, b.inertia), pin.SE3.Identity())
     return model
+
+
+def _unbounded_revolute(axis):
+    """Pinocchio's continuous joint about ``axis``: its Python binding builds the unaligned one
+    without an axis only, so the axis must be +x, +y or +z."""
+    pin = _pin()
+    for k, joint in enumerate((pin.JointModelRUBX, pin.JointModelRUBY, pin.JointModelRUBZ)):
+        if np.array_equal(axis, np.eye(3)[k]):
+            return joint()
+    raise DelassusError(f"the Pinocchio oracle builds continuous joints about +x, +y or +z only, not {list(axis)}")
 
 
 def model_for(robot):
