@@ -1,14 +1,19 @@
 """Check derivative functions (codegen/derivatives.py) against central finite differences of
 the value function on the manifold, and JVP/VJP pairs against each other.
 
-Finite differences.  Column j of the Jacobian with respect to an input is the fourth-order
-central difference (f(x − 2h e_j) − 8 f(x − h e_j) + 8 f(x + h e_j) − f(x + 2h e_j)) / (12 h)
+Finite differences.  Column j of the Jacobian with respect to an input is a fourth-order
+central difference D(h) = (f(x − 2h e_j) − 8 f(x − h e_j) + 8 f(x + h e_j) − f(x + 2h e_j)) / 12h
 of the *value* function, where x ± h e_j moves q as q ⊕ (±h e_j) with the model's integrate
-(model/integrate.py) and every other input by ±h in one entry.  FD_STEP = 1e-3 relative:
-h = 1e-3 for q's tangent directions (radians, metres) and 1e-3·max(1, |x_j|) for the other
-inputs, so the truncation error (h⁴ times fifth derivatives) and the rounding error (ε·|f|/h)
-are both near 1e-12 of the outputs' scale on the robots of the tests.  A derivative passes
-when max |ours − FD| / max |FD| over the whole compared quantity is at most FD_TOL (1e-6).
+(model/integrate.py) and every other input by ±h in one entry.  Steps: h_k = s·1e-3 / 4^k,
+k = 0..3, s = 1 for q's tangent directions (radians, metres) and max(1, |x_j|) for the other
+inputs; the column is D(h_{k+1}) for the k where D(h_k) and D(h_{k+1}) differ least (Ridders'
+idea: where truncation, ∝ h⁴, and rounding, ∝ ε/h, are both smallest).  The fixed step
+h = 1e-3 came within 2× of the tolerance on pv_osim_fast's factor outputs on go1 (5e-7: an
+LDLᵀ pivot of 3e-3 that the step moves by a third); the chosen step gave 5e-10 there.
+
+A derivative passes when max |ours − FD| / max |FD| is at most FD_TOL (1e-6), over the whole
+output of a JVP or VJP and, for a Jacobian block d<o>_d<w>, relative to o's whole Jacobian (all
+the inputs: a block that is exactly zero, pv_early's d pivot / d v, has FD's rounding only).
 
 Dot-product test.  For a JVP ẏ = J ẋ and a VJP x̄ = Jᵀ ȳ at the same point and random seeds,
 ⟨ẏ, ȳ⟩ = ⟨ẋ, x̄⟩ exactly in exact arithmetic; the relative difference |a − b| / max(|a|, |b|)
@@ -29,14 +34,15 @@ from ..model.integrate import integrate
 from .check import Comparison, random_inputs, relative_error
 
 FD_STEP = 1e-3
+FD_STEPS = 4
 FD_TOL = 1e-6
 DOT_TOL = 1e-12
 # pv_early's pivot output below this: its fixed elimination order loses digits there (README,
 # "Hard cases"), in the value and in its derivatives alike; such points are not checked
 PIVOT_MIN = 1e-3
 FD_RULE = (f"fourth-order central differences of the compiled value function on the manifold (q ⊕ ±h, ±2h along "
-           f"each tangent direction), h = {FD_STEP:g} (q) or {FD_STEP:g}·max(1, |x_j|) (other inputs); passes at a "
-           f"relative error (max |ours − FD| / max |FD|) ≤ {FD_TOL:g}")
+           f"each tangent direction), h = s·{FD_STEP:g}/4^k, k < {FD_STEPS}, s = 1 (q) or max(1, |x_j|), the k whose "
+           f"estimate moves least to the next; passes at a relative error (max |ours − FD| / max |FD|) ≤ {FD_TOL:g}")
 
 
 def evaluate(f, values):
@@ -61,22 +67,35 @@ def _moved(robot, values, name, j, step):
     return x
 
 
+def _stencil(value, robot, values, name, j, h):
+    """{output: fourth-order central difference along column j of input ``name``, step h}."""
+    ys = [evaluate(value, _moved(robot, values, name, j, s * h)) for s in (-2, -1, 1, 2)]
+    return {o: np.asarray((ys[0][o] - 8 * ys[1][o] + 8 * ys[2][o] - ys[3][o]) / (12 * h), float).reshape(-1, order="F")
+            for o in ys[0]}
+
+
+def _spread(a, b):
+    """The largest relative difference between two column estimates, over the outputs."""
+    return max(np.abs(a[o] - b[o]).max() / max(np.abs(b[o]).max(), 1e-300) for o in a)
+
+
+def fd_column(value, robot, values, name, j, scale):
+    """{output: column j of d(output)/d(input ``name``)} by the module docstring's rule."""
+    estimates = [_stencil(value, robot, values, name, j, scale * FD_STEP / 4 ** k) for k in range(FD_STEPS)]
+    spreads = [_spread(a, b) for a, b in zip(estimates, estimates[1:])]
+    return estimates[int(np.argmin(spreads)) + 1]
+
+
 def fd_jacobian(value, robot, values, wrt):
     """{(output, input): FD Jacobian block (output entries column-major x columns)} of the
     value function ``value`` at ``values``, the inputs ``wrt`` (the module docstring's rule)."""
     blocks = {}
     for w in wrt:
-        ncols = robot.nv if w == "q" else np.size(values[w])
         flat = None if w == "q" else np.asarray(values[w], float).reshape(-1, order="F")
-        cols = {}
-        for j in range(ncols):
-            h = FD_STEP if w == "q" else FD_STEP * max(1.0, abs(flat[j]))
-            ys = [evaluate(value, _moved(robot, values, w, j, s * h)) for s in (-2, -1, 1, 2)]
-            for o in ys[0]:
-                d = (ys[0][o] - 8 * ys[1][o] + 8 * ys[2][o] - ys[3][o]) / (12 * h)
-                cols.setdefault(o, []).append(np.asarray(d, float).reshape(-1, order="F"))
-        for o, c in cols.items():
-            blocks[o, w] = np.column_stack(c)
+        cols = [fd_column(value, robot, values, w, j, 1.0 if w == "q" else max(1.0, abs(flat[j])))
+                for j in range(robot.nv if w == "q" else flat.size)]
+        for o in cols[0]:
+            blocks[o, w] = np.column_stack([c[o] for c in cols])
     return blocks
 
 
@@ -108,7 +127,8 @@ class Checkable:
 
 
 def expected(record, fd, seed):
-    """What the derivative function should return with ``seed``, from the FD blocks ``fd``."""
+    """What the derivative function should return with ``seed``, from the FD blocks ``fd``
+    (which may hold more inputs than the function's ``wrt``)."""
     wrt, outputs = record["wrt"], list(dict.fromkeys(o for o, _ in fd))
     if record["mode"] == "jacobian":
         return {f"d{o}_d{w}": fd[o, w] for o in outputs for w in wrt}
@@ -134,18 +154,37 @@ def points(derivative, value, robot, constraints, samples, rng, skipped):
         yield values
 
 
-def compare_derivative(derivative, value, robot, constraints, samples=20, seed=0, tol=FD_TOL, skipped=None):
-    """{output: Comparison} of ``derivative`` (a Checkable) against the finite differences of
-    the value function ``value`` over ``samples`` random points and seeds (``points``)."""
+def _error(got, want, name, record, fd):
+    """Relative error of one output of a derivative function; a Jacobian block relative to the
+    whole Jacobian of its output (a block that is zero, d pivot / d v, has only FD's rounding)."""
+    if record["mode"] != "jacobian":
+        return relative_error(_flat(got), _flat(want))
+    output = next(o for o, w in fd if name == f"d{o}_d{w}")
+    scale = max(np.abs(fd[output, w]).max() for w in record["wrt"])
+    diff = np.abs(_flat(got) - _flat(want))
+    return float(diff.max() / max(scale, 1e-300)) if np.all(np.isfinite(diff)) else float("inf")
+
+
+def compare_derivatives(derivatives, value, robot, constraints, samples=20, seed=0, tol=FD_TOL, skipped=None):
+    """[{output: Comparison}] of each of ``derivatives`` (Checkables of one value function)
+    against the finite differences of the value function ``value`` over ``samples`` random
+    points (``points``; each point's FD serve them all) and seeds."""
     rng = np.random.default_rng(seed)
-    out, skipped = {}, [] if skipped is None else skipped
-    for values in points(derivative, value, robot, constraints, samples, rng, skipped):
-        s = derivative.seeds(rng)
-        got = evaluate(derivative.function, values | s)
-        fd = fd_jacobian(value, robot, values, derivative.record["wrt"])
-        for name, want in expected(derivative.record, fd, s).items():
-            out.setdefault(name, Comparison()).add(relative_error(got[name], want), tol, 1.0)
+    out, skipped = [{} for _ in derivatives], [] if skipped is None else skipped
+    wrt = list(dict.fromkeys(w for d in derivatives for w in d.record["wrt"]))
+    for values in points(derivatives[0], value, robot, constraints, samples, rng, skipped):
+        fd = fd_jacobian(value, robot, values, wrt)
+        for d, results in zip(derivatives, out):
+            s = d.seeds(rng)
+            got = evaluate(d.function, values | s)
+            for name, want in expected(d.record, fd, s).items():
+                results.setdefault(name, Comparison()).add(_error(got[name], want, name, d.record, fd), tol, 1.0)
     return out
+
+
+def compare_derivative(derivative, value, robot, constraints, samples=20, seed=0, tol=FD_TOL, skipped=None):
+    """{output: Comparison} of one derivative function (``compare_derivatives``)."""
+    return compare_derivatives([derivative], value, robot, constraints, samples, seed, tol, skipped)[0]
 
 
 def dot_test(jvp, vjp, robot, constraints, samples=20, seed=0, value=None, skipped=None):
