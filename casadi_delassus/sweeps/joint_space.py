@@ -17,6 +17,7 @@ import numpy as np
 
 from ..symbolic.frames import (body_rigid_inertia, relative_transform, transform_force, transform_inertia,
                                transform_rigid, transform_rows)
+from ..symbolic import linalg
 from ..symbolic.scalar import dot, is_zero, sym_vec, vadd
 from ..symbolic.spatial import sx
 from .articulated import symmetric_sum
@@ -189,3 +190,24 @@ def solve_l(L, parents, z, ops):
             i = parents[i]
         x[k] = acc
     return x
+
+
+class MassFactor:
+    """M = Lᵀ D L (``ltdl``) of M's upper entries, applied to many right-hand sides: M⁻¹ b =
+    L⁻¹ D⁻¹ L⁻ᵀ b, each product and difference built once (linalg.Shared)."""
+
+    def __init__(self, robot, M):
+        self.parents, self.ops = dof_parents(robot), linalg.Shared()
+        self.L, self.D, self.Dinv = ltdl(M, self.parents, self.ops)
+
+    def half(self, b):
+        """D⁻¹ L⁻ᵀ b (zeros of b and of L⁻ᵀ b skipped)."""
+        y = solve_lt(self.L, self.parents, b, self.ops)
+        return [self.ops.mul(x, d) if not is_zero(x) else 0.0 for x, d in zip(y, self.Dinv)]
+
+    def finish(self, w):
+        """L⁻¹ w."""
+        return solve_l(self.L, self.parents, w, self.ops)
+
+    def solve(self, b):
+        return self.finish(self.half(b))

@@ -1,0 +1,206 @@
+"""Jacobians of the dynamics solvers' outputs from the RNEA partials (rnea_derivatives.Partials),
+chained through our own factorizations, the sparse LᵀDL of M (joint_space.MassFactor) and a
+dense LDLᵀ of the Delassus matrix Λ⁻¹ = J M⁻¹ Jᵀ (Carpentier & Mansard, RSS 2018, for the
+method; Pinocchio's aba-derivatives and constrained-dynamics-derivatives compute the same
+quantities with a dense M⁻¹).
+
+Unconstrained (aba): M v̇ + c(q, v) = τ, so with τ = RNEA(q, v, v̇):
+    ∂v̇/∂x = −M⁻¹ ∂RNEA/∂x |_{a = v̇} (x = q, v),     ∂v̇/∂τ = M⁻¹.
+Hard constraints (pv, ltl; PV paper ../shared/papers/004_52dd6d88d839fc14.txt eq. (36), in joint
+space M v̇ + c = τ + Jᵀ λ, J v̇ + J̇ v = k): differentiating RNEA(q, v, v̇) − Jᵀλ = τ and
+γ(q, v, v̇) = J v̇ + J̇ v = k gives, per column of the Jacobian,
+
+    [M  −Jᵀ] [dv̇]   [dτ − ∂(RNEA − Jᵀλ)/∂x]         dλ = Λ (r₂ − J M⁻¹ r₁)
+    [J   0 ] [dλ ] = [dk − ∂γ/∂x            ],  so   dv̇ = M⁻¹ (r₁ + Jᵀ dλ),
+
+where the λ term is the RNEA with the multipliers as external forces K_iᵀ λ_i on the constrained
+links, and ∂γ/∂x are those links' acceleration partials from the same forward pass.  With
+M⁻¹ = L⁻¹ D⁻¹ L⁻ᵀ and Y = J L⁻¹ (as ltl.py): z = D⁻¹ L⁻ᵀ r₁, dλ = Λ (r₂ − Y z),
+dv̇ = L⁻¹ (z + D⁻¹ Yᵀ dλ).  The constraint rows are the orthonormalized Q_i (Tree.orthonormalize:
+K_i = T_i Q_i), so the Delassus system keeps the mechanism's conditioning; dk enters as T⁻¹ dk
+and dλ leaves as T⁻ᵀ dμ (Tree.multipliers).  Signs are folded into the solves (−D⁻¹ once), so
+no column is negated.
+
+Outputs are named d<output>_d<input> (``jacobian_name``), columns in the tangent space of q
+(rnea_derivatives: the model's integrate, Pinocchio's for a free joint)."""
+from __future__ import annotations
+
+import casadi as ca
+
+from ..errors import DelassusError
+from ..symbolic import linalg, passes
+from ..symbolic.scalar import column, dot, is_zero, mul, neg, sub, vadd
+from . import joint_space
+from .rnea_derivatives import Partials
+
+
+def jacobian_name(output, wrt):
+    return f"d{output}_d{wrt}"
+
+
+def check_wrt(algorithm, wrt, allowed):
+    """``wrt`` as a tuple, or a DelassusError naming what this algorithm cannot differentiate by."""
+    wrt = tuple(wrt)
+    bad = [x for x in wrt if x not in allowed]
+    if bad or not wrt:
+        raise DelassusError(f"algorithm {algorithm!r} has no analytical derivative with respect to "
+                            f"{', '.join(map(repr, bad)) or 'nothing'} (it differentiates by {', '.join(allowed)})")
+    return wrt
+
+
+def matrix(cols, rows):
+    """An SX matrix (rows x len(cols)) from its columns (lists of scalars)."""
+    if not cols:
+        return ca.SX(rows, 0)
+    return ca.horzcat(*[column(c) for c in cols])
+
+
+def from_entries(entries, rows, cols, symmetric=False):
+    """An SX matrix from {(row, col): e} (mirrored when ``symmetric``); other entries zero."""
+    M = ca.SX(rows, cols)
+    for (r, c), e in entries.items():
+        M[r, c] = e
+        if symmetric:
+            M[c, r] = e
+    return M
+
+
+def _column(entries, j, n):
+    """Column j of a matrix given as {(row, col): e}, as a list of n scalars."""
+    return [entries.get((r, j), 0.0) for r in range(n)]
+
+
+class Solver:
+    """The sparse LᵀDL of M from the partials' M (upper entries), with −D⁻¹ kept for the
+    columns −M⁻¹ X."""
+
+    def __init__(self, robot, M):
+        self.fac = joint_space.MassFactor(robot, M)
+        self.neg_dinv = [neg(d) for d in self.fac.Dinv]
+        passes.done("derivatives: M = Lᵀ D L (sparse)", self.fac.L, self.fac.Dinv)
+
+    def half(self, b, sign=1.0):
+        """±D⁻¹ L⁻ᵀ b."""
+        fac = self.fac
+        y = joint_space.solve_lt(fac.L, fac.parents, b, fac.ops)
+        dinv = fac.Dinv if sign > 0 else self.neg_dinv
+        return [fac.ops.mul(x, d) if not is_zero(x) else 0.0 for x, d in zip(y, dinv)]
+
+    def finish(self, w):
+        return self.fac.finish(w)
+
+
+class Delassus:
+    """Y = J L⁻¹ for rows J (lists over the dofs), D⁻¹ Yᵀ, and the LDLᵀ of Λ⁻¹ = Y D⁻¹ Yᵀ block
+    by block (rows of independent blocks do not couple): Λ s for many s."""
+
+    def __init__(self, solver, J):
+        fac = solver.fac
+        self.m = len(J)
+        self.Y = [joint_space.solve_lt(fac.L, fac.parents, row, fac.ops) for row in J]
+        self.YD = [[mul(e, d) if not is_zero(e) else 0.0 for e, d in zip(row, fac.Dinv)] for row in self.Y]
+        A = {}
+        for a in range(self.m):
+            for b in range(a, self.m):
+                e = dot(self.YD[a], self.Y[b])
+                if not is_zero(e):
+                    A[(a, b)] = e
+        self.blocks = [(blk, linalg.ldl(linalg.local(A, blk), len(blk))) for blk in linalg.blocks_of(A, list(range(self.m)))]
+        passes.done("derivatives: Y = J L⁻¹, Λ⁻¹ = Y D⁻¹ Yᵀ = P Δ Pᵀ", self.Y, A)
+
+    def times_z(self, z):
+        """Y z."""
+        return [dot(row, z) for row in self.Y]
+
+    def solve(self, s):
+        """Λ s."""
+        out = [None] * self.m
+        for blk, fac in self.blocks:
+            for r, x in zip(blk, linalg.ldl_solve(fac, [s[r] for r in blk])):
+                out[r] = x
+        return out
+
+    def back(self, mu):
+        """D⁻¹ Yᵀ μ (a list over the dofs)."""
+        n = len(self.YD[0]) if self.YD else 0
+        return [dot([row[d] for row in self.YD], mu) for d in range(n)]
+
+
+# -- unconstrained: aba ------------------------------------------------------------------------------
+def forward_dynamics_jacobians(tree, v, vdot, wrt):
+    """{d vdot_d x: SX nv x nv} for x in ``wrt`` (q, v, tau) at the solution v̇ of M v̇ + c = τ."""
+    n = tree.robot.nv
+    P = Partials(tree, v, vdot)
+    d = P.dtau(tuple(x for x in wrt if x in ("q", "v")))
+    solver = Solver(tree.robot, d["M"])
+    out = {}
+    for x in wrt:
+        if x == "tau":
+            cols = [solver.finish(solver.half([1.0 if r == j else 0.0 for r in range(n)])) for j in range(n)]
+        else:                                                   # −M⁻¹ ∂τ/∂x
+            cols = [solver.finish(solver.half(_column(d[x], j, n), -1.0)) for j in range(n)]
+        out[jacobian_name("vdot", x)] = matrix(cols, n)
+        passes.done(f"derivatives: ∂v̇/∂{x}", out[jacobian_name("vdot", x)])
+    return out
+
+
+# -- hard constraints: pv, ltl -------------------------------------------------------------------------
+def external_forces(tree, K_bodies, lam):
+    """{body: Σ K_iᵀ λ_i} (body coordinates) for the constraint rows K_bodies and multipliers λ."""
+    cs, out = tree.cs, {}
+    for c, K, r0 in zip(cs.constraints, K_bodies, cs.offsets):
+        K = K if isinstance(K, ca.SX) else ca.SX(K)
+        f = [dot([K[r, col] for r in range(c.rows)], [lam[r0 + r] for r in range(c.rows)]) for col in range(6)]
+        out[c.body] = vadd(out[c.body], f) if c.body in out else f
+    return out
+
+
+def constrained_dynamics_jacobians(tree, K_bodies, v, vdot, lam, wrt):
+    """{d vdot_d x, d lam_d x} for x in ``wrt`` (q, v, tau, k) at the solution (v̇, λ) of the hard
+    problem; ``tree`` orthonormalized (its own rows are Q_i), K_bodies the constraints' K_i."""
+    robot, cs = tree.robot, tree.cs
+    n, m = robot.nv, cs.m
+    P = Partials(tree, v, vdot, external_forces(tree, K_bodies, lam))
+    dx = tuple(x for x in wrt if x in ("q", "v"))
+    d = P.dtau(dx)
+    dg = {x: {} for x in (*dx, "J")}                 # constraint partials, rows of Q, global row ids
+    for i in range(tree.n):
+        for rows, K in tree.own[i]:
+            part = P.constraint_partials(i, K, dx)
+            for x, ent in part.items():
+                for (r, j), e in ent.items():
+                    dg[x][(rows[r], j)] = e
+    passes.done("derivatives: ∂γ/∂q, ∂γ/∂v, J of the constrained links", dg)
+    solver = Solver(robot, d["M"])
+    kkt = Delassus(solver, [[dg["J"].get((r, j), 0.0) for j in range(n)] for r in range(m)])
+    cols = {x: ([], []) for x in wrt}
+    for x in wrt:
+        for j in range(n if x != "k" else m):
+            if x in ("q", "v"):          # r₁ = −∂τ/∂x, r₂ = −∂γ/∂x: z = −z', dμ = Λ (Y z' − ∂γ)
+                zp = solver.half(_column(d[x], j, n))
+                mu = kkt.solve([sub(y, dg[x].get((r, j), 0.0)) for r, y in enumerate(kkt.times_z(zp))])
+                w = [sub(b, z) for b, z in zip(kkt.back(mu), zp)]
+            elif x == "tau":             # r₁ = e_j: z = −z'', dμ = Λ Y z''
+                zp = solver.half([1.0 if r == j else 0.0 for r in range(n)], -1.0)
+                mu = kkt.solve(kkt.times_z(zp))
+                w = [sub(b, z) for b, z in zip(kkt.back(mu), zp)]
+            else:                        # r₂ = T⁻¹ e_j
+                mu = kkt.solve(unit_target(tree, j, m))
+                w = kkt.back(mu)
+            cols[x][0].append(solver.finish(w))
+            cols[x][1].append(tree.multipliers(mu))
+    out = {}
+    for x in wrt:
+        out[jacobian_name("vdot", x)] = matrix(cols[x][0], n)
+        out[jacobian_name("lam", x)] = matrix(cols[x][1], m)
+        passes.done(f"derivatives: ∂v̇/∂{x}, ∂λ/∂{x}", out[jacobian_name("vdot", x)], out[jacobian_name("lam", x)])
+    return out
+
+
+def unit_target(tree, j, m):
+    """T⁻¹ e_j over all rows: the desired accelerations of the orthonormalized rows for dk = e_j."""
+    e = [1.0 if r == j else 0.0 for r in range(m)]
+    for fac in tree.factors.values():
+        if fac.rows.start <= j < fac.rows.stop:
+            e[fac.rows] = fac.solve(e[fac.rows])
+    return e
