@@ -1,0 +1,210 @@
+"""Analytical Jacobians of the dynamics (registry.Algorithm.derivative) against Pinocchio's
+analytical derivatives, and their cost against the value and CasADi's AD.
+
+    taskset -c 1 .venv/bin/python bench/derivatives.py                 # go1 4F3, talos 2F, g1 2F
+    taskset -c 1 .venv/bin/python bench/derivatives.py -s go1/4F3 -a aba --reps 7
+    .venv/bin/python bench/derivatives.py --counts-only                 # instructions, no compiling
+
+Per scenario and algorithm (aba: ∂v̇/∂(q, v, τ); pv, ltl: ∂(v̇, λ)/∂(q, v, τ)):
+- instructions of the traced value function, of our analytical Jacobian, of CasADi's
+  ``ca.jacobian`` of the value (with the tangent map of q applied, as the Jacobian's q-columns
+  are in the tangent space) and of one reverse sweep (``ca.jtimes(..., True)``, a VJP);
+- generation and gcc time of the Jacobian function (``auto`` flags: the level drops with size,
+  codegen/build.py), split into stages when one function would exceed --max-instructions;
+- its runtime from the C harness (dlopen) against ``pinocchio::computeABADerivatives``
+  (aba) and ``constraintDynamics`` + ``computeConstraintDynamicsDerivatives`` (pv, ltl) in C++,
+  on the same random (q, v, τ) with k = Pinocchio's zero contact acceleration, repetitions
+  interleaved; median, min/max, Pinocchio / ours and instructions per ns.
+
+Until ``cd.generate(..., derivative="jacobian")`` exists, the Jacobian is compiled here through
+codegen/build.py's own pieces (``compile_jacobian``: trace, make_manifest, write_compiled, load),
+the function named ``<algo>_jacobian`` (``<algo>_jacobian_<stage>`` when staged).  Writes
+bench/results/derivatives.md and .csv.
+"""
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+import time
+
+import numpy as np
+
+from common import write  # noqa: F401  (puts the repository on sys.path)
+
+import casadi as ca  # noqa: E402
+
+from casadi_delassus import api, timing  # noqa: E402
+from casadi_delassus.codegen import artifact, build  # noqa: E402
+from casadi_delassus.model import load_robot  # noqa: E402
+from casadi_delassus.opcount import count_ops  # noqa: E402
+from casadi_delassus.registry import VECTOR_INPUTS, get_algorithm  # noqa: E402
+
+DEFAULT_SCENARIOS = ["go1/4F3", "talos/2F", "g1/2F"]
+DEFAULT_ALGORITHMS = ["aba", "pv", "ltl"]
+WRT = ("q", "v", "tau")
+
+
+def symbols(robot, cs, algo):
+    """(q, {vector input: SX}, {K input: SX}, K_bodies) as codegen/trace.py makes them."""
+    q = ca.SX.sym("q", robot.nq)
+    sizes = {"nv": robot.nv, "m": cs.m}
+    vectors = {n: ca.SX.sym(n, sizes[VECTOR_INPUTS[n][0]]) for n in algo.inputs}
+    K_syms = {c.input_name: ca.SX.sym(c.input_name, c.rows, 6) for c in cs.inputs}
+    K_bodies = [c.K_body(K_syms[c.input_name]) if c.is_input else c.K_body() for c in cs.constraints]
+    return q, vectors, K_syms, K_bodies
+
+
+def tangent_map(robot, q):
+    """dq/dδ at δ = 0 of q ⊕ δ (Pinocchio's integrate), nq x nv, as SX of the symbol q: identity
+    on revolute and prismatic joints, (−sin, cos) on continuous ones, R and ½ quat ⊗ (δω, 0) on
+    a free joint."""
+    T = ca.SX(robot.nq, robot.nv)
+    for b in robot.bodies:
+        k, d, kind = b.q_index, b.v_index, b.joint.kind
+        if kind == "free":
+            x, y, z, w = (q[k + 3 + i] for i in range(4))
+            R = ca.vertcat(ca.horzcat(1 - 2 * (y * y + z * z), 2 * (x * y - z * w), 2 * (x * z + y * w)),
+                           ca.horzcat(2 * (x * y + z * w), 1 - 2 * (x * x + z * z), 2 * (y * z - x * w)),
+                           ca.horzcat(2 * (x * z - y * w), 2 * (y * z + x * w), 1 - 2 * (x * x + y * y)))
+            T[k:k + 3, d:d + 3] = R
+            for c, (ex, ey, ez) in enumerate(np.eye(3) * 0.5):     # quat ⊗ (e/2, 0)
+                T[k + 3:k + 7, d + 3 + c] = ca.vertcat(w * ex + y * ez - z * ey, w * ey + z * ex - x * ez,
+                                                       w * ez + x * ey - y * ex, -(x * ex + y * ey + z * ez))
+        elif kind == "continuous":
+            T[k, d], T[k + 1, d] = -q[k + 1], q[k]
+        else:
+            T[k, d] = 1
+    return T
+
+
+def counts(robot, cs, algorithm, wrt=WRT):
+    """Instructions of the value, our Jacobian, ca.jacobian (tangent columns) and one reverse sweep."""
+    algo = get_algorithm(algorithm)
+    q, vectors, K_syms, K_bodies = symbols(robot, cs, algo)
+    ins = [q, *vectors.values(), *K_syms.values()]
+    value = algo.fn(robot, cs, q, K_bodies, **vectors)
+    y = ca.vertcat(*[ca.vec(value[o]) for o in value if o in ("vdot", "lam")])
+    x = {"q": q} | vectors
+    t0 = time.perf_counter()
+    ours = algo.derivative(robot, cs, q, K_bodies, wrt, **vectors)
+    t_ours = time.perf_counter() - t0
+
+    def n(exprs, extra=()):
+        return count_ops(ca.Function("f", [*ins, *extra], ca.cse([ca.densify(e) for e in exprs])))["instructions"]
+    out = {"value": n([y]), "ours": n(list(ours.values())), "trace_s": t_ours}
+    cols = [ca.mtimes(ca.jacobian(y, q), tangent_map(robot, q)) if w == "q" else ca.jacobian(y, x[w]) for w in wrt]
+    out["ca.jacobian"] = n(cols)
+    ybar = ca.SX.sym("ybar", y.shape[0])
+    bars = [ca.jtimes(y, x[w], ybar, True) for w in wrt]
+    bars = [ca.mtimes(tangent_map(robot, q).T, b) if w == "q" else b for w, b in zip(wrt, bars)]
+    out["reverse"] = n(bars, [ybar])
+    return out
+
+
+def compile_jacobian(robot, cs, scenario, algorithm, wrt=WRT, out_dir=api.DEFAULT_OUT, cflags=build.DEFAULT_CFLAGS,
+                     force=False, progress=None):
+    """Trace ``algorithm``'s analytical Jacobian, emit, compile and load it with codegen/build.py's
+    pieces (the manifest, the atomic write, the verified load), cached like ``cd.generate``."""
+    say = progress or (lambda s: None)
+    algo = get_algorithm(algorithm)
+    model = artifact.model_name(robot)
+    folder = artifact.folder(out_dir, model, scenario)
+    folder.mkdir(parents=True, exist_ok=True)
+    stem = f"{algorithm}_jacobian"
+    fname = artifact.function_name(model, scenario, stem)
+    cc = build.find_compiler()
+    key = build.content_hash(robot, cs, stem, cflags, True, cc, False, f"{fname} wrt {','.join(wrt)}")
+    path = folder / f"{stem}.json"
+    if not force and build.is_cached(path, key):
+        return api.load(path)
+    t0 = time.perf_counter()
+    q, vectors, K_syms, K_bodies = symbols(robot, cs, algo)
+    outputs = algo.derivative(robot, cs, q, K_bodies, wrt, **vectors)
+    names = list(outputs)
+    f = ca.Function(fname, [q, *vectors.values(), *K_syms.values()], ca.cse([ca.densify(outputs[n]) for n in names]),
+                    ["q", *vectors, *K_syms], names)
+    t_trace = time.perf_counter() - t0
+    say(f"{robot.name} {scenario} {stem}: traced in {t_trace:.1f} s")
+    inputs = [{"name": "q", "shape": [robot.nq], "meaning": "configuration, Pinocchio layout"}]
+    inputs += [{"name": n, "shape": [int(v.shape[0])], "meaning": algo.input_meaning(n)} for n, v in vectors.items()]
+    inputs += [{"name": n, "shape": [c.rows, 6], "meaning": f"K of constraint {c.spec}"}
+               for n, c in ((c.input_name, c) for c in cs.inputs)]
+    outs = [{"name": n, "shape": list(f.size_out(k)), "meaning": f"Jacobian {n}, q-columns in the tangent space"}
+            for k, n in enumerate(names)]
+    manifest = build.make_manifest(f, robot, cs, scenario, inputs, outs, cflags, cc, True, key, function=fname,
+                                   model_name=model, algorithm=stem, osim=False)
+    return api.load(build.write_compiled(f, manifest, folder, stem, t_trace))
+
+
+def main(argv=None):
+    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    ap.add_argument("-s", "--scenario", action="append", metavar="ROBOT/SCENARIO")
+    ap.add_argument("-a", "--algorithm", action="append", metavar="ALGO")
+    ap.add_argument("--calls", type=int, default=2000)
+    ap.add_argument("--reps", type=int, default=5)
+    ap.add_argument("--samples", type=int, default=16)
+    ap.add_argument("--counts-only", action="store_true", help="instructions only (no compiling or timing)")
+    ap.add_argument("--force", action="store_true")
+    args = ap.parse_args(argv)
+    t_start = time.perf_counter()
+
+    def progress(msg):
+        print(f"[{time.perf_counter() - t_start:6.0f} s] {msg}", file=sys.stderr, flush=True)
+
+    rows = []
+    for item in args.scenario or DEFAULT_SCENARIOS:
+        rname, _, scenario = item.partition("/")
+        robot = load_robot(rname)
+        cs, scenario = api.constraint_set(robot, scenario)
+        sets = timing.random_samples(robot, cs, args.samples, 0, dynamics=True)
+        harnesses, info = {}, {}
+        for a in args.algorithm or DEFAULT_ALGORITHMS:
+            c = counts(robot, cs, a)
+            progress(f"{rname} {scenario} {a}: {json.dumps(c)}")
+            info[a] = c
+            if args.counts_only:
+                continue
+            f = compile_jacobian(robot, cs, scenario, a, force=args.force, progress=progress)
+            info[a]["gcc_s"] = f.manifest["timings_s"]["compile"]
+            info[a]["cflags"] = " ".join(f.manifest["cflags"])
+            info[a]["instructions"] = f.manifest["op_count"]["instructions"]
+            harnesses[a] = timing.CHarness(f, sets, calls=args.calls, label=a)
+            mode = timing.pinocchio_mode(f.manifest)
+            label = timing.pinocchio_label(mode)
+            if label not in harnesses:
+                harnesses[label] = timing.pinocchio_harness(robot, cs, sets, args.calls, "cpp", progress=progress,
+                                                            mode=mode)
+            info[a]["pinocchio"] = label
+        if args.counts_only:
+            for a, c in info.items():
+                rows.append([rname, scenario, a, c["value"], c["ours"], f"{c['ours'] / c['value']:.1f}",
+                             c["ca.jacobian"], f"{c['ca.jacobian'] / c['value']:.1f}", c["reverse"]])
+            continue
+        ts = {k: None for k in harnesses}
+        for r in range(args.reps):
+            for k, h in harnesses.items():
+                t = h.run(1)
+                ts[k] = t if ts[k] is None else ts[k].extend(t)
+            progress(f"{rname} {scenario} repetition {r + 1}/{args.reps}: " +
+                     ", ".join(f"{k} {t.ns[-1] / 1e3:.1f} µs" for k, t in ts.items()))
+        for h in harnesses.values():
+            h.close()
+        for a, c in info.items():
+            ours, pin = ts[a], ts[c["pinocchio"]]
+            rows.append([rname, scenario, a, c["value"], c["ours"], f"{c['ours'] / c['value']:.1f}", c["ca.jacobian"],
+                         f"{c['ca.jacobian'] / c['value']:.1f}", c["reverse"], c["cflags"], f"{c['gcc_s']:.1f}",
+                         f"{ours.median / 1e3:.2f} ({ours.min / 1e3:.2f}-{ours.max / 1e3:.2f})",
+                         f"{pin.median / 1e3:.2f} ({pin.min / 1e3:.2f}-{pin.max / 1e3:.2f})",
+                         f"{pin.median / ours.median:.2f}", f"{c['instructions'] / ours.median:.2f}"])
+    headers = ["robot", "scenario", "algorithm", "value instr.", "Jacobian instr.", "× value", "ca.jacobian instr.",
+               "× value", "reverse sweep instr."]
+    if not args.counts_only:
+        headers += ["cflags", "gcc s", "ours µs (min-max)", "Pinocchio µs (min-max)", "Pinocchio / ours", "instr/ns"]
+    write("derivative_counts" if args.counts_only else "derivatives", rows, headers,
+          "Analytical Jacobians of the dynamics against Pinocchio's derivatives" +
+          ("" if args.counts_only else f" ({timing.machine()}; provisional: a shared machine)"))
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,215 @@
+"""Analytical Jacobians of the dynamics (registry.Algorithm.derivative: rnea, aba, pv, ltl;
+sweeps/rnea_derivatives.py, sweeps/dynamics_derivatives.py) against
+- CasADi's AD of the traced value function, q-columns through the tangent map of Pinocchio's
+  integrate (bench/derivatives.tangent_map), to 1e-10;
+- Pinocchio's computeRNEADerivatives, computeABADerivatives and
+  computeConstraintDynamicsDerivatives (20 random points, 1e-8), where Pinocchio holds the
+  contact acceleration at its reference while our k is an input: ours is compared as
+  ∂/∂x + ∂/∂k · ∂k₀/∂x with k₀(q, v) Pinocchio's zero contact acceleration (0 for a 6D contact,
+  −ω × v_p for a 3D point, pinocchio_oracle.zero_acceleration_k), differentiated by CasADi's AD of
+  our own expression of it (checked against the oracle's value at every point);
+- central finite differences on the manifold (pinocchio.integrate), as a sanity check;
+and one compiled case.  The traced functions are evaluated numerically (no compiler) except there.
+Run with ``-s`` to see the measured errors."""
+import functools
+import sys
+
+import casadi as ca
+import numpy as np
+import pytest
+
+from casadi_delassus.constraints import ConstraintSet
+from casadi_delassus.errors import DelassusError
+from casadi_delassus.registry import get_algorithm
+from casadi_delassus.sweeps.tree import Tree
+
+from conftest import REPO, case, model_for
+
+sys.path.insert(0, str(REPO / "bench"))
+import derivatives as bench  # noqa: E402  (tangent_map, symbols, compile_jacobian)
+
+N_AD, N_PIN = 4, 20
+
+
+@functools.lru_cache(maxsize=None)
+def traced(algorithm, name, wrt=None):
+    """(robot, constraints, ours, ad, names): ours and ad map (q, vector inputs, K inputs) to the
+    Jacobians named d<output>_d<input>, ad by ca.jacobian of the value (q-columns tangent)."""
+    robot, cs = case(name) if isinstance(name, str) else name
+    algo = get_algorithm(algorithm)
+    wrt = wrt or ("q", *algo.inputs)
+    q, vectors, K_syms, K_bodies = bench.symbols(robot, cs, algo)
+    ins = [q, *vectors.values(), *K_syms.values()]
+    ours = algo.derivative(robot, cs, q, K_bodies, wrt, **vectors)
+    value = algo.fn(robot, cs, q, K_bodies, **vectors)
+    x = {"q": q} | vectors
+    names = list(ours)
+    ad = []
+    for n in names:
+        out, by = n[1:].split("_d")
+        J = ca.jacobian(value[out], x[by])
+        ad.append(ca.mtimes(J, bench.tangent_map(robot, q)) if by == "q" else J)
+    ins_names = ["q", *vectors, *K_syms]
+    return (robot, cs, ca.Function("ours", ins, [ca.densify(ours[n]) for n in names], ins_names, names),
+            ca.Function("ad", ins, ad, ins_names, names), names)
+
+
+def random_inputs(robot, cs, f, rng):
+    vals = {"q": robot.random_q(rng), "v": rng.normal(size=robot.nv), "tau": rng.normal(size=robot.nv),
+            "a": rng.normal(size=robot.nv), "k": rng.normal(size=cs.m)} | cs.random_inputs(rng)
+    return [vals[n] for n in f.name_in()]
+
+
+def relative(a, b):
+    return float(np.abs(np.asarray(a) - np.asarray(b)).max() / max(1.0, np.abs(np.asarray(b)).max()))
+
+
+AD_CASES = [("rnea", "tilted"), ("rnea", "kinova"), ("aba", "tilted"), ("aba", "go1-4F3"), ("aba", "kinova"),
+            ("aba", "panda-EE6"), ("pv", "go1-4F3"), ("pv", "tilted-two-branches"), ("pv", "panda-finger-points"),
+            ("pv", "chain-base"), ("ltl", "tilted-two-branches")]
+
+
+@pytest.mark.parametrize("algorithm,name", AD_CASES)
+def test_against_casadi_ad(algorithm, name):
+    """Every Jacobian equals CasADi's AD of the value in tangent coordinates: free base, tilted
+    axes, a prismatic and a continuous joint, runtime K, 3D and 6D rows, rows at the base."""
+    robot, cs, ours, ad, names = traced(algorithm, name)
+    rng = np.random.default_rng(11)
+    worst = dict.fromkeys(names, 0.0)
+    for _ in range(N_AD):
+        args = random_inputs(robot, cs, ours, rng)
+        for n, a, b in zip(names, ours(*args), ad(*args)):
+            worst[n] = max(worst[n], relative(a, b))
+    print(f"{algorithm} {name}: " + ", ".join(f"{n} {e:.1e}" for n, e in worst.items()))
+    assert max(worst.values()) <= 1e-10
+
+
+def test_unknown_wrt_is_refused():
+    robot, cs = case("go1-4F3")
+    q, vectors, _, K_bodies = bench.symbols(robot, cs, get_algorithm("pv"))
+    with pytest.raises(DelassusError, match="'R'"):
+        get_algorithm("pv").derivative(robot, cs, q, K_bodies, ("q", "R"), **vectors)
+
+
+# -- Pinocchio ------------------------------------------------------------------------------------
+pin = pytest.importorskip("pinocchio")
+from casadi_delassus.verify import pinocchio_oracle as oracle  # noqa: E402
+
+
+@functools.lru_cache(maxsize=None)
+def pin_case(name, scenario):
+    robot = model_for(name)
+    model = oracle.model_for(robot)
+    return robot, ConstraintSet.parse(robot, robot.scenarios[scenario]), model
+
+
+@pytest.mark.parametrize("name,scenario", [("go1", "4F3"), ("panda", "EE6")])
+def test_aba_rnea_match_pinocchio(name, scenario):
+    robot, cs, model = pin_case(name, scenario)
+    data = model.createData()
+    rng = np.random.default_rng(4)
+    worst = {}
+    for algorithm, pin_fn in (("aba", pin.computeABADerivatives), ("rnea", pin.computeRNEADerivatives)):
+        _, _, ours, _, names = traced(algorithm, (robot, cs))
+        for _ in range(N_PIN):
+            args = random_inputs(robot, cs, ours, rng)
+            for n, a, b in zip(names, ours(*args), pin_fn(model, data, *args)):
+                worst[n] = max(worst.get(n, 0.0), relative(a, b))
+    print(f"{name} vs Pinocchio: " + ", ".join(f"{n} {e:.1e}" for n, e in worst.items()))
+    assert max(worst.values()) <= 1e-8
+
+
+def zero_acceleration_k(robot, cs, q, v):
+    """k₀(q, v) as SX: 0 for a 6D contact, −ω_F × v_p for a 3D point (frame axes), our own
+    expression of pinocchio_oracle.zero_acceleration_k (constrained bodies keep their frames)."""
+    vel, _, _ = Tree(robot, cs, q).velocities(v)
+    k = []
+    for c, K in zip(cs.constraints, cs.K_body()):
+        nu = ca.vertcat(*vel[c.body])
+        if c.kind == "6d":
+            k += [ca.SX(6, 1)]
+            continue
+        R = robot.frame(c.link).rotation
+        k.append(-ca.cross(ca.mtimes(ca.DM(R.T), nu[:3]), ca.mtimes(ca.DM(K), nu)))
+    return ca.vertcat(*k)
+
+
+@pytest.mark.parametrize("algorithm", ["pv", "ltl"])
+def test_constrained_dynamics_derivatives_match_pinocchio(algorithm):
+    """go1 4F3 (3D feet): ∂(v̇, λ)/∂(q, v, τ) against computeConstraintDynamicsDerivatives with
+    Pinocchio's zero contact acceleration, ours chained through ∂k₀/∂(q, v)."""
+    robot, cs, model = pin_case("go1", "4F3")
+    data = model.createData()
+    cms = oracle.frame_constraint_models(model, cs.specs)
+    cds = pin.StdVec_RigidConstraintData()
+    for cm in cms:
+        cds.append(cm.createData())
+    pin.initConstraintDynamics(model, data, cms, cds)
+    _, _, ours, _, names = traced(algorithm, (robot, cs), ("q", "v", "tau", "k"))
+    q, v = ca.SX.sym("q", robot.nq), ca.SX.sym("v", robot.nv)
+    k0 = zero_acceleration_k(robot, cs, q, v)
+    fk = ca.Function("k0", [q, v], [k0, ca.mtimes(ca.jacobian(k0, q), bench.tangent_map(robot, q)), ca.jacobian(k0, v)])
+    rng = np.random.default_rng(6)
+    worst, k_err = {}, 0.0
+    for _ in range(N_PIN):
+        qn, vn, tn = robot.random_q(rng), rng.normal(size=robot.nv), rng.normal(size=robot.nv)
+        kn, dk_dq, dk_dv = (np.array(x) for x in fk(qn, vn))
+        k_err = max(k_err, float(np.abs(kn.ravel() - oracle.zero_acceleration_k(model, data, cms, qn, vn)).max()))
+        J = dict(zip(names, (np.array(x) for x in ours(qn, vn, tn, kn))))
+        pin.constraintDynamics(model, data, qn, vn, tn, cms, cds)
+        ref = dict(zip(("dvdot_dq", "dvdot_dv", "dvdot_dtau", "dlam_dq", "dlam_dv", "dlam_dtau"),
+                       (np.array(x) for x in pin.computeConstraintDynamicsDerivatives(model, data, cms, cds))))
+        for out in ("vdot", "lam"):
+            for x, chain in (("q", dk_dq), ("v", dk_dv), ("tau", 0.0)):
+                n = f"d{out}_d{x}"
+                mine = J[n] + (J[f"d{out}_dk"] @ chain if x != "tau" else 0.0)
+                worst[n] = max(worst.get(n, 0.0), relative(mine, ref[n]))
+    print(f"{algorithm} go1 4F3 vs Pinocchio: k₀ {k_err:.1e}, " + ", ".join(f"{n} {e:.1e}" for n, e in worst.items()))
+    assert k_err <= 1e-12
+    assert max(worst.values()) <= 1e-8
+
+
+def test_finite_differences_on_the_manifold():
+    """pv on go1 4F3: central differences of the value along q ⊕ h e_i (pinocchio.integrate),
+    v + h e_i, τ + h e_i agree with the analytical Jacobian (a sanity check of the tangent map)."""
+    robot, cs, model = pin_case("go1", "4F3")
+    _, _, ours, _, names = traced("pv", (robot, cs), ("q", "v", "tau", "k"))
+    algo = get_algorithm("pv")
+    q, vectors, _, K_bodies = bench.symbols(robot, cs, algo)
+    out = algo.fn(robot, cs, q, K_bodies, **vectors)
+    value = ca.Function("pv", [q, *vectors.values()], [ca.vertcat(out["vdot"], out["lam"])])
+    rng = np.random.default_rng(9)
+    x = random_inputs(robot, cs, ours, rng)
+    J = dict(zip(names, (np.array(a) for a in ours(*x))))
+    h, worst = 1e-6, 0.0
+    for which, size in (("q", robot.nv), ("v", robot.nv), ("tau", robot.nv), ("k", cs.m)):
+        col = []
+        for i in range(size):
+            e = np.zeros(size)
+            e[i] = h
+            plus, minus = list(x), list(x)
+            if which == "q":
+                plus[0], minus[0] = pin.integrate(model, x[0], e), pin.integrate(model, x[0], -e)
+            else:
+                k = 1 + ("v", "tau", "k").index(which)
+                plus[k], minus[k] = x[k] + e, x[k] - e
+            col.append((np.array(value(*plus)) - np.array(value(*minus))).ravel() / (2 * h))
+        fd = np.array(col).T
+        worst = max(worst, relative(np.vstack([J[f"dvdot_d{which}"], J[f"dlam_d{which}"]]), fd))
+    print(f"pv go1 4F3 vs central differences: {worst:.1e}")
+    assert worst <= 1e-6
+
+
+def test_compiled(out_dir):
+    """One small Jacobian compiled (bench/derivatives.compile_jacobian: codegen/build.py's pieces)
+    and loaded: the C agrees with the traced function."""
+    from casadi_delassus import load_robot
+    robot = load_robot("chain:n=2,floating=1")
+    cs = ConstraintSet.parse(robot, ["link2:3d"])
+    f = bench.compile_jacobian(robot, cs, "tip", "pv", out_dir=out_dir)
+    _, _, ours, _, names = traced("pv", (robot, cs), bench.WRT)
+    rng = np.random.default_rng(1)
+    x = random_inputs(robot, cs, ours, rng)
+    got = f.outputs(**dict(zip(ours.name_in(), x)))
+    for n, ref in zip(names, ours(*x)):
+        assert relative(got[n], np.array(ref)) <= 1e-12
