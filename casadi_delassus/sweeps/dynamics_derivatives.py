@@ -120,6 +120,32 @@ class Delassus:
                 out[r] = x
         return out
 
+    def constrained_inverse(self, solver, n):
+        """(upper entries of M⁻¹ − V Λ Vᵀ, the columns Λ Vᵀ e_a negated, V) with V = M⁻¹ Jᵀ
+        (columns L⁻¹ D⁻¹ Y_rᵀ): ∂v̇/∂τ and ∂μ/∂τ, symmetric and over common ancestors
+        (MassFactor.inverse) instead of n solves.  With Λ⁻¹ = P Δ Pᵀ per block and U = V P⁻ᵀ,
+        V Λ Vᵀ = U Δ⁻¹ Uᵀ and −Λ V ᵀe_a = P⁻ᵀ (−Δ⁻¹) u_a."""
+        V = [solver.finish(row) for row in self.YD]
+        U = [[None] * self.m for _ in range(n)]
+        neg_dinv = {}
+        for blk, (P, _, dinv) in self.blocks:
+            for a in range(n):
+                for r, u in zip(blk, linalg.forward_substitute(P, len(blk), [[V[r][a]] for r in blk])):
+                    U[a][r] = u[0]
+            neg_dinv.update({r: neg(d) for r, d in zip(blk, dinv)})
+        dinv = {r: d for blk, (_, _, di) in self.blocks for r, d in zip(blk, di)}
+        UD = [[mul(u, dinv[r]) for r, u in enumerate(row)] for row in U]
+        low = {(a, b): dot(UD[a], U[b]) for a in range(n) for b in range(a, n)}
+        P_ = {key: sub(e, low[key]) for key, e in solver.fac.inverse().items()}
+        mu_cols = []
+        for a in range(n):
+            mu = [None] * self.m
+            for blk, (P, _, _) in self.blocks:
+                for r, x in zip(blk, linalg.back_substitute(P, len(blk), [mul(U[a][r], neg_dinv[r]) for r in blk])):
+                    mu[r] = x
+            mu_cols.append(mu)
+        return P_, mu_cols, V
+
     def back(self, mu):
         """D⁻¹ Yᵀ μ (a list over the dofs)."""
         n = len(self.YD[0]) if self.YD else 0
@@ -135,11 +161,11 @@ def forward_dynamics_jacobians(tree, v, vdot, wrt):
     solver = Solver(tree.robot, d["M"])
     out = {}
     for x in wrt:
-        if x == "tau":
-            cols = [solver.finish(solver.half([1.0 if r == j else 0.0 for r in range(n)])) for j in range(n)]
+        if x == "tau":                                          # M⁻¹ over common ancestors
+            out[jacobian_name("vdot", x)] = from_entries(solver.fac.inverse(), n, n, symmetric=True)
         else:                                                   # −M⁻¹ ∂τ/∂x
-            cols = [solver.finish(solver.half(_column(d[x], j, n), -1.0)) for j in range(n)]
-        out[jacobian_name("vdot", x)] = matrix(cols, n)
+            out[jacobian_name("vdot", x)] = matrix([solver.finish(solver.half(_column(d[x], j, n), -1.0))
+                                                    for j in range(n)], n)
         passes.done(f"derivatives: ∂v̇/∂{x}", out[jacobian_name("vdot", x)])
     return out
 
@@ -174,24 +200,30 @@ def constrained_dynamics_jacobians(tree, K_bodies, v, vdot, lam, wrt):
     solver = Solver(robot, d["M"])
     kkt = Delassus(solver, [[dg["J"].get((r, j), 0.0) for j in range(n)] for r in range(m)])
     cols = {x: ([], []) for x in wrt}
+    V = None
+    if "tau" in wrt:
+        P_, mu_cols, V = kkt.constrained_inverse(solver, n)
     for x in wrt:
+        if x == "tau":
+            out_tau = from_entries(P_, n, n, symmetric=True)
+            cols[x][1].extend(tree.multipliers(mu) for mu in mu_cols)
+            continue
         for j in range(n if x != "k" else m):
             if x in ("q", "v"):          # r₁ = −∂τ/∂x, r₂ = −∂γ/∂x: z = −z', dμ = Λ (Y z' − ∂γ)
                 zp = solver.half(_column(d[x], j, n))
                 mu = kkt.solve([sub(y, dg[x].get((r, j), 0.0)) for r, y in enumerate(kkt.times_z(zp))])
                 w = [sub(b, z) for b, z in zip(kkt.back(mu), zp)]
-            elif x == "tau":             # r₁ = e_j: z = −z'', dμ = Λ Y z''
-                zp = solver.half([1.0 if r == j else 0.0 for r in range(n)], -1.0)
-                mu = kkt.solve(kkt.times_z(zp))
-                w = [sub(b, z) for b, z in zip(kkt.back(mu), zp)]
-            else:                        # r₂ = T⁻¹ e_j
+            else:                        # r₂ = T⁻¹ e_j: dv̇ = M⁻¹ Jᵀ dμ
                 mu = kkt.solve(unit_target(tree, j, m))
-                w = kkt.back(mu)
+                cols[x][0].append([dot([col[a] for col in V], mu) for a in range(n)] if V is not None
+                                  else solver.finish(kkt.back(mu)))
+                cols[x][1].append(tree.multipliers(mu))
+                continue
             cols[x][0].append(solver.finish(w))
             cols[x][1].append(tree.multipliers(mu))
     out = {}
     for x in wrt:
-        out[jacobian_name("vdot", x)] = matrix(cols[x][0], n)
+        out[jacobian_name("vdot", x)] = out_tau if x == "tau" else matrix(cols[x][0], n)
         out[jacobian_name("lam", x)] = matrix(cols[x][1], m)
         passes.done(f"derivatives: ∂v̇/∂{x}, ∂λ/∂{x}", out[jacobian_name("vdot", x)], out[jacobian_name("lam", x)])
     return out
