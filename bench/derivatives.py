@@ -25,6 +25,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import statistics
 import sys
 import time
 
@@ -35,7 +36,7 @@ from common import write  # noqa: F401  (puts the repository on sys.path)
 import casadi as ca  # noqa: E402
 
 from casadi_delassus import api, timing  # noqa: E402
-from casadi_delassus.codegen import artifact, build  # noqa: E402
+from casadi_delassus.codegen import artifact, build, staging  # noqa: E402
 from casadi_delassus.model import load_robot  # noqa: E402
 from casadi_delassus.opcount import count_ops  # noqa: E402
 from casadi_delassus.registry import VECTOR_INPUTS, get_algorithm  # noqa: E402
@@ -102,10 +103,16 @@ def counts(robot, cs, algorithm, wrt=WRT):
     return out
 
 
+SPLIT_ABOVE = 150_000    # instructions: above, gcc's auto level would drop to -O0 (codegen/build.AUTO_LEVELS)
+
+
 def compile_jacobian(robot, cs, scenario, algorithm, wrt=WRT, out_dir=api.DEFAULT_OUT, cflags=build.DEFAULT_CFLAGS,
-                     force=False, progress=None):
+                     force=False, progress=None, split_above=SPLIT_ABOVE):
     """Trace ``algorithm``'s analytical Jacobian, emit, compile and load it with codegen/build.py's
-    pieces (the manifest, the atomic write, the verified load), cached like ``cd.generate``."""
+    pieces (the manifest, the atomic write, the verified load), cached like ``cd.generate``.
+    Returns [(stage, CompiledFunction)]: one function ``<algo>_jacobian``, or, above
+    ``split_above`` instructions, ``_shared`` and one stage per input of ``wrt``
+    (codegen/staging.split_outputs), each compiled on its own."""
     say = progress or (lambda s: None)
     algo = get_algorithm(algorithm)
     model = artifact.model_name(robot)
@@ -114,10 +121,12 @@ def compile_jacobian(robot, cs, scenario, algorithm, wrt=WRT, out_dir=api.DEFAUL
     stem = f"{algorithm}_jacobian"
     fname = artifact.function_name(model, scenario, stem)
     cc = build.find_compiler()
-    key = build.content_hash(robot, cs, stem, cflags, True, cc, False, f"{fname} wrt {','.join(wrt)}")
-    path = folder / f"{stem}.json"
-    if not force and build.is_cached(path, key):
-        return api.load(path)
+    key = build.content_hash(robot, cs, stem, cflags, True, cc, False, f"{fname} wrt {','.join(wrt)} split {split_above}")
+    index = folder / f"{stem}.stages.json"
+    if not force and index.is_file():
+        paths = [folder / p for p in json.loads(index.read_text())]
+        if all(build.is_cached(p, key) for p in paths):
+            return _load(paths)
     t0 = time.perf_counter()
     q, vectors, K_syms, K_bodies = symbols(robot, cs, algo)
     outputs = algo.derivative(robot, cs, q, K_bodies, wrt, **vectors)
@@ -125,16 +134,50 @@ def compile_jacobian(robot, cs, scenario, algorithm, wrt=WRT, out_dir=api.DEFAUL
     f = ca.Function(fname, [q, *vectors.values(), *K_syms.values()], ca.cse([ca.densify(outputs[n]) for n in names]),
                     ["q", *vectors, *K_syms], names)
     t_trace = time.perf_counter() - t0
-    say(f"{robot.name} {scenario} {stem}: traced in {t_trace:.1f} s")
+    say(f"{robot.name} {scenario} {stem}: {f.n_instructions():,} instructions, traced in {t_trace:.1f} s")
     inputs = [{"name": "q", "shape": [robot.nq], "meaning": "configuration, Pinocchio layout"}]
     inputs += [{"name": n, "shape": [int(v.shape[0])], "meaning": algo.input_meaning(n)} for n, v in vectors.items()]
     inputs += [{"name": n, "shape": [c.rows, 6], "meaning": f"K of constraint {c.spec}"}
                for n, c in ((c.input_name, c) for c in cs.inputs)]
-    outs = [{"name": n, "shape": list(f.size_out(k)), "meaning": f"Jacobian {n}, q-columns in the tangent space"}
-            for k, n in enumerate(names)]
-    manifest = build.make_manifest(f, robot, cs, scenario, inputs, outs, cflags, cc, True, key, function=fname,
-                                   model_name=model, algorithm=stem, osim=False)
-    return api.load(build.write_compiled(f, manifest, folder, stem, t_trace))
+
+    def describe(fn):
+        return [{"name": n, "shape": list(fn.size_out(k)), "meaning": f"Jacobian {n}, q-columns in the tangent space"}
+                for k, n in enumerate(fn.name_out())]
+    if count_ops(f)["instructions"] <= split_above:
+        manifest = build.make_manifest(f, robot, cs, scenario, inputs, describe(f), cflags, cc, True, key,
+                                       function=fname, model_name=model, algorithm=stem, osim=False)
+        paths = [build.write_compiled(f, manifest, folder, stem, t_trace)]
+    else:
+        stages = staging.split_outputs(f, [(x, [n for n in names if n.endswith(f"_d{x}")]) for x in wrt])
+        sizes = {staging.work_name(staging.SHARED): int(stages[0].function.size1_out(0))}
+        paths = []
+        for k, st in enumerate(stages):
+            ins = inputs + ([{"name": st.work_in, "shape": [sizes[st.work_in]], "meaning": "the shared stage's output"}]
+                            if st.work_in else [])
+            outs = ([{"name": st.work_out, "shape": [sizes[st.work_out]], "meaning": "intermediates the other stages read"}]
+                    if st.work_out else describe(st.function))
+            manifest = build.make_manifest(st.function, robot, cs, scenario, ins, outs, cflags, cc, True, key,
+                                           function=st.function.name(), model_name=model, algorithm=stem, osim=False,
+                                           stage={"name": st.name, "index": k, "of": [s.name for s in stages],
+                                                  "inputs": st.inputs, "work_in": st.work_in, "work_out": st.work_out,
+                                                  "work_sizes": sizes})
+            say(f"{robot.name} {scenario} {stem}: stage {st.name}, {manifest['op_count']['instructions']:,} instructions")
+            paths.append(build.write_compiled(st.function, manifest, folder, artifact.stem(stem, stage=st.name), t_trace))
+    index.write_text(json.dumps([p.name for p in paths]))
+    return _load(paths)
+
+
+def _load(paths):
+    return [(f.manifest.get("stage", {}).get("name"), f) for f in map(api.load, paths)]
+
+
+def stage_sets(stages, sets):
+    """The input sets of every stage: the shared stage's output added for the later ones."""
+    if len(stages) == 1:
+        return [sets]
+    shared = stages[0][1]
+    work = [shared.outputs(**{k: x[k] for k in shared.input_names})[staging.work_name(staging.SHARED)] for x in sets]
+    return [sets] + [[x | {staging.work_name(staging.SHARED): w} for x, w in zip(sets, work)]] * (len(stages) - 1)
 
 
 def main(argv=None):
@@ -165,42 +208,48 @@ def main(argv=None):
             info[a] = c
             if args.counts_only:
                 continue
-            f = compile_jacobian(robot, cs, scenario, a, force=args.force, progress=progress)
-            info[a]["gcc_s"] = f.manifest["timings_s"]["compile"]
-            info[a]["cflags"] = " ".join(f.manifest["cflags"])
-            info[a]["instructions"] = f.manifest["op_count"]["instructions"]
-            harnesses[a] = timing.CHarness(f, sets, calls=args.calls, label=a)
-            mode = timing.pinocchio_mode(f.manifest)
-            label = timing.pinocchio_label(mode)
+            stages = compile_jacobian(robot, cs, scenario, a, force=args.force, progress=progress)
+            ms = [f.manifest for _, f in stages]
+            c["gcc_s"] = [m["timings_s"]["compile"] for m in ms]
+            c["cflags"] = " / ".join(dict.fromkeys(m["cflags"][0] for m in ms))
+            c["instructions"] = sum(m["op_count"]["instructions"] for m in ms)
+            for (st, f), xs in zip(stages, stage_sets(stages, sets)):
+                harnesses[(a, st)] = timing.CHarness(f, xs, calls=args.calls, label=f"{a} {st or ''}".strip())
+            mode = timing.pinocchio_mode(ms[-1] | {"outputs": [{"name": n} for m in ms for n in
+                                                                (o["name"] for o in m["outputs"])]})
+            c["pinocchio"] = label = timing.pinocchio_label(mode)
             if label not in harnesses:
                 harnesses[label] = timing.pinocchio_harness(robot, cs, sets, args.calls, "cpp", progress=progress,
                                                             mode=mode)
-            info[a]["pinocchio"] = label
+            c["stages"] = [st for st, _ in stages]
         if args.counts_only:
             for a, c in info.items():
                 rows.append([rname, scenario, a, c["value"], c["ours"], f"{c['ours'] / c['value']:.1f}",
                              c["ca.jacobian"], f"{c['ca.jacobian'] / c['value']:.1f}", c["reverse"]])
             continue
-        ts = {k: None for k in harnesses}
+        ts = {k: [] for k in harnesses}
         for r in range(args.reps):
             for k, h in harnesses.items():
-                t = h.run(1)
-                ts[k] = t if ts[k] is None else ts[k].extend(t)
+                ts[k].append(h.run(1).ns[0])
             progress(f"{rname} {scenario} repetition {r + 1}/{args.reps}: " +
-                     ", ".join(f"{k} {t.ns[-1] / 1e3:.1f} µs" for k, t in ts.items()))
+                     ", ".join(f"{k} {t[-1] / 1e3:.1f} µs" for k, t in ts.items()))
         for h in harnesses.values():
             h.close()
         for a, c in info.items():
-            ours, pin = ts[a], ts[c["pinocchio"]]
+            ours = [sum(ts[(a, st)][r] for st in c["stages"]) for r in range(args.reps)]   # a staged chain: the sum
+            pin = ts[c["pinocchio"]]
+            mo, mp = statistics.median(ours), statistics.median(pin)
             rows.append([rname, scenario, a, c["value"], c["ours"], f"{c['ours'] / c['value']:.1f}", c["ca.jacobian"],
-                         f"{c['ca.jacobian'] / c['value']:.1f}", c["reverse"], c["cflags"], f"{c['gcc_s']:.1f}",
-                         f"{ours.median / 1e3:.2f} ({ours.min / 1e3:.2f}-{ours.max / 1e3:.2f})",
-                         f"{pin.median / 1e3:.2f} ({pin.min / 1e3:.2f}-{pin.max / 1e3:.2f})",
-                         f"{pin.median / ours.median:.2f}", f"{c['instructions'] / ours.median:.2f}"])
+                         f"{c['ca.jacobian'] / c['value']:.1f}", c["reverse"], len(c["stages"]), c["cflags"],
+                         " + ".join(f"{x:.0f}" for x in c["gcc_s"]),
+                         f"{mo / 1e3:.1f} ({min(ours) / 1e3:.1f}-{max(ours) / 1e3:.1f})",
+                         f"{mp / 1e3:.1f} ({min(pin) / 1e3:.1f}-{max(pin) / 1e3:.1f})",
+                         f"{mp / mo:.2f}", f"{c['instructions'] / mo:.2f}"])
     headers = ["robot", "scenario", "algorithm", "value instr.", "Jacobian instr.", "× value", "ca.jacobian instr.",
                "× value", "reverse sweep instr."]
     if not args.counts_only:
-        headers += ["cflags", "gcc s", "ours µs (min-max)", "Pinocchio µs (min-max)", "Pinocchio / ours", "instr/ns"]
+        headers += ["functions", "gcc level", "gcc s", "ours µs (min-max)", "Pinocchio µs (min-max)",
+                    "Pinocchio / ours", "instr/ns"]
     write("derivative_counts" if args.counts_only else "derivatives", rows, headers,
           "Analytical Jacobians of the dynamics against Pinocchio's derivatives" +
           ("" if args.counts_only else f" ({timing.machine()}; provisional: a shared machine)"))

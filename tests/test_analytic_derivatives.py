@@ -201,15 +201,21 @@ def test_finite_differences_on_the_manifold():
 
 
 def test_compiled(out_dir):
-    """One small Jacobian compiled (bench/derivatives.compile_jacobian: codegen/build.py's pieces)
-    and loaded: the C agrees with the traced function."""
+    """One small Jacobian compiled (bench/derivatives.compile_jacobian: codegen/build.py's pieces),
+    whole and split into a shared stage and one per input (codegen/staging.split_outputs), and
+    loaded: the C agrees with the traced function (-O0: what is checked is the code, not its speed)."""
     from casadi_delassus import load_robot
     robot = load_robot("chain:n=2,floating=1")
     cs = ConstraintSet.parse(robot, ["link2:3d"])
-    f = bench.compile_jacobian(robot, cs, "tip", "pv", out_dir=out_dir)
     _, _, ours, _, names = traced("pv", (robot, cs), bench.WRT)
-    rng = np.random.default_rng(1)
-    x = random_inputs(robot, cs, ours, rng)
-    got = f.outputs(**dict(zip(ours.name_in(), x)))
-    for n, ref in zip(names, ours(*x)):
-        assert relative(got[n], np.array(ref)) <= 1e-12
+    x = dict(zip(ours.name_in(), random_inputs(robot, cs, ours, np.random.default_rng(1))))
+    ref = {n: np.array(r) for n, r in ours(**x).items()}
+    for split_above, scenario in ((None, "whole"), (0, "split")):
+        stages = bench.compile_jacobian(robot, cs, scenario, "pv", out_dir=out_dir, cflags=("-O0",),
+                                        **({} if split_above is None else {"split_above": split_above}))
+        assert len(stages) == (1 if split_above is None else 1 + len(bench.WRT))
+        got = {}
+        for (_, f), xs in zip(stages, bench.stage_sets(stages, [x])):
+            got |= f.outputs(**{n: xs[0][n] for n in f.input_names})
+        for n in names:
+            assert relative(got[n], ref[n]) <= 1e-12
