@@ -103,6 +103,76 @@ def counts(robot, cs, algorithm, wrt=WRT):
     return out
 
 
+# -- against Pinocchio's analytical derivatives -------------------------------------------------------
+def zero_acceleration_k(robot, cs, q, v):
+    """k₀(q, v) as SX: 0 for a 6D contact, −ω_F × v_p for a 3D point (frame axes), our own
+    expression of pinocchio_oracle.zero_acceleration_k (constrained bodies keep their frames)."""
+    from casadi_delassus.sweeps.tree import Tree
+    vel, _, _ = Tree(robot, cs, q).velocities(v)
+    k = []
+    for c, K in zip(cs.constraints, cs.K_body()):
+        nu = ca.vertcat(*vel[c.body])
+        if c.kind == "6d":
+            k.append(ca.SX(6, 1))
+            continue
+        R = robot.frame(c.link).rotation
+        k.append(-ca.cross(ca.mtimes(ca.DM(R.T), nu[:3]), ca.mtimes(ca.DM(K), nu)))
+    return ca.vertcat(*k)
+
+
+def pinocchio_errors(robot, cs, algorithm, samples=20, seed=6):
+    """({Jacobian: worst relative error}, worst error of k₀) of ``algorithm``'s Jacobians
+    against Pinocchio's computeRNEADerivatives (rnea), computeABADerivatives (aba) or, after
+    constraintDynamics, computeConstraintDynamicsDerivatives (pv, ltl) on ``samples`` random
+    (q, v, τ).  Pinocchio holds the contact acceleration at its reference k₀(q, v) (zero LOCAL
+    acceleration: 0 for 6D, −ω × v_p for 3D) while our k is an input, so ours is compared as
+    ∂/∂x + ∂/∂k · ∂k₀/∂x, with ∂k₀/∂(q, v) by CasADi's AD of ``zero_acceleration_k`` (checked
+    against pinocchio_oracle.zero_acceleration_k at every sample).  Error: max |ours − Pinocchio|
+    / max(1, max |Pinocchio|) per Jacobian."""
+    import pinocchio as pin
+    from casadi_delassus.verify import pinocchio_oracle as oracle
+    model = oracle.model_for(robot)
+    data = model.createData()
+    algo = get_algorithm(algorithm)
+    constrained = "k" in algo.inputs
+    wrt = ("q", *algo.inputs)
+    q, vectors, _, K_bodies = symbols(robot, cs, algo)
+    ours = algo.derivative(robot, cs, q, K_bodies, wrt, **vectors)
+    f = ca.Function("ours", [q, *vectors.values()], [ca.densify(e) for e in ours.values()], ["q", *vectors], list(ours))
+    if constrained:
+        cms = oracle.frame_constraint_models(model, cs.specs)
+        cds = pin.StdVec_RigidConstraintData()
+        for cm in cms:
+            cds.append(cm.createData())
+        pin.initConstraintDynamics(model, data, cms, cds)
+        v = vectors["v"]
+        k0 = zero_acceleration_k(robot, cs, q, v)
+        fk = ca.Function("k0", [q, v], [k0, ca.mtimes(ca.jacobian(k0, q), tangent_map(robot, q)), ca.jacobian(k0, v)])
+    rng = np.random.default_rng(seed)
+    worst, k_err = {}, 0.0
+    for _ in range(samples):
+        x = {"q": robot.random_q(rng), "v": rng.normal(size=robot.nv), "tau": rng.normal(size=robot.nv),
+             "a": rng.normal(size=robot.nv)}
+        if not constrained:
+            J = {n: np.array(e) for n, e in f(**{n: x[n] for n in f.name_in()}).items()}
+            pin_fn, names = ((pin.computeRNEADerivatives, ("dtau_dq", "dtau_dv", "dtau_da")) if algorithm == "rnea" else
+                             (pin.computeABADerivatives, ("dvdot_dq", "dvdot_dv", "dvdot_dtau")))
+            ref = dict(zip(names, (np.array(e) for e in pin_fn(model, data, *(x[n] for n in f.name_in())))))
+        else:
+            kn, dk_dq, dk_dv = (np.array(e) for e in fk(x["q"], x["v"]))
+            k_err = max(k_err, float(np.abs(kn.ravel() - oracle.zero_acceleration_k(model, data, cms, x["q"], x["v"])).max()))
+            raw = {n: np.array(e) for n, e in f(q=x["q"], v=x["v"], tau=x["tau"], k=kn).items()}
+            J = {n: raw[n] + (raw[n[:-2] + "dk"] @ {"q": dk_dq, "v": dk_dv}[n[-1]] if n[-1] in "qv" else 0.0)
+                 for n in raw if not n.endswith("_dk")}
+            pin.constraintDynamics(model, data, x["q"], x["v"], x["tau"], cms, cds)
+            ref = dict(zip(("dvdot_dq", "dvdot_dv", "dvdot_dtau", "dlam_dq", "dlam_dv", "dlam_dtau"),
+                           (np.array(e) for e in pin.computeConstraintDynamicsDerivatives(model, data, cms, cds))))
+        for n in J:
+            err = float(np.abs(J[n] - ref[n]).max() / max(1.0, np.abs(ref[n]).max()))
+            worst[n] = max(worst.get(n, 0.0), err)
+    return worst, k_err
+
+
 SPLIT_ABOVE = 150_000    # instructions: above, gcc's auto level would drop to -O0 (codegen/build.AUTO_LEVELS)
 
 
@@ -188,6 +258,9 @@ def main(argv=None):
     ap.add_argument("--reps", type=int, default=5)
     ap.add_argument("--samples", type=int, default=16)
     ap.add_argument("--counts-only", action="store_true", help="instructions only (no compiling or timing)")
+    ap.add_argument("--accuracy", action="store_true",
+                    help="errors against Pinocchio's derivatives instead (rnea, aba, pv, ltl; 20 samples; "
+                         "default scenarios go1/4F3 talos/2F panda/EE6)")
     ap.add_argument("--force", action="store_true")
     args = ap.parse_args(argv)
     t_start = time.perf_counter()
@@ -195,6 +268,9 @@ def main(argv=None):
     def progress(msg):
         print(f"[{time.perf_counter() - t_start:6.0f} s] {msg}", file=sys.stderr, flush=True)
 
+    if args.accuracy:
+        return accuracy(args.scenario or ["go1/4F3", "talos/2F", "panda/EE6"], args.algorithm or ["rnea", *DEFAULT_ALGORITHMS],
+                        progress)
     rows = []
     for item in args.scenario or DEFAULT_SCENARIOS:
         rname, _, scenario = item.partition("/")
@@ -253,6 +329,21 @@ def main(argv=None):
     write("derivative_counts" if args.counts_only else "derivatives", rows, headers,
           "Analytical Jacobians of the dynamics against Pinocchio's derivatives" +
           ("" if args.counts_only else f" ({timing.machine()}; provisional: a shared machine)"))
+
+
+def accuracy(scenarios, algorithms, progress):
+    rows = []
+    for item in scenarios:
+        rname, _, scenario = item.partition("/")
+        robot = load_robot(rname)
+        cs, scenario = api.constraint_set(robot, scenario)
+        for a in algorithms:
+            worst, k_err = pinocchio_errors(robot, cs, a)
+            progress(f"{rname} {scenario} {a}: {worst}")
+            rows.append([rname, scenario, a, f"{max(worst.values()):.1e}",
+                         ", ".join(f"{n} {e:.1e}" for n, e in worst.items()), f"{k_err:.1e}" if "k" in get_algorithm(a).inputs else ""])
+    write("derivative_accuracy", rows, ["robot", "scenario", "algorithm", "worst", "per Jacobian", "k₀ vs oracle"],
+          "Analytical Jacobians against Pinocchio's derivatives (20 random (q, v, τ); relative to max(1, |Pinocchio|))")
 
 
 if __name__ == "__main__":

@@ -21,7 +21,6 @@ import pytest
 from casadi_delassus.constraints import ConstraintSet
 from casadi_delassus.errors import DelassusError
 from casadi_delassus.registry import get_algorithm
-from casadi_delassus.sweeps.tree import Tree
 
 from conftest import REPO, case, model_for
 
@@ -103,68 +102,16 @@ def pin_case(name, scenario):
     return robot, ConstraintSet.parse(robot, robot.scenarios[scenario]), model
 
 
-@pytest.mark.parametrize("name,scenario", [("go1", "4F3"), ("panda", "EE6")])
-def test_aba_rnea_match_pinocchio(name, scenario):
-    robot, cs, model = pin_case(name, scenario)
-    data = model.createData()
-    rng = np.random.default_rng(4)
-    worst = {}
-    for algorithm, pin_fn in (("aba", pin.computeABADerivatives), ("rnea", pin.computeRNEADerivatives)):
-        _, _, ours, _, names = traced(algorithm, (robot, cs))
-        for _ in range(N_PIN):
-            args = random_inputs(robot, cs, ours, rng)
-            for n, a, b in zip(names, ours(*args), pin_fn(model, data, *args)):
-                worst[n] = max(worst.get(n, 0.0), relative(a, b))
-    print(f"{name} vs Pinocchio: " + ", ".join(f"{n} {e:.1e}" for n, e in worst.items()))
-    assert max(worst.values()) <= 1e-8
-
-
-def zero_acceleration_k(robot, cs, q, v):
-    """k₀(q, v) as SX: 0 for a 6D contact, −ω_F × v_p for a 3D point (frame axes), our own
-    expression of pinocchio_oracle.zero_acceleration_k (constrained bodies keep their frames)."""
-    vel, _, _ = Tree(robot, cs, q).velocities(v)
-    k = []
-    for c, K in zip(cs.constraints, cs.K_body()):
-        nu = ca.vertcat(*vel[c.body])
-        if c.kind == "6d":
-            k += [ca.SX(6, 1)]
-            continue
-        R = robot.frame(c.link).rotation
-        k.append(-ca.cross(ca.mtimes(ca.DM(R.T), nu[:3]), ca.mtimes(ca.DM(K), nu)))
-    return ca.vertcat(*k)
-
-
-@pytest.mark.parametrize("algorithm", ["pv", "ltl"])
-def test_constrained_dynamics_derivatives_match_pinocchio(algorithm):
-    """go1 4F3 (3D feet): ∂(v̇, λ)/∂(q, v, τ) against computeConstraintDynamicsDerivatives with
-    Pinocchio's zero contact acceleration, ours chained through ∂k₀/∂(q, v)."""
-    robot, cs, model = pin_case("go1", "4F3")
-    data = model.createData()
-    cms = oracle.frame_constraint_models(model, cs.specs)
-    cds = pin.StdVec_RigidConstraintData()
-    for cm in cms:
-        cds.append(cm.createData())
-    pin.initConstraintDynamics(model, data, cms, cds)
-    _, _, ours, _, names = traced(algorithm, (robot, cs), ("q", "v", "tau", "k"))
-    q, v = ca.SX.sym("q", robot.nq), ca.SX.sym("v", robot.nv)
-    k0 = zero_acceleration_k(robot, cs, q, v)
-    fk = ca.Function("k0", [q, v], [k0, ca.mtimes(ca.jacobian(k0, q), bench.tangent_map(robot, q)), ca.jacobian(k0, v)])
-    rng = np.random.default_rng(6)
-    worst, k_err = {}, 0.0
-    for _ in range(N_PIN):
-        qn, vn, tn = robot.random_q(rng), rng.normal(size=robot.nv), rng.normal(size=robot.nv)
-        kn, dk_dq, dk_dv = (np.array(x) for x in fk(qn, vn))
-        k_err = max(k_err, float(np.abs(kn.ravel() - oracle.zero_acceleration_k(model, data, cms, qn, vn)).max()))
-        J = dict(zip(names, (np.array(x) for x in ours(qn, vn, tn, kn))))
-        pin.constraintDynamics(model, data, qn, vn, tn, cms, cds)
-        ref = dict(zip(("dvdot_dq", "dvdot_dv", "dvdot_dtau", "dlam_dq", "dlam_dv", "dlam_dtau"),
-                       (np.array(x) for x in pin.computeConstraintDynamicsDerivatives(model, data, cms, cds))))
-        for out in ("vdot", "lam"):
-            for x, chain in (("q", dk_dq), ("v", dk_dv), ("tau", 0.0)):
-                n = f"d{out}_d{x}"
-                mine = J[n] + (J[f"d{out}_dk"] @ chain if x != "tau" else 0.0)
-                worst[n] = max(worst.get(n, 0.0), relative(mine, ref[n]))
-    print(f"{algorithm} go1 4F3 vs Pinocchio: k₀ {k_err:.1e}, " + ", ".join(f"{n} {e:.1e}" for n, e in worst.items()))
+@pytest.mark.parametrize("name,scenario,algorithm", [("go1", "4F3", "aba"), ("go1", "4F3", "rnea"), ("panda", "EE6", "aba"),
+                                                     ("panda", "EE6", "rnea"), ("go1", "4F3", "pv"), ("go1", "4F3", "ltl")])
+def test_against_pinocchio(name, scenario, algorithm):
+    """20 random (q, v, τ): rnea and aba against computeRNEADerivatives / computeABADerivatives
+    (floating and fixed base), pv and ltl (3D feet) against computeConstraintDynamicsDerivatives
+    (bench/derivatives.pinocchio_errors: ours chained through ∂k₀/∂(q, v)).  talos 2F (6D soles)
+    and panda EE6 (fixed base, 6D) constrained: ``bench/derivatives.py --accuracy``."""
+    robot, cs, _ = pin_case(name, scenario)
+    worst, k_err = bench.pinocchio_errors(robot, cs, algorithm, N_PIN)
+    print(f"{algorithm} {name} {scenario} vs Pinocchio: k₀ {k_err:.1e}, " + ", ".join(f"{n} {e:.1e}" for n, e in worst.items()))
     assert k_err <= 1e-12
     assert max(worst.values()) <= 1e-8
 
