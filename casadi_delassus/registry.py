@@ -210,11 +210,13 @@ def _dynamics():
                                          "a row was dropped (exact only for a redundant row); pv and ltl are exact there"},
                   hard),
         Algorithm("pv_soft", pv_soft.pv_soft, "PV-soft: soft Gauss principle by ABA on augmented inertias, O(n + m)",
-                  vdot | {"lam": "soft constraint forces λ = −R⁻¹ (J v̇ + J̇ v − k) (m): M v̇ + c = τ + Jᵀ λ"}, soft),
+                  vdot | {"lam": "soft constraint forces λ = −R⁻¹ (J v̇ + J̇ v − k) (m): M v̇ + c = τ + Jᵀ λ"}, soft,
+                  derivative=pv_soft.derivative),
         Algorithm("ltl", ltl.ltl, "LTL: CRBA + sparse M = LᵀDL + Delassus Schur complement, O(nd² + md² + m²d + m³)",
                   vdot | lam, hard, derivative=ltl.derivative),
         Algorithm("ltl_soft", ltl_soft.ltl_soft, "LTL-soft: sparse LᵀDL of M + Jᵀ R⁻¹ J (MuJoCo-style soft Gauss)",
-                  vdot | {"lam": "soft constraint forces λ = −R⁻¹ (J v̇ + J̇ v − k) (m): M v̇ + c = τ + Jᵀ λ"}, soft),
+                  vdot | {"lam": "soft constraint forces λ = −R⁻¹ (J v̇ + J̇ v − k) (m): M v̇ + c = τ + Jᵀ λ"}, soft,
+                  derivative=ltl_soft.derivative),
     ]
 
 

@@ -55,7 +55,8 @@ def traced(algorithm, name, wrt=None):
 
 def random_inputs(robot, cs, f, rng):
     vals = {"q": robot.random_q(rng), "v": rng.normal(size=robot.nv), "tau": rng.normal(size=robot.nv),
-            "a": rng.normal(size=robot.nv), "k": rng.normal(size=cs.m)} | cs.random_inputs(rng)
+            "a": rng.normal(size=robot.nv), "k": rng.normal(size=cs.m), "R": rng.uniform(0.1, 1.0, cs.m)} | \
+        cs.random_inputs(rng)
     return [vals[n] for n in f.name_in()]
 
 
@@ -65,13 +66,14 @@ def relative(a, b):
 
 AD_CASES = [("rnea", "tilted"), ("rnea", "kinova"), ("aba", "tilted"), ("aba", "go1-4F3"), ("aba", "kinova"),
             ("aba", "panda-EE6"), ("pv", "go1-4F3"), ("pv", "tilted-two-branches"), ("pv", "panda-finger-points"),
-            ("pv", "chain-base"), ("ltl", "tilted-two-branches")]
+            ("pv", "chain-base"), ("ltl", "tilted-two-branches"), ("pv_soft", "tilted"), ("ltl_soft", "go1-4F3")]
 
 
 @pytest.mark.parametrize("algorithm,name", AD_CASES)
 def test_against_casadi_ad(algorithm, name):
     """Every Jacobian equals CasADi's AD of the value in tangent coordinates: free base, tilted
-    axes, a prismatic and a continuous joint, runtime K, 3D and 6D rows, rows at the base."""
+    axes, a prismatic and a continuous joint, runtime K, 3D and 6D rows, rows at the base, soft
+    constraints (k and R columns too; "tilted" is redundant for the hard solvers)."""
     robot, cs, ours, ad, names = traced(algorithm, name)
     rng = np.random.default_rng(11)
     worst = dict.fromkeys(names, 0.0)

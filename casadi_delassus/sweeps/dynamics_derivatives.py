@@ -29,7 +29,7 @@ import casadi as ca
 
 from ..errors import DelassusError
 from ..symbolic import linalg, passes
-from ..symbolic.scalar import column, dot, is_zero, mul, neg, sub, vadd
+from ..symbolic.scalar import add, column, dot, is_zero, mul, neg, sub, vadd
 from . import joint_space
 from .rnea_derivatives import Partials
 
@@ -88,6 +88,9 @@ class Solver:
 
     def finish(self, w):
         return self.fac.finish(w)
+
+    def solve(self, b):
+        return self.finish(self.half(b))
 
 
 class Delassus:
@@ -236,3 +239,67 @@ def unit_target(tree, j, m):
         if fac.rows.start <= j < fac.rows.stop:
             e[fac.rows] = fac.solve(e[fac.rows])
     return e
+
+
+# -- soft constraints: pv_soft, ltl_soft ------------------------------------------------------------
+def soft_dynamics_jacobians(tree, K_bodies, v, vdot, lam, R, wrt):
+    """{d vdot_d x, d lam_d x} for x in ``wrt`` (q, v, tau, k, R) at the solution of the soft
+    problem (PV paper Sec. VI): RNEA(q, v, v̇) − Jᵀλ = τ with λ = −R⁻¹ (γ(q, v, v̇) − k).
+    Differentiating, with s = λ / R (per row):
+
+        (M + Jᵀ R⁻¹ J) dv̇ = dτ − ∂(RNEA − Jᵀλ)/∂x − Jᵀ R⁻¹ (∂γ/∂x − dk) − Jᵀ s dR,
+        dλ = −R⁻¹ (J dv̇ + ∂γ/∂x − dk) − s dR,
+
+    M̃ = M + Jᵀ R⁻¹ J factorized by the sparse LᵀDL (no fill-in: each row couples the dofs of
+    one path, as ltl_soft.py); ∂v̇/∂τ = M̃⁻¹ over common ancestors, the k and R columns from
+    W = M̃⁻¹ Jᵀ (m solves).  Rows are the constraints' own K_i (not orthonormalized)."""
+    robot, cs = tree.robot, tree.cs
+    n, m = robot.nv, cs.m
+    P = Partials(tree, v, vdot, external_forces(tree, K_bodies, lam))
+    dx = tuple(x for x in wrt if x in ("q", "v"))
+    d = P.dtau(dx)
+    dg = {x: {} for x in (*dx, "J")}
+    for i in range(tree.n):
+        for rows, K in tree.own[i]:
+            for x, ent in P.constraint_partials(i, K, dx).items():
+                for (r, j), e in ent.items():
+                    dg[x][(rows[r], j)] = e
+    rinv = [1 / R[r] for r in range(m)]
+    neg_rinv = [neg(x) for x in rinv]
+    J = [[dg["J"].get((r, j), 0.0) for j in range(n)] for r in range(m)]
+    M = dict(d["M"])
+    for r in range(m):                                  # + J_rᵀ R_r⁻¹ J_r on the row's path
+        nz = [j for j in range(n) if not is_zero(J[r][j])]
+        w = {j: mul(J[r][j], rinv[r]) for j in nz}
+        for a in nz:
+            for b in nz:
+                if a <= b:
+                    M[(a, b)] = add(M.get((a, b), 0.0), mul(w[a], J[r][b]))
+    passes.done("derivatives: ∂γ/∂q, ∂γ/∂v, J; M̃ = M + Jᵀ R⁻¹ J", dg, M)
+    solver = Solver(robot, M)
+    W = [solver.solve(row) for row in J] if {"tau", "k", "R"} & set(wrt) else None     # columns M̃⁻¹ J_rᵀ
+    out = {}
+    for x in wrt:
+        if x in ("q", "v"):                 # dv̇ = −M̃⁻¹ (X + Jᵀ R⁻¹ ∂γ), dλ = −R⁻¹ (∂γ + J dv̇)
+            vcols, lcols = [], []
+            for j in range(n):
+                g = [mul(dg[x].get((r, j), 0.0), rinv[r]) for r in range(m)]
+                c = [add(d[x].get((a, j), 0.0), dot([row[a] for row in J], g)) for a in range(n)]
+                dv = solver.finish(solver.half(c, -1.0))
+                vcols.append(dv)
+                lcols.append([mul(add(dg[x].get((r, j), 0.0), dot(J[r], dv)), neg_rinv[r]) for r in range(m)])
+            out[jacobian_name("vdot", x)], out[jacobian_name("lam", x)] = matrix(vcols, n), matrix(lcols, m)
+        elif x == "tau":                    # M̃⁻¹, −R⁻¹ J M̃⁻¹ = −R⁻¹ Wᵀ
+            out[jacobian_name("vdot", x)] = from_entries(solver.fac.inverse(), n, n, symmetric=True)
+            out[jacobian_name("lam", x)] = matrix([[mul(W[r][a], neg_rinv[r]) for r in range(m)] for a in range(n)], m)
+        else:                               # dk_j: dv̇ = W_j / R_j; dR_j: dv̇ = −s_j W_j
+            scale = rinv if x == "k" else [neg(mul(lam[r], rinv[r])) for r in range(m)]
+            vcols = [[mul(e, scale[j]) for e in W[j]] for j in range(m)]
+            lcols = []
+            for j in range(m):                  # dλ = −R⁻¹ J dv̇ + (R⁻¹ e_j or −s_j e_j)
+                col = [mul(dot(J[r], vcols[j]), neg_rinv[r]) for r in range(m)]
+                col[j] = add(col[j], rinv[j] if x == "k" else scale[j])
+                lcols.append(col)
+            out[jacobian_name("vdot", x)], out[jacobian_name("lam", x)] = matrix(vcols, n), matrix(lcols, m)
+        passes.done(f"derivatives: ∂v̇/∂{x}, ∂λ/∂{x}", out[jacobian_name("vdot", x)], out[jacobian_name("lam", x)])
+    return out
