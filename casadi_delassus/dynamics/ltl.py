@@ -31,7 +31,7 @@ make Λ⁻¹ singular: ConstraintError at trace time (tree.check_regular).
 from __future__ import annotations
 
 from ..symbolic.scalar import add, column, dot, is_zero, mul, sub
-from ..sweeps.dynamics_derivatives import check_wrt, constrained_dynamics_jacobians
+from ..sweeps.dynamics_derivatives import hard_derivative
 from ..sweeps.tree import Probe, Tree, check_regular, newton_euler
 from ..symbolic import passes
 from ..symbolic import linalg
@@ -118,10 +118,4 @@ def ltl(robot, constraints, q, K_bodies, v, tau, k):
     return {"vdot": column(vdot), "lam": column(tree.multipliers(lam))}
 
 
-def derivative(robot, constraints, q, K_bodies, wrt, v, tau, k):
-    """∂(v̇, λ)/∂(q, v, τ, k) through the KKT system (sweeps/dynamics_derivatives.py) at ltl's solution."""
-    wrt = check_wrt("ltl", wrt, ("q", "v", "tau", "k"))
-    value = ltl(robot, constraints, q, K_bodies, v, tau, k)
-    tree = Tree(robot, constraints, q, K_bodies)
-    tree.orthonormalize()
-    return constrained_dynamics_jacobians(tree, K_bodies, v, value["vdot"], value["lam"], wrt)
+derivative = hard_derivative("ltl", ltl)

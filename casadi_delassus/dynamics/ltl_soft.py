@@ -23,7 +23,7 @@ from ..symbolic import linalg
 from ..symbolic.frames import transform_motion
 from ..symbolic.scalar import column, dot, mat_vec, mul, sub, vadd, vsub
 from ..sweeps import joint_space
-from ..sweeps.dynamics_derivatives import check_wrt, soft_dynamics_jacobians
+from ..sweeps.dynamics_derivatives import soft_derivative
 from ..sweeps.tree import Tree, newton_euler, root_accel, soft_terms
 from ..symbolic import passes
 
@@ -81,9 +81,4 @@ def ltl_soft(robot, constraints, q, K_bodies, v, tau, k, R):
     return {"vdot": column(tree.from_slid(vs)), "lam": column(lam)}
 
 
-def derivative(robot, constraints, q, K_bodies, wrt, v, tau, k, R):
-    """∂(v̇, λ)/∂(q, v, τ, k, R) at ltl_soft's solution (sweeps/dynamics_derivatives.py: the sparse
-    LᵀDL of M + Jᵀ R⁻¹ J)."""
-    wrt = check_wrt("ltl_soft", wrt, ("q", "v", "tau", "k", "R"))
-    value = ltl_soft(robot, constraints, q, K_bodies, v, tau, k, R)
-    return soft_dynamics_jacobians(Tree(robot, constraints, q, K_bodies), K_bodies, v, value["vdot"], value["lam"], R, wrt)
+derivative = soft_derivative("ltl_soft", ltl_soft)

@@ -49,7 +49,7 @@ import casadi as ca
 import numpy as np
 
 from ..errors import ConstraintError
-from ..sweeps.dynamics_derivatives import check_wrt, constrained_dynamics_jacobians
+from ..sweeps.dynamics_derivatives import hard_derivative
 from ..sweeps.tree import Probe, Tree, axis_g, check_regular, joint_backward, joint_forward, root_accel
 from ..symbolic import passes
 from ..sweeps.articulated import articulated_inertias
@@ -415,10 +415,4 @@ def pv(robot, constraints, q, K_bodies, v, tau, k):
     return {"vdot": column([x for qi in qdd for x in qi]), "lam": column([neg(x) for x in lam])}
 
 
-def derivative(robot, constraints, q, K_bodies, wrt, v, tau, k):
-    """∂(v̇, λ)/∂(q, v, τ, k) through the KKT system (sweeps/dynamics_derivatives.py) at pv's solution."""
-    wrt = check_wrt("pv", wrt, ("q", "v", "tau", "k"))
-    value = pv(robot, constraints, q, K_bodies, v, tau, k)
-    tree = Tree(robot, constraints, q, K_bodies)
-    tree.orthonormalize()
-    return constrained_dynamics_jacobians(tree, K_bodies, v, value["vdot"], value["lam"], wrt)
+derivative = hard_derivative("pv", pv)

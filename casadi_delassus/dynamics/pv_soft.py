@@ -21,7 +21,7 @@ Always solvable, also for redundant constraints.
 from __future__ import annotations
 
 from ..symbolic.scalar import column, dot, mul, sub
-from ..sweeps.dynamics_derivatives import check_wrt, soft_dynamics_jacobians
+from ..sweeps.dynamics_derivatives import soft_derivative
 from ..sweeps.tree import Tree, soft_terms
 from .aba import solve as aba_solve
 
@@ -38,9 +38,4 @@ def pv_soft(robot, constraints, q, K_bodies, v, tau, k, R):
     return {"vdot": column([x for qi in qdd for x in qi]), "lam": column(lam)}
 
 
-def derivative(robot, constraints, q, K_bodies, wrt, v, tau, k, R):
-    """∂(v̇, λ)/∂(q, v, τ, k, R) at pv_soft's solution (sweeps/dynamics_derivatives.py: the sparse
-    LᵀDL of M + Jᵀ R⁻¹ J)."""
-    wrt = check_wrt("pv_soft", wrt, ("q", "v", "tau", "k", "R"))
-    value = pv_soft(robot, constraints, q, K_bodies, v, tau, k, R)
-    return soft_dynamics_jacobians(Tree(robot, constraints, q, K_bodies), K_bodies, v, value["vdot"], value["lam"], R, wrt)
+derivative = soft_derivative("pv_soft", pv_soft)

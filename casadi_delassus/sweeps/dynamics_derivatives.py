@@ -32,6 +32,7 @@ from ..symbolic import linalg, passes
 from ..symbolic.scalar import add, column, dot, is_zero, mul, neg, sub, vadd
 from . import joint_space
 from .rnea_derivatives import Partials
+from .tree import Tree
 
 
 def jacobian_name(output, wrt):
@@ -230,6 +231,30 @@ def constrained_dynamics_jacobians(tree, K_bodies, v, vdot, lam, wrt):
         out[jacobian_name("lam", x)] = matrix(cols[x][1], m)
         passes.done(f"derivatives: ∂v̇/∂{x}, ∂λ/∂{x}", out[jacobian_name("vdot", x)], out[jacobian_name("lam", x)])
     return out
+
+
+def hard_derivative(name, solve):
+    """The registry's ``derivative`` of a hard constrained-dynamics solver ``solve`` (pv, ltl):
+    its solution, then ``constrained_dynamics_jacobians`` on its own orthonormalized tree."""
+    def derivative(robot, constraints, q, K_bodies, wrt, v, tau, k):
+        wrt = check_wrt(name, wrt, ("q", "v", "tau", "k"))
+        value = solve(robot, constraints, q, K_bodies, v, tau, k)
+        tree = Tree(robot, constraints, q, K_bodies)
+        tree.orthonormalize()
+        return constrained_dynamics_jacobians(tree, K_bodies, v, value["vdot"], value["lam"], wrt)
+    derivative.__doc__ = f"∂(v̇, λ)/∂(q, v, τ, k) through the KKT system at {name}'s solution."
+    return derivative
+
+
+def soft_derivative(name, solve):
+    """The registry's ``derivative`` of a soft solver ``solve`` (pv_soft, ltl_soft)."""
+    def derivative(robot, constraints, q, K_bodies, wrt, v, tau, k, R):
+        wrt = check_wrt(name, wrt, ("q", "v", "tau", "k", "R"))
+        value = solve(robot, constraints, q, K_bodies, v, tau, k, R)
+        return soft_dynamics_jacobians(Tree(robot, constraints, q, K_bodies), K_bodies, v, value["vdot"], value["lam"],
+                                       R, wrt)
+    derivative.__doc__ = f"∂(v̇, λ)/∂(q, v, τ, k, R) at {name}'s solution (the sparse LᵀDL of M + Jᵀ R⁻¹ J)."
+    return derivative
 
 
 def unit_target(tree, j, m):
