@@ -123,7 +123,7 @@ def test_analytic_blocks_are_used_and_checked(monkeypatch):
     with pytest.raises(DelassusError, match="analytical dvdot_dtau is 3 x 3, expected 18 x 18"):
         trace_derivative(robot, cs, "aba", "jacobian", ("tau",))
     with pytest.raises(DelassusError, match="has no analytical derivatives"):
-        trace_derivative(robot, cs, "rnea", "jacobian", method="analytic")
+        trace_derivative(robot, cs, "naive", "jacobian", method="analytic")
 
 
 def test_bad_requests():

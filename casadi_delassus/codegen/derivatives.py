@@ -112,18 +112,20 @@ def _jacobian_blocks(t, method):
     """{(output, input): block} and {input: "analytic" | "ad"}: the algorithm's analytical
     blocks (method "analytic" or "auto"), forward mode for the blocks it leaves out."""
     blocks, algo = {}, t.algo
-    if method != "ad" and algo.derivative is not None:
+    # the analytical derivatives differentiate by q and the vectors; runtime K_<link> by forward mode
+    analytic_wrt = tuple(w for w in t.wrt if w == "q" or w in VECTOR_INPUTS)
+    if method != "ad" and algo.derivative is not None and analytic_wrt:
         vectors = {n: s for n, s in t.symbols.items() if n in VECTOR_INPUTS}
-        given = algo.derivative(t.robot, t.constraints, t.symbols["q"], t.K_bodies, t.wrt, **vectors)
+        given = algo.derivative(t.robot, t.constraints, t.symbols["q"], t.K_bodies, analytic_wrt, **vectors)
         for o, e in t.outputs.items():
-            for w in t.wrt:
+            for w in analytic_wrt:
                 block = given.get(f"d{o}_d{w}")
                 if block is not None:
                     if tuple(block.shape) != (e.numel(), t.ncols(w)):
                         raise DelassusError(f"{algo.name}'s analytical d{o}_d{w} is {block.shape[0]} x {block.shape[1]}, "
                                             f"expected {e.numel()} x {t.ncols(w)}")
                     blocks[o, w] = block
-    elif method == "analytic":
+    elif method == "analytic" and algo.derivative is None:
         raise DelassusError(f"algorithm {algo.name!r} has no analytical derivatives: use method 'ad' or 'auto'")
     missing = [w for w in t.wrt if any((o, w) not in blocks for o in t.outputs)]
     if missing:

@@ -49,6 +49,7 @@ import casadi as ca
 import numpy as np
 
 from ..errors import ConstraintError
+from ..sweeps.dynamics_derivatives import hard_derivative
 from ..sweeps.tree import Probe, Tree, axis_g, check_regular, joint_backward, joint_forward, root_accel
 from ..symbolic import passes
 from ..sweeps.articulated import articulated_inertias
@@ -412,3 +413,6 @@ def pv(robot, constraints, q, K_bodies, v, tau, k):
     check_regular(probe, pivots, "pv", constraints)
     lam = tree.multipliers(lam)
     return {"vdot": column([x for qi in qdd for x in qi]), "lam": column([neg(x) for x in lam])}
+
+
+derivative = hard_derivative("pv", pv)
