@@ -4,6 +4,11 @@ the manifold, and the JVP/VJP dot-product test, on go1 4F3, talos 2F, the ladder
 loops, wherever the algorithm accepts the scenario.
 
     python bench/derivative_accuracy.py [--samples 20] [--case go1/4F3 ...] [-a ALGO ...]
+    python bench/derivative_accuracy.py --pinocchio [--case go1/4F3 ...]      # done-when 2
+
+The second form compares the Jacobians of rnea, aba, pv and ltl with Pinocchio's analytical
+derivatives instead (verify/derivative_oracle.py; default cases go1 4F3, talos 2F, panda EE6:
+3D and 6D contacts, floating and fixed base) and writes bench/results/derivative_pinocchio.md.
 
 The functions are traced and evaluated by CasADi (the expressions the generated C computes,
 without compiling hundreds of functions); tests/test_derivatives.py compiles some and checks
@@ -24,9 +29,11 @@ from casadi_delassus.codegen.trace import trace
 from casadi_delassus.errors import ConstraintError
 from casadi_delassus.opcount import count_ops
 from casadi_delassus.registry import ALGORITHMS, delassus_algorithms
-from casadi_delassus.verify.derivatives import DOT_TOL, FD_TOL, Checkable, compare_derivatives, dot_test
+from casadi_delassus.verify.derivative_oracle import ORACLE_WRT, PIN_TOL, pinocchio_errors
+from casadi_delassus.verify.derivatives import DOT_TOL, FD_TOL, Checkable, compare_derivatives, dot_test, evaluate
 
 CASES = ["go1/4F3", "talos/2F", "ladder:rungs=4/default", "cassie/loops"]
+PINOCCHIO_CASES = ["go1/4F3", "talos/2F", "panda/EE6"]
 
 
 def worst(results):
@@ -39,7 +46,10 @@ def main():
     p.add_argument("--samples", type=int, default=20)
     p.add_argument("--case", action="append", dest="cases")
     p.add_argument("-a", "--algorithm", action="append", dest="algorithms")
+    p.add_argument("--pinocchio", action="store_true", help="Jacobians against Pinocchio's derivatives instead")
     args = p.parse_args()
+    if args.pinocchio:
+        return against_pinocchio(args.cases or PINOCCHIO_CASES, args.algorithms or list(ORACLE_WRT), args.samples)
     rows, failures = [], []
     for spec in args.cases or CASES:
         name, scenario = spec.rsplit("/", 1)
@@ -76,6 +86,27 @@ def main():
            "result", "s"],
           f"Derivatives against finite differences on the manifold (≤ {FD_TOL:g}) and the dot-product test "
           f"(≤ {DOT_TOL:g}), {args.samples} random points each")
+    print("failures:", failures or "none")
+
+
+def against_pinocchio(cases, algorithms, samples):
+    rows, failures = [], []
+    for spec in cases:
+        name, scenario = spec.rsplit("/", 1)
+        robot = load_robot(name)
+        cs, _ = constraint_set(robot, scenario)
+        for algo in algorithms:
+            jacobian = trace_derivative(robot, cs, algo, "jacobian", ORACLE_WRT[algo])[0]
+            worst, k_err = pinocchio_errors(lambda x: evaluate(jacobian, x), robot, cs, algo, samples)
+            ok = max(worst.values()) <= PIN_TOL and k_err <= 1e-12
+            if not ok:
+                failures.append(f"{spec} {algo}")
+            rows.append([spec, algo, f"{max(worst.values()):.1e}", ", ".join(f"{n} {e:.1e}" for n, e in worst.items()),
+                         f"{k_err:.1e}" if "k" in ORACLE_WRT[algo] else "", "ok" if ok else "FAIL"])
+            print(rows[-1], flush=True)
+    write("derivative_pinocchio", rows, ["case", "algorithm", "worst", "per Jacobian", "k₀ vs oracle", "result"],
+          f"Jacobians (codegen/derivatives.py, analytical blocks) against Pinocchio's derivatives ({samples} random "
+          f"(q, v, τ); max |ours − Pinocchio| / max(1, |Pinocchio|) ≤ {PIN_TOL:g})")
     print("failures:", failures or "none")
 
 

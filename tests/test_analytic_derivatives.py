@@ -1,13 +1,12 @@
 """Analytical Jacobians of the dynamics (registry.Algorithm.derivative: rnea, aba, pv, ltl;
 sweeps/rnea_derivatives.py, sweeps/dynamics_derivatives.py) against
 - CasADi's AD of the traced value function, q-columns through the tangent map of Pinocchio's
-  integrate (bench/derivatives.tangent_map), to 1e-10;
+  integrate (model/integrate.tangent_map_sx), to 1e-10;
 - Pinocchio's computeRNEADerivatives, computeABADerivatives and
   computeConstraintDynamicsDerivatives (20 random points, 1e-8), where Pinocchio holds the
   contact acceleration at its reference while our k is an input: ours is compared as
-  ∂/∂x + ∂/∂k · ∂k₀/∂x with k₀(q, v) Pinocchio's zero contact acceleration (0 for a 6D contact,
-  −ω × v_p for a 3D point, pinocchio_oracle.zero_acceleration_k), differentiated by CasADi's AD of
-  our own expression of it (checked against the oracle's value at every point);
+  ∂/∂x + ∂/∂k · ∂k₀/∂x (verify/derivative_oracle.py), through codegen/derivatives.py's
+  Jacobian (the analytical blocks);
 - central finite differences on the manifold (pinocchio.integrate), as a sanity check;
 and one compiled case.  The traced functions are evaluated numerically (no compiler) except there.
 Run with ``-s`` to see the measured errors."""
@@ -18,16 +17,25 @@ import casadi as ca
 import numpy as np
 import pytest
 
+from casadi_delassus.codegen.derivatives import trace_derivative
+from casadi_delassus.codegen.trace import traced_outputs
 from casadi_delassus.constraints import ConstraintSet
 from casadi_delassus.errors import DelassusError
+from casadi_delassus.model.integrate import tangent_map_sx
 from casadi_delassus.registry import get_algorithm
 
 from conftest import REPO, case, model_for
 
 sys.path.insert(0, str(REPO / "bench"))
-import derivatives as bench  # noqa: E402  (tangent_map, symbols, compile_jacobian)
+import derivatives as bench  # noqa: E402  (compile_jacobian, stage_sets)
 
 N_AD, N_PIN = 4, 20
+
+
+def symbols(robot, cs, algo):
+    """(q, {vector input: SX}, {K input: SX}, K_bodies) as codegen/trace.py makes them."""
+    sym, _, K_bodies = traced_outputs(robot, cs, algo.name)
+    return sym["q"], {n: sym[n] for n in algo.inputs}, {n: x for n, x in sym.items() if n.startswith("K_")}, K_bodies
 
 
 @functools.lru_cache(maxsize=None)
@@ -37,7 +45,7 @@ def traced(algorithm, name, wrt=None):
     robot, cs = case(name) if isinstance(name, str) else name
     algo = get_algorithm(algorithm)
     wrt = wrt or ("q", *algo.inputs)
-    q, vectors, K_syms, K_bodies = bench.symbols(robot, cs, algo)
+    q, vectors, K_syms, K_bodies = symbols(robot, cs, algo)
     ins = [q, *vectors.values(), *K_syms.values()]
     ours = algo.derivative(robot, cs, q, K_bodies, wrt, **vectors)
     value = algo.fn(robot, cs, q, K_bodies, **vectors)
@@ -47,7 +55,7 @@ def traced(algorithm, name, wrt=None):
     for n in names:
         out, by = n[1:].split("_d")
         J = ca.jacobian(value[out], x[by])
-        ad.append(ca.mtimes(J, bench.tangent_map(robot, q)) if by == "q" else J)
+        ad.append(ca.mtimes(J, tangent_map_sx(robot, q)) if by == "q" else J)
     ins_names = ["q", *vectors, *K_syms]
     return (robot, cs, ca.Function("ours", ins, [ca.densify(ours[n]) for n in names], ins_names, names),
             ca.Function("ad", ins, ad, ins_names, names), names)
@@ -87,7 +95,7 @@ def test_against_casadi_ad(algorithm, name):
 
 def test_unknown_wrt_is_refused():
     robot, cs = case("go1-4F3")
-    q, vectors, _, K_bodies = bench.symbols(robot, cs, get_algorithm("pv"))
+    q, vectors, _, K_bodies = symbols(robot, cs, get_algorithm("pv"))
     with pytest.raises(DelassusError, match="'R'"):
         get_algorithm("pv").derivative(robot, cs, q, K_bodies, ("q", "R"), **vectors)
 
@@ -95,6 +103,8 @@ def test_unknown_wrt_is_refused():
 # -- Pinocchio ------------------------------------------------------------------------------------
 pin = pytest.importorskip("pinocchio")
 from casadi_delassus.verify import pinocchio_oracle as oracle  # noqa: E402
+from casadi_delassus.verify.derivative_oracle import ORACLE_WRT, pinocchio_errors  # noqa: E402
+from casadi_delassus.verify.derivatives import evaluate  # noqa: E402
 
 
 @functools.lru_cache(maxsize=None)
@@ -109,10 +119,11 @@ def pin_case(name, scenario):
 def test_against_pinocchio(name, scenario, algorithm):
     """20 random (q, v, τ): rnea and aba against computeRNEADerivatives / computeABADerivatives
     (floating and fixed base), pv and ltl (3D feet) against computeConstraintDynamicsDerivatives
-    (bench/derivatives.pinocchio_errors: ours chained through ∂k₀/∂(q, v)).  talos 2F (6D soles)
-    and panda EE6 (fixed base, 6D) constrained: ``bench/derivatives.py --accuracy``."""
+    (verify/derivative_oracle.py: ours chained through ∂k₀/∂(q, v)).  talos 2F (6D soles)
+    and panda EE6 (fixed base, 6D) constrained: ``bench/derivative_accuracy.py --pinocchio``."""
     robot, cs, _ = pin_case(name, scenario)
-    worst, k_err = bench.pinocchio_errors(robot, cs, algorithm, N_PIN)
+    jacobian = trace_derivative(robot, cs, algorithm, "jacobian", ORACLE_WRT[algorithm])[0]
+    worst, k_err = pinocchio_errors(lambda x: evaluate(jacobian, x), robot, cs, algorithm, N_PIN)
     print(f"{algorithm} {name} {scenario} vs Pinocchio: k₀ {k_err:.1e}, " + ", ".join(f"{n} {e:.1e}" for n, e in worst.items()))
     assert k_err <= 1e-12
     assert max(worst.values()) <= 1e-8
@@ -124,7 +135,7 @@ def test_finite_differences_on_the_manifold():
     robot, cs, model = pin_case("go1", "4F3")
     _, _, ours, _, names = traced("pv", (robot, cs), ("q", "v", "tau", "k"))
     algo = get_algorithm("pv")
-    q, vectors, _, K_bodies = bench.symbols(robot, cs, algo)
+    q, vectors, _, K_bodies = symbols(robot, cs, algo)
     out = algo.fn(robot, cs, q, K_bodies, **vectors)
     value = ca.Function("pv", [q, *vectors.values()], [ca.vertcat(out["vdot"], out["lam"])])
     rng = np.random.default_rng(9)
@@ -150,19 +161,19 @@ def test_finite_differences_on_the_manifold():
 
 
 def test_compiled(out_dir):
-    """One small Jacobian compiled (bench/derivatives.compile_jacobian: codegen/build.py's pieces),
+    """One small Jacobian compiled (bench/derivatives.compile_jacobian: cd.generate, or codegen/build.py's pieces),
     whole and split into a shared stage and one per input (codegen/staging.split_outputs), and
     loaded: the C agrees with the traced function (-O0: what is checked is the code, not its speed)."""
     from casadi_delassus import load_robot
     robot = load_robot("chain:n=2,floating=1")
     cs = ConstraintSet.parse(robot, ["link2:3d"])
-    _, _, ours, _, names = traced("pv", (robot, cs), bench.WRT)
+    _, _, ours, _, names = traced("pv", (robot, cs), bench.WRT["pv"])
     x = dict(zip(ours.name_in(), random_inputs(robot, cs, ours, np.random.default_rng(1))))
     ref = {n: np.array(r) for n, r in ours(**x).items()}
     for split_above, scenario in ((None, "whole"), (0, "split")):
-        stages = bench.compile_jacobian(robot, cs, scenario, "pv", out_dir=out_dir, cflags=("-O0",),
+        stages = bench.compile_jacobian(robot, cs, scenario, "pv", bench.WRT["pv"], out_dir=out_dir, cflags=("-O0",),
                                         **({} if split_above is None else {"split_above": split_above}))
-        assert len(stages) == (1 if split_above is None else 1 + len(bench.WRT))
+        assert len(stages) == (1 if split_above is None else 1 + len(bench.WRT["pv"]))
         got = {}
         for (_, f), xs in zip(stages, bench.stage_sets(stages, [x])):
             got |= f.outputs(**{n: xs[0][n] for n in f.input_names})
