@@ -4,6 +4,7 @@ side by side in one run (issue 14, done-when 3), with their cost against the val
     taskset -c 1 .venv/bin/python bench/derivatives.py                 # go1 4F3, talos 2F, g1 2F
     taskset -c 1 .venv/bin/python bench/derivatives.py -s go1/4F3 -a aba --reps 7
     .venv/bin/python bench/derivatives.py --counts-only                 # instructions, no compiling
+    nice .venv/bin/python bench/derivatives.py --compile-times [-s talos/2F] [-a pv ...] [-d jvp ...]
 
 Per scenario and algorithm (rnea: ∂τ/∂(q, v, a); aba: ∂v̇/∂(q, v, τ); pv, ltl: ∂(v̇, λ)/∂(q, v, τ)):
 - instructions of the traced value function, of our Jacobian (codegen/derivatives.py, the
@@ -18,6 +19,14 @@ Per scenario and algorithm (rnea: ∂τ/∂(q, v, a); aba: ∂v̇/∂(q, v, τ);
   (pv, ltl) in C++, on the same random (q, v, τ), repetitions interleaved; median, min/max,
   Pinocchio / ours and instructions per ns.
 
+``--compile-times`` (done-when 4: ≤ 60 s each on talos 2F) generates every derivative (jvp,
+vjp, jacobian with respect to all inputs) of each algorithm (default pv, aba, ltl, pv_soft,
+ltl_soft, rnea) from scratch into a temporary folder through ``cd.generate`` (trace, cse,
+count, C, gcc with cflags auto, manifest) and reports its instructions against the value's,
+the optimisation level and the CPU times (this process's for tracing and C, gcc's own from
+getrusage of the children: what a quiet machine would take) beside the wall time; writes
+bench/results/derivative_times_<robot>_<scenario>.md.
+
 Accuracy (against finite differences and against Pinocchio) is bench/derivative_accuracy.py's.
 Writes bench/results/derivatives.md and .csv (derivative_counts with --counts-only).
 """
@@ -25,8 +34,10 @@ from __future__ import annotations
 
 import argparse
 import json
+import resource
 import statistics
 import sys
+import tempfile
 import time
 
 from common import write  # noqa: F401  (puts the repository on sys.path)
@@ -136,12 +147,20 @@ def main(argv=None):
     ap.add_argument("--split-above", type=int, default=SPLIT_ABOVE,
                     help="compile a Jacobian of more instructions as a shared stage and one per input")
     ap.add_argument("--force", action="store_true")
+    ap.add_argument("--compile-times", action="store_true", help="generation and gcc times of every derivative instead")
+    ap.add_argument("-d", "--derivative", action="append", choices=["jvp", "vjp", "jacobian"],
+                    help="with --compile-times: these derivatives only")
     args = ap.parse_args(argv)
     t_start = time.perf_counter()
 
     def progress(msg):
         print(f"[{time.perf_counter() - t_start:6.0f} s] {msg}", file=sys.stderr, flush=True)
 
+    if args.compile_times:
+        for item in args.scenario or ["talos/2F"]:
+            compile_times(*item.split("/"), args.algorithm or COMPILE_ALGORITHMS, args.derivative or ["jvp", "vjp", "jacobian"],
+                          progress)
+        return
     rows = []
     for item in args.scenario or DEFAULT_SCENARIOS:
         rname, _, scenario = item.partition("/")
@@ -199,6 +218,38 @@ def main(argv=None):
     write("derivative_counts" if args.counts_only else "derivatives", rows, headers,
           "Jacobians of the dynamics (analytical blocks) against Pinocchio's derivatives" +
           ("" if args.counts_only else f" ({timing.machine()}; provisional: a shared machine)"))
+
+
+# -- generation and gcc times ----------------------------------------------------------------------------
+COMPILE_ALGORITHMS = ["pv", "aba", "ltl", "pv_soft", "ltl_soft", "rnea"]
+
+
+def cpu():
+    me, kids = resource.getrusage(resource.RUSAGE_SELF), resource.getrusage(resource.RUSAGE_CHILDREN)
+    return me.ru_utime + me.ru_stime, kids.ru_utime + kids.ru_stime
+
+
+def compile_times(robot_name, scenario, algorithms, derivatives, progress):
+    robot = load_robot(robot_name)
+    rows = []
+    with tempfile.TemporaryDirectory() as d:
+        for algo in algorithms:
+            value = api.generate(robot, scenario, algo, out_dir=d).op_count["instructions"]
+            for mode in derivatives:
+                (me0, kids0), t0 = cpu(), time.perf_counter()
+                f = api.generate(robot, scenario, algo, out_dir=d, derivative=mode, force=True)
+                (me1, kids1), wall = cpu(), time.perf_counter() - t0
+                m = f.manifest
+                n = m["op_count"]["instructions"]
+                rows.append([algo, mode, ",".join(sorted(set(m["derivative"]["method"].values()))), n,
+                             round(n / value, 2), " ".join(x for x in m["cflags"] if x.startswith(("-O", "-D"))),
+                             round(me1 - me0, 1), round(kids1 - kids0, 1), round(me1 - me0 + kids1 - kids0, 1),
+                             round(m["timings_s"]["compile"], 1), round(wall, 1)])
+                progress(f"{robot_name} {scenario} {rows[-1]}")
+    write(f"derivative_times_{robot_name}_{scenario}", rows,
+          ["algorithm", "derivative", "method", "instructions", "× value", "level", "trace+C CPU s", "gcc CPU s",
+           "total CPU s", "gcc wall s", "total wall s"],
+          f"Derivative functions on {robot_name} {scenario}: generation and gcc times (cflags auto)")
 
 
 if __name__ == "__main__":
