@@ -10,7 +10,8 @@ import click
 from . import api, report
 from .registry import ALGORITHMS, AUTO, AUTO_RULE, get_algorithm
 from .verify.check import DEFAULT_TOL, KAPPA_FREE, TOLERANCE_RULE, check_delassus, compare
-from .verify.derivatives import DOT_TOL, FD_RULE, FD_TOL, PIVOT_MIN, Checkable, compare_derivative, dot_test
+from .verify.derivatives import DOT_TOL, FD_RULE, FD_TOL, PIVOT_MIN, Checkable, compare_derivative, dot_test, evaluate
+from .verify.derivative_oracle import PIN_RULE, PIN_TOL, comparable, pinocchio_errors
 from .codegen.build import DEFAULT_CFLAGS, check_osim, gives_osim
 from .opcount import count_ops
 from .codegen.derivatives import DERIVATIVES, METHODS, trace_derivative
@@ -257,14 +258,32 @@ def _check_derivatives(robot, constraints, algorithms, derivatives, wrt, method,
             dot = None
             if d == "vjp" and "jvp" in made:
                 dot = dot_test(made["jvp"], checkable, robot, value.constraints, samples, value=value)
-            passed = all(c.passed for c in results.values()) and (dot is None or dot <= DOT_TOL)
+            oracle = _against_pinocchio(f, robot, value.constraints, a, samples) if d == "jacobian" else None
+            passed = all(c.passed for c in results.values()) and (dot is None or dot <= DOT_TOL) \
+                and not (isinstance(oracle, float) and oracle > PIN_TOL)
             ok &= passed
             rows.append([robot.name, scenario, a, d, ",".join(checkable.record["wrt"]), f.op_count["instructions"],
                          round(f.op_count["instructions"] / base, 2), worst, results[worst].error,
-                         None if dot is None else f"{dot:.1e}", ("ok" if passed else "FAIL")
+                         None if dot is None else f"{dot:.1e}", oracle if not isinstance(oracle, float) else f"{oracle:.1e}",
+                         ("ok" if passed else "FAIL")
                          + (f" ({len(skipped)} points with pivot < {PIVOT_MIN:g} redrawn)" if skipped else ""),
                          round(time.perf_counter() - t0, 1)])
     return rows, ok
+
+
+def _against_pinocchio(f, robot, constraints, algorithm, samples):
+    """The worst error of the compiled Jacobian ``f`` against Pinocchio's derivatives, or why
+    there is no comparison (verify/derivative_oracle.py)."""
+    if not comparable(algorithm, f.manifest["derivative"]["wrt"]):
+        return "n/a"
+    try:
+        with step(f"checking the jacobian of {algorithm} for {robot.name} against Pinocchio over {samples} samples"):
+            worst, k_err = pinocchio_errors(lambda x: evaluate(f, x), robot, constraints, algorithm, samples)
+    except ImportError:
+        return "no pinocchio"
+    except DelassusError as exc:        # a model or constraint Pinocchio's derivatives do not take
+        return f"n/a ({exc})"
+    return max(*worst.values(), k_err)
 
 
 @cli.command(help=f"""Compile and compare with the NumPy reference on random configurations.
@@ -276,7 +295,7 @@ def _check_derivatives(robot, constraints, algorithms, derivatives, wrt, method,
     (above 1 fails) with κ at that sample.
 
     With --derivative: {FD_RULE}; a VJP checked after a JVP with respect to the same inputs
-    also passes the dot-product test ⟨ẏ, ȳ⟩ = ⟨ẋ, x̄⟩ to {DOT_TOL:g} relative.""")
+    also passes the dot-product test ⟨ẏ, ȳ⟩ = ⟨ẋ, x̄⟩ to {DOT_TOL:g} relative; a Jacobian of {PIN_RULE}.""")
 @_with(_trace_opts)
 @_osim_opt
 @click.option("--samples", default=100, show_default=True, help="random configurations")
@@ -310,7 +329,7 @@ def check(robot, scenario, specs, algorithms, cse, osim, samples, tol, all_scena
             ok &= passed
         click.echo(report.table(rows, ["robot", "scenario", "algorithm", "derivative", "wrt", "instructions", "× value",
                                        "worst output", f"max rel. error vs FD ({samples} points)", "dot test",
-                                       "result", "s"]))
+                                       "vs Pinocchio", "result", "s"]))
         if not ok:
             sys.exit(1)
         return

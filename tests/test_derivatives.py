@@ -175,6 +175,17 @@ def test_compiled_derivatives(out_dir, capsys):
     assert "jvp" in out and "vjp" in out and "ok" in out and "FAIL" not in out
 
 
+def test_check_compares_jacobians_with_pinocchio(out_dir, capsys):
+    """check --derivative jacobian: a dynamics Jacobian is also compared with Pinocchio's
+    derivatives (verify/derivative_oracle.py); the value column shows the worst error."""
+    pytest.importorskip("pinocchio")
+    case("panda-EE6")       # skips without example-robot-data
+    assert main(["check", "panda", "-s", "EE6", "-a", "rnea", "--derivative", "jacobian", "--samples", "2",
+                 "-o", str(out_dir)]) is None
+    row = next(line for line in capsys.readouterr().out.splitlines() if line.startswith("panda"))
+    assert row.split()[-2] == "ok" and float(row.split()[-3]) <= 1e-8
+
+
 def test_cli_errors_are_one_line(capsys):
     with pytest.raises(SystemExit) as exc:
         main(["count", "go1", "-s", "4F3", "-a", "aba", "--derivative", "jvp", "--wrt", "q,k"])

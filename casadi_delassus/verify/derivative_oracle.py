@@ -67,8 +67,8 @@ def pinocchio_errors(jacobian, robot, constraints, algorithm, samples=20, seed=6
     if constrained:
         cms = oracle.frame_constraint_models(model, constraints.specs)
         if cms is None:
-            raise DelassusError(f"Pinocchio's constraintDynamics takes frame contacts (LINK:3d, LINK:6d) only, "
-                                f"not {constraints.specs}")
+            raise DelassusError(f"Pinocchio's constraintDynamics takes contacts (LINK:3d, LINK:6d) on its model's "
+                                f"frames only, not {', '.join(constraints.specs)}")
         cds = pin.StdVec_RigidConstraintData()
         for cm in cms:
             cds.append(cm.createData())

@@ -121,7 +121,8 @@ def delassus_expression(model, data, cms, q, damping):
 def frame_constraint_models(model, specs):
     """RigidConstraintModels (LOCAL) for ``LINK:6d`` / ``LINK:3d[@x,y,z]`` specs placed on
     Pinocchio's own frames, found by name (a BODY frame first): independent of our frame data.
-    None when a spec is of another kind (Pinocchio's constraintDynamics has no equivalent)."""
+    None when a spec is of another kind (Pinocchio's constraintDynamics has no equivalent) or
+    the model has no frame of that name (model_from_robot adds none)."""
     pin = _pin()
     cms = pin.StdVec_RigidConstraintModel()
     for spec in specs:
@@ -129,6 +130,8 @@ def frame_constraint_models(model, specs):
         if parsed is None:
             return None
         kind, link, p = parsed
+        if not model.existFrame(link):
+            return None
         fid = model.getFrameId(link, pin.FrameType.BODY) if model.existFrame(link, pin.FrameType.BODY) \
             else model.getFrameId(link)
         frame = model.frames[fid]
