@@ -10,14 +10,14 @@ SX, operation-counted and compiled to robot-specific C.
 """
 __version__ = "0.1.0"
 
-from .api import check, constraint_set, generate, links, load  # noqa: E402
+from .api import casadi_function, check, constraint_set, generate, links, load  # noqa: E402
 from .constraints import ConstraintSet  # noqa: E402
 from .errors import (ArtifactError, CompilerError, ConstraintError, DelassusError, InputError, ModelError,  # noqa: E402
                      OutputError)
 from .contact_modes import Library, library, load_library  # noqa: E402
 from .model import Robot, load_robot  # noqa: E402
 
-__all__ = ["load_robot", "generate", "load", "links", "check", "constraint_set", "ConstraintSet", "Robot",
-           "library", "load_library", "Library",
+__all__ = ["load_robot", "generate", "load", "links", "check", "casadi_function", "constraint_set", "ConstraintSet",
+           "Robot", "library", "load_library", "Library",
            "DelassusError", "ModelError", "ConstraintError", "InputError", "CompilerError", "OutputError",
            "ArtifactError", "__version__"]

@@ -7,10 +7,13 @@ from pathlib import Path
 from .codegen import artifact
 from .codegen.build import DEFAULT_CFLAGS, build
 from .codegen.loader import StagedFunction, load
+from .codegen.derivatives import tangent_function
 from .codegen.staging import build_stages
+from .codegen.trace import choose_cheapest, trace
 from .constraints import ConstraintSet, spec_list
 from .errors import ArtifactError, ConstraintError, DelassusError, unknown_name
 from .model import load_robot
+from .registry import AUTO
 
 DEFAULT_OUT = Path("codegen_out")
 
@@ -42,7 +45,8 @@ def default_constraints(robot):
 
 
 def generate(robot, constraints=None, algorithm="naive", out_dir=DEFAULT_OUT, cflags=DEFAULT_CFLAGS,
-             cc=None, cse=True, force=False, backend="ctypes", osim=False, stages=False, name=None, floating_base=None):
+             cc=None, cse=True, force=False, backend="ctypes", osim=False, stages=False, name=None, floating_base=None,
+             derivative=None, wrt=None, method="auto", casadi_derivatives=False):
     """Trace, count, emit, compile and load ``algorithm`` for ``robot`` (a Robot, or anything
     ``load_robot`` takes, with ``floating_base`` as there) and ``constraints`` (a scenario name, a list of specs, or a ConstraintSet; default: the
     robot's first scenario); ``osim=True`` adds Λ as a second output.  Returns a callable ``f(q, **K_inputs) -> numpy array`` with
@@ -50,20 +54,28 @@ def generate(robot, constraints=None, algorithm="naive", out_dir=DEFAULT_OUT, cf
     (letters and digits joined by single underscores) defaulting to the registry or synthetic
     robot's name, or a model file's stem plus a hash of its path (codegen/artifact.py).
     ``stages=True`` generates the algorithm's re-evaluation stages instead (codegen/staging.py:
-    ``<algo>_factor``, [``_damping``,] ``_apply``) and returns a StagedFunction."""
+    ``<algo>_factor``, [``_damping``,] ``_apply``) and returns a StagedFunction.
+    ``derivative`` ("jvp", "vjp" or "jacobian") generates that derivative of the algorithm's
+    function with respect to ``wrt`` (input names, default all; q in the tangent space) instead,
+    ``method`` "auto" | "ad" | "analytic" (codegen/derivatives.py).  ``casadi_derivatives=True``
+    compiles CasADi's derivative functions of the function into its .so (``<algo>-casadi``),
+    so that ``f.casadi_function()`` (casadi.external) is differentiable inside CasADi."""
     robot = load_robot(robot, floating_base=floating_base)
     cs, scenario = constraint_set(robot, constraints if constraints is not None else default_constraints(robot))
     model = artifact.model_name(robot, name)
     folder = artifact.folder(out_dir, model, scenario)
     if stages and osim:
         raise DelassusError("stages and osim do not combine: stage an algorithm with vector inputs instead")
+    if stages and derivative:
+        raise DelassusError("stages and derivatives do not combine: generate the derivative as one function")
 
     def make(force):
         if stages:
             return StagedFunction(build_stages(robot, cs, algorithm, folder, scenario, cflags=tuple(cflags), cc=cc,
                                                cse=cse, force=force, model=model), backend=backend)
         return load(build(robot, cs, algorithm, folder, scenario, cflags=tuple(cflags), cc=cc, cse=cse, force=force,
-                          osim=osim, model=model), backend=backend)
+                          osim=osim, model=model, derivative=derivative, wrt=wrt, method=method,
+                          casadi_derivatives=casadi_derivatives), backend=backend)
     try:
         f = make(force)
     except ArtifactError:       # intact files the .so contradicts (an edited, resealed manifest): rebuild
@@ -93,4 +105,22 @@ def check(f, oracles=None, samples=100, tol=None, seed=0):
                        oracle=registry.get_oracle(n).session(f.robot, f.constraints)) for n in names}
 
 
-__all__ = ["generate", "load", "constraint_set", "default_constraints", "StagedFunction", "links", "check"]
+def casadi_function(robot, constraints=None, algorithm="naive", tangent=False, cse=True, name=None):
+    """``algorithm`` for ``robot`` and ``constraints`` (as in ``generate``) as a symbolic
+    ``casadi.Function`` (SX, not compiled) with the generated function's named inputs (q,
+    vectors, runtime K_<link>) and outputs, to call on MX in Opti or nlpsol and let CasADi
+    differentiate it.  Its q derivative is then CasADi's, in the stored coordinates of q (a
+    free joint's quaternion as four numbers); ``tangent=True`` takes (q, dq, …) and evaluates
+    at q ⊕ dq (the model's integrate), so derivatives with respect to dq at dq = 0 are the
+    tangent-space ones."""
+    robot = load_robot(robot)
+    cs, scenario = constraint_set(robot, constraints if constraints is not None else default_constraints(robot))
+    if algorithm == AUTO:
+        algorithm = choose_cheapest(robot, cs, cse=cse)[0]
+    f = trace(robot, cs, algorithm, name=artifact.function_name(artifact.model_name(robot, name), scenario, algorithm),
+              cse=cse)[0]
+    return tangent_function(f, robot) if tangent else f
+
+
+__all__ = ["generate", "load", "constraint_set", "default_constraints", "casadi_function", "StagedFunction", "links",
+           "check"]

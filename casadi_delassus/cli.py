@@ -12,9 +12,12 @@ from . import api, report
 from .registry import ALGORITHMS, AUTO, AUTO_RULE, get_algorithm
 from .verify.check import DEFAULT_TOL, KAPPA_FREE, TOLERANCE_RULE, check_delassus, compare
 from .verify import oracles
+from .verify.derivatives import DOT_TOL, FD_RULE, FD_TOL, PIVOT_MIN, Checkable, compare_derivative, dot_test, evaluate
+from .verify.derivative_oracle import PIN_RULE, PIN_TOL, comparable, pinocchio_errors
 from .codegen.build import DEFAULT_CFLAGS, check_osim, gives_osim
 from .codegen.door import DoorWarning
 from .opcount import count_ops
+from .codegen.derivatives import DERIVATIVES, METHODS, trace_derivative
 from .codegen.trace import choose_cheapest, trace
 from .errors import DelassusError
 from .executor import Job, in_order, run
@@ -39,6 +42,17 @@ _cse_opt = click.option("--cse/--no-cse", default=True, show_default=True, help=
 _jobs_opt = click.option("--jobs", "-j", type=click.IntRange(min=1), default=None, metavar="N",
                          help="independent jobs on N local processes (default: every core; 1: one by one in this process)")
 _osim_opt = click.option("--osim", is_flag=True, help="also output Λ (the OSIM) through an LDLᵀ of the Delassus matrix")
+_derivative_opts = [
+    click.option("--derivative", "derivatives", multiple=True, type=click.Choice([*DERIVATIVES, "all"]),
+                 help="the derivative instead of the value (repeatable; 'all': jvp, vjp and jacobian): jvp takes seeds "
+                      "<input>_dot and returns <output>_dot, vjp takes <output>_bar and returns <input>_bar, jacobian "
+                      "returns d<output>_d<input>; q derivatives in the tangent space (q ⊕ δ, the model's integrate)"),
+    click.option("--wrt", default=None, metavar="INPUTS",
+                 help="comma-separated inputs to differentiate with respect to (q, v, tau, k, R, lam, a, K_<link>; "
+                      "default all)"),
+    click.option("--derivative-method", "method", type=click.Choice(METHODS), default="auto", show_default=True,
+                 help="ad: CasADi's AD; analytic: the algorithm's analytical Jacobians; auto: analytic for Jacobians "
+                      "where the algorithm has them")]
 
 
 def _algorithms(names):
@@ -49,6 +63,10 @@ def _algorithms(names):
         if n != AUTO:
             get_algorithm(n)
     return names
+
+
+def _derivatives(names):
+    return list(DERIVATIVES) if "all" in names else list(dict.fromkeys(names))
 
 
 def _floating(fixed_base):
@@ -125,8 +143,10 @@ def links(robot, fixed_base, fmt):
 @cli.command(epilog=ROBOT_HELP)
 @_with(_trace_opts)
 @click.option("--format", "fmt", type=click.Choice(["table", "json", "csv"]), default="table", show_default=True)
-def count(robot, fixed_base, scenario, specs, algorithms, cse, fmt):
-    """Count the operations of each algorithm (traced, not compiled)."""
+@_with(_derivative_opts)
+def count(robot, fixed_base, scenario, specs, algorithms, cse, fmt, derivatives, wrt, method):
+    """Count the operations of each algorithm (traced, not compiled); with --derivative, of its
+    derivatives too (and how many times the value's count they are)."""
     robot, cs, _ = _resolve(robot, scenario, specs, fixed_base)
     counts = {}
     for a in _algorithms(algorithms):
@@ -136,13 +156,23 @@ def count(robot, fixed_base, scenario, specs, algorithms, cse, fmt):
         f, _, _ = trace(robot, cs, a, cse=cse)
         g, _, _ = trace(robot, cs, a, cse=cse, osim=True)
         counts[a] = dict(count_ops(f), cse=cse, with_osim=count_ops(g))
+        for d in _derivatives(derivatives):
+            h, _, _, record = trace_derivative(robot, cs, a, d, wrt, cse=cse, method=method)
+            c = count_ops(h)
+            counts[a].setdefault("derivatives", {})[d] = dict(
+                c, wrt=record["wrt"], method=record["method"], times_value=round(c["instructions"] / counts[a]["instructions"], 2))
     if fmt == "json":
         click.echo(report.dumps(report.count_record(robot, cs, counts)))
         return
-    headers = ["algorithm", "instructions", "with Λ (LDLᵀ)", "flops", "add", "mul", "div", "sqrt", "neg"]
-    rows = [[a, c["instructions"], c["with_osim"]["instructions"], c["flops"],
-             *(c["ops"][k] for k in ("add", "mul", "div", "sqrt", "neg"))]
-            for a, c in counts.items()]
+    if derivatives:
+        headers = ["algorithm", "derivative", "wrt", "method", "instructions", "× value", "flops"]
+        rows = [[a, d, ",".join(x["wrt"]), ",".join(sorted(set(x["method"].values()))), x["instructions"],
+                 x["times_value"], x["flops"]] for a, c in counts.items() for d, x in c["derivatives"].items()]
+    else:
+        headers = ["algorithm", "instructions", "with Λ (LDLᵀ)", "flops", "add", "mul", "div", "sqrt", "neg"]
+        rows = [[a, c["instructions"], c["with_osim"]["instructions"], c["flops"],
+                 *(c["ops"][k] for k in ("add", "mul", "div", "sqrt", "neg"))]
+                for a, c in counts.items()]
     if fmt == "csv":
         click.echo(report.to_csv(rows, headers))
     else:
@@ -173,30 +203,39 @@ _gen_opts = [click.option("-o", "--out", "out_dir", default=str(api.DEFAULT_OUT)
 @click.option("--stages", is_flag=True,
               help="generate the re-evaluation stages instead: <algo>_factor (q), [<algo>_damping (R),] <algo>_apply, "
                    "each taking the previous stage's stored intermediates")
-def generate(robot, fixed_base, scenario, specs, algorithms, cse, osim, out_dir, cflags, cc, force, name, package_dir,
-             stages):
+@_with(_derivative_opts)
+@click.option("--casadi-derivatives", is_flag=True,
+              help="also compile CasADi's derivative functions (fwd1_/adj1_/jac_<function>) into the .so (<algo>-casadi), "
+                   "so that casadi.external(<function>, <so>) is differentiable inside CasADi")
+def generate(robot, fixed_base, scenario, specs, algorithms, cse, osim, out_dir, cflags, cc, force, name, package_dir, stages,
+             derivatives, wrt, method, casadi_derivatives):
     """Generate, compile and load C for each algorithm; print the files."""
     robot, cs, _ = _resolve(robot, scenario, specs, fixed_base)
     made, algorithms = [], _algorithms(algorithms)
     for a in algorithms:            # refuse before generating anything
         check_osim(a, osim)
     for a in algorithms:
-        f = api.generate(robot, cs if specs else (scenario or api.default_constraints(robot)), a,
-                         out_dir=out_dir, cflags=_cflags(cflags), cc=cc, cse=cse, force=force, osim=osim, stages=stages,
-                         name=name)
-        if stages:
-            made += f.stages
-            for g in f.stages:
-                m = g.manifest
-                click.echo(f"{a} stage {m['stage']['name']}: {m['op_count']['instructions']:,} instructions, "
-                           f"stores {m['outputs'][0]['shape'][0] if m['stage']['work_out'] else 0} values, "
-                           f"sz_w {m['sz_w']:,} -> {g.so_path.with_suffix('.{c,h,so,json}')}")
-            continue
-        made.append(f)
-        m = f.manifest
-        if "auto" in m:
-            click.echo(f"auto -> {m['auto']['chosen']}: {m['auto']['reason']}")
-        click.echo(f"{a}: {m['op_count']['instructions']:,} instructions -> {f.so_path.with_suffix('.{c,h,so,json}')}")
+        for d in _derivatives(derivatives) or [None]:
+            f = api.generate(robot, cs if specs else (scenario or api.default_constraints(robot)), a,
+                             out_dir=out_dir, cflags=_cflags(cflags), cc=cc, cse=cse, force=force, osim=osim,
+                             stages=stages, name=name, derivative=d, wrt=wrt, method=method,
+                             casadi_derivatives=casadi_derivatives)
+            if stages:
+                made += f.stages
+                for g in f.stages:
+                    m = g.manifest
+                    click.echo(f"{a} stage {m['stage']['name']}: {m['op_count']['instructions']:,} instructions, "
+                               f"stores {m['outputs'][0]['shape'][0] if m['stage']['work_out'] else 0} values, "
+                               f"sz_w {m['sz_w']:,} -> {g.so_path.with_suffix('.{c,h,so,json}')}")
+                continue
+            made.append(f)
+            m = f.manifest
+            if "auto" in m:
+                click.echo(f"auto -> {m['auto']['chosen']}: {m['auto']['reason']}")
+            what = f"{a} {d} with respect to {','.join(m['derivative']['wrt'])}" if d else a
+            extra = "".join(f", {c['function']} {c['op_count']['instructions']:,}" for c in m.get("casadi_derivatives", []))
+            click.echo(f"{what}: {m['op_count']['instructions']:,} instructions{extra} -> "
+                       f"{f.so_path.with_suffix('.{c,h,so,json}')}")
     if package_dir:
         from .codegen.package import write_package
         write_package(package_dir, made)
@@ -263,6 +302,57 @@ def _check_one(robot, constraints, algorithms, oracle_names, samples, tol, out_d
     return rows, ok, {o: s.notes for o, s in sessions.items() if not isinstance(s, DelassusError)}
 
 
+def _check_derivatives(robot, constraints, algorithms, derivatives, wrt, method, samples, tol, gen):
+    """Rows comparing each derivative with central finite differences of the compiled value
+    function on the manifold, and the dot-product test of a JVP/VJP pair; and whether all passed."""
+    rows, ok = [], True
+    cs, scenario = api.constraint_set(robot, constraints)
+    for a in algorithms:
+        if a != AUTO and not get_algorithm(a).accepts(cs):
+            rows.append([robot.name, scenario, a, None, None, None, None, None, None, "skipped", 0.0])
+            continue
+        value = api.generate(robot, constraints, a, **gen)
+        base = value.op_count["instructions"]
+        made = {}
+        for d in derivatives:
+            t0 = time.perf_counter()
+            f = api.generate(robot, constraints, a, derivative=d, wrt=wrt, method=method, **gen)
+            made[d] = checkable = Checkable.compiled(f)
+            skipped = []
+            with step(f"checking the {d} of {a} for {robot.name}/{scenario} against finite differences over {samples} samples"):
+                results = compare_derivative(checkable, value, robot, value.constraints, samples, tol=tol, skipped=skipped)
+            worst = max(results, key=lambda k: results[k].ratio)
+            dot = None
+            if d == "vjp" and "jvp" in made:
+                dot = dot_test(made["jvp"], checkable, robot, value.constraints, samples, value=value)
+            oracle = _against_pinocchio(f, robot, value.constraints, a, samples) if d == "jacobian" else None
+            passed = all(c.passed for c in results.values()) and (dot is None or dot <= DOT_TOL) \
+                and not (isinstance(oracle, float) and oracle > PIN_TOL)
+            ok &= passed
+            rows.append([robot.name, scenario, a, d, ",".join(checkable.record["wrt"]), f.op_count["instructions"],
+                         round(f.op_count["instructions"] / base, 2), worst, results[worst].error,
+                         None if dot is None else f"{dot:.1e}", oracle if not isinstance(oracle, float) else f"{oracle:.1e}",
+                         ("ok" if passed else "FAIL")
+                         + (f" ({len(skipped)} points with pivot < {PIVOT_MIN:g} redrawn)" if skipped else ""),
+                         round(time.perf_counter() - t0, 1)])
+    return rows, ok
+
+
+def _against_pinocchio(f, robot, constraints, algorithm, samples):
+    """The worst error of the compiled Jacobian ``f`` against Pinocchio's derivatives, or why
+    there is no comparison (verify/derivative_oracle.py)."""
+    if not comparable(algorithm, f.manifest["derivative"]["wrt"]):
+        return "n/a"
+    try:
+        with step(f"checking the jacobian of {algorithm} for {robot.name} against Pinocchio over {samples} samples"):
+            worst, k_err = pinocchio_errors(lambda x: evaluate(f, x), robot, constraints, algorithm, samples)
+    except ImportError:
+        return "no pinocchio"
+    except DelassusError as exc:        # a model or constraint Pinocchio's derivatives do not take
+        return f"n/a ({exc})"
+    return max(*worst.values(), k_err)
+
+
 @cli.command(epilog=ROBOT_HELP, help=f"""Compile and compare with the oracles on random configurations.
 
     ROBOT 'registry' checks every scenario of every available registry robot.
@@ -277,19 +367,24 @@ def _check_one(robot, constraints, algorithms, oracle_names, samples, tol, out_d
 
     Tolerance: {TOLERANCE_RULE}.  The row shows the output closest to failing (the failing one
     if any): its largest relative error, and its largest ratio of error to allowed error
-    (above 1 fails) with κ at that sample.""")
+    (above 1 fails) with κ at that sample.
+
+    With --derivative: {FD_RULE}; a VJP checked after a JVP with respect to the same inputs
+    also passes the dot-product test ⟨ẏ, ȳ⟩ = ⟨ẋ, x̄⟩ to {DOT_TOL:g} relative; a Jacobian of {PIN_RULE}.""")
 @_with(_trace_opts)
 @_osim_opt
 @click.option("--oracle", "oracle_opts", multiple=True, metavar="NAME",
               help=f"{', '.join(oracles.ORACLES)} (repeatable or comma-separated; default: see above)")
 @click.option("--samples", default=100, show_default=True, help="random configurations")
-@click.option("--tol", default=DEFAULT_TOL, show_default=True,
-              help=f"relative error allowed where κ <= {KAPPA_FREE:g}; scaled by κ/{KAPPA_FREE:g} above (see above)")
+@click.option("--tol", default=None, type=float,
+              help=f"relative error allowed where κ <= {KAPPA_FREE:g}, scaled by κ/{KAPPA_FREE:g} above (see above; "
+                   f"default {DEFAULT_TOL:g}); with --derivative, against finite differences (default {FD_TOL:g})")
 @click.option("--all-scenarios", is_flag=True, help="every scenario of the robot")
 @_with(_gen_opts)
 @_jobs_opt
+@_with(_derivative_opts)
 def check(robot, fixed_base, scenario, specs, algorithms, cse, osim, oracle_opts, samples, tol, all_scenarios, out_dir,
-          cflags, cc, force, name, jobs):
+          cflags, cc, force, name, jobs, derivatives, wrt, method):
     algos = _algorithms(algorithms)
     for o in (n.strip() for g in oracle_opts for n in g.split(",") if n.strip()):
         oracles.get_oracle(o)               # an unknown name fails before anything is built
@@ -297,6 +392,8 @@ def check(robot, fixed_base, scenario, specs, algorithms, cse, osim, oracle_opts
         raise click.UsageError("--name names one model: not with 'check registry'")
     if fixed_base is not None and robot == "registry":
         raise DelassusError("--fixed-base/--floating-base pick one model's base: not with 'check registry'")
+    if derivatives and osim:
+        raise click.UsageError("--derivative checks derivatives of the algorithms' own outputs: not with --osim")
     if robot == "registry" or all_scenarios:
         targets = [(load_robot(n, floating_base=_floating(fixed_base)), None)
                    for n in (registry.names() if robot == "registry" else [robot])
@@ -305,6 +402,20 @@ def check(robot, fixed_base, scenario, specs, algorithms, cse, osim, oracle_opts
     else:
         r, cs, _ = _resolve(robot, scenario, specs, fixed_base)
         targets = [(r, cs if specs else (scenario or api.default_constraints(r)))]
+    if derivatives:
+        rows, ok = [], True
+        gen = dict(out_dir=out_dir, cflags=_cflags(cflags), cc=cc, cse=cse, force=force, name=name)
+        for r, constraints in targets:
+            new_rows, passed = _check_derivatives(r, constraints, algos, _derivatives(derivatives), wrt, method, samples,
+                                                  tol or FD_TOL, gen)
+            rows += new_rows
+            ok &= passed
+        click.echo(report.table(rows, ["robot", "scenario", "algorithm", "derivative", "wrt", "instructions", "× value",
+                                       "worst output", f"max rel. error vs FD ({samples} points)", "dot test",
+                                       "vs Pinocchio", "result", "s"]))
+        if not ok:
+            sys.exit(1)
+        return
     rows, ok, said = [], True, set()
     robots = iter(r for r, _ in targets)
 
@@ -324,7 +435,7 @@ def check(robot, fixed_base, scenario, specs, algorithms, cse, osim, oracle_opts
                 f"{row[6]} max rel. error {row[7]:.2e}, worst error/allowed {row[8]}"
             click.echo(f"  {row[0]}/{row[1]} {row[2]} vs {row[3]}: {err} ({row[10]})", err=True)
     run([Job(f"{r.name}/{c if isinstance(c, str) else 'custom constraints'}", _check_one,
-             (r, c, algos, oracles.oracle_names(oracle_opts, r), samples, tol, out_dir, cflags, cc, cse, force, osim,
+             (r, c, algos, oracles.oracle_names(oracle_opts, r), samples, tol or DEFAULT_TOL, out_dir, cflags, cc, cse, force, osim,
               name)) for r, c in targets],
         workers=jobs, on_done=in_order(report_target))
     click.echo(report.table(rows, [h if h != "max rel. error" else f"max rel. error ({samples} samples)"

@@ -48,10 +48,18 @@ class Algorithm:
     # empty: one "apply" stage with every vector input (codegen/staging.py)
     stages: tuple = ()
     loops: bool = False         # accepts link-to-link (A|B) and joint (JOINT:NAME) constraints
+    # analytical Jacobians: derivative(robot, constraints, q, K_bodies, wrt, **inputs) ->
+    # {f"d{output}_d{input}": SX (output entries, column-major, x columns)} for the inputs named
+    # in ``wrt`` (a tuple of q and vector input names, never K_<link>); q columns are tangent directions δ of q ⊕ δ
+    # (model/integrate.py), nv of them.  An entry it leaves out is differentiated by CasADi
+    # (codegen/derivatives.py); None: all are.
+    derivative: Callable | None = None
 
     def __post_init__(self):
         if not self.loops:      # the one place that rejects them, for every caller of fn
             object.__setattr__(self, "fn", _unary_only(self.name, self.fn))
+            if self.derivative is not None:
+                object.__setattr__(self, "derivative", _unary_only(self.name, self.derivative))
         if "k" in self.inputs:  # the one place that turns k for world-aligned rows
             object.__setattr__(self, "fn", _world_rows_k(self.fn))
 
@@ -235,22 +243,26 @@ def _dynamics():
                   "(Pinocchio's data.lambda_c; the PV paper's λ is −λ)"}
     hard, soft = ("v", "tau", "k"), ("v", "tau", "k", "R")
     return [
-        Algorithm("aba", aba.aba, "ABA: unconstrained forward dynamics, O(n)", vdot, ("v", "tau")),
+        Algorithm("aba", aba.aba, "ABA: unconstrained forward dynamics, O(n)", vdot, ("v", "tau"),
+                  derivative=aba.derivative),
         Algorithm("rnea", rnea.rnea, "RNEA: inverse dynamics τ = M v̇ + c, O(n)",
-                  {"tau": "joint forces τ = M(q) a + c(q, v) (nv), Pinocchio layout"}, ("v", "a")),
+                  {"tau": "joint forces τ = M(q) a + c(q, v) (nv), Pinocchio layout"}, ("v", "a"),
+                  derivative=rnea.derivative),
         Algorithm("pv", pv.pv, "PV: Popov-Vereshchagin constrained dynamics (PV Alg. 1), O(n + m²d + m³)",
-                  vdot | lam, hard),
+                  vdot | lam, hard, derivative=pv.derivative),
         Algorithm("pv_early", pv_early.pv_early, "PV-early: PV with rank-1 early multiplier elimination, O(n + m)",
                   vdot | lam | {"pivot": "smallest elimination pivot ‖k̃_i‖² relative to its value at a generic "
                                          "configuration (1): near 0 the fixed elimination order loses digits, 0 means "
                                          "a row was dropped (exact only for a redundant row); pv and ltl are exact there"},
                   hard),
         Algorithm("pv_soft", pv_soft.pv_soft, "PV-soft: soft Gauss principle by ABA on augmented inertias, O(n + m)",
-                  vdot | {"lam": "soft constraint forces λ = −R⁻¹ (J v̇ + J̇ v − k) (m): M v̇ + c = τ + Jᵀ λ"}, soft),
+                  vdot | {"lam": "soft constraint forces λ = −R⁻¹ (J v̇ + J̇ v − k) (m): M v̇ + c = τ + Jᵀ λ"}, soft,
+                  derivative=pv_soft.derivative),
         Algorithm("ltl", ltl.ltl, "LTL: CRBA + sparse M = LᵀDL + Delassus Schur complement, O(nd² + md² + m²d + m³)",
-                  vdot | lam, hard),
+                  vdot | lam, hard, derivative=ltl.derivative),
         Algorithm("ltl_soft", ltl_soft.ltl_soft, "LTL-soft: sparse LᵀDL of M + Jᵀ R⁻¹ J (MuJoCo-style soft Gauss)",
-                  vdot | {"lam": "soft constraint forces λ = −R⁻¹ (J v̇ + J̇ v − k) (m): M v̇ + c = τ + Jᵀ λ"}, soft),
+                  vdot | {"lam": "soft constraint forces λ = −R⁻¹ (J v̇ + J̇ v − k) (m): M v̇ + c = τ + Jᵀ λ"}, soft,
+                  derivative=ltl_soft.derivative),
     ]
 
 

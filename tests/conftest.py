@@ -64,6 +64,9 @@ def model_for(spec):
     custom = {"tilted": tilted_robot, "forest": forest_robot}
     if spec in custom:
         return custom[spec]()
+    if spec.startswith("mjcf:"):        # a model of tests/models/ (MuJoCo's conventions: wxyz, qvel)
+        pytest.importorskip("mujoco")
+        return load_robot(str(Path(__file__).parent / "models" / spec[5:]))
     if spec.startswith("erd:"):
         try:
             root = importlib.metadata.distribution("example-robot-data").locate_file(
@@ -117,6 +120,10 @@ CASES = {
                                      "gripper_left_base_link|gripper_right_base_link:6d"]),
     "go2-foot-to-foot": ("go2", ["FL_foot|RR_foot:3d@0.02,0,0;0,0.01,-0.02", "FR_foot:3d"]),
     "tilted-joint-rows": ("tilted", ["JOINT:tj0", "JOINT:tj2", "JOINT:tj4", "t7|t5:6d", "t3:3d"]),
+    # ball joints, MuJoCo's q and v conventions, world-aligned rows
+    "ball-chain": ("chain:n=6,ball=2,floating=1", "default"),
+    "mjcf-creature": ("mjcf:mjcf_ball_creature.xml", ["toe:3d", "palm:6d", "eye:3d"]),
+    "go1-world": ("go1", ["FL_foot:3d-world", "FR_foot:3d-world", "RL_foot:3d", "RR_foot:3d"]),
     # the matrix-free paper's contact scenarios
     "go2-4F3": ("go2", "4F3"),
     "g1-8F3": ("g1", "8F3"),

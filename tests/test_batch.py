@@ -309,9 +309,10 @@ def test_batch_bench_reports_every_contender_it_can_measure(go1, monkeypatch):
 
 
 def test_big_functions_batch_as_a_loop_over_the_scalar_code():
-    """Above SIMD_BATCH_LIMIT instructions "auto" compiles the batch entry point as a loop over
+    """Above SCALAR_BATCH_ABOVE["value"] instructions "auto" compiles the batch entry point as a loop over
     the scalar function (the vector kernel took gcc minutes at -Og); below it the kernel stays."""
-    from casadi_delassus.codegen.build import SCALAR_BATCH, SIMD_BATCH_LIMIT, resolve_cflags
+    from casadi_delassus.codegen.build import SCALAR_BATCH, SCALAR_BATCH_ABOVE, resolve_cflags
+    SIMD_BATCH_LIMIT = SCALAR_BATCH_ABOVE["value"]
     assert SCALAR_BATCH not in resolve_cflags(("auto",), SIMD_BATCH_LIMIT, "gcc")
     for flags in (("auto",), ("auto-portable",)):
         big = resolve_cflags(flags, SIMD_BATCH_LIMIT + 1, "gcc")

@@ -5,8 +5,11 @@ Names.  A function's files are ``<folder>/<stem>.{c,h,so,json}`` with the folder
 ``<model>/<scenario>`` (each component from codegen/escape.py's sanitisers) and the stem the
 algorithm's name, ``<algorithm>-osim`` when Λ is an output too (a hyphen never occurs in an
 algorithm name, so no stem of one algorithm is another's), ``<algorithm>_<stage>`` for a
-stage.  The C function is ``cd_<model>_<scenario>_<algorithm>`` plus ``_OSIM`` (algorithm
-names are lower case) or ``_<stage>``.
+stage, ``<algorithm>-<derivative>[-<wrt>]`` for a derivative (jvp, vjp, jacobian; ``<wrt>``
+names the inputs when they are not all of them, see :func:`wrt_part`).  The C function is
+``cd_<model>_<scenario>_<algorithm>`` plus ``_OSIM`` (algorithm names are lower case),
+``_<stage>`` or ``_<derivative>[_<wrt>]`` (no stage is named jvp, vjp or jacobian); with
+CasADi's derivative functions in the .so, ``<algorithm>-casadi`` and ``_CASADI``.
 
 Integrity.  The manifest records the size and sha256 of the .c, .h and .so and the sha256
 of its own content (``manifest_sha256``).  :func:`verify` recomputes all of them before
@@ -35,16 +38,42 @@ from pathlib import Path
 
 from ..errors import ArtifactError, DelassusError, OutputError
 from ..names import PART_LIMIT, ident_part, is_plain, path_part, readable, short_hash
+from ..registry import VECTOR_INPUTS
 
 OSIM_STEM = "-osim"
 OSIM_FUNCTION = "_OSIM"
+CASADI_STEM = "-casadi"         # with CasADi's derivative functions in the .so
+CASADI_FUNCTION = "_CASADI"
 FILE_KINDS = ("c", "h", "so")
 _MODEL = re.compile(r"[A-Za-z0-9]+(?:_[A-Za-z0-9]+)*")
 MANIFEST_FORMAT = 2
 
 
 # -- names ----------------------------------------------------------------------------------
-def stem(algorithm, osim=False, stage=None):
+def wrt_part(wrt, inputs):
+    """The name part of a derivative with respect to the inputs ``wrt`` of a function with
+    ``inputs``: None for all of them, the names joined by "_" when each is q or a vector input
+    (none holds a "_", so the join is injective), else a hash-marked part (K_<link> names hold
+    "_"; names.ident_part keeps it injective and never plain)."""
+    wrt = list(wrt)
+    if wrt == list(inputs):
+        return None
+    if all(w == "q" or w in VECTOR_INPUTS for w in wrt):
+        return "_".join(wrt)
+    return ident_part("+".join(wrt))
+
+
+def _derivative_suffix(derivative, sep):
+    """``derivative``: {"mode", "wrt", "inputs"} (the manifest's record) -> sep + mode [+ sep + wrt]."""
+    part = wrt_part(derivative["wrt"], derivative["inputs"])
+    return sep + ident_part(derivative["mode"]) + (sep + part if part else "")
+
+
+def stem(algorithm, osim=False, stage=None, derivative=None, casadi=False):
+    if derivative:
+        return algorithm + _derivative_suffix(derivative, "-")
+    if casadi:
+        return algorithm + CASADI_STEM
     return f"{algorithm}_{stage}" if stage else f"{algorithm}{OSIM_STEM}" if osim else algorithm
 
 
@@ -78,10 +107,16 @@ def _checked_model(model):
     return model
 
 
-def function_name(model, scenario, algorithm, osim=False, stage=None):
+def function_name(model, scenario, algorithm, osim=False, stage=None, derivative=None, casadi=False):
     """The C name of a generated function for the model name ``model`` (:func:`model_name`);
-    stage functions are the traced function's name plus ``_<stage>`` (codegen/staging.py)."""
+    stage functions are the traced function's name plus ``_<stage>`` (codegen/staging.py),
+    derivatives plus ``_<mode>[_<wrt>]`` (codegen/derivatives.py; ``derivative`` its record),
+    a function with CasADi's derivative functions beside it plus ``_CASADI``."""
     base = "_".join(["cd", _checked_model(model), ident_part(scenario), ident_part(algorithm)])
+    if derivative:
+        return base + _derivative_suffix(derivative, "_")
+    if casadi:
+        return base + CASADI_FUNCTION
     return f"{base}_{ident_part(stage)}" if stage else base + (OSIM_FUNCTION if osim else "")
 
 
@@ -98,7 +133,8 @@ def expected_function(manifest):
     """The function name the manifest's own model, scenario, algorithm and variant give."""
     stage = manifest.get("stage")
     return function_name(manifest["model_name"], manifest["scenario"], manifest["algorithm"],
-                         osim=bool(manifest.get("osim")), stage=stage["name"] if stage else None)
+                         osim=bool(manifest.get("osim")), stage=stage["name"] if stage else None,
+                         derivative=manifest.get("derivative"), casadi=bool(manifest.get("casadi_derivatives")))
 
 
 # -- integrity ------------------------------------------------------------------------------

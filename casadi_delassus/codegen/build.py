@@ -24,6 +24,7 @@ from . import artifact
 from . import batch, sincos
 from .emit import render, work_sizes
 from ..opcount import count_ops
+from .derivatives import casadi_companions, check_request, input_names, resolve_wrt, trace_derivative
 from .trace import choose_cheapest, trace
 
 DEFAULT_CFLAGS = ("auto",)
@@ -32,10 +33,13 @@ DEFAULT_CFLAGS = ("auto",)
 # it; README "Design choices, measured").  -Og keeps most of -O1's speed at a fraction of its
 # compile time on big functions, where -O0 code runs slower than Pinocchio.
 AUTO_LEVELS = ((20_000, "-O2"), (40_000, "-O1"), (150_000, "-Og"), (float("inf"), "-O0"))
-# The batch kernel repeats the function on GCC vectors, which gcc compiles several times slower
-# than the scalar code (minutes at -Og): above the sizes "auto" compiles at -O2/-O1 the batch
-# entry point is a loop over the scalar function (README "Batches").
-SIMD_BATCH_LIMIT = 40_000
+# The batched entry point's vector kernel (codegen/batch.py) costs gcc more than the scalar code,
+# the more so the longer its values live: gcc took minutes at -Og on the Delassus functions of
+# naive talos 2F (83k instructions) and 2F+2H (133k) with it, and reverse-mode derivatives keep
+# the whole forward sweep alive (talos 2F aba's VJP, 33k instructions at -O1: 15 s scalar, 84 s
+# with the kernel).  Above these sizes "auto" makes the batch a loop over the scalar call
+# (README "Batches").
+SCALAR_BATCH_ABOVE = {"value": 40_000, "derivative": 20_000}
 SCALAR_BATCH = "-DCD_BATCH_LANES=1"
 # CasADi stores x·(1/d) as x/d, so a pivot d used by k entries costs k divisions.
 # -freciprocal-math lets gcc compute 1/d once and multiply (results differ by rounding only);
@@ -60,12 +64,12 @@ COMPILER_SPECIFIC = (NATIVE, IRA_PRIORITY)
 AUTO_PORTABLE = "auto-portable"
 
 
-def resolve_cflags(cflags, instructions, cc=None):
+def resolve_cflags(cflags, instructions, cc=None, kind="value"):
     """Replace an "auto" entry by the optimisation level for this function size, the math
-    flags of AUTO_MATH, SCALAR_BATCH above SIMD_BATCH_LIMIT and, where ``cc`` accepts them,
-    IRA_PRIORITY and NATIVE; "auto-portable" likewise without NATIVE."""
+    flags of AUTO_MATH, SCALAR_BATCH above SCALAR_BATCH_ABOVE[kind] instructions and, where
+    ``cc`` accepts them, IRA_PRIORITY and NATIVE; "auto-portable" likewise without NATIVE."""
     level = next(lvl for limit, lvl in AUTO_LEVELS if instructions <= limit)
-    common = [level, *AUTO_MATH] + ([SCALAR_BATCH] if instructions > SIMD_BATCH_LIMIT else [])
+    common = [level, *AUTO_MATH] + ([SCALAR_BATCH] if instructions > SCALAR_BATCH_ABOVE[kind] else [])
     compiler = [flag for flag in (IRA_PRIORITY, NATIVE) if cc and accepts(cc, flag)]
     out = []
     for f in cflags:
@@ -159,10 +163,11 @@ def _compiler_key(cc):
     return shlex.join([os.path.basename(words[0]), *words[1:]])
 
 
-def content_hash(robot, constraints, algorithm, cflags, cse, cc, osim, function=None):
+def content_hash(robot, constraints, algorithm, cflags, cse, cc, osim, function=None, variant=None):
+    """``variant``: what else determines the code (a derivative's mode, inputs and method)."""
     data = {"source": source_hash(), "robot": robot.describe(), "constraints": constraints.describe(), "algorithm": algorithm,
             "cflags": list(cflags), "cse": cse, "osim": osim, "compiler": _compiler_key(cc), "version": __version__,
-            "function": function}
+            "function": function, "variant": variant}
     if "auto" in cflags or NATIVE in cflags:
         data["host_cpu"] = host_cpu()
     return hashlib.sha256(json.dumps(data, sort_keys=True).encode()).hexdigest()
@@ -177,31 +182,37 @@ def is_cached(manifest_path, key):
         return False
 
 
-def make_manifest(f, robot, constraints, scenario, inputs, outputs, cflags, cc, cse, key, **head):
+def make_manifest(f, robot, constraints, scenario, inputs, outputs, cflags, cc, cse, key, companions=(), **head):
     """The manifest of the generated function ``f``, led by ``head`` (function, algorithm, ...);
-    ``cflags`` are resolved for f's size."""
+    ``cflags`` are resolved for the size of f and the ``companions`` compiled with it
+    (CasADi's derivative functions of f, recorded under ``casadi_derivatives``)."""
     counts = count_ops(f)
+    extra = [{"function": g.name(), "inputs": list(g.name_in()), "outputs": list(g.name_out()),
+              "op_count": count_ops(g)} for g in companions]
     model_file = getattr(robot, "model_file", None)
+    total = counts["instructions"] + sum(c["op_count"]["instructions"] for c in extra)
     return {
         **head, "robot": robot.name, "scenario": scenario,
         "source": robot.source, **({"model_file": str(model_file)} if model_file else {}),
         "nq": robot.nq, "nv": robot.nv, "floating_base": robot.floating_base, "m": constraints.m,
         "q_layout": robot.q_layout(), "q_convention": robot.q_convention, "constraints": constraints.describe(),
         "row_names": constraints.row_names, "inputs": inputs, "outputs": outputs,
-        "op_count": counts, "cse": cse, "cflags": list(resolve_cflags(cflags, counts["instructions"], cc)),
+        "op_count": counts, **({"casadi_derivatives": extra} if extra else {}),
+        "cse": cse, "cflags": list(resolve_cflags(cflags, total, cc, "derivative" if "derivative" in head else "value")),
         "compiler": cc, **work_sizes(f), "hash": key, "version": __version__,
     }
 
 
-def write_compiled(f, manifest, out_dir, stem, t_trace):
-    """Emit ``stem``.c/.h, compile ``stem``.so and write ``stem``.json (with the timings,
-    compile command and file records added to ``manifest``), atomically: built in this run's
-    own temporary folder (artifact.build_folder), moved in with the manifest last."""
+def write_compiled(f, manifest, out_dir, stem, t_trace, companions=()):
+    """Emit ``stem``.c/.h (with the ``companions`` after f), compile ``stem``.so and write
+    ``stem``.json (with the timings, compile command and file records added to ``manifest``),
+    atomically: built in this run's own temporary folder (artifact.build_folder), moved in
+    with the manifest last."""
     out_dir = Path(out_dir)
     with artifact.build_folder(out_dir, stem) as tmp:
         t0 = time.perf_counter()
         with step(f"writing {stem}.c ({manifest['op_count']['instructions']:,} instructions)"):
-            for name, text in render(f, manifest, stem).items():
+            for name, text in render(f, manifest, stem, companions).items():
                 (tmp / name).write_text(text)
         t_emit = time.perf_counter() - t0
         with step(f"compiling {stem}.c ({manifest['op_count']['instructions']:,} instructions, {' '.join(manifest['cflags'])})"):
@@ -228,19 +239,30 @@ def check_osim(algorithm, osim):
 
 
 def build(robot, constraints, algorithm, out_dir, scenario, cflags=DEFAULT_CFLAGS, cc=None, cse=True,
-          force=False, osim=False, model=None):
+          force=False, osim=False, model=None, derivative=None, wrt=None, method="auto", casadi_derivatives=False):
     """Generate and compile into ``out_dir``; returns the path of the manifest (JSON).  Files
     are named after the algorithm (artifact.stem: ``<algo>-osim`` when Λ is an output too),
     the C function after ``model`` (artifact.model_name; default: the robot's), the scenario
-    and the algorithm."""
+    and the algorithm.  ``derivative`` ("jvp", "vjp", "jacobian") generates that derivative
+    with respect to the inputs ``wrt`` (default all) instead; ``casadi_derivatives`` adds
+    CasADi's derivative functions of the function to its .so, for casadi.external
+    (``<algo>-casadi``; codegen/derivatives.py)."""
     check_osim(algorithm, osim)
+    request = None
+    if (derivative is not None) + osim + casadi_derivatives > 1:
+        raise DelassusError("--osim, --derivative and --casadi-derivatives do not combine: choose one")
+    if derivative is not None:
+        check_request(derivative, method)
+        names = input_names(robot, constraints, algorithm)
+        request = {"mode": derivative, "wrt": list(resolve_wrt(names, wrt)), "inputs": names}
     cc = find_compiler(cc)
     out_dir = Path(out_dir)
     model = model or artifact.model_name(robot)
-    stem = artifact.stem(algorithm, osim)
+    stem = artifact.stem(algorithm, osim, derivative=request, casadi=casadi_derivatives)
     manifest_path = out_dir / f"{stem}.json"
-    fname = artifact.function_name(model, scenario, algorithm, osim=osim)
-    key = content_hash(robot, constraints, algorithm, cflags, cse, cc, osim, fname)
+    fname = artifact.function_name(model, scenario, algorithm, osim=osim, derivative=request, casadi=casadi_derivatives)
+    variant = request | {"method": method} if request else {"casadi_derivatives": True} if casadi_derivatives else None
+    key = content_hash(robot, constraints, algorithm, cflags, cse, cc, osim, fname, variant=variant)
     artifact.clean_stale(out_dir)       # what killed runs left here
     if not force and is_cached(manifest_path, key):
         return manifest_path
@@ -249,10 +271,16 @@ def build(robot, constraints, algorithm, out_dir, scenario, cflags=DEFAULT_CFLAG
     if is_auto(algorithm):
         chosen, counts, reason = choose_cheapest(robot, constraints, cse=cse, osim=osim, family=algorithm)
         auto = {"chosen": chosen, "instructions": counts, "reason": reason}
-    f, inputs, outputs = trace(robot, constraints, auto["chosen"] if auto else algorithm, name=fname, cse=cse, osim=osim)
+    traced = auto["chosen"] if auto else algorithm
+    head = dict(function=fname, model_name=model, algorithm=algorithm, osim=osim)
+    if request:
+        f, inputs, outputs, head["derivative"] = trace_derivative(robot, constraints, traced, derivative, request["wrt"],
+                                                                  name=fname, cse=cse, method=method)
+    else:
+        f, inputs, outputs = trace(robot, constraints, traced, name=fname, cse=cse, osim=osim)
+    companions = casadi_companions(f, cse) if casadi_derivatives else ()
     t_trace = time.perf_counter() - t0
-    manifest = make_manifest(f, robot, constraints, scenario, inputs, outputs, cflags, cc, cse, key,
-                             function=fname, model_name=model, algorithm=algorithm, osim=osim)
+    manifest = make_manifest(f, robot, constraints, scenario, inputs, outputs, cflags, cc, cse, key, companions, **head)
     if auto:
         manifest["auto"] = auto
-    return write_compiled(f, manifest, out_dir, stem, t_trace)
+    return write_compiled(f, manifest, out_dir, stem, t_trace, companions)

@@ -22,16 +22,19 @@ def work_sizes(f: ca.Function):
     return sizes | {"work_bytes": {k[3:]: n * entry[k] for k, n in sizes.items()}}
 
 
-def casadi_source(f: ca.Function):
+def casadi_source(f: ca.Function, companions=()):
+    """CasADi's C for ``f`` first (its body is casadi_f0), then the ``companions`` (CasADi's
+    derivative functions of f, codegen/derivatives.py) in the same file."""
     cg = ca.CodeGenerator(f.name() + ".c", {"with_header": False, "with_mem": False})
-    cg.add(f)
+    for g in (f, *companions):
+        cg.add(g)
     return cg.dump()
 
 
-def render(f: ca.Function, manifest: dict, stem: str):
+def render(f: ca.Function, manifest: dict, stem: str, companions=()):
     """Returns {filename: text} for ``stem``.c and ``stem``.h."""
     fname = f.name()
-    code = schedule.reorder(casadi_source(f))
+    code = schedule.reorder(casadi_source(f, companions))
     batch_code, batch_decl = batch.render(f, manifest, code, TEMPLATES)
     scalar_code, _ = sincos.hoist(code, TEMPLATES)
     ctx = dict(manifest, fname=fname, header=stem + ".h", manifest_file=stem + ".json", guard=fname + "_H",

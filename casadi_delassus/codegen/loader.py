@@ -196,8 +196,7 @@ class CompiledFunction(door.base()):
             if binding:
                 super().__init__(*binding)
             if backend == "casadi":
-                import casadi as ca
-                self._fn = open_library(self.so_path, m["files"]["so"], lambda p: ca.external(m["function"], p))[0]
+                self._fn = self.casadi_function()
         except DelassusError:
             raise
         except (KeyError, TypeError, ValueError, IndexError) as exc:
@@ -206,6 +205,16 @@ class CompiledFunction(door.base()):
     @property
     def op_count(self):
         return self.manifest["op_count"]
+
+    def casadi_function(self):
+        """This compiled function as a ``casadi.Function`` (``casadi.external`` on a verified
+        private copy of the .so), to call on CasADi symbols (MX in Opti/nlpsol).  CasADi
+        differentiates it with the derivative functions the .so carries (``generate(...,
+        casadi_derivatives=True)``: fwd1_/adj1_/jac_<function>, in the stored coordinates of q);
+        without them CasADi cannot differentiate it (unless its finite differences are enabled)."""
+        import casadi as ca
+        m = self.manifest
+        return open_library(self.so_path, m["files"]["so"], lambda p: ca.external(m["function"], p))[0]
 
     @property
     def input_names(self):

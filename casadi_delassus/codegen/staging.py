@@ -154,3 +154,74 @@ def build_stages(robot, constraints, algorithm, out_dir, scenario, cflags=DEFAUL
                                         "work_sizes": sizes})
         write_compiled(st.function, manifest, path.parent, path.stem, t_trace)
     return paths
+
+
+# -- splitting by outputs (big functions: each stage compiles on its own) ---------------------------
+SHARED = "shared"
+
+
+def split_outputs(f, groups):
+    """One casadi.Function per group of f's outputs, after a first stage ``shared`` that computes
+    what two or more groups read: [Stage(shared): f's inputs -> w_shared, Stage(g): f's inputs,
+    w_shared -> the outputs of group g].  ``groups``: [(name, [output names])], partitioning f's
+    outputs.  Walks f's instructions once: a node belongs to the groups whose outputs read it;
+    nodes of two or more groups form the first stage, which stores those that a group's own
+    nodes (or outputs) read; constants are recreated where used.  So gcc sees a few functions
+    of bounded size instead of one, and the stages' counts add up to f's plus shared constants."""
+    names = list(f.name_out())
+    where = {o: g for g, (_, outs) in enumerate(groups) for o in outs}
+    if sorted(where) != sorted(names):
+        raise DelassusError(f"output groups must partition the outputs of {f.name()} ({names}), got {groups}")
+    n_instr = f.n_instructions()
+    ids = [f.instruction_id(k) for k in range(n_instr)]
+    slot_def, operands, out_def = {}, [None] * n_instr, []
+    for k in range(n_instr):
+        op, ins = ids[k], f.instruction_input(k)
+        if op == ca.OP_OUTPUT:
+            out_def.append((f.instruction_output(k), slot_def[ins[0]]))
+            continue
+        operands[k] = [] if op in (ca.OP_INPUT, ca.OP_CONST) else [slot_def[s] for s in ins]
+        slot_def[f.instruction_output(k)[0]] = k
+    need = [0] * n_instr
+    for (o, _), d in out_def:
+        need[d] |= 1 << where[names[o]]
+    for k in reversed(range(n_instr)):
+        for d in operands[k] or ():
+            need[d] |= need[k]
+    computed = [k for k in range(n_instr) if ids[k] not in (ca.OP_INPUT, ca.OP_CONST, ca.OP_OUTPUT)]
+    shared = {k for k in computed if bin(need[k]).count("1") > 1}
+    readers = {d for k in computed if k not in shared for d in operands[k]} | {d for _, d in out_def}
+    stored = sorted(k for k in shared if k in readers)
+    sym = [ca.SX.sym(n, f.sparsity_in(i)) for i, n in enumerate(f.name_in())]
+
+    def build(keep, given):
+        """Expressions of the instructions in ``keep`` (and the inputs, constants) over ``given``."""
+        expr = dict(given)
+        for k in range(n_instr):
+            op = ids[k]
+            if k in expr or op == ca.OP_OUTPUT:
+                continue
+            if op == ca.OP_INPUT:
+                i, nz = f.instruction_input(k)
+                expr[k] = sym[i].nz[nz]
+            elif op == ca.OP_CONST:
+                expr[k] = ca.SX(f.instruction_constant(k))
+            elif k in keep:
+                a = [expr[d] for d in operands[k]]
+                expr[k] = ca.SX.unary(op, a[0]) if len(a) == 1 else ca.SX.binary(op, a[0], a[1])
+        return expr
+    first = build(shared, {})
+    w = ca.SX.sym(work_name(SHARED), len(stored))
+    stages = [Stage(SHARED, ca.Function(f"{f.name()}_{SHARED}", sym, [_column([first[k] for k in stored])],
+                                        list(f.name_in()), [work_name(SHARED)]), list(f.name_in()), None, work_name(SHARED))]
+    for g, (gname, outs) in enumerate(groups):
+        own = {k for k in computed if need[k] == 1 << g}
+        expr = build(own, {k: w[x] for x, k in enumerate(stored)})
+        mats = {o: ca.SX(f.sparsity_out(o)) for o in outs}
+        for (o, nz), d in out_def:
+            if names[o] in mats:
+                mats[names[o]].nz[nz] = expr[d]
+        stages.append(Stage(gname, ca.Function(f"{f.name()}_{gname}", [*sym, w], [mats[o] for o in outs],
+                                               [*f.name_in(), work_name(SHARED)], outs),
+                            list(f.name_in()), work_name(SHARED), None))
+    return stages

@@ -21,11 +21,12 @@ def fail(lineno, line, why, what="rewrite"):
 
 
 def function_body(casadi_code):
-    """(index of its first line, the lines) of CasADi's one evaluation function (casadi_f0)
-    in ``casadi_code``."""
+    """(index of its first line, the lines) of the evaluation function of the generated
+    function (casadi_f0) in ``casadi_code``; CasADi's derivative functions follow it when the
+    .so carries them (codegen/derivatives.py) and are left as they are."""
     lines = casadi_code.splitlines()
-    starts = [i for i, l in enumerate(lines) if l.startswith("static int casadi_f")]
-    if len(starts) != 1 or lines[starts[0]] != BODY_START:
+    starts = [i for i, l in enumerate(lines) if l == BODY_START]
+    if len(starts) != 1:
         raise CompilerError("cannot rewrite the generated code: expected exactly one CasADi function body "
                             f"'{BODY_START[:40]}…', found {len(starts)}")
     end = next((i for i in range(starts[0] + 1, len(lines)) if lines[i] == "}"), None)

@@ -16,39 +16,60 @@ BIG_GRAPH = 300_000
 OSIM_MEANING = "operational-space inertia Λ = (Λ⁻¹)⁻¹ by an LDLᵀ of the Delassus matrix"
 
 
-def trace(robot, constraints, algorithm, name=None, cse=True, osim=False):
-    """Returns (Function, description of inputs, description of outputs).  ``osim`` adds
-    Λ, the inverse of the Delassus matrix, through its LDLᵀ (PV paper Fig. 2 counts both)."""
+def traced_outputs(robot, constraints, algorithm, osim=False):
+    """The algorithm over fresh symbols: ({input name: SX symbol}, in the generated function's
+    order: q, vectors, runtime K), {output name: SX}, and the K_i each constraint acts with.
+    ``osim`` adds Λ, the inverse of the Delassus matrix, through its LDLᵀ (PV paper Fig. 2
+    counts both)."""
     algo = get_algorithm(algorithm)
-    what = f"{algorithm}{' with Λ' if osim else ''} for {robot.name} (nv = {robot.nv}, m = {constraints.m})"
     q = ca.SX.sym("q", robot.nq)
     sizes = {"nv": robot.nv, "m": constraints.m}
     vectors = {n: ca.SX.sym(n, sizes[VECTOR_INPUTS[n][0]]) for n in algo.inputs}
     K_syms = {c.input_name: ca.SX.sym(c.input_name, c.rows, 6) for c in constraints.inputs}
     K_bodies = constraints.symbolic_K_bodies(q, K_syms)
-    with step(f"tracing {what}"):
-        outputs = algo.fn(robot, constraints, q, K_bodies, **vectors)
-        if osim and "osim" not in outputs and "delassus" in outputs:     # Λ only where Λ⁻¹ is an output
-            m = constraints.m
-            outputs["osim"] = linalg.to_sx(linalg.spd_inverse(linalg.upper_entries(outputs["delassus"]), m), m)
-    names = list(outputs)
-    exprs = [ca.densify(outputs[n]) for n in names]
+    outputs = algo.fn(robot, constraints, q, K_bodies, **vectors)
+    if osim and "osim" not in outputs and "delassus" in outputs:     # Λ only where Λ⁻¹ is an output
+        m = constraints.m
+        outputs["osim"] = linalg.to_sx(linalg.spd_inverse(linalg.upper_entries(outputs["delassus"]), m), m)
+    return {"q": q, **vectors, **K_syms}, outputs, K_bodies
+
+
+def describe_inputs(robot, constraints, algorithm):
+    """The manifest's inputs of ``algorithm``'s generated function: name, shape, meaning."""
+    algo = get_algorithm(algorithm)
+    sizes = {"nv": robot.nv, "m": constraints.m}
+    inputs = [{"name": "q", "shape": [robot.nq], "meaning": Q_MEANING.get(robot.q_convention, Q_MEANING["mixed"])}]
+    inputs += [{"name": n, "shape": [sizes[VECTOR_INPUTS[n][0]]], "meaning": algo.input_meaning(n)} for n in algo.inputs]
+    inputs += [{"name": c.input_name, "shape": [c.rows, 6], "meaning": f"K of constraint {c.spec}: rows act on the "
+                f"spatial acceleration [linear; angular] of {c.link} in its own frame"} for c in constraints.inputs]
+    return inputs
+
+
+def function_of(name, inputs, outputs, cse, what):
+    """casadi.Function ``name`` of the SX ``inputs`` ({name: symbol}) to the densified
+    ``outputs`` ({name: SX}), after cse when ``cse``."""
+    exprs = [ca.densify(e) for e in outputs.values()]
     big = sum(ca.n_nodes(e) for e in exprs) > BIG_GRAPH          # one long C++ call each: say so first
     if cse:
         with step(f"common-subexpression elimination of {what}", now=big):
             exprs = ca.cse(exprs)
     with step(f"building the CasADi function of {what}", now=big):
-        f = ca.Function(name or algorithm, [q, *vectors.values(), *K_syms.values()], exprs,
-                        ["q", *vectors, *K_syms], names)
-    inputs = [{"name": "q", "shape": [robot.nq], "meaning": Q_MEANING.get(robot.q_convention, Q_MEANING["mixed"])}]
-    inputs += [{"name": n, "shape": [int(v.shape[0])], "meaning": algo.input_meaning(n)} for n, v in vectors.items()]
-    inputs += [{"name": n, "shape": [c.rows, 6], "meaning": f"K of constraint {c.spec}: rows act on the "
-                f"spatial acceleration [linear; angular] of {c.link} in its own frame"}
-               for n, c in ((c.input_name, c) for c in constraints.inputs)]
-    outs = [{"name": n, "shape": list(e.shape), "meaning": algo.outputs.get(n, OSIM_MEANING if n == "osim" else n),
-             "row_names": constraints.row_names if e.shape[0] == constraints.m else None}
-            for n, e in zip(names, exprs)]
-    return f, inputs, outs
+        return ca.Function(name, list(inputs.values()), exprs, list(inputs), list(outputs))
+
+
+def trace(robot, constraints, algorithm, name=None, cse=True, osim=False):
+    """Returns (Function, description of inputs, description of outputs).  ``osim`` adds
+    Λ, the inverse of the Delassus matrix, through its LDLᵀ (PV paper Fig. 2 counts both)."""
+    algo = get_algorithm(algorithm)
+    what = f"{algorithm}{' with Λ' if osim else ''} for {robot.name} (nv = {robot.nv}, m = {constraints.m})"
+    with step(f"tracing {what}"):
+        symbols, outputs, _ = traced_outputs(robot, constraints, algorithm, osim)
+    f = function_of(name or algorithm, symbols, outputs, cse, what)
+    outs = [{"name": n, "shape": [int(f.size1_out(k)), int(f.size2_out(k))],
+             "meaning": algo.outputs.get(n, OSIM_MEANING if n == "osim" else n),
+             "row_names": constraints.row_names if f.size1_out(k) == constraints.m else None}
+            for k, n in enumerate(f.name_out())]
+    return f, describe_inputs(robot, constraints, algorithm), outs
 
 
 # the q input's meaning by Robot.q_convention (model/robot.py); v, τ and v̇ follow the same joints

@@ -23,6 +23,7 @@ from ..sweeps.tree import Tree, joint_backward, joint_backward_multi, joint_forw
 from ..symbolic import passes
 from ..symbolic.frames import transform_force, transform_motion
 from ..sweeps.articulated import articulated_inertias
+from ..sweeps.dynamics_derivatives import check_wrt, forward_dynamics_jacobians
 
 
 def solve(tree, v, tau, extra_inertia=None, extra_force=None):
@@ -76,3 +77,11 @@ def aba(robot, constraints, q, K_bodies, v, tau):
     v, tau = tree.local_inputs(v, tau)
     qdd, _, _ = solve(tree, v, tau)
     return {"vdot": column(tree.user_vdot([x for qi in qdd for x in qi], v))}
+
+
+def derivative(robot, constraints, q, K_bodies, wrt, v, tau):
+    """∂v̇/∂(q, v, τ) (sweeps/dynamics_derivatives.py: −M⁻¹ ∂RNEA/∂x at a = v̇, and M⁻¹)."""
+    wrt = check_wrt("aba", wrt, ("q", "v", "tau"))
+    tree = Tree(robot, constraints, q)
+    qdd, _, _ = solve(tree, v, tau)
+    return forward_dynamics_jacobians(tree, v, [x for qi in qdd for x in qi], wrt)

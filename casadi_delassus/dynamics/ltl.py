@@ -31,6 +31,7 @@ make Λ⁻¹ singular: ConstraintError at trace time (tree.check_regular).
 from __future__ import annotations
 
 from ..symbolic.scalar import add, column, dot, is_zero, mul, sub
+from ..sweeps.dynamics_derivatives import hard_derivative
 from ..sweeps.tree import Probe, Tree, check_regular, newton_euler
 from ..symbolic import passes
 from ..symbolic import linalg
@@ -116,3 +117,6 @@ def ltl(robot, constraints, q, K_bodies, v, tau, k):
     vdot = tree.from_slid(joint_space.solve_l(L, parents, w, ops))
     passes.done("v̇ = L⁻¹ (z + D⁻¹ Yᵀ λ)", vdot)
     return {"vdot": column(tree.user_vdot(vdot, v)), "lam": column(tree.multipliers(lam))}
+
+
+derivative = hard_derivative("ltl", ltl)

@@ -23,6 +23,7 @@ from ..symbolic import linalg
 from ..symbolic.frames import transform_motion
 from ..symbolic.scalar import column, dot, mat_vec, mul, sub, vadd, vsub
 from ..sweeps import joint_space
+from ..sweeps.dynamics_derivatives import soft_derivative
 from ..sweeps.tree import Tree, newton_euler, root_accel, soft_terms
 from ..symbolic import passes
 
@@ -79,3 +80,6 @@ def ltl_soft(robot, constraints, q, K_bodies, v, tau, k, R):
                 lam[gr] = mul(rinv[gr], sub(nl[r], dot([K[r, c_] for c_ in range(6)], acc[i])))
     passes.done("λ = −R⁻¹ (K_i a'_i + l_i) along the constrained paths", lam)
     return {"vdot": column(tree.user_vdot(tree.from_slid(vs), v)), "lam": column(lam)}
+
+
+derivative = soft_derivative("ltl_soft", ltl_soft)

@@ -49,6 +49,7 @@ import casadi as ca
 import numpy as np
 
 from ..errors import ConstraintError
+from ..sweeps.dynamics_derivatives import hard_derivative
 from ..sweeps.tree import (Probe, Tree, axis_g, check_regular, joint_backward, joint_backward_multi, joint_forward,
                            joint_forward_multi, root_accel)
 from ..symbolic import passes
@@ -465,3 +466,6 @@ def pv(robot, constraints, q, K_bodies, v, tau, k):
     check_regular(probe, pivots, "pv", constraints)
     lam = tree.multipliers(lam)
     return {"vdot": column(tree.user_vdot([x for qi in qdd for x in qi], v)), "lam": column([neg(x) for x in lam])}
+
+
+derivative = hard_derivative("pv", pv)

@@ -21,6 +21,7 @@ Always solvable, also for redundant constraints.
 from __future__ import annotations
 
 from ..symbolic.scalar import column, dot, mul, sub
+from ..sweeps.dynamics_derivatives import soft_derivative
 from ..sweeps.tree import Tree, soft_terms
 from .aba import solve as aba_solve
 
@@ -36,3 +37,6 @@ def pv_soft(robot, constraints, q, K_bodies, v, tau, k, R):
             for r, gr in enumerate(rows):                   # λ = −R⁻¹ (K a' + l) = R⁻¹ (k' − K a')
                 lam[gr] = mul(rinv[gr], sub(nl[r], dot([K[r, a] for a in range(6)], acc[i])))
     return {"vdot": column(tree.user_vdot([x for qi in qdd for x in qi], v)), "lam": column(lam)}
+
+
+derivative = soft_derivative("pv_soft", pv_soft)

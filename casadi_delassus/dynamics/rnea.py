@@ -18,6 +18,8 @@ from __future__ import annotations
 import numpy as np
 
 from ..symbolic.scalar import column, cross_num, vadd
+from ..sweeps.dynamics_derivatives import check_wrt, from_entries, jacobian_name
+from ..sweeps.rnea_derivatives import Partials
 from ..sweeps.tree import Tree, newton_euler
 
 
@@ -44,3 +46,11 @@ def inverse_dynamics(tree, v, a):
 def rnea(robot, constraints, q, K_bodies, v, a):
     tree = Tree(robot, constraints, q)
     return {"tau": column(inverse_dynamics(tree, v, a))}
+
+
+def derivative(robot, constraints, q, K_bodies, wrt, v, a):
+    """∂τ/∂(q, v, a) by sweeps/rnea_derivatives.py (∂τ/∂a = M)."""
+    wrt = check_wrt("rnea", wrt, ("q", "v", "a"))
+    d = Partials(Tree(robot, constraints, q), v, a).dtau(tuple(x for x in wrt if x != "a"))
+    n = robot.nv
+    return {jacobian_name("tau", x): from_entries(d["M"] if x == "a" else d[x], n, n, symmetric=x == "a") for x in wrt}

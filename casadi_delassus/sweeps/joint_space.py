@@ -17,6 +17,7 @@ import numpy as np
 
 from ..symbolic.frames import (body_rigid_inertia, relative_transform, transform_force, transform_inertia,
                                transform_rigid, transform_rows)
+from ..symbolic import linalg
 from ..symbolic.scalar import dot, is_zero, sym_vec, vadd
 from ..symbolic.spatial import sx
 from .articulated import symmetric_sum
@@ -191,3 +192,59 @@ def solve_l(L, parents, z, ops):
             i = parents[i]
         x[k] = acc
     return x
+
+
+class MassFactor:
+    """M = Lᵀ D L (``ltdl``) of M's upper entries, applied to many right-hand sides: M⁻¹ b =
+    L⁻¹ D⁻¹ L⁻ᵀ b, each product and difference built once (linalg.Shared)."""
+
+    def __init__(self, robot, M):
+        self.parents, self.ops = dof_parents(robot), linalg.Shared()
+        self.L, self.D, self.Dinv = ltdl(M, self.parents, self.ops)
+
+    def half(self, b):
+        """D⁻¹ L⁻ᵀ b (zeros of b and of L⁻ᵀ b skipped)."""
+        y = solve_lt(self.L, self.parents, b, self.ops)
+        return [self.ops.mul(x, d) if not is_zero(x) else 0.0 for x, d in zip(y, self.Dinv)]
+
+    def finish(self, w):
+        """L⁻¹ w."""
+        return solve_l(self.L, self.parents, w, self.ops)
+
+    def solve(self, b):
+        return self.finish(self.half(b))
+
+    def inverse(self):
+        """Upper entries {(a, b): (M⁻¹)_ab, a ≤ b} of M⁻¹ = N D⁻¹ Nᵀ, N = L⁻¹ (unit lower, with
+        the pattern of L: N_ak ≠ 0 only for k an ancestor of a), each entry a sum over the common
+        ancestors only: dofs in different branches meet at the base, a few terms instead of a
+        solve over every dof.  With Ñ = −N below the diagonal, Ñ_ak = L_ak − Σ_{k ≺ p ≺ a} L_ap Ñ_pk
+        (no negation anywhere) and M⁻¹_ab = [a = b] D⁻¹_a − D⁻¹_a Ñ_ba [a ≺ b] + Σ_k Ñ_ak D⁻¹_k Ñ_bk."""
+        ops, n = self.ops, len(self.parents)
+        up = []                                         # strict ancestors, nearest first
+        for a in range(n):
+            chain, p = [], self.parents[a]
+            while p >= 0:
+                chain.append(p)
+                p = self.parents[p]
+            up.append(chain)
+        Nt = {}
+        for a in range(n):
+            for x, k in enumerate(up[a]):
+                acc = self.L[(a, k)]
+                for p in up[a][:x]:                     # k ≺ p ≺ a
+                    acc = ops.sub(acc, ops.mul(self.L[(a, p)], Nt[(p, k)]))
+                Nt[(a, k)] = acc
+        W = {key: ops.mul(e, self.Dinv[key[1]]) for key, e in Nt.items()}      # Ñ_bk D⁻¹_k
+        out = {}
+        for a in range(n):
+            anc_a = set(up[a])
+            for b in range(a, n):
+                common = [k for k in up[b] if k in anc_a]
+                e = self.Dinv[a] if a == b else 0.0
+                if a in up[b]:
+                    e = ops.sub(e, W[(b, a)]) if not is_zero(e) else -W[(b, a)]
+                for k in common:
+                    e = ops.mul(Nt[(a, k)], W[(b, k)]) if is_zero(e) else ops.add(e, ops.mul(Nt[(a, k)], W[(b, k)]))
+                out[(a, b)] = e if not is_zero(e) else 0.0
+        return out

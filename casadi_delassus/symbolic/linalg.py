@@ -79,6 +79,10 @@ class Shared:
     def sub(self, x, y):
         return self._get(("-", self._key(x), self._key(y)), lambda: x - y)
 
+    def add(self, x, y):
+        a, b = sorted((self._key(x), self._key(y)), key=repr)
+        return self._get(("+", a, b), lambda: x + y)
+
     def dot(self, a, b):
         acc = 0
         for x, y in zip(a, b):

@@ -102,3 +102,15 @@ def sym_vec(H, x):
 def column(xs):
     """A list of scalars as an SX column."""
     return ca.vertcat(*[x if isinstance(x, ca.SX) else ca.SX(float(x)) for x in xs])
+
+
+def motion_cross(a, b):
+    """a × b for spatial motion 6-lists [angular; linear]: [ω × b_ω; ω × b_v + v × b_ω]."""
+    w, v = a[:3], a[3:]
+    return cross(w, b[:3]) + vadd(cross(w, b[3:]), cross(v, b[:3]))
+
+
+def force_cross(a, f):
+    """a ×* f for a motion 6-list a and a force 6-list f: [ω × f_n + v × f_f; ω × f_f]."""
+    w, v = a[:3], a[3:]
+    return vadd(cross(w, f[:3]), cross(v, f[3:])) + cross(w, f[3:])

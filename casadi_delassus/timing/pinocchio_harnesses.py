@@ -1,5 +1,6 @@
 """Pinocchio's counterpart of a generated function (``pinocchio::computeDelassusMatrix``,
-``constraintDynamics`` or ``aba``: PIN_FUNCTIONS) on the same robot, constraints and inputs:
+``constraintDynamics``, ``aba`` or their analytical derivatives: PIN_FUNCTIONS) on the same
+robot, constraints and inputs:
 timed in C++ built against the ``pin`` wheel's headers and libraries
 (``timing/templates/pinocchio_timing.cpp.j2``; needs ``cmeel-eigen`` and
 ``cmeel-urdfdom-headers``, the ``bench`` extra), or, when that cannot be built, from Python
@@ -50,7 +51,11 @@ PIN_PYTHON = "Python (binding overhead subtracted)"
 
 
 # what Pinocchio computes for a generated function (``pinocchio_mode``): harness mode -> function
-PIN_FUNCTIONS = {"delassus": "computeDelassusMatrix", "dynamics": "constraintDynamics", "aba": "aba"}
+PIN_FUNCTIONS = {"delassus": "computeDelassusMatrix", "dynamics": "constraintDynamics", "aba": "aba",
+                 "aba_derivatives": "computeABADerivatives", "rnea_derivatives": "computeRNEADerivatives",
+                 "dynamics_derivatives": "constraintDynamics + computeConstraintDynamicsDerivatives"}
+# the modes that solve Pinocchio's contact problem (constraint models, k = its zero contact acceleration)
+CONTACT_MODES = ("delassus", "dynamics", "dynamics_derivatives")
 
 
 def pinocchio_k(robot, constraints, states):
@@ -78,11 +83,16 @@ def _pin_model(robot):
 
 
 def pinocchio_mode(manifest):
-    """The PIN_FUNCTIONS key Pinocchio times against this generated function, or None."""
+    """The PIN_FUNCTIONS key Pinocchio times against this generated function, or None: a
+    Jacobian (outputs ``dvdot_dq``, ``dtau_dq``) against Pinocchio's analytical derivatives."""
     outs = {o["name"] for o in manifest["outputs"]}
     ins = {i["name"] for i in manifest["inputs"]}
     if "delassus" in outs:
         return "delassus"
+    if "dtau_dq" in outs:
+        return "rnea_derivatives"
+    if "dvdot_dq" in outs:
+        return "dynamics_derivatives" if "k" in ins else "aba_derivatives"
     if "vdot" in outs:
         return "dynamics" if "k" in ins else "aba"
     return None
@@ -201,7 +211,7 @@ def pinocchio_problem(robot, constraints, mode="delassus"):
     src = getattr(robot, "source", None)
     if not src or not str(src).endswith(".urdf") or not Path(src).is_file():
         return f"robot {robot.name!r} is not a URDF file Pinocchio can load"
-    if mode == "aba":
+    if mode not in CONTACT_MODES:
         return None
     bad = [c.spec for c in constraints.constraints if oracle.frame_spec(c.spec) is None]
     if bad:
@@ -254,7 +264,7 @@ class PinocchioPythonHarness:
         self.pin, self.mode = pin, mode
         self.model = _pin_model(robot)
         self.data = self.model.createData()
-        self.cm, self.cd = self._constraints(self.model, constraints.specs if mode != "aba" else [])
+        self.cm, self.cd = self._constraints(self.model, constraints.specs if mode in CONTACT_MODES else [])
         self.xs = _states(robot, xs)
         self.calls, self.label = int(calls), pinocchio_label(mode)
         self.warmup = default_warmup(self.calls, len(xs)) if warmup is None else int(warmup)
@@ -278,6 +288,13 @@ class PinocchioPythonHarness:
             return pin.computeDelassusMatrix(model, data, x[0], cm, cd)
         if self.mode == "dynamics":
             return pin.constraintDynamics(model, data, *x, cm, cd)
+        if self.mode == "aba_derivatives":
+            return pin.computeABADerivatives(model, data, *x)[0]
+        if self.mode == "rnea_derivatives":
+            return pin.computeRNEADerivatives(model, data, *x)[0]
+        if self.mode == "dynamics_derivatives":
+            pin.constraintDynamics(model, data, *x, cm, cd)
+            return pin.computeConstraintDynamicsDerivatives(model, data, cm, cd)[0]
         return pin.aba(model, data, *x, pin.Convention.WORLD)
 
     def _loop(self, model, data, cm, cd, xs, calls):
@@ -288,7 +305,7 @@ class PinocchioPythonHarness:
         return (time.perf_counter_ns() - t0) / calls
 
     def run(self, reps=DEFAULT_REPS):
-        if self.mode == "dynamics":     # constraintDynamics needs its data initialised
+        if self.mode in ("dynamics", "dynamics_derivatives"):     # constraintDynamics needs its data initialised
             self.pin.initConstraintDynamics(self.model, self.data, self.cm, self.cd)
             self.pin.initConstraintDynamics(*self._tiny[:4])
         self._loop(self.model, self.data, self.cm, self.cd, self.xs, self.warmup)

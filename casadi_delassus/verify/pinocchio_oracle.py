@@ -46,12 +46,22 @@ def model_from_robot(robot):
         jm = {"free": lambda ax: pin.JointModelFreeFlyer(),
               "ball": lambda ax: pin.JointModelSpherical(),
               "revolute": pin.JointModelRevoluteUnaligned,
-              "continuous": pin.JointModelRevoluteUnboundedUnaligned,
+              "continuous": _unbounded_revolute,
               "prismatic": pin.JointModelPrismaticUnaligned}[kind](b.joint.axis)
         j = model.addJoint(b.parent + 1, jm, pin.SE3(b.rotation.T, b.translation), b.joint.name)
         model.appendBodyToJoint(j, pin.Inertia(b.mass, b.com, b.inertia), pin.SE3.Identity())
     model.armature = np.array(robot.armature, float)
     return model
+
+
+def _unbounded_revolute(axis):
+    """Pinocchio's continuous joint about ``axis``: its Python binding builds the unaligned one
+    without an axis only, so the axis must be +x, +y or +z."""
+    pin = _pin()
+    for k, joint in enumerate((pin.JointModelRUBX, pin.JointModelRUBY, pin.JointModelRUBZ)):
+        if np.array_equal(axis, np.eye(3)[k]):
+            return joint()
+    raise DelassusError(f"the Pinocchio oracle builds continuous joints about +x, +y or +z only, not {list(axis)}")
 
 
 def model_for(robot):
@@ -129,7 +139,8 @@ def delassus_expression(model, data, cms, q, damping):
 def frame_constraint_models(model, specs):
     """RigidConstraintModels (LOCAL) for ``LINK:6d`` / ``LINK:3d[@x,y,z]`` specs placed on
     Pinocchio's own frames, found by name (a BODY frame first): independent of our frame data.
-    None when a spec is of another kind (Pinocchio's constraintDynamics has no equivalent)."""
+    None when a spec is of another kind (Pinocchio's constraintDynamics has no equivalent) or
+    the model has no frame of that name (model_from_robot adds none)."""
     pin = _pin()
     cms = pin.StdVec_RigidConstraintModel()
     for spec in specs:
@@ -137,6 +148,8 @@ def frame_constraint_models(model, specs):
         if parsed is None:
             return None
         kind, link, p = parsed
+        if not model.existFrame(link):
+            return None
         fid = model.getFrameId(link, pin.FrameType.BODY) if model.existFrame(link, pin.FrameType.BODY) \
             else model.getFrameId(link)
         frame = model.frames[fid]

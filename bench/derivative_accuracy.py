@@ -1,0 +1,114 @@
+"""Accuracy of every algorithm's derivatives (issue 14, done-when 1): JVPs, VJPs and (dynamics
+solvers, aba, rnea, operators) Jacobians against finite differences of the value function on
+the manifold, and the JVP/VJP dot-product test, on go1 4F3, talos 2F, the ladder and Cassie's
+loops, wherever the algorithm accepts the scenario.
+
+    python bench/derivative_accuracy.py [--samples 20] [--case go1/4F3 ...] [-a ALGO ...]
+    python bench/derivative_accuracy.py --pinocchio [--case go1/4F3 ...]      # done-when 2
+
+The second form compares the Jacobians of rnea, aba, pv and ltl with Pinocchio's analytical
+derivatives instead (verify/derivative_oracle.py; default cases go1 4F3, talos 2F, panda EE6:
+3D and 6D contacts, floating and fixed base) and writes bench/results/derivative_pinocchio.md.
+
+The functions are traced and evaluated by CasADi (the expressions the generated C computes,
+without compiling hundreds of functions); tests/test_derivatives.py compiles some and checks
+them the same way.  The rules (finite-difference steps, tolerances, pv_early's redrawn points)
+are verify/derivatives.py's.  Writes bench/results/derivative_accuracy.md/.csv.
+"""
+from __future__ import annotations
+
+import argparse
+import time
+
+from common import write
+
+from casadi_delassus import load_robot
+from casadi_delassus.api import constraint_set
+from casadi_delassus.codegen.derivatives import trace_derivative
+from casadi_delassus.codegen.trace import trace
+from casadi_delassus.errors import ConstraintError
+from casadi_delassus.opcount import count_ops
+from casadi_delassus.registry import ALGORITHMS, delassus_algorithms
+from casadi_delassus.verify.derivative_oracle import ORACLE_WRT, PIN_TOL, pinocchio_errors
+from casadi_delassus.verify.derivatives import DOT_TOL, FD_TOL, Checkable, compare_derivatives, dot_test, evaluate
+
+CASES = ["go1/4F3", "talos/2F", "ladder:rungs=4/default", "cassie/loops"]
+PINOCCHIO_CASES = ["go1/4F3", "talos/2F", "panda/EE6"]
+
+
+def worst(results):
+    name = max(results, key=lambda k: results[k].error)
+    return name, results[name].error
+
+
+def main():
+    p = argparse.ArgumentParser()
+    p.add_argument("--samples", type=int, default=20)
+    p.add_argument("--case", action="append", dest="cases")
+    p.add_argument("-a", "--algorithm", action="append", dest="algorithms")
+    p.add_argument("--pinocchio", action="store_true", help="Jacobians against Pinocchio's derivatives instead")
+    args = p.parse_args()
+    if args.pinocchio:
+        return against_pinocchio(args.cases or PINOCCHIO_CASES, args.algorithms or list(ORACLE_WRT), args.samples)
+    rows, failures = [], []
+    for spec in args.cases or CASES:
+        name, scenario = spec.rsplit("/", 1)
+        robot = load_robot(name)
+        cs, _ = constraint_set(robot, scenario)
+        for algo in args.algorithms or list(ALGORITHMS):
+            if not ALGORITHMS[algo].accepts(cs):
+                continue
+            t0 = time.perf_counter()
+            try:
+                value = trace(robot, cs, algo)[0]
+            except ConstraintError as exc:          # e.g. redundant rows for the hard solvers
+                print(f"{spec} {algo}: refused ({exc})", flush=True)
+                continue
+            modes = ["jvp", "vjp"] + ([] if algo in delassus_algorithms() else ["jacobian"])
+            made = {m: Checkable(*[trace_derivative(robot, cs, algo, m)[k] for k in (0, 1, 3)]) for m in modes}
+            skipped = []
+            results = dict(zip(modes, compare_derivatives([made[m] for m in modes], value, robot, cs, args.samples,
+                                                          skipped=skipped)))
+            dot = dot_test(made["jvp"], made["vjp"], robot, cs, args.samples, value=value)
+            base = count_ops(value)["instructions"]
+            ratios = {m: round(count_ops(made[m].function)["instructions"] / base, 2) for m in modes}
+            errs = {m: worst(results[m]) for m in modes}
+            ok = all(e <= FD_TOL for _, e in errs.values()) and dot <= DOT_TOL
+            if not ok:
+                failures.append(f"{spec} {algo}")
+            rows.append([spec, algo, base, ratios["jvp"], ratios["vjp"], ratios.get("jacobian", "—"),
+                         *(f"{errs[m][1]:.1e} ({errs[m][0]})" if m in errs else "—" for m in ("jvp", "vjp", "jacobian")),
+                         f"{dot:.1e}", len(skipped), "ok" if ok else "FAIL", round(time.perf_counter() - t0, 1)])
+            print(rows[-1], flush=True)
+    write("derivative_accuracy", rows,
+          ["case", "algorithm", "value instructions", "jvp ×", "vjp ×", "jacobian ×",
+           f"jvp vs FD ({args.samples} points)", "vjp vs FD", "jacobian vs FD", "dot test", "points redrawn (pivot)",
+           "result", "s"],
+          f"Derivatives against finite differences on the manifold (≤ {FD_TOL:g}) and the dot-product test "
+          f"(≤ {DOT_TOL:g}), {args.samples} random points each")
+    print("failures:", failures or "none")
+
+
+def against_pinocchio(cases, algorithms, samples):
+    rows, failures = [], []
+    for spec in cases:
+        name, scenario = spec.rsplit("/", 1)
+        robot = load_robot(name)
+        cs, _ = constraint_set(robot, scenario)
+        for algo in algorithms:
+            jacobian = trace_derivative(robot, cs, algo, "jacobian", ORACLE_WRT[algo])[0]
+            worst, k_err = pinocchio_errors(lambda x: evaluate(jacobian, x), robot, cs, algo, samples)
+            ok = max(worst.values()) <= PIN_TOL and k_err <= 1e-12
+            if not ok:
+                failures.append(f"{spec} {algo}")
+            rows.append([spec, algo, f"{max(worst.values()):.1e}", ", ".join(f"{n} {e:.1e}" for n, e in worst.items()),
+                         f"{k_err:.1e}" if "k" in ORACLE_WRT[algo] else "", "ok" if ok else "FAIL"])
+            print(rows[-1], flush=True)
+    write("derivative_pinocchio", rows, ["case", "algorithm", "worst", "per Jacobian", "k₀ vs oracle", "result"],
+          f"Jacobians (codegen/derivatives.py, analytical blocks) against Pinocchio's derivatives ({samples} random "
+          f"(q, v, τ); max |ours − Pinocchio| / max(1, |Pinocchio|) ≤ {PIN_TOL:g})")
+    print("failures:", failures or "none")
+
+
+if __name__ == "__main__":
+    main()
