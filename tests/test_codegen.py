@@ -79,7 +79,8 @@ def test_auto_optimisation_level_drops_for_huge_functions():
     assert resolve_cflags(("auto", "-g"), 1_000) == ("-O2", *AUTO_MATH, "-g")
     assert resolve_cflags(("auto",), 10**6) == ("-O0", *AUTO_MATH, "-DCD_BATCH_LANES=1")   # no vector kernel
     assert resolve_cflags(("auto",), 30_000, kind="derivative") == ("-O1", *AUTO_MATH, "-DCD_BATCH_LANES=1")
-    assert resolve_cflags(("auto",), 10**5) == ("-Og", *AUTO_MATH)
+    assert resolve_cflags(("auto",), 10**5) == ("-Og", *AUTO_MATH, "-DCD_BATCH_LANES=1")   # above 40k: none either
+    assert resolve_cflags(("auto",), 30_000) == ("-O1", *AUTO_MATH)
     assert resolve_cflags(("-O3",), 10**6) == ("-O3",)
 
 
