@@ -142,6 +142,28 @@ def test_aba_matches_mujoco_qacc(name):
     assert max(worst.values()) <= TOL
 
 
+@pytest.mark.parametrize("specs", [["body4:3d-world@0.4,0.4,0", "body7:3d@-0.4,0.4,0", "body10:3d-world@-0.4,-0.4,0"],
+                                   ["body10:6d-world"]])
+def test_world_aligned_rows_match_mujoco(specs):
+    """`-world` rows (MuJoCo's own axes, as its connect rows are) against MuJoCo's world Jacobians:
+    the Delassus matrix and the hard dynamics (J̇v from mj_jacDot without turning), beside local
+    rows, on the ant's free joint with MuJoCo's velocities (the rotation-rate term K̇v takes them
+    turned local first, as the solvers do)."""
+    path = model_path("ant")
+    robot = load_robot(path)
+    cs = ConstraintSet.parse(robot, specs)
+    naive, pv = trace(robot, cs, "naive")[0], trace(robot, cs, "pv")[0]
+    rng = np.random.default_rng(21)
+    worst = {"naive": 0.0, "pv": 0.0}
+    for _ in range(N):
+        q, v, tau, k = robot.random_q(rng), rng.normal(size=robot.nv), rng.normal(size=robot.nv), rng.normal(size=cs.m)
+        worst["naive"] = max(worst["naive"], relative_error(naive(q=q)["delassus"], mo.delassus(path, specs, q)))
+        vdot, _ = mo.constrained(path, specs, q, v, tau, k)
+        worst["pv"] = max(worst["pv"], relative_error(pv(q=q, v=v, tau=tau, k=k)["vdot"], vdot))
+    print({a: f"{e:.1e}" for a, e in worst.items()})
+    assert max(worst.values()) <= TOL
+
+
 def test_armature_is_read_and_matters():
     """The creature with its armature equals MuJoCo, and without it (ours zeroed, MuJoCo's
     dof_armature zeroed) equals MuJoCo again, while the two differ by far more than the

@@ -534,7 +534,7 @@ def world_row_drift(robot, constraints, q, v):
     velocities are the solvers' own first sweep (``Tree.velocities``, in the same frames, so
     common-subexpression elimination shares them)."""
     tree = Tree(robot, constraints, q)
-    vel = tree.velocities(v)[0]
+    vel = tree.velocities(tree.local_inputs(v)[0])[0]       # a MuJoCo free joint's v turned local first
     R = world_rotations(robot, tree.T, [c.body for c in constraints.world])
     return ca.vertcat(*[c.rotation_rate(R[c.body], vel[c.body]) if c.world else ca.SX(c.rows, 1)
                         for c in constraints.constraints])

@@ -117,7 +117,7 @@ def _frame(mujoco, model, data, name):
     return int(model.site_bodyid[site]), data.site_xpos[site].copy(), data.site_xmat[site].reshape(3, 3).copy()
 
 
-_SPEC = re.compile(r"^(?P<links>[^:@]+):(?P<kind>3d|6d)(?:@(?P<points>[^@]+))?$")
+_SPEC = re.compile(r"^(?P<links>[^:@]+):(?P<kind>3d|6d)(?P<world>-world)?(?:@(?P<points>[^@]+))?$")
 
 
 def parse_spec(spec):
@@ -129,11 +129,12 @@ def parse_spec(spec):
         points = [np.array([float(t) for t in p.split(",")]) for p in m["points"].split(";")] if m and m["points"] else []
     except ValueError:
         m = None
-    if not m or any(p.shape != (3,) for p in points) or len(names) > 2 or len(points) > len(names) or (points and m["kind"] == "6d"):
-        raise ConstraintError(f"the MuJoCo oracle takes LINK:3d[@x,y,z], LINK:6d, A|B:3d[@a[;b]] and A|B:6d "
-                              f"constraints, not {spec!r}")
+    if not m or any(p.shape != (3,) for p in points) or len(names) > 2 or len(points) > len(names) \
+            or (points and m["kind"] == "6d") or (m["world"] and len(names) == 2):
+        raise ConstraintError(f"the MuJoCo oracle takes LINK:3d[-world][@x,y,z], LINK:6d[-world], A|B:3d[@a[;b]] "
+                              f"and A|B:6d constraints, not {spec!r}")
     points += [np.zeros(3)] * (len(names) - len(points))
-    return m["kind"], list(zip(names, points)), len(names) == 2
+    return m["kind"] + (m["world"] or ""), list(zip(names, points)), len(names) == 2
 
 
 def _rows(mujoco, model, data, specs, drift=True):
@@ -145,8 +146,10 @@ def _rows(mujoco, model, data, specs, drift=True):
         kind, ends, pair = parse_spec(spec)
         if pair and drift:
             raise ConstraintError(f"the MuJoCo oracle has no drift J̇v for the link-to-link constraint {spec!r}")
+        world = kind.endswith("-world")
+        kind = kind[:2]
         frames = [_frame(mujoco, model, data, name) for name, _ in ends]
-        R = frames[0][2]
+        R = np.eye(3) if world else frames[0][2]        # -world rows: MuJoCo's world axes as they are
         # a 3d row's point on each end; a 6d row's is A's origin, on both bodies
         points = [o + Rf @ p for (_, o, Rf), (_, p) in zip(frames, ends)] if kind == "3d" else [frames[0][1]] * len(ends)
         jacs = []
@@ -160,7 +163,8 @@ def _rows(mujoco, model, data, specs, drift=True):
             dp, dr = np.zeros((3, model.nv)), np.zeros((3, model.nv))
             mujoco.mj_jacDot(model, data, dp, dr, points[0], frames[0][0])
             # d/dt (Rᵀ J v) = Rᵀ J v̇ + Rᵀ J̇ v − ω × (Rᵀ J v), ω the frame's angular velocity in it
-            omega = R.T @ (jacr @ v)
+            # (world axes: R = I does not turn, ω × … drops out)
+            omega = np.zeros(3) if world else R.T @ (jacr @ v)
             drifts += [R.T @ (dp @ v) - np.cross(omega, R.T @ (jacp @ v))] + ([R.T @ (dr @ v)] if kind == "6d" else [])
     return np.vstack(rows), (np.concatenate(drifts) if drift else None)
 
