@@ -27,10 +27,14 @@ from .check import NotApplicable, NumpySession
 
 class Oracle:
     name = ""
+    title = ""          # the name in messages
     summary = ""
+    needs = None        # (module, what it takes to install it) for an oracle built on another package
 
     def unavailable(self, robot):
         """None when this oracle can judge ``robot``, else a one-line reason."""
+        if self.needs and importlib.util.find_spec(self.needs[0]) is None:
+            return f"the {self.title} oracle needs {self.needs[1]}"
         return None
 
     def default_for(self, robot):
@@ -53,13 +57,13 @@ class PinocchioOracle(Oracle):
     name = "pinocchio"
     summary = ("Pinocchio (pin): its own parse of a URDF (file or text), computeDelassusMatrix, constraintDynamics, "
                "aba, rnea, frame Jacobians; other formats through a model built from our parse")
+    title = "Pinocchio"
     DEFAULT_FORMATS = ("urdf", "sdf", "spatial_v2")
+    needs = ("pinocchio", "the 'pin' package (pip install pin, or the test extra)")
 
     def unavailable(self, robot):
-        if importlib.util.find_spec("pinocchio") is None:
-            return "the Pinocchio oracle needs the 'pin' package (pip install pin, or the test extra)"
         from .pinocchio_oracle import unsupported
-        return unsupported(robot)
+        return super().unavailable(robot) or unsupported(robot)
 
     def default_for(self, robot):
         return getattr(robot, "model_format", None) in self.DEFAULT_FORMATS and self.unavailable(robot) is None
@@ -73,13 +77,13 @@ class MujocoOracle(Oracle):
     name = "mujoco"
     summary = ("MuJoCo (mujoco): its own compile of the MJCF file or text; mj_fullM, mj_jac, mj_jacDot, "
                "mj_forward, mj_inverse")
+    title = "MuJoCo"
+    needs = ("mujoco", "the 'mujoco' package (pip install 'casadi_delassus[mjcf]')")
 
     def unavailable(self, robot):
-        if importlib.util.find_spec("mujoco") is None:
-            return "the MuJoCo oracle needs the 'mujoco' package (pip install 'casadi_delassus[mjcf]')"
-        if getattr(robot, "model_format", None) != "mjcf":
-            return "MuJoCo judges models read from MJCF (a .xml <mujoco> file or text) only"
-        return None
+        not_mjcf = getattr(robot, "model_format", None) != "mjcf"
+        return super().unavailable(robot) or (
+            "MuJoCo judges models read from MJCF (a .xml <mujoco> file or text) only" if not_mjcf else None)
 
     def session(self, robot, constraints):
         from .mujoco_oracle import MujocoSession
