@@ -112,6 +112,20 @@ def body_name(model, b):
     return _name(model, mujoco_module().mjtObj.mjOBJ_BODY, b, f"body{b}")
 
 
+# a site named like a body (or like an earlier frame) is the frame <name>_site (_sites)
+SITE_SUFFIX = "_site"
+
+
+def site_id(model, name):
+    """The id of the site our frame ``name`` is (``_sites``' naming undone), or -1."""
+    mujoco = mujoco_module()
+    site = mujoco.mj_name2id(model, mujoco.mjtObj.mjOBJ_SITE, name)
+    while site < 0 and name.endswith(SITE_SUFFIX):
+        name = name[:-len(SITE_SUFFIX)]
+        site = mujoco.mj_name2id(model, mujoco.mjtObj.mjOBJ_SITE, name)
+    return site
+
+
 def body_id(model, name):
     """The id of the body ``body_name`` calls ``name``, or -1."""
     mujoco = mujoco_module()
@@ -275,7 +289,7 @@ def _sites(model, placement, used):
         if not name or parent < 0:
             continue
         while name in used:
-            name += "_site"
+            name += SITE_SUFFIX
         used.add(name)
         pose = at * _Pose(_quat(model.site_quat[s]), np.array(model.site_pos[s], float))
         out.append(Frame(name, parent, pose.R, pose.p))

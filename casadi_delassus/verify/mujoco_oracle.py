@@ -32,7 +32,7 @@ import weakref
 import numpy as np
 
 from ..errors import ConstraintError, DelassusError
-from ..model.mjcf import body_id, compile_mjcf, mujoco_module
+from ..model.mjcf import body_id, compile_mjcf, mujoco_module, site_id
 
 
 @functools.lru_cache(maxsize=16)
@@ -108,10 +108,7 @@ def _frame(mujoco, model, data, name):
     body = body_id(model, name)
     if body >= 0:
         return body, data.xpos[body].copy(), data.xmat[body].reshape(3, 3).copy()
-    site = mujoco.mj_name2id(model, mujoco.mjtObj.mjOBJ_SITE, name)
-    while site < 0 and name.endswith("_site"):
-        name = name[:-len("_site")]
-        site = mujoco.mj_name2id(model, mujoco.mjtObj.mjOBJ_SITE, name)
+    site = site_id(model, name)
     if site < 0:
         raise ConstraintError(f"MuJoCo has no body or site named {name!r}")
     return int(model.site_bodyid[site]), data.site_xpos[site].copy(), data.site_xmat[site].reshape(3, 3).copy()
