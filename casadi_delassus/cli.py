@@ -407,7 +407,7 @@ def check(robot, fixed_base, scenario, specs, algorithms, cse, osim, oracle_opts
         gen = dict(out_dir=out_dir, cflags=_cflags(cflags), cc=cc, cse=cse, force=force, name=name)
         for r, constraints in targets:
             new_rows, passed = _check_derivatives(r, constraints, algos, _derivatives(derivatives), wrt, method, samples,
-                                                  tol or FD_TOL, gen)
+                                                  FD_TOL if tol is None else tol, gen)
             rows += new_rows
             ok &= passed
         click.echo(report.table(rows, ["robot", "scenario", "algorithm", "derivative", "wrt", "instructions", "× value",
@@ -435,7 +435,7 @@ def check(robot, fixed_base, scenario, specs, algorithms, cse, osim, oracle_opts
                 f"{row[6]} max rel. error {row[7]:.2e}, worst error/allowed {row[8]}"
             click.echo(f"  {row[0]}/{row[1]} {row[2]} vs {row[3]}: {err} ({row[10]})", err=True)
     run([Job(f"{r.name}/{c if isinstance(c, str) else 'custom constraints'}", _check_one,
-             (r, c, algos, oracles.oracle_names(oracle_opts, r), samples, tol or DEFAULT_TOL, out_dir, cflags, cc, cse, force, osim,
+             (r, c, algos, oracles.oracle_names(oracle_opts, r), samples, DEFAULT_TOL if tol is None else tol, out_dir, cflags, cc, cse, force, osim,
               name)) for r, c in targets],
         workers=jobs, on_done=in_order(report_target))
     click.echo(report.table(rows, [h if h != "max rel. error" else f"max rel. error ({samples} samples)"
