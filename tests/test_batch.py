@@ -193,6 +193,51 @@ def test_go1_batch_edges_and_out(go1):
     assert go1(Q[0]).shape == (12, 12)                              # one q stays a single call
 
 
+def test_go1_streamed_outputs_at_every_alignment(go1):
+    """Above CD_BATCH_STREAM_BYTES the output goes out with non-temporal stores: 32-byte aligned
+    rows whole, 16-byte aligned ones (numpy's large arrays) in halves, others plainly; all
+    three give the single thread's aligned result, bit for bit, and the single call's."""
+    n = 3700                                    # 3700 x 144 doubles > 4 MiB
+    Q = configurations(go1.robot, 64, seed=7)[np.arange(n) % 64]
+    want = go1(Q, threads=1)
+    assert want.ctypes.data % 32 == 0
+    raw = batch.aligned_empty((n * 144 + 8,))
+    for offset in (0, 2, 1, 4):                 # bytes mod 32: 0, 16, 8, 0
+        out = raw[offset:offset + n * 144].reshape(n, 12, 12)
+        out[...] = np.nan
+        assert go1(Q, out=out, threads=2) is out and np.array_equal(out, want), offset
+    assert max(rel(want[i], go1(Q[i])) for i in range(64)) <= 1e-14
+
+
+def test_shares_run_on_bound_workers_and_errors_reach_the_caller(monkeypatch):
+    """batch.share_out: every share once, in order, whatever the number of shares and CPUs;
+    the shares of other CPUs on worker threads bound to them; a worker's exception is raised
+    in the caller."""
+    import threading
+    ran = []
+
+    def job(k):
+        ran.append((k, threading.current_thread().name))
+        return k * k
+    for cpus in ((0,), (0, 1), (0, 1, 2)):
+        monkeypatch.setattr(batch, "_allowed_cpus", lambda cpus=cpus: cpus)
+        monkeypatch.setattr(batch, "_sched_getcpu", lambda: 0)
+        for n in (1, 2, 5):
+            ran.clear()
+            assert batch.share_out(job, [(k,) for k in range(n)]) == [k * k for k in range(n)]
+            assert sorted(k for k, _ in ran) == list(range(n))
+            workers = {name for _, name in ran if name != threading.current_thread().name}
+            assert workers == {f"cd-batch-cpu{c}" for c in cpus[1:min(n, len(cpus))]}
+
+    def broken(k):
+        if k == 1:
+            raise InputError("share 1 failed")
+        return k
+    monkeypatch.setattr(batch, "_allowed_cpus", lambda: (0, 1))
+    with pytest.raises(InputError, match="share 1 failed"):
+        batch.share_out(broken, [(0,), (1,)])
+
+
 @pytest.mark.parametrize("call, message", [
     (lambda f, Q: f(Q[:, :18]), r"input q has shape \(4, 18\); a batch of 4 needs 4 x 19 \(nq = 19\)"),
     (lambda f, Q: f(Q[None]), r"q has 76 entries, robot .go1. needs nq = 19"),
@@ -299,7 +344,8 @@ def test_batch_bench_reports_every_contender_it_can_measure(go1, monkeypatch):
                           python_calls=200, generate={"out_dir": go1.manifest_path.parents[2]})
     assert set(res["timings"]) == {batch_bench.SINGLE, "batch, 1 core (C)", "batch, 1 core (Python f(Q))",
                                    "batch, 1 cores (C)", "batch, 1 cores (Python f(Q))"}
-    assert all(len(t.ns) == 2 and min(t.ns) > 0 for t in res["timings"].values())
+    assert all(len(t.ns) == 2 * (batch_bench.BATCH_CALLS if k.startswith("batch") else 1) and min(t.ns) > 0
+               for k, t in res["timings"].items())
     assert any("Pinocchio not measured: not here" in n for n in res["notes"])
     assert any(n.startswith("MuJoCo not measured") for n in res["notes"])
     assert any(n.startswith("Python single call (door.c)") for n in res["notes"])

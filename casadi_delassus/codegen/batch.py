@@ -26,13 +26,14 @@ naming the line) on anything it does not know; it never passes text through unch
 """
 from __future__ import annotations
 
+import contextlib
 import ctypes
 import os
+import queue
 import re
 import shlex
 import subprocess
 import threading
-from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
 import numpy as np
@@ -290,27 +291,101 @@ MIN_CHUNK = 64     # instances per thread below which more threads cost more tha
 
 def cores():
     """The cores this process may run on (taskset / cgroups respected)."""
-    try:
-        return len(os.sched_getaffinity(0))
-    except AttributeError:
-        return os.cpu_count() or 1
+    return len(_allowed_cpus())
+
+
+class _Worker:
+    """A thread bound to one CPU, running the jobs put in its queue."""
+
+    def __init__(self, cpu):
+        self.jobs = queue.SimpleQueue()
+        threading.Thread(target=self._work, args=(cpu,), name=f"cd-batch-cpu{cpu}", daemon=True).start()
+
+    def _work(self, cpu):
+        with contextlib.suppress(AttributeError, OSError):   # no affinity calls, or a CPU taken away: unbound
+            os.sched_setaffinity(0, {cpu})
+        while True:
+            fn, shares, done = self.jobs.get()
+            try:
+                done.put(([fn(*s) for s in shares], None))
+            except BaseException as exc:   # noqa: BLE001 - handed to the caller
+                done.put((None, exc))
 
 
 _pool_lock = threading.Lock()
-_pool = None
+_pool = {}
 
 
-def _executor():
-    global _pool
+def _worker(cpu):
     with _pool_lock:
-        if _pool is None:
-            _pool = ThreadPoolExecutor(max_workers=max(cores(), 1), thread_name_prefix="cd-batch")
-        return _pool
+        if cpu not in _pool:
+            _pool[cpu] = _Worker(cpu)
+        return _pool[cpu]
 
 
-def _forget_pool():      # a forked child has the pool object but not its threads
+def _allowed_cpus():
+    try:
+        return tuple(sorted(os.sched_getaffinity(0)))
+    except AttributeError:
+        return tuple(range(os.cpu_count() or 1))
+
+
+def _libc_sched_getcpu():
+    try:
+        fn = ctypes.CDLL(None).sched_getcpu
+    except (AttributeError, OSError):
+        return None
+    fn.restype, fn.argtypes = ctypes.c_int, []
+    return fn
+
+
+_sched_getcpu = _libc_sched_getcpu()
+
+
+@contextlib.contextmanager
+def _bound_to(cpu):
+    """The calling thread kept on ``cpu`` meanwhile (its own CPU set restored after): unbound, it
+    was at times moved onto the worker's CPU and the two took turns for milliseconds."""
+    saved = os.sched_getaffinity(0)
+    os.sched_setaffinity(0, {cpu})
+    try:
+        yield
+    finally:
+        os.sched_setaffinity(0, saved)
+
+
+def share_out(fn, shares):
+    """[fn(*share)] for every share, share k on the (k mod c)-th of the c CPUs the calling thread
+    may use, starting with the one it runs on: the calling thread takes the shares of its own
+    CPU, a worker thread bound to each other CPU the rest.  Left alone, the kernel's wake-up
+    placement often put a just-woken worker on the CPU of the thread that woke it and moved
+    it only at the next load balance, milliseconds later: the two threads of a 2-core batch
+    then ran one after the other (bench/batch.py measured no gain from the second core)."""
+    cpus = _allowed_cpus()
+    if len(cpus) == 1 or len(shares) == 1:
+        return [fn(*s) for s in shares]
+    here = _sched_getcpu() if _sched_getcpu else -1
+    here = here if here in cpus else cpus[0]
+    others = [c for c in cpus if c != here]
+    width = len(others) + 1
+    boxes = []
+    for j, cpu in enumerate(others[:len(shares) - 1], 1):
+        boxes.append(queue.SimpleQueue())
+        _worker(cpu).jobs.put((fn, shares[j::width], boxes[-1]))
+    out = [None] * len(shares)
+    with _bound_to(here):
+        out[::width] = [fn(*s) for s in shares[::width]]
+    for j, box in enumerate(boxes, 1):
+        results, exc = box.get()
+        if exc is not None:
+            raise exc
+        out[j::width] = results
+    return out
+
+
+def _forget_pool():      # a forked child has the pool's objects but not its threads
     global _pool, _pool_lock
-    _pool, _pool_lock = None, threading.Lock()
+    _pool, _pool_lock = {}, threading.Lock()
 
 
 if hasattr(os, "register_at_fork"):
@@ -348,12 +423,12 @@ class BatchFunction:
 
     def run(self, n, ins, outs, threads):
         """``ins``/``outs``: C-contiguous float64 arrays (batch first) or None, in manifest order."""
+        arrays = [(a.ctypes.data, a.nbytes // n) if a is not None else None for a in ins + outs]
+
         def call(start, stop):
-            ptrs = [None if a is None else a.ctypes.data + start * a.itemsize * (a.size // n) for a in ins + outs]
-            return self._fn(stop - start, *ptrs)
+            return self._fn(stop - start, *[None if a is None else a[0] + start * a[1] for a in arrays])
         parts = self.chunks(n, threads)
-        others = [_executor().submit(call, *p) for p in parts[1:]]
-        codes = [call(*parts[0])] + [job.result() for job in others]     # the caller takes the first share
+        codes = share_out(call, parts)
         if any(codes):
             raise DelassusError(f"{self.manifest['function']}_batch returned an error")
 

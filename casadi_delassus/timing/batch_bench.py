@@ -4,7 +4,8 @@ codegen/batch.py) on one core and on all cores (C harness, batch_harness.py), th
 Python (``f(Q)``), Pinocchio's computeDelassusMatrix in a C++ loop (timing.py) and MuJoCo
 computing the same J M⁻¹ Jᵀ in a C loop (mujoco_harness.py), plus SX instructions per ns
 against the machine's peaks, measured in the same run (peak.py).  Repetitions are
-interleaved (round r runs every contender once); one-core contenders run on the last core
+interleaved (round r runs every contender once; a batch contender makes one untimed call and
+BATCH_CALLS timed ones on the whole batch, the C harness and f(Q) alike); one-core contenders run on the last core
 this process may use, all-core ones on every allowed core (the process's CPU affinity:
 ``taskset``).
 
@@ -32,19 +33,23 @@ from .results import machine
 from .stats import Timing
 
 SINGLE = "single call (C loop)"
+BATCH_CALLS = 10
 HEADERS = ["contender", "configs/µs (median)", "min–max", "× single call", "× single call (best vs best)",
            "SX instr/ns per core", "of scalar peak", "flops of AVX2 FMA peak"]
 
 
 class PythonBatch:
-    """``f(Q, threads=…)`` timed in this process; ns per configuration."""
+    """``f(Q, threads=…, out=D)`` timed in this process, D the array a first ``f(Q)`` returned
+    (what a loop reusing its memory does; f(Q)'s arrays are aligned for the streamed stores,
+    as the C harness's are); ns per configuration."""
 
     def __init__(self, f, Q, threads, label):
         self.f, self.Q, self.threads, self.label = f, Q, threads, label
-        self.out = np.empty((len(Q), *f.output_specs[0]["shape"]))
-        self.f(Q, threads=threads, out=self.out)
+        self.out = self.f(Q, threads=threads)
 
     def run(self, reps=1):
+        """One untimed call (as the C harness's warm-up), then ``reps`` timed calls."""
+        self.f(self.Q, threads=self.threads, out=self.out)
         ns = []
         for _ in range(reps):
             t0 = time.perf_counter_ns()
@@ -96,10 +101,12 @@ def measure_peaks(cpu, progress=None):
 def _contenders(f, sets, qs, n_c, n_py, threads, mujoco_calls, progress):
     """({label: harness} on one core, {label: harness} on all cores, notes)."""
     Q = np.resize(np.array(qs), (n_py, f.robot.nq))
+    # the batch contenders time BATCH_CALLS single calls of the whole batch per repetition after
+    # one untimed call, C and Python alike: the C time includes waking its threads, as f(Q)'s
     one = {SINGLE: CHarness(f, sets, label="single"),
-           "batch, 1 core (C)": BatchHarness(f, sets, n=n_c, threads=1),
+           "batch, 1 core (C)": BatchHarness(f, sets, n=n_c, calls=1, threads=1),
            "batch, 1 core (Python f(Q))": PythonBatch(f, Q, 1, "python x1")}
-    many = {f"batch, {threads} cores (C)": BatchHarness(f, sets, n=n_c, threads=threads),
+    many = {f"batch, {threads} cores (C)": BatchHarness(f, sets, n=n_c, calls=1, threads=threads),
             f"batch, {threads} cores (Python f(Q))": PythonBatch(f, Q, threads, f"python x{threads}")}
     notes = []
     try:
@@ -148,7 +155,7 @@ def run(robot, constraints=None, algorithm="auto", reps=7, n_c=10_000, n_py=10_0
             for group, cpus in ((one, one_cpu), (many, all_cpus)):
                 for key, h in group.items():
                     with pinned(cpus):
-                        t = h.run(1)
+                        t = h.run(BATCH_CALLS if key.startswith("batch") else 1)
                     timings[key] = t if key not in timings else timings[key].extend(t)
             say(f"[{where}] repetition {r + 1}/{reps}: " +
                 ", ".join(f"{k.split(' (')[0]} {1e3 / t.ns[-1]:.2f}/µs" for k, t in timings.items()))
@@ -196,7 +203,8 @@ def markdown(results, peaks, command, reps):
     first = results[0]
     md = ["# Batched evaluation: configurations per µs", "",
           f"Machine: {machine()}; {first['threads']} cores allowed.",
-          f"`{command}`; median of {reps} interleaved repetitions; one-core contenders on cpu {first['one_cpu']}.",
+          f"`{command}`; median of {reps} interleaved repetitions (in each, every batch contender makes one untimed "
+          f"call and {BATCH_CALLS} timed calls on the whole batch); one-core contenders on cpu {first['one_cpu']}.",
           "Peaks measured in the same run (casadi_delassus/timing/peak.py): scalar add+mul "
           f"{peaks['scalar_add_mul_ops_per_ns']['best']:.2f} ops/ns"
           + (f", AVX2 FMA {peaks['avx2_fma_flop_per_ns']['best']:.2f} flop/ns" if "avx2_fma_flop_per_ns" in peaks else "")

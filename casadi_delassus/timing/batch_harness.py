@@ -3,9 +3,9 @@
 ``BatchHarness`` renders ``timing/templates/batch_timing.c.j2`` for one generated function,
 compiles it (it dlopen()s the function's .so, as c_harness.py's single-call harness does), writes
 n instances of each input (batch first, row-major per instance) and times repetitions in
-which ``threads`` pthreads evaluate lane-aligned shares of the batch ``calls`` times; the
-result is nanoseconds per instance (wall clock), comparable with c_harness.py's per-call
-nanoseconds of the single call.
+which ``threads`` pthreads, each bound to one of the CPUs the process may use, evaluate
+lane-aligned shares of the batch ``calls`` times; the result is nanoseconds per instance
+(wall clock), comparable with c_harness.py's per-call nanoseconds of the single call.
 """
 from __future__ import annotations
 

@@ -25,6 +25,7 @@ import numpy as np
 
 from ..verify import pinocchio_oracle as oracle
 from .stats import Timing, parse_timings, run_harness
+from .render import ENV
 
 
 def _strip(urdf_text):
@@ -119,6 +120,7 @@ class MujocoModel:
 HARNESS = r"""
 #define _GNU_SOURCE
 #include <pthread.h>
+#include <sched.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -133,7 +135,7 @@ static mjModel* m;
 static int nc, rows, site[64], kind[64];
 static long samples, calls;
 static double* qpos;
-typedef struct { mjData* d; long calls; double* J; double* X; double* D; pthread_barrier_t* b; } share;
+typedef struct { mjData* d; long calls; double* J; double* X; double* D; pthread_barrier_t* b; int index; } share;
 
 static void delassus(share* s, long k) {
   mjData* d = s->d;
@@ -161,8 +163,11 @@ static void delassus(share* s, long k) {
     }
 }
 
+@BIND@
+
 static void* work(void* p) {
   share* s = (share*)p;
+  bind_to(s->index);
   if (s->b) pthread_barrier_wait(s->b);
   for (long c = 0; c < s->calls; ++c) delassus(s, c % samples);
   return NULL;
@@ -186,15 +191,17 @@ int main(int argc, char** argv) {
   if (!fq || fread(qpos, sizeof(double), m->nq * samples, fq) != (size_t)(m->nq * samples)) { fprintf(stderr, "bad %s\n", argv[3]); return 1; }
   fclose(fq);
   (void)err;
+  bind_init();
   pthread_barrier_t b;
   pthread_barrier_init(&b, NULL, threads);
   share sh[64];
   for (int t = 0; t < threads; ++t) {
+    sh[t].index = t;
     sh[t].d = mj_makeData(m);
     sh[t].J = calloc(rows * m->nv, sizeof(double)); sh[t].X = calloc(rows * m->nv, sizeof(double));
     sh[t].D = calloc(rows * rows, sizeof(double)); sh[t].b = &b;
     sh[t].calls = warmup;
-    work(&(share){ sh[t].d, warmup, sh[t].J, sh[t].X, sh[t].D, NULL });
+    work(&(share){ sh[t].d, warmup, sh[t].J, sh[t].X, sh[t].D, NULL, t });
   }
   for (int t = 0; t < threads; ++t) sh[t].calls = calls / threads;
   for (long r = 0; r < reps; ++r) {
@@ -231,7 +238,7 @@ class MujocoHarness:
         np.concatenate([mj.qpos(q) for q in qs]).tofile(self.qfile)
         root = Path(mujoco.__file__).parent
         lib = next(root.glob("libmujoco.so*"))
-        (d / "mj_timing.c").write_text(HARNESS)
+        (d / "mj_timing.c").write_text(HARNESS.replace("@BIND@", ENV.get_template("bind_threads.c.j2").render()))
         proc = subprocess.run([cc, "-O2", "-pthread", f"-I{root / 'include'}", "-o", str(self.exe), str(d / "mj_timing.c"),
                                str(lib), f"-Wl,-rpath,{root}"], capture_output=True, text=True)
         if proc.returncode != 0:
