@@ -23,6 +23,7 @@ import time
 import numpy as np
 
 from .. import api
+from ..codegen.batch import aligned_empty
 from . import peak
 from .batch_harness import BatchHarness
 from ..errors import DelassusError
@@ -43,9 +44,9 @@ class PythonBatch:
     (what a loop reusing its memory does; f(Q)'s arrays are aligned for the streamed stores,
     as the C harness's are); ns per configuration."""
 
-    def __init__(self, f, Q, threads, label):
+    def __init__(self, f, Q, threads, label, out=None):
         self.f, self.Q, self.threads, self.label = f, Q, threads, label
-        self.out = self.f(Q, threads=threads)
+        self.out = self.f(Q, threads=threads) if out is None else out
 
     def run(self, reps=1):
         """One untimed call (as the C harness's warm-up), then ``reps`` timed calls."""
@@ -78,6 +79,22 @@ def python_call_ns(f, qs, calls=100_000, out=False):
                 f(qs[i % n])
         rounds.append((time.perf_counter_ns() - t0) / per)
     return statistics.median(rounds)
+
+
+def alignment_note(f, Q, rounds=5):
+    """How the alignment of ``out`` changes f(Q, out=…, threads=1): ns per configuration into
+    memory starting at 64, 16 and 8 bytes past a 64-byte boundary (median of ``rounds``
+    interleaved rounds of BATCH_CALLS calls, after one untimed call each)."""
+    shape = (len(Q), *f.output_specs[0]["shape"])
+    raw = aligned_empty((int(np.prod(shape)) + 8,))
+    outs = {f"{8 * k or 64}-byte": raw[k:k + raw.size - 8].reshape(shape) for k in (0, 2, 1)}
+    ns = {k: [] for k in outs}
+    for _ in range(rounds):
+        for k, out in outs.items():
+            ns[k] += PythonBatch(f, Q, 1, k, out=out).run(BATCH_CALLS).ns
+    return ("f(Q, out=…, threads=1), N = " + f"{len(Q):,}, out aligned to " +
+            ", ".join(f"{k}: {statistics.median(v):.0f} ns" for k, v in ns.items()) + " per configuration "
+            "(64: whole-vector streamed stores; 16: streamed in halves, an np.empty array's usual alignment; 8: plain stores)")
 
 
 @contextlib.contextmanager
@@ -169,6 +186,7 @@ def run(robot, constraints=None, algorithm="auto", reps=7, n_c=10_000, n_py=10_0
                 notes.append(f"{key}: its sample 0 differs from the single call by {relative_error(t.output, ref):.1e}")
     say(f"[{where}] Python single calls ({python_calls:,} each) ...")
     with pinned(one_cpu):
+        notes.append(alignment_note(f, np.resize(np.array(qs), (n_py, f.robot.nq))))
         c_ns = CHarness(f, sets).run(3).median
         fresh, given = python_call_ns(f, qs, python_calls), python_call_ns(f, qs, python_calls, out=True)
     notes.append(f"Python single call ({f.door}): f(q) {fresh / 1e3:.2f} µs, f(q, out=D) {given / 1e3:.2f} µs; "
