@@ -286,7 +286,10 @@ def target(manifest, macros):
 
 
 # -- the Python call path -------------------------------------------------------------------
-MIN_CHUNK = 64     # instances per thread below which more threads cost more than they save
+# SX instructions per thread's share below which another thread costs more than it saves:
+# handing a share to a worker and waking it takes tens of µs, a batch runs about 15
+# instructions per ns per core (bench/batch.py), so a share is at least ~200 µs of work
+MIN_SHARE_INSTRUCTIONS = 3_000_000
 
 
 def cores():
@@ -415,8 +418,9 @@ class BatchFunction:
 
     def chunks(self, n, threads):
         """[(start, stop)] splitting n instances over at most ``threads`` threads at multiples of
-        the lane count (MIN_CHUNK instances per thread at least)."""
-        threads = max(1, min(threads, -(-n // MIN_CHUNK)))
+        the lane count, each at least MIN_SHARE_INSTRUCTIONS of work."""
+        per_instance = max(int(self.manifest.get("op_count", {}).get("instructions", 0)), 1)
+        threads = max(1, min(threads, n * per_instance // MIN_SHARE_INSTRUCTIONS))
         groups = -(-n // self.lanes)
         per = -(-groups // threads) * self.lanes
         return [(s, min(s + per, n)) for s in range(0, n, per)] or [(0, 0)]
