@@ -57,7 +57,8 @@ def compile_ops(source, tmp_path, flags):
     c.write_text(source)
     so = tmp_path / f"ops{abs(hash(flags))}.so"
     native = ["-march=native"] if accepts_native(cc) else []
-    subprocess.run([cc, "-O2", "-ffp-contract=off", "-fno-math-errno", *native, *flags, "-fPIC", "-shared", "-o",
+    subprocess.run([cc, "-O2", "-ffp-contract=off", "-fno-math-errno", "-DCD_BATCH_UNCHECKED", *native, *flags,
+                    "-fPIC", "-shared", "-o",
                     str(so), str(c), "-lm"], check=True, capture_output=True)
     return ctypes.CDLL(str(so))
 
@@ -238,6 +239,42 @@ def test_shares_run_on_bound_workers_and_errors_reach_the_caller(monkeypatch):
     monkeypatch.setattr(batch, "_allowed_cpus", lambda: (0, 1))
     with pytest.raises(InputError, match="share 1 failed"):
         batch.share_out(broken, [(0,), (1,)])
+
+
+@pytest.mark.parametrize("instance, change, message", [
+    (5, lambda q: q.__setitem__(8, np.nan), "instance 5 of the batch: input q has 1 non-finite entry"),
+    (-1, lambda q: q.__setitem__(0, np.inf), "of the batch: input q has 1 non-finite entry .* value inf"),
+    (7, lambda q: q.__setitem__(slice(3, 7), 1.5 * q[3:7]), r"instance 7 of the batch: q\[3:7\], the quaternion .* norm 1.5"),
+    (2, lambda q: q.__setitem__(slice(3, 7), 0.0), r"instance 2 of the batch: q\[3:7\], the quaternion .* norm 0,"),
+])
+def test_batches_refuse_what_the_single_call_refuses(go1, instance, change, message):
+    """The batched code checks every instance as the single call does (door.c, inputs.py) and
+    names the first it refuses, in whichever thread's share it is."""
+    per_share = -(-batch.MIN_SHARE_INSTRUCTIONS // go1.manifest["op_count"]["instructions"])
+    Q = configurations(go1.robot, 64, seed=8)[np.arange(2 * per_share + 5) % 64]
+    change(Q[instance])
+    i = instance % len(Q)
+    with pytest.raises(InputError) as single:
+        go1(Q[i])
+    for threads in (1, 2):
+        with pytest.raises(InputError, match=message) as info:
+            go1(Q, threads=threads)
+        assert str(info.value) == f"instance {i} of the batch: {single.value}"
+
+
+def test_batches_normalise_unit_blocks_as_the_single_call(out_dir):
+    """A quaternion off norm 1 by less than the tolerance is normalised: ABA (gravity in the
+    base frame: the orientation matters) on it equals ABA on the normalised q, and the
+    single call; a unit norm left as it is would be 1e-7 off."""
+    f = cd.generate("go1", "4F3", "aba", out_dir=out_dir)
+    rng = np.random.default_rng(9)
+    Q, V, T = configurations(f.robot, 9, seed=9), rng.normal(size=(9, 18)), rng.normal(size=(9, 18))
+    scaled = Q.copy()
+    scaled[:, 3:7] *= 1 + 3e-7
+    got = f(scaled, v=V, tau=T)
+    assert rel(got, f(Q, v=V, tau=T)) <= 1e-14
+    for i in range(9):
+        assert rel(got[i], f(scaled[i], v=V[i], tau=T[i])) <= 1e-14
 
 
 @pytest.mark.parametrize("call, message", [

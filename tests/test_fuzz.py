@@ -367,3 +367,28 @@ def test_fuzz_numeric_inputs(compiled, x):
     expected = ref.delassus(model_for("go1"), cs, qn, {"K_FL_foot": np.asarray(K, float).reshape(3, 6)})
     assume(np.linalg.cond(expected) < 1e8)        # a random K can be nearly rank-deficient
     assert np.abs(D - expected).max() <= 1e-9 * np.abs(expected).max()
+
+
+@fuzz(60)
+@given(xs=st.lists(q_and_K(), min_size=1, max_size=9), threads=st.sampled_from([1, 2]))
+def test_fuzz_numeric_batches(compiled, xs, threads):
+    """A batch of such instances (the first input given per instance, K for all): refused with
+    the single call's one-line message for the first instance it refuses, or each instance equal
+    to its single call."""
+    f, _ = compiled
+    K = next((K for _, K, change in xs if change != "K dtype"), None)   # one K for all: hostile values, not types
+    assume(K is not None)
+    rows = [np.asarray(q) for q, _, change in xs if change not in ("dtype", "shape", "K dtype")]
+    assume(rows and all(r.shape == (19,) and r.dtype.kind == "f" for r in rows))
+    Q = np.array(rows)
+    singles = [outcome(lambda q=q: f(q, K_FL_foot=K)) for q in Q]
+    D = outcome(lambda: f(Q, K_FL_foot=K, threads=threads))
+    first_bad = next((i for i, s in enumerate(singles) if s is None), None)
+    event("refused" if first_bad is not None else "evaluated")
+    if first_bad is not None or D is None:
+        with pytest.raises(DelassusError) as info:
+            f(Q, K_FL_foot=K, threads=threads)
+        assert first_bad is not None and str(info.value).startswith(f"instance {first_bad} of the batch: ")
+        return
+    for i, s in enumerate(singles):
+        assert np.abs(D[i] - s).max() <= 1e-14 * max(np.abs(s).max(), 1e-300) or np.array_equal(D[i], s)

@@ -40,7 +40,8 @@ import numpy as np
 
 from ..errors import CompilerError, DelassusError, InputError
 from .escape import Safe, c_comment, c_ident
-from .inputs import out_array
+from ..model.robot import unit_blocks
+from .inputs import UNIT_TOL, as_input, out_array
 from .sincos import hoisted_body
 from .statements import ASSIGN, DECL, INPUT, OUTPUT, fail, function_body
 
@@ -255,7 +256,12 @@ def render(f, manifest, casadi_code, env):
         raise CompilerError(f"{f.name()}: manifest and function disagree on inputs/outputs")
     kernel = vectorize(casadi_code, f.n_in(), f.n_out(), [i["size"] for i in inputs], [o["size"] for o in outputs])
     fname = c_ident(f.name())
-    ctx = dict(fname=fname, inputs=inputs, outputs=outputs, kernel=Safe(kernel),
+    for spec, x in zip(manifest["inputs"], inputs):
+        x["positive"] = spec["name"] == "R"
+    q = [x["k"] for spec, x in zip(manifest["inputs"], inputs) if spec["name"] == "q"]
+    units = [{"k": q[0], "start": sl.start, "stop": sl.stop}
+             for _, sl, _ in unit_blocks(manifest.get("q_layout", ()))] if q else []
+    ctx = dict(fname=fname, inputs=inputs, outputs=outputs, kernel=Safe(kernel), units=units, unit_tol=UNIT_TOL,
                signature=Safe(signature(fname, manifest["inputs"], manifest["outputs"])),
                sz_iw=max(int(f.sz_iw()), 1), sz_w=max(int(f.sz_w()), 1), sz_arg=max(int(f.sz_arg()), len(inputs), 1),
                sz_res=max(int(f.sz_res()), len(outputs), 1))
@@ -433,8 +439,21 @@ class BatchFunction:
             return self._fn(stop - start, *[None if a is None else a[0] + start * a[1] for a in arrays])
         parts = self.chunks(n, threads)
         codes = share_out(call, parts)
+        for (start, _), code in zip(parts, codes):
+            if code < 0:
+                self.refuse(start - 1 - code, ins)
         if any(codes):
             raise DelassusError(f"{self.manifest['function']}_batch returned an error")
+
+    def refuse(self, i, ins):
+        """Raise the single call's one-line InputError for instance i, which the batched code
+        refused (codegen/inputs.as_input says why)."""
+        try:
+            for spec, a in zip(self.inputs, ins):
+                as_input(spec, a[i], self.manifest)
+        except InputError as exc:
+            raise InputError(f"instance {i} of the batch: {exc}") from None
+        raise InputError(f"instance {i} of the batch: an input the single call refuses")
 
 
 def _first_value(f, first, inputs):
