@@ -51,15 +51,16 @@ def ops_source():
     return code + "\n" + batch.render(f, manifest, code, TEMPLATES)[0], names
 
 
-def compile_ops(source, tmp_path, flags):
+def compile_ops(source, tmp_path, flags, checked=False):
+    """The ops function and its batch entry point, unchecked (special values go through) unless
+    ``checked``."""
     cc = find_compiler()
     c = tmp_path / "ops.c"
     c.write_text(source)
-    so = tmp_path / f"ops{abs(hash(flags))}.so"
+    so = tmp_path / f"ops{abs(hash((flags, checked)))}.so"
     native = ["-march=native"] if accepts_native(cc) else []
-    subprocess.run([cc, "-O2", "-ffp-contract=off", "-fno-math-errno", "-DCD_BATCH_UNCHECKED", *native, *flags,
-                    "-fPIC", "-shared", "-o",
-                    str(so), str(c), "-lm"], check=True, capture_output=True)
+    subprocess.run([cc, "-O2", "-ffp-contract=off", "-fno-math-errno", *([] if checked else ["-DCD_BATCH_UNCHECKED"]),
+                    *native, *flags, "-fPIC", "-shared", "-o", str(so), str(c), "-lm"], check=True, capture_output=True)
     return ctypes.CDLL(str(so))
 
 
@@ -77,12 +78,12 @@ def scalar_ops(lib, X, Y, size):
     return out
 
 
-def batch_ops(lib, X, Y, size):
+def batch_ops(lib, X, Y, size, expect=0):
     fn = lib.ops_batch
     fn.restype = ctypes.c_int
     fn.argtypes = [ctypes.c_longlong] + [ctypes.c_void_p] * 3
     X, Y, out = np.ascontiguousarray(X), np.ascontiguousarray(Y), np.empty((len(X), size))
-    assert fn(len(X), X.ctypes.data, Y.ctypes.data, out.ctypes.data) == 0
+    assert fn(len(X), X.ctypes.data, Y.ctypes.data, out.ctypes.data) == expect
     return out
 
 
@@ -113,6 +114,30 @@ def test_every_op_matches_the_scalar_code(ops_source, tmp_path, flags):
         assert same.all(), f"{name}: x = {X[~same][0]}, y = {Y[~same][0]}: scalar {w[~same][0]!r}, batch {g[~same][0]!r}"
     assert np.array_equal(batch_ops(lib, X[:1], Y[:1], len(names)), got[:1], equal_nan=True)
     assert batch_ops(lib, X[:0], Y[:0], len(names)).shape == (0, len(names))
+
+
+@pytest.mark.parametrize("flags", [(), ("-DCD_BATCH_LANES=1",), ("-DCD_BATCH_LANES=2",), ("-DCD_BATCH_LANES=8",)],
+                         ids=["native", "lanes1", "lanes2", "lanes8"])
+def test_checked_batches_name_the_first_refused_instance(ops_source, tmp_path, flags):
+    """Without -DCD_BATCH_UNCHECKED the entry point returns -1 - i for the first instance i
+    with a non-finite input entry (in a full or the last, partial group), else 0 with the
+    unchecked code's results."""
+    source, names = ops_source
+    checked = compile_ops(source, tmp_path, flags, checked=True)
+    unchecked = compile_ops(source, tmp_path, flags)
+    rng = np.random.default_rng(1)
+    X, Y = rng.normal(size=(11, 3)), rng.normal(size=11)
+    with np.errstate(all="ignore"):
+        assert np.array_equal(batch_ops(checked, X, Y, len(names)), batch_ops(unchecked, X, Y, len(names)),
+                              equal_nan=True)
+        for i, where in ((5, "X"), (9, "Y"), (10, "X"), (0, "Y")):
+            bad_X, bad_Y = X.copy(), Y.copy()
+            if where == "X":
+                bad_X[i, 2] = np.inf
+            else:
+                bad_Y[i] = np.nan
+            bad_X[i + 1:, 0] = np.nan                  # later instances too: the first is named
+            assert batch_ops(checked, bad_X, bad_Y, len(names), expect=-1 - i) is not None
 
 
 def _body(extra):
