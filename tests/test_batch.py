@@ -368,6 +368,16 @@ def test_dask_blocks_on_a_local_cluster(go1, tmp_path, monkeypatch):
         assert np.array_equal(D.compute(), go1(Q))
 
 
+def test_dask_names_the_refused_row_of_q(go1):
+    """A refused instance is named by its row of the whole dask array, not of its block."""
+    da = pytest.importorskip("dask.array")
+    Q = configurations(go1.robot, 30, seed=5)
+    Q[23, 3:7] *= 2.0
+    with pytest.raises(InputError, match=r"^row 23 of Q: q\[3:7\], the quaternion .* has norm 2,") as info:
+        go1.map_blocks(da.from_array(Q, chunks=(10, 19))).compute(scheduler="synchronous")
+    assert "\n" not in str(info.value)
+
+
 def test_dask_worker_rebuilds_from_the_manifest(go1, tmp_path, monkeypatch):
     """A worker that cannot see the .so regenerates it from the manifest into its cache."""
     from casadi_delassus.codegen import distributed

@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import tempfile
 import threading
 from pathlib import Path
@@ -93,9 +94,14 @@ class BlockEvaluator:
         self.manifest_path, self.manifest, self.output = str(manifest_path), manifest, output
         self.threads, self.inputs = threads, inputs
 
-    def __call__(self, block):
+    def __call__(self, block, block_info=None):
         f = worker_function(self.manifest_path, self.manifest)
-        return f.outputs(np.asarray(block), threads=self.threads, **self.inputs)[self.output]
+        try:
+            return f.outputs(np.asarray(block), threads=self.threads, **self.inputs)[self.output]
+        except InputError as exc:          # the batch names an instance of the block: name the row of Q
+            start = block_info[0]["array-location"][0][0] if block_info else 0
+            m = re.match(r"instance (\d+) of the batch: (.*)", str(exc))
+            raise (InputError(f"row {start + int(m[1])} of Q: {m[2]}") if m else exc) from None
 
 
 def map_blocks(f, Q, output=None, threads=1, **inputs):
