@@ -18,6 +18,7 @@ from casadi_delassus.codegen import artifact
 from casadi_delassus.codegen.derivatives import trace_derivative
 from casadi_delassus.codegen.trace import trace
 from casadi_delassus.errors import DelassusError
+from casadi_delassus.opcount import count_ops
 from casadi_delassus.verify.derivatives import DOT_TOL, Checkable, compare_derivative, dot_test, evaluate
 
 from conftest import case
@@ -215,6 +216,16 @@ def test_count_reports_the_ratio_to_the_value(capsys):
     assert vjp["wrt"] == ["q", "v", "a"] and vjp["times_value"] == round(vjp["instructions"] / record["instructions"], 2)
     assert vjp["times_value"] < 3
 
+
+
+def test_pv_osim_fast_vjp_goes_through_its_ldl_once():
+    """pv_osim_fast outputs the LDLᵀ factors of L_b^A and Λ assembled from the same factors
+    (linalg.ldl_inverse): a second ldl of L_b^A, merged by cse in the value, made the reverse
+    sweep (taken before cse) go through it twice, 3.12x the value on the ladder."""
+    ratio = (count_ops(traced("ladder", "pv_osim_fast", "vjp").function)["instructions"]
+             / count_ops(value("ladder", "pv_osim_fast"))["instructions"])
+    print(f"ladder pv_osim_fast: VJP {ratio:.2f}x the value")
+    assert ratio < 3
 
 # -- CasADi: symbolic embedding and casadi.external ---------------------------------------------------
 def test_tangent_casadi_function_gives_the_tangent_derivative():

@@ -87,7 +87,7 @@ def delassus(robot, constraints, q, K_bodies):
     delassus_ = linalg.to_sx(full, m)
     passes.done("checking output: Λ⁻¹", delassus_)
     W = linalg.forward_substitute(Ls, r6, [[Z[g][a] * Dinv[g] for g in range(m)] for a in range(r6)])
-    osim = linalg.spd_inverse(Lb, m)
+    osim = linalg.ldl_inverse(L, Dinv, m)           # Λ_b from the factors output above
     for k, e in linalg.scaled_gram([linalg.back_substitute(L, m, w) for w in W], Dsinv, m).items():
         osim[k] = osim[k] - e
     return {"delassus": delassus_, **out, "osim": linalg.to_sx(osim, m)}   # Λ⁻¹ first, as every algorithm's f(q)
