@@ -26,8 +26,8 @@ Points.  Random as ``check`` draws them (check.random_inputs).  Two algorithms l
 some configurations by their fixed elimination order, in the value and its derivatives alike,
 and say so through their outputs (``conditioning``); a point where that indicator is below
 PIVOT_MIN is drawn again and counted (``points``; reported, never silently):
-- pv_early: its ``pivot`` output, ‖k̃‖² at the weakest elimination over its value at a generic
-  configuration (dynamics/pv_early.py).
+- pv_early: its ``pivot`` output, the smallest ‖k̃‖² of its eliminations relative to its
+  value at a generic configuration (dynamics/pv_early.py).
 - pv_osim_fast: λmin(L_b^A) / λmin(Λ⁻¹) = ‖Λ‖ / ‖Λ_b‖, from its ``Lb_ldl`` and ``delassus``
   outputs.  Eq. (55) forms Λ as Λ_b − Λ_b K_b S⁻¹ K_bᵀ Λ_b with Λ_b = (L_b^A)⁻¹ (delassus/
   pv_osim_fast.py): near a configuration where a branch block of L_b^A is singular (a folded
