@@ -12,8 +12,8 @@ derivatives instead (verify/derivative_oracle.py; default cases go1 4F3, talos 2
 
 The functions are traced and evaluated by CasADi (the expressions the generated C computes,
 without compiling hundreds of functions); tests/test_derivatives.py compiles some and checks
-them the same way.  The rules (finite-difference steps, tolerances, pv_early's redrawn points)
-are verify/derivatives.py's.  Writes bench/results/derivative_accuracy.md/.csv.
+them the same way.  The rules (finite-difference steps, tolerances, pv_early's and
+pv_osim_fast's redrawn points, the two dot-product measures) are verify/derivatives.py's.  Writes bench/results/derivative_accuracy.md/.csv.
 """
 from __future__ import annotations
 
@@ -30,7 +30,8 @@ from casadi_delassus.errors import ConstraintError
 from casadi_delassus.opcount import count_ops
 from casadi_delassus.registry import ALGORITHMS, delassus_algorithms
 from casadi_delassus.verify.derivative_oracle import ORACLE_WRT, PIN_TOL, pinocchio_errors
-from casadi_delassus.verify.derivatives import DOT_TOL, FD_TOL, Checkable, compare_derivatives, dot_test, evaluate
+from casadi_delassus.verify.derivatives import (DOT_TOL, FD_TOL, PIVOT_MIN, Checkable, compare_derivatives, dot_errors,
+                                                dot_products, evaluate)
 
 CASES = ["go1/4F3", "talos/2F", "ladder:rungs=4/default", "cassie/loops"]
 PINOCCHIO_CASES = ["go1/4F3", "talos/2F", "panda/EE6"]
@@ -69,7 +70,7 @@ def main():
             skipped = []
             results = dict(zip(modes, compare_derivatives([made[m] for m in modes], value, robot, cs, args.samples,
                                                           skipped=skipped)))
-            dot = dot_test(made["jvp"], made["vjp"], robot, cs, args.samples, value=value)
+            dot, dot_rounding = dot_errors(dot_products(made["jvp"], made["vjp"], robot, cs, args.samples, value=value))
             base = count_ops(value)["instructions"]
             ratios = {m: round(count_ops(made[m].function)["instructions"] / base, 2) for m in modes}
             errs = {m: worst(results[m]) for m in modes}
@@ -78,14 +79,16 @@ def main():
                 failures.append(f"{spec} {algo}")
             rows.append([spec, algo, base, ratios["jvp"], ratios["vjp"], ratios.get("jacobian", "—"),
                          *(f"{errs[m][1]:.1e} ({errs[m][0]})" if m in errs else "—" for m in ("jvp", "vjp", "jacobian")),
-                         f"{dot:.1e}", len(skipped), "ok" if ok else "FAIL", round(time.perf_counter() - t0, 1)])
+                         f"{dot:.1e}", f"{dot_rounding:.1e}", len(skipped), "ok" if ok else "FAIL", round(time.perf_counter() - t0, 1)])
             print(rows[-1], flush=True)
     write("derivative_accuracy", rows,
           ["case", "algorithm", "value instructions", "jvp ×", "vjp ×", "jacobian ×",
-           f"jvp vs FD ({args.samples} points)", "vjp vs FD", "jacobian vs FD", "dot test", "points redrawn (pivot)",
+           f"jvp vs FD ({args.samples} points)", "vjp vs FD", "jacobian vs FD", "dot test", "dot test / ‖ẏ‖‖ȳ‖",
+           f"points redrawn (conditioning < {PIVOT_MIN:g})",
            "result", "s"],
           f"Derivatives against finite differences on the manifold (≤ {FD_TOL:g}) and the dot-product test "
-          f"(≤ {DOT_TOL:g}), {args.samples} random points each")
+          f"(|a − b| / max(|a|, |b|) ≤ {DOT_TOL:g}; |a − b| / ‖ẏ‖‖ȳ‖ reported beside it, where the inner product "
+          f"cancels), {args.samples} random points each")
     print("failures:", failures or "none")
 
 

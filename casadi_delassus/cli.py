@@ -333,7 +333,7 @@ def _check_derivatives(robot, constraints, algorithms, derivatives, wrt, method,
                          round(f.op_count["instructions"] / base, 2), worst, results[worst].error,
                          None if dot is None else f"{dot:.1e}", oracle if not isinstance(oracle, float) else f"{oracle:.1e}",
                          ("ok" if passed else "FAIL")
-                         + (f" ({len(skipped)} points with pivot < {PIVOT_MIN:g} redrawn)" if skipped else ""),
+                         + (f" ({len(skipped)} points with conditioning < {PIVOT_MIN:g} redrawn)" if skipped else ""),
                          round(time.perf_counter() - t0, 1)])
     return rows, ok
 

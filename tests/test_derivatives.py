@@ -18,7 +18,9 @@ from casadi_delassus.codegen import artifact
 from casadi_delassus.codegen.derivatives import trace_derivative
 from casadi_delassus.codegen.trace import trace
 from casadi_delassus.errors import DelassusError
-from casadi_delassus.verify.derivatives import DOT_TOL, Checkable, compare_derivative, dot_test, evaluate
+from casadi_delassus.opcount import count_ops
+from casadi_delassus.verify.derivatives import (DOT_TOL, PIVOT_MIN, Checkable, compare_derivative, compare_derivatives,
+                                                conditioning, dot_errors, dot_test, evaluate)
 
 from conftest import case
 
@@ -215,6 +217,40 @@ def test_count_reports_the_ratio_to_the_value(capsys):
     assert vjp["wrt"] == ["q", "v", "a"] and vjp["times_value"] == round(vjp["instructions"] / record["instructions"], 2)
     assert vjp["times_value"] < 3
 
+
+
+def test_pv_osim_fast_points_where_the_lemma_cancels_are_redrawn():
+    """pv_osim_fast's Λ = Λ_b − Λ_b K_b S⁻¹ K_bᵀ Λ_b (eq. 55) cancels digits where a branch
+    block of L_b^A is nearly singular: among go1's first 20 random points, one with a folded
+    knee (λmin(L_b^A) / λmin(Λ⁻¹) = 1.1e-8) put osim's JVP 2e-4 off the differences.  Such
+    points (conditioning < PIVOT_MIN) are redrawn and counted; the others pass."""
+    robot, cs = case("go1-4F3")
+    skipped = []
+    for results in compare_derivatives([traced("go1-4F3", "pv_osim_fast", m) for m in ("jvp", "vjp")],
+                                       value("go1-4F3", "pv_osim_fast"), robot, cs, 20, skipped=skipped):
+        assert all(c.passed for c in results.values()), {k: c.error for k, c in results.items()}
+    assert len(skipped) == 2 and min(skipped) < 1e-7 and max(skipped) < PIVOT_MIN
+    y = evaluate(value("go1-4F3", "pv_osim_fast"), traced("go1-4F3", "pv_osim_fast", "jvp").point(robot, cs, np.random.default_rng(0)))
+    packed = y["Lb_ldl"]
+    L = np.tril(packed, -1) + np.eye(len(packed))
+    Lam_b, Lam = np.linalg.inv(L @ np.diag(np.diag(packed)) @ L.T), np.linalg.inv(y["delassus"])
+    assert conditioning(y) == pytest.approx(np.linalg.norm(Lam, 2) / np.linalg.norm(Lam_b, 2), rel=1e-9)
+
+
+def test_dot_errors_report_cancellation_beside_the_relative_measure():
+    """|a − b| / max(|a|, |b|) is large where ⟨ẏ, ȳ⟩ cancels; |a − b| / (‖ẏ‖ ‖ȳ‖) is not."""
+    relative, rounding = dot_errors([(1.0, 1.0 + 1e-15, 2.0), (1e-3, 1e-3 + 1e-14, 1e3)])
+    assert relative == pytest.approx(1e-11) and rounding == pytest.approx(5e-16)
+    assert dot_errors([(np.nan, 1.0, 1.0)]) == (float("inf"), float("inf"))
+
+def test_pv_osim_fast_vjp_goes_through_its_ldl_once():
+    """pv_osim_fast outputs the LDLᵀ factors of L_b^A and Λ assembled from the same factors
+    (linalg.ldl_inverse): a second ldl of L_b^A, merged by cse in the value, made the reverse
+    sweep (taken before cse) go through it twice, 3.12x the value on the ladder."""
+    ratio = (count_ops(traced("ladder", "pv_osim_fast", "vjp").function)["instructions"]
+             / count_ops(value("ladder", "pv_osim_fast"))["instructions"])
+    print(f"ladder pv_osim_fast: VJP {ratio:.2f}x the value")
+    assert ratio < 3
 
 # -- CasADi: symbolic embedding and casadi.external ---------------------------------------------------
 def test_tangent_casadi_function_gives_the_tangent_derivative():

@@ -22,8 +22,11 @@ configuration, found numerically when the code is traced (``branch_conditioning`
 with fewer DoF than its constraint rows (a biped's 3-DoF leg under a 6D sole) or a point on
 a joint axis (a quadruped's 3D point at its knee), where Λ⁻¹ itself can be well conditioned.
 The lemma would divide by the zero pivots of that block; the whole tree's LDLᵀ does not.
-A branch block that is singular only at some configurations (a straight knee) still is at
-those: Λ is not finite there.
+A branch block that is singular only at some configurations (a straight or folded knee
+under a 3D foot) still is at those: Λ_b and the factors are not finite there, and near them
+eq. (55) forms a well-conditioned Λ as the difference of two terms ‖Λ‖ / ‖Λ_b‖ =
+λmin(L_b^A) / λmin(Λ⁻¹) times smaller, losing that many digits in ``osim`` and more in its
+derivatives (verify/derivatives.py redraws such points and counts them).
 """
 from __future__ import annotations
 
@@ -87,7 +90,7 @@ def delassus(robot, constraints, q, K_bodies):
     delassus_ = linalg.to_sx(full, m)
     passes.done("checking output: Λ⁻¹", delassus_)
     W = linalg.forward_substitute(Ls, r6, [[Z[g][a] * Dinv[g] for g in range(m)] for a in range(r6)])
-    osim = linalg.spd_inverse(Lb, m)
+    osim = linalg.ldl_inverse(L, Dinv, m)           # Λ_b from the factors output above
     for k, e in linalg.scaled_gram([linalg.back_substitute(L, m, w) for w in W], Dsinv, m).items():
         osim[k] = osim[k] - e
     return {"delassus": delassus_, **out, "osim": linalg.to_sx(osim, m)}   # Λ⁻¹ first, as every algorithm's f(q)

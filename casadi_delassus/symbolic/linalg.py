@@ -155,9 +155,16 @@ def to_sx(upper, n):
 
 
 def spd_inverse(upper, n):
-    """Upper entries of A⁻¹ for symmetric positive-definite A = L D Lᵀ:
-    A⁻¹ = L⁻ᵀ D⁻¹ L⁻¹ = Wᵀ D⁻¹ W with W = L⁻¹."""
+    """Upper entries of A⁻¹ for symmetric positive-definite A (``ldl_inverse`` of its ``ldl``)."""
     L, _, Dinv = ldl(upper, n)
+    return ldl_inverse(L, Dinv, n)
+
+
+def ldl_inverse(L, Dinv, n):
+    """Upper entries of A⁻¹ = L⁻ᵀ D⁻¹ L⁻¹ = Wᵀ D⁻¹ W, W = L⁻¹, from the factors of ``ldl``.
+    A caller that also outputs the factors passes the same ones: a second ``ldl`` of A builds
+    equal but distinct expressions, which cse merges in the value but a reverse sweep taken
+    before cse goes through twice."""
     W = forward_substitute(L, n, [[1 if i == c else 0 for c in range(n)] for i in range(n)])
     return scaled_gram(W, Dinv, n)
 

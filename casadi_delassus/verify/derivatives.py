@@ -16,11 +16,23 @@ output of a JVP or VJP and, for a Jacobian block d<o>_d<w>, relative to o's whol
 the inputs: a block that is exactly zero, pv_early's d pivot / d v, has FD's rounding only).
 
 Dot-product test.  For a JVP ẏ = J ẋ and a VJP x̄ = Jᵀ ȳ at the same point and random seeds,
-⟨ẏ, ȳ⟩ = ⟨ẋ, x̄⟩ exactly in exact arithmetic; the relative difference |a − b| / max(|a|, |b|)
-must be at most DOT_TOL (1e-12).
+a = ⟨ẏ, ȳ⟩ and b = ⟨ẋ, x̄⟩ are equal in exact arithmetic; the relative difference
+|a − b| / max(|a|, |b|) must be at most DOT_TOL (1e-12).  Reported next to it, not instead:
+|a − b| / (‖ẏ‖ ‖ȳ‖), the difference on the scale of the products' rounding.  The two differ
+where the inner product cancels (|a| ≪ ‖ẏ‖ ‖ȳ‖: random seeds nearly orthogonal to ẏ), which
+makes the first measure large while ẏ and x̄ are as accurate as elsewhere.
 
-Points.  Random as ``check`` draws them (check.random_inputs); pv_early's points where its own
-``pivot`` output is below PIVOT_MIN are drawn again and counted (``points``).
+Points.  Random as ``check`` draws them (check.random_inputs).  Two algorithms lose digits at
+some configurations by their fixed elimination order, in the value and its derivatives alike,
+and say so through their outputs (``conditioning``); a point where that indicator is below
+PIVOT_MIN is drawn again and counted (``points``; reported, never silently):
+- pv_early: its ``pivot`` output, the smallest ‖k̃‖² of its eliminations relative to its
+  value at a generic configuration (dynamics/pv_early.py).
+- pv_osim_fast: λmin(L_b^A) / λmin(Λ⁻¹) = ‖Λ‖ / ‖Λ_b‖, from its ``Lb_ldl`` and ``delassus``
+  outputs.  Eq. (55) forms Λ as Λ_b − Λ_b K_b S⁻¹ K_bᵀ Λ_b with Λ_b = (L_b^A)⁻¹ (delassus/
+  pv_osim_fast.py): near a configuration where a branch block of L_b^A is singular (a folded
+  or straight knee under a 3D foot) Λ_b is 1/ratio times Λ and the subtraction cancels that
+  many of its digits, more in its derivatives, while Λ⁻¹ itself is well conditioned.
 """
 from __future__ import annotations
 
@@ -37,8 +49,8 @@ FD_STEP = 1e-3
 FD_STEPS = 4
 FD_TOL = 1e-6
 DOT_TOL = 1e-12
-# pv_early's pivot output below this: its fixed elimination order loses digits there (README,
-# "Hard cases"), in the value and in its derivatives alike; such points are not checked
+# ``conditioning`` below this: the fixed elimination order loses digits there (README, "Hard
+# cases"), in the value and in its derivatives alike; such points are redrawn and counted
 PIVOT_MIN = 1e-3
 FD_RULE = (f"fourth-order central differences of the compiled value function on the manifold (q ⊕ ±h, ±2h along "
            f"each tangent direction), h = s·{FD_STEP:g}/4^k, k < {FD_STEPS}, s = 1 (q) or max(1, |x_j|), the k whose "
@@ -137,18 +149,33 @@ def expected(record, fd, seed):
     return {f"{w}_bar": sum(fd[o, w].T @ _flat(seed[f"{o}_bar"]) for o in outputs) for w in wrt}
 
 
+def conditioning(y):
+    """The indicator, from the value function's outputs ``y``, of the digits its fixed
+    elimination order loses at that point (the module docstring): pv_early's ``pivot``,
+    pv_osim_fast's λmin(L_b^A) / λmin(Λ⁻¹) (L_b^A = L D Lᵀ from ``Lb_ldl``); None for the
+    other algorithms."""
+    if "pivot" in y:
+        return float(np.min(y["pivot"]))
+    if "Lb_ldl" in y:
+        packed = np.asarray(y["Lb_ldl"], float)
+        L = np.tril(packed, -1) + np.eye(len(packed))
+        return float(np.linalg.eigvalsh(L * np.diag(packed) @ L.T)[0] / np.linalg.eigvalsh(y["delassus"])[0])
+    return None
+
+
 def points(derivative, value, robot, constraints, samples, rng, skipped):
     """``samples`` random points (values of the value function's inputs) where the value
-    function is well conditioned: a point where its ``pivot`` output (pv_early's fixed
-    elimination order, dynamics/pv_early.py) is below PIVOT_MIN is drawn again and counted
-    in ``skipped`` (a list: one entry per point left out)."""
+    function is well conditioned: a point where its ``conditioning`` is below PIVOT_MIN is
+    drawn again and counted in ``skipped`` (a list: the indicator of each point left out)."""
     done = 0
     while done < samples:
         values = derivative.point(robot, constraints, rng)
-        if value is not None and "pivot" in (y := evaluate(value, values)) and float(np.min(y["pivot"])) < PIVOT_MIN:
-            skipped.append(float(np.min(y["pivot"])))
+        ratio = None if value is None else conditioning(evaluate(value, values))
+        if ratio is not None and ratio < PIVOT_MIN:
+            skipped.append(ratio)
             if len(skipped) > 10 * samples:
-                raise DelassusError(f"{len(skipped)} random points had a pivot below {PIVOT_MIN:g}: none to check")
+                raise DelassusError(f"{len(skipped)} random points had a conditioning indicator below {PIVOT_MIN:g} "
+                                    f"(verify/derivatives.py): none to check")
             continue
         done += 1
         yield values
@@ -187,18 +214,34 @@ def compare_derivative(derivative, value, robot, constraints, samples=20, seed=0
     return compare_derivatives([derivative], value, robot, constraints, samples, seed, tol, skipped)[0]
 
 
-def dot_test(jvp, vjp, robot, constraints, samples=20, seed=0, value=None, skipped=None):
-    """The largest |⟨ẏ, ȳ⟩ − ⟨ẋ, x̄⟩| / max(|⟨ẏ, ȳ⟩|, |⟨ẋ, x̄⟩|) over ``samples`` random points
-    (``points``, with the value function ``value`` if given) and seeds, for a JVP and a VJP
-    (Checkables) with respect to the same inputs."""
+def dot_products(jvp, vjp, robot, constraints, samples=20, seed=0, value=None, skipped=None):
+    """[(⟨ẏ, ȳ⟩, ⟨ẋ, x̄⟩, ‖ẏ‖ ‖ȳ‖)] over ``samples`` random points (``points``, with the value
+    function ``value`` if given) and seeds, for a JVP and a VJP (Checkables) with respect to
+    the same inputs."""
     if jvp.record["wrt"] != vjp.record["wrt"]:
         raise DelassusError("the dot-product test needs a JVP and a VJP with respect to the same inputs")
     rng = np.random.default_rng(seed)
-    worst, skipped = 0.0, [] if skipped is None else skipped
+    out, skipped = [], [] if skipped is None else skipped
     for values in points(jvp, value, robot, constraints, samples, rng, skipped):
         xdot, ybar = jvp.seeds(rng), vjp.seeds(rng)
         ydot, xbar = evaluate(jvp.function, values | xdot), evaluate(vjp.function, values | ybar)
-        a = sum(float(_flat(ydot[n.removesuffix("_bar") + "_dot"]) @ _flat(ybar[n])) for n in ybar)
+        pairs = [(_flat(ydot[n.removesuffix("_bar") + "_dot"]), _flat(ybar[n])) for n in ybar]
+        a = sum(float(y @ s) for y, s in pairs)
         b = sum(float(_flat(xdot[n]) @ _flat(xbar[n.removesuffix("_dot") + "_bar"])) for n in xdot)
-        worst = max(worst, abs(a - b) / max(abs(a), abs(b), 1e-300) if np.isfinite(a + b) else float("inf"))
-    return worst
+        scale = np.sqrt(sum(float(y @ y) for y, _ in pairs) * sum(float(s @ s) for _, s in pairs))
+        out.append((a, b, scale))
+    return out
+
+
+def dot_errors(products):
+    """(the largest |a − b| / max(|a|, |b|), the largest |a − b| / (‖ẏ‖ ‖ȳ‖)) over
+    ``dot_products``' triples (the module docstring); inf where any is not finite."""
+    def worst(denominator):
+        return max((abs(a - b) / max(denominator(a, b, s), 1e-300) if np.isfinite(a + b) else float("inf")
+                    for a, b, s in products), default=0.0)
+    return worst(lambda a, b, s: max(abs(a), abs(b))), worst(lambda a, b, s: s)
+
+
+def dot_test(jvp, vjp, robot, constraints, samples=20, seed=0, value=None, skipped=None):
+    """The largest |⟨ẏ, ȳ⟩ − ⟨ẋ, x̄⟩| / max(|⟨ẏ, ȳ⟩|, |⟨ẋ, x̄⟩|) of ``dot_products``."""
+    return dot_errors(dot_products(jvp, vjp, robot, constraints, samples, seed, value, skipped))[0]
