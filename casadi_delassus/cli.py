@@ -12,7 +12,8 @@ from . import api, report
 from .registry import ALGORITHMS, AUTO, AUTO_RULE, get_algorithm
 from .verify.check import DEFAULT_TOL, KAPPA_FREE, TOLERANCE_RULE, check_delassus, compare
 from .verify import oracles
-from .verify.derivatives import DOT_TOL, FD_RULE, FD_TOL, PIVOT_MIN, Checkable, compare_derivative, dot_test, evaluate
+from .verify.derivatives import (DOT_TOL, FD_RULE, FD_TOL, PIVOT_MIN, Checkable, compare_derivative, dot_errors,
+                                 dot_products, evaluate)
 from .verify.derivative_oracle import PIN_RULE, PIN_TOL, comparable, pinocchio_errors
 from .codegen.build import DEFAULT_CFLAGS, check_osim, gives_osim
 from .codegen.door import DoorWarning
@@ -322,16 +323,17 @@ def _check_derivatives(robot, constraints, algorithms, derivatives, wrt, method,
             with step(f"checking the {d} of {a} for {robot.name}/{scenario} against finite differences over {samples} samples"):
                 results = compare_derivative(checkable, value, robot, value.constraints, samples, tol=tol, skipped=skipped)
             worst = max(results, key=lambda k: results[k].ratio)
-            dot = None
+            dot = scaled = None
             if d == "vjp" and "jvp" in made:
-                dot = dot_test(made["jvp"], checkable, robot, value.constraints, samples, value=value)
+                dot, scaled = dot_errors(dot_products(made["jvp"], checkable, robot, value.constraints, samples,
+                                                      value=value))
             oracle = _against_pinocchio(f, robot, value.constraints, a, samples) if d == "jacobian" else None
             passed = all(c.passed for c in results.values()) and (dot is None or dot <= DOT_TOL) \
                 and not (isinstance(oracle, float) and oracle > PIN_TOL)
             ok &= passed
             rows.append([robot.name, scenario, a, d, ",".join(checkable.record["wrt"]), f.op_count["instructions"],
                          round(f.op_count["instructions"] / base, 2), worst, results[worst].error,
-                         None if dot is None else f"{dot:.1e}", oracle if not isinstance(oracle, float) else f"{oracle:.1e}",
+                         None if dot is None else f"{dot:.1e} ({scaled:.1e})", oracle if not isinstance(oracle, float) else f"{oracle:.1e}",
                          ("ok" if passed else "FAIL")
                          + (f" ({len(skipped)} points with conditioning < {PIVOT_MIN:g} redrawn)" if skipped else ""),
                          round(time.perf_counter() - t0, 1)])
@@ -370,7 +372,9 @@ def _against_pinocchio(f, robot, constraints, algorithm, samples):
     (above 1 fails) with κ at that sample.
 
     With --derivative: {FD_RULE}; a VJP checked after a JVP with respect to the same inputs
-    also passes the dot-product test ⟨ẏ, ȳ⟩ = ⟨ẋ, x̄⟩ to {DOT_TOL:g} relative; a Jacobian of {PIN_RULE}.""")
+    also passes the dot-product test ⟨ẏ, ȳ⟩ = ⟨ẋ, x̄⟩ to {DOT_TOL:g} relative (|a − b| / max(|a|, |b|); in
+    brackets |a − b| / (‖ẏ‖ ‖ȳ‖), the scale of the products' rounding, large where the test's
+    own inner product cancels); a Jacobian of {PIN_RULE}.""")
 @_with(_trace_opts)
 @_osim_opt
 @click.option("--oracle", "oracle_opts", multiple=True, metavar="NAME",
@@ -411,7 +415,7 @@ def check(robot, fixed_base, scenario, specs, algorithms, cse, osim, oracle_opts
             rows += new_rows
             ok &= passed
         click.echo(report.table(rows, ["robot", "scenario", "algorithm", "derivative", "wrt", "instructions", "× value",
-                                       "worst output", f"max rel. error vs FD ({samples} points)", "dot test",
+                                       "worst output", f"max rel. error vs FD ({samples} points)", "dot test (rounding scale)",
                                        "vs Pinocchio", "result", "s"]))
         if not ok:
             sys.exit(1)

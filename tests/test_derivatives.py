@@ -7,6 +7,7 @@ own derivative functions in a .so for casadi.external; cd.casadi_function inside
 problem.  The sweep over 20 points of talos 2F is bench/derivative_accuracy.py."""
 import functools
 import json
+import re
 
 import casadi as ca
 import numpy as np
@@ -189,6 +190,7 @@ def test_compiled_derivatives(out_dir, capsys):
                  "--samples", "2", "-o", str(out_dir)]) is None
     out = capsys.readouterr().out
     assert "jvp" in out and "vjp" in out and "ok" in out and "FAIL" not in out
+    assert "dot test (rounding scale)" in out and re.search(r"\de-\d\d \(\d\.\de-\d\d\)", out)
 
 
 def test_check_compares_jacobians_with_pinocchio(out_dir, capsys):
