@@ -265,6 +265,11 @@ def test_shares_run_on_bound_workers_and_errors_reach_the_caller(monkeypatch):
     with pytest.raises(InputError, match="share 1 failed"):
         batch.share_out(broken, [(0,), (1,)])
 
+    def refused(*args):
+        raise PermissionError("not here")
+    monkeypatch.setattr(batch.os, "sched_setaffinity", refused)       # a sandbox: the shares still run
+    assert batch.share_out(job, [(k,) for k in range(4)]) == [0, 1, 4, 9]
+
 
 @pytest.mark.parametrize("instance, change, message", [
     (5, lambda q: q.__setitem__(8, np.nan), "instance 5 of the batch: input q has 1 non-finite entry"),
