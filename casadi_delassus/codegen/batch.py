@@ -358,7 +358,7 @@ def _bound_to(cpu):
     try:
         saved = os.sched_getaffinity(0)
         os.sched_setaffinity(0, {cpu})
-    except OSError:                       # not allowed here (a sandbox): run unbound
+    except (AttributeError, OSError):     # no affinity calls (macOS), or not allowed (a sandbox): unbound
         yield
         return
     try:
