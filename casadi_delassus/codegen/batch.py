@@ -311,8 +311,7 @@ class _Worker:
         threading.Thread(target=self._work, args=(cpu,), name=f"cd-batch-cpu{cpu}", daemon=True).start()
 
     def _work(self, cpu):
-        with contextlib.suppress(AttributeError, OSError):   # no affinity calls, or a CPU taken away: unbound
-            os.sched_setaffinity(0, {cpu})
+        _bind(cpu)
         while True:
             fn, shares, done = self.jobs.get()
             try:
@@ -351,20 +350,27 @@ def _libc_sched_getcpu():
 _sched_getcpu = _libc_sched_getcpu()
 
 
+def _bind(cpu):
+    """The calling thread bound to ``cpu``; its former CPU set, or None where it stays unbound
+    (no affinity calls, macOS; not allowed, a sandbox; a CPU taken away)."""
+    try:
+        saved = os.sched_getaffinity(0)
+        os.sched_setaffinity(0, {cpu})
+    except (AttributeError, OSError):
+        return None
+    return saved
+
+
 @contextlib.contextmanager
 def _bound_to(cpu):
     """The calling thread kept on ``cpu`` meanwhile (its own CPU set restored after): unbound, it
     was at times moved onto the worker's CPU and the two took turns for milliseconds."""
-    try:
-        saved = os.sched_getaffinity(0)
-        os.sched_setaffinity(0, {cpu})
-    except (AttributeError, OSError):     # no affinity calls (macOS), or not allowed (a sandbox): unbound
-        yield
-        return
+    saved = _bind(cpu)
     try:
         yield
     finally:
-        os.sched_setaffinity(0, saved)
+        if saved is not None:
+            os.sched_setaffinity(0, saved)
 
 
 def share_out(fn, shares):
