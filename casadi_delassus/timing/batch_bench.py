@@ -115,9 +115,9 @@ def measure_peaks(cpu, progress=None):
         return peak.measure(reps=5, seconds=0.1)
 
 
-def _contenders(f, sets, qs, n_c, n_py, threads, mujoco_calls, progress):
-    """({label: harness} on one core, {label: harness} on all cores, notes)."""
-    Q = np.resize(np.array(qs), (n_py, f.robot.nq))
+def _contenders(f, sets, qs, Q, n_c, threads, mujoco_calls, progress):
+    """({label: harness} on one core, {label: harness} on all cores, notes); ``Q`` the Python
+    contenders' batch."""
     # the batch contenders time BATCH_CALLS single calls of the whole batch per repetition after
     # one untimed call, C and Python alike: the C time includes waking its threads, as f(Q)'s
     one = {SINGLE: CHarness(f, sets, label="single"),
@@ -165,7 +165,8 @@ def run(robot, constraints=None, algorithm="auto", reps=7, n_c=10_000, n_py=10_0
         f"({m['batch']['isa']}), sin/cos of the single call: {m['sincos']['route']}")
     sets = random_samples(f.robot, f.constraints, 64, 0)
     qs = [x["q"] for x in sets]
-    one, many, notes = _contenders(f, sets, qs, n_c, n_py, threads, mujoco_calls, say)
+    Q = np.resize(np.array(qs), (n_py, f.robot.nq))
+    one, many, notes = _contenders(f, sets, qs, Q, n_c, threads, mujoco_calls, say)
     timings = {}
     try:
         for r in range(reps):
@@ -186,7 +187,7 @@ def run(robot, constraints=None, algorithm="auto", reps=7, n_c=10_000, n_py=10_0
                 notes.append(f"{key}: its sample 0 differs from the single call by {relative_error(t.output, ref):.1e}")
     say(f"[{where}] Python single calls ({python_calls:,} each) ...")
     with pinned(one_cpu):
-        notes.append(alignment_note(f, np.resize(np.array(qs), (n_py, f.robot.nq))))
+        notes.append(alignment_note(f, Q))
         c_ns = CHarness(f, sets).run(3).median
         fresh, given = python_call_ns(f, qs, python_calls), python_call_ns(f, qs, python_calls, out=True)
     notes.append(f"Python single call ({f.door}): f(q) {fresh / 1e3:.2f} µs, f(q, out=D) {given / 1e3:.2f} µs; "
