@@ -123,6 +123,10 @@ STOP_GRACE_S = 30       # a job that has not unwound by then (stuck in C) is cut
 
 
 def _on_sigterm(signum, frame):
+    if _stopping.is_set():
+        # already unwinding: a second _Stop would cut the job's cleanups short (the pool sends
+        # SIGTERM to every worker again when the first of them exits)
+        return
     _stopping.set()     # sticky: a bare `except:` in a library (CasADi's wrappers have some) may swallow _Stop
     if _busy.is_set():
         raise _Stop()

@@ -108,6 +108,31 @@ def _finished(out):
     return {p.parent.name: p.stat().st_mtime_ns for p in Path(out).rglob("m*/pv_osim.json")}
 
 
+_TWICE = """
+import os, shutil, signal, sys
+from casadi_delassus import executor
+from casadi_delassus.codegen import artifact
+executor._init_worker(True)
+remove = shutil.rmtree
+def interrupted_rmtree(path, **kw):     # the pool's second SIGTERM lands while the first unwinds
+    os.kill(os.getpid(), signal.SIGTERM)
+    remove(path, **kw)
+shutil.rmtree = interrupted_rmtree
+def job():
+    with artifact.build_folder(sys.argv[1], "f"):
+        os.kill(os.getpid(), signal.SIGTERM)
+executor._call(job, ())
+"""
+
+
+def test_a_second_sigterm_does_not_cut_the_cleanup_short(tmp_path):
+    """When one worker exits on SIGTERM, ProcessPoolExecutor sends SIGTERM to every worker again
+    (terminate_broken): a worker still removing its temporary folder must finish removing it."""
+    p = subprocess.run([sys.executable, "-c", _TWICE, str(tmp_path)], capture_output=True, text=True, timeout=60)
+    assert p.returncode == 128 + signal.SIGTERM, p.stderr[-2000:]
+    assert list(tmp_path.iterdir()) == []
+
+
 @pytest.mark.skipif(not Path("/proc/self/environ").exists(), reason="counts processes through /proc")
 def test_killed_build_resumes_with_only_the_missing_modes(tmp_path):
     """10 modes (1 and 2 feet of go1's four) on 2 processes: SIGINT after 3 are done, SIGKILL
