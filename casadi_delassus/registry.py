@@ -54,6 +54,10 @@ class Algorithm:
     # (model/integrate.py), nv of them.  An entry it leaves out is differentiated by CasADi
     # (codegen/derivatives.py); None: all are.
     derivative: Callable | None = None
+    # its own solve of the hard problem's KKT system, for JVPs and VJPs by the implicit-function
+    # theorem where AD through its sweeps loses digits: kkt_solve(robot, constraints, q, K_bodies,
+    # b_tau, b_k) -> (v̇, λ) = [[M, −Jᵀ], [J, 0]]⁻¹ [b_τ; b_k] (codegen/derivatives.py)
+    kkt_solve: Callable | None = None
 
     def __post_init__(self):
         if not self.loops:      # the one place that rejects them, for every caller of fn
@@ -254,7 +258,7 @@ def _dynamics():
                   vdot | lam | {"pivot": "smallest elimination pivot ‖k̃_i‖² relative to its value at a generic "
                                          "configuration (1): near 0 the fixed elimination order loses digits, 0 means "
                                          "a row was dropped (exact only for a redundant row); pv and ltl are exact there"},
-                  hard),
+                  hard, kkt_solve=pv_early.kkt_solve),
         Algorithm("pv_soft", pv_soft.pv_soft, "PV-soft: soft Gauss principle by ABA on augmented inertias, O(n + m)",
                   vdot | {"lam": "soft constraint forces λ = −R⁻¹ (J v̇ + J̇ v − k) (m): M v̇ + c = τ + Jᵀ λ"}, soft,
                   derivative=pv_soft.derivative),

@@ -21,7 +21,10 @@ the Jacobian of pv with respect to (q, v, τ, k) then costs 18× the value again
 ``casadi.jacobian``'s choice (reverse, one sweep per output entry).  An algorithm with
 analytical derivatives (registry.Algorithm.derivative) provides Jacobian blocks instead
 (method "analytic", the default for Jacobians where it exists); a block it leaves out is
-taken by forward mode.
+taken by forward mode.  An algorithm with a KKT solve of its own (registry.Algorithm.kkt_solve:
+pv_early, whose fixed elimination order AD would differentiate through, losing digits near
+small pivots) takes its JVPs and VJPs by the implicit-function theorem instead (``_Implicit``,
+method "implicit", the default for them there).
 """
 from __future__ import annotations
 
@@ -29,10 +32,12 @@ import itertools
 
 import casadi as ca
 
-from ..errors import DelassusError
+from ..errors import ConstraintError, DelassusError
 from ..model.integrate import integrate_sx, tangent_map_sx
 from ..progress import step
 from ..registry import AUTO, VECTOR_INPUTS, get_algorithm
+from ..sweeps.dynamics_derivatives import kkt_residual
+from ..sweeps.tree import Tree, world_row_drift
 from .trace import describe_inputs, function_of, traced_outputs
 
 DERIVATIVES = ("jvp", "vjp", "jacobian")
@@ -178,7 +183,70 @@ class _Traced:
                 ca.vertcat(*[ca.vec(self.symbols[w]) for w in wrt]))
 
 
-def _jvp(t, blocks):
+class _Implicit:
+    """JVPs and VJPs of a hard solver's (v̇, λ) by the implicit-function theorem, for algorithms
+    whose fixed elimination order AD would differentiate through (registry.Algorithm.kkt_solve):
+    with r(x, y) the KKT residual (sweeps/dynamics_derivatives.kkt_residual) at y = (v̇, λ),
+
+        ẏ = KKT⁻¹ (−∂r/∂x ẋ),     x̄ = −(∂r/∂x)ᵀ w,  w = KKT⁻ᵀ ȳ = [w₁; −w₂'],  [w₁; w₂'] = KKT⁻¹ [v̇̄; −λ̄]
+
+    (KKTᵀ = diag(1, −1) KKT diag(1, −1)).  ∂r/∂x is CasADi's forward or reverse mode through
+    the RNEA and the constraint rows with y held fixed, the solves are the algorithm's own
+    sweeps without velocity and gravity terms; every other output (pv_early's pivot) is
+    differentiated by AD as usual."""
+
+    def __init__(self, t):
+        self.t = t
+        s, o = t.symbols, t.outputs
+        self.y = [ca.SX.sym("vdot_fixed", *o["vdot"].shape), ca.SX.sym("lam_fixed", *o["lam"].shape)]
+        self.nv = t.robot.nv
+        self.b = ca.SX.sym("b_tau", self.nv), ca.SX.sym("b_k", *o["lam"].shape)
+        # first: it raises a ConstraintError where the KKT matrix is singular (redundant rows)
+        self.solution = ca.vertcat(*t.algo.kkt_solve(t.robot, t.constraints, s["q"], t.K_bodies, *self.b))
+        k = s["k"] - world_row_drift(t.robot, t.constraints, s["q"], s["v"]) if t.constraints.world else s["k"]
+        tree = Tree(t.robot, t.constraints, s["q"], t.K_bodies)
+        self.r = kkt_residual(tree, s["v"], s["tau"], k, *self.y)
+        self.others = [n for n in o if n not in ("vdot", "lam")]
+
+    def _at_solution(self, e):
+        return ca.substitute(e, ca.vertcat(*self.y), ca.vertcat(self.t.outputs["vdot"], self.t.outputs["lam"]))
+
+    def _solve(self, b_tau, b_k):
+        """KKT⁻¹ [b_τ; b_k] as (v̇ part, λ part)."""
+        x = ca.substitute(self.solution, ca.vertcat(*self.b), ca.vertcat(b_tau, b_k))
+        return x[:self.nv], x[self.nv:]
+
+    def jvp(self, X, V):
+        """{output: its directional derivative along V (stored coordinates of X)}."""
+        rdot = self._at_solution(ca.jtimes(self.r, X, V))
+        vdot, lam = self._solve(-rdot[:self.nv], -rdot[self.nv:])
+        out = {"vdot": vdot, "lam": lam}
+        if self.others:
+            Y = ca.vertcat(*[ca.vec(ca.densify(self.t.outputs[n])) for n in self.others])
+            rest = _split(ca.jtimes(Y, X, V), [(self.t.outputs[n].numel(), 1) for n in self.others])
+            out.update(zip(self.others, rest))
+        return [ca.vec(out[n]) for n in self.t.outputs]
+
+    def vjp(self, X, bars):
+        """Σ (∂output/∂X)ᵀ bar over the outputs ({output: its seed}), stored coordinates."""
+        w1, w2 = self._solve(ca.vec(bars["vdot"]), -ca.vec(bars["lam"]))
+        xbar = -self._at_solution(ca.jtimes(self.r, X, ca.vertcat(w1, -w2), True))
+        if self.others:
+            Y = ca.vertcat(*[ca.vec(ca.densify(self.t.outputs[n])) for n in self.others])
+            xbar = xbar + ca.jtimes(Y, X, ca.vertcat(*[ca.vec(bars[n]) for n in self.others]), True)
+        return xbar
+
+
+def implicit_fit(t, method):
+    """Whether ``t``'s JVP and VJP go by the implicit-function theorem (``_Implicit``): the
+    algorithm has a kkt_solve, the method is "auto", and no free joint takes MuJoCo's
+    velocities (kkt_residual was checked against finite differences on Pinocchio's layout
+    only; MuJoCo's takes AD through the algorithm, as it did before)."""
+    return (method == "auto" and t.algo.kkt_solve is not None
+            and all(getattr(b.joint, "velocity", "local") == "local" for b in t.robot.bodies))
+
+
+def _jvp(t, blocks, implicit=None):
     seeds = {f"{w}_dot": ca.SX.sym(f"{w}_dot", t.ncols(w)) if w == "q" else ca.SX.sym(f"{w}_dot", *t.symbols[w].shape)
              for w in t.wrt}
     if blocks is not None:
@@ -187,7 +255,7 @@ def _jvp(t, blocks):
     else:
         Y, X = t.stacked(t.wrt)
         V = ca.vertcat(*[ca.mtimes(t.directions[w], ca.vec(seeds[f"{w}_dot"])) for w in t.wrt])
-        flat = _split(ca.jtimes(Y, X, V), [(e.numel(), 1) for e in t.outputs.values()])
+        flat = implicit.jvp(X, V) if implicit else _split(ca.jtimes(Y, X, V), [(e.numel(), 1) for e in t.outputs.values()])
     results = {f"{o}_dot": ca.reshape(y, *t.shape[o]) for o, y in zip(t.outputs, flat)}
     seed_specs = [{"name": f"{w}_dot", "shape": [t.ncols(w)] if w == "q" else t.spec[w]["shape"],
                    "meaning": "tangent direction of q (nv): q moves as q ⊕ ε q_dot" if w == "q"
@@ -197,7 +265,7 @@ def _jvp(t, blocks):
     return seeds, results, seed_specs, out_specs
 
 
-def _vjp(t, blocks):
+def _vjp(t, blocks, implicit=None):
     seeds = {f"{o}_bar": ca.SX.sym(f"{o}_bar", *t.shape[o]) for o in t.outputs}
     if blocks is not None:
         raw = [sum((ca.mtimes(blocks[o, w].T, ca.vec(seeds[f"{o}_bar"])) for o in t.outputs), ca.SX(t.ncols(w), 1))
@@ -205,7 +273,8 @@ def _vjp(t, blocks):
     else:
         Y, X = t.stacked(t.wrt)
         Ybar = ca.vertcat(*[ca.vec(s) for s in seeds.values()])
-        bars = _split(ca.jtimes(Y, X, Ybar, True), [(t.symbols[w].numel(), 1) for w in t.wrt])
+        xbar = implicit.vjp(X, {o: seeds[f"{o}_bar"] for o in t.outputs}) if implicit else ca.jtimes(Y, X, Ybar, True)
+        bars = _split(xbar, [(t.symbols[w].numel(), 1) for w in t.wrt])
         raw = [ca.mtimes(t.directions[w].T, b) for w, b in zip(t.wrt, bars)]
     results = {f"{w}_bar": x if w == "q" else ca.reshape(x, *t.symbols[w].shape) for w, x in zip(t.wrt, raw)}
     seed_specs = [{"name": f"{o}_bar", "shape": list(t.shape[o]), "meaning": f"adjoint seed of {o}"} for o in t.outputs]
@@ -216,7 +285,7 @@ def _vjp(t, blocks):
     return seeds, results, seed_specs, out_specs
 
 
-def _jacobian(t, blocks):
+def _jacobian(t, blocks, implicit=None):
     results = {f"d{o}_d{w}": blocks[o, w] for o in t.outputs for w in t.wrt}
     out_specs = [{"name": f"d{o}_d{w}", "shape": [_numel(t.shape[o]), t.ncols(w)],
                   "row_names": t.rows(t.shape[o]) if t.shape[o][1] == 1 else None,
@@ -240,10 +309,15 @@ def trace_derivative(robot, constraints, algorithm, derivative, wrt=None, name=N
     what = f"the {derivative} of {algorithm} for {robot.name} (nv = {robot.nv}, m = {constraints.m})"
     with step(f"tracing {what}"):
         t = _Traced(robot, constraints, algorithm, wrt)
-        blocks, used = None, {w: "ad" for w in t.wrt}
+        blocks, used, implicit = None, {w: "ad" for w in t.wrt}, None
         if derivative == "jacobian" or method == "analytic":
             blocks, used = _jacobian_blocks(t, method)
-        seeds, results, seed_specs, out_specs = _MODES[derivative](t, blocks)
+        elif implicit_fit(t, method):
+            try:
+                implicit, used = _Implicit(t), {w: "implicit" for w in t.wrt}
+            except ConstraintError:         # redundant rows: no implicit function; AD through the algorithm
+                pass
+        seeds, results, seed_specs, out_specs = _MODES[derivative](t, blocks, implicit)
     f = function_of(name or f"{algorithm}_{derivative}", {**t.symbols, **seeds}, results, cse, what)
     record = {"mode": derivative, "wrt": list(t.wrt), "inputs": list(t.symbols), "method": used, "tangent": TANGENT_RULE}
     return f, t.inputs + seed_specs, out_specs, record

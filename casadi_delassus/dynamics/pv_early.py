@@ -49,8 +49,8 @@ from __future__ import annotations
 import casadi as ca
 
 from ..symbolic.scalar import column, neg
-from ..sweeps.tree import Probe, Tree
-from .pv import is_numeric, solve
+from ..sweeps.tree import Probe, Tree, check_regular
+from .pv import is_numeric, never_vanishing, solve
 
 
 def every_joint(tree, i, st, kt, nonzero):
@@ -65,6 +65,35 @@ def pv_early(robot, constraints, q, K_bodies, v, tau, k):
     qdd, lam, _, elim = solve(tree, v, tau, k, probe, every_joint)
     return {"vdot": column(tree.user_vdot([x for qi in qdd for x in qi], v)), "lam": column([neg(x) for x in lam]),
             "pivot": pivot_ratio(elim, probe)}
+
+
+def kkt_solve(robot, constraints, q, K_bodies, b_tau, b_k):
+    """(v̇, λ) = KKT⁻¹ [b_τ; b_k] for the KKT matrix [[M, −Jᵀ], [J, 0]] at q: pv_early's own
+    sweeps with no velocity and no gravity, which is what its JVPs and VJPs solve with
+    (codegen/derivatives.py, the implicit-function theorem).  The q-dependent sweeps are the
+    value's, shared by common-subexpression elimination."""
+    tree = Tree(robot, constraints, q, K_bodies, gravity=False)
+    zero = [0.0] * robot.nv
+    qdd, lam, _, _ = solve(tree, zero, b_tau, b_k, Probe(robot, q, K_bodies), every_joint)
+    return column(tree.user_vdot([x for qi in qdd for x in qi], zero)), column([neg(x) for x in lam])
+
+
+def kkt_solve(robot, constraints, q, K_bodies, b_tau, b_k):
+    """(v̇, λ) = KKT⁻¹ [b_τ; b_k] for the KKT matrix [[M, −Jᵀ], [J, 0]] at q, which pv_early's
+    JVPs and VJPs solve with (registry.Algorithm.kkt_solve, the implicit-function theorem):
+    PV's sweeps without velocity and gravity terms, with pv's elimination rule on orthonormal
+    rows.  Through pv_early's own fixed order the VJP loses the digits its small pivots cost
+    and is no longer the JVP's transpose to rounding (bench/derivative_accuracy.py measures
+    it); pv's order keeps them.  Redundant rows (the KKT matrix is singular; pv_early drops
+    rows, so its solution leaves their equations unmet and the theorem does not apply): the
+    ConstraintError of pv's check."""
+    probe, zero = Probe(robot, q, K_bodies), [0.0] * robot.nv
+    tree = Tree(robot, constraints, q, K_bodies, gravity=False)
+    tree.orthonormalize()
+    qdd, lam, pivots, _ = solve(tree, zero, b_tau, b_k, probe, never_vanishing, drop=False)
+    check_regular(probe, pivots, "pv_early", constraints)
+    return (column(tree.user_vdot([x for qi in qdd for x in qi], zero)),
+            column([neg(x) for x in tree.multipliers(lam)]))
 
 
 def pivot_ratio(elim, probe):

@@ -15,37 +15,15 @@ ltl_soft).
 """
 from __future__ import annotations
 
-import numpy as np
-
-from ..symbolic.scalar import column, cross_num, vadd
+from ..symbolic.scalar import column
 from ..sweeps.dynamics_derivatives import check_wrt, from_entries, jacobian_name
 from ..sweeps.rnea_derivatives import Partials
-from ..sweeps.tree import Tree, newton_euler
-
-
-def inverse_dynamics(tree, v, a):
-    """τ as a list (nv) for joint accelerations ``a`` (SX vector), v, a and τ in the joints' own
-    coordinates (a free joint's MuJoCo velocities converted at this boundary, Tree.local_inputs),
-    armature included: τ += armature · a."""
-    v, _ = tree.local_inputs(v)
-    vel, c, _ = tree.velocities(v)
-    f, _ = newton_euler(tree, vel, c, tree.gravity([]), qdd=tree.local_acceleration(a, v))
-    tau = []
-    for i in range(tree.n):
-        if tree.is_free(i):
-            n, fl = f[i][:3], f[i][3:]                       # [n'; f] about the slid origin
-            tau += list(fl) + vadd(n, cross_num(tree.T[i].o, fl))
-        else:
-            tau += tree.joint_force(i, f[i])
-    tau = tree.user_forces(tau)
-    for d in map(int, np.flatnonzero(tree.robot.armature)):
-        tau[d] = tau[d] + float(tree.robot.armature[d]) * a[d]
-    return tau
+from ..sweeps.tree import Tree, inverse_dynamics
 
 
 def rnea(robot, constraints, q, K_bodies, v, a):
     tree = Tree(robot, constraints, q)
-    return {"tau": column(inverse_dynamics(tree, v, a))}
+    return {"tau": column(inverse_dynamics(tree, v, a)[0])}
 
 
 def derivative(robot, constraints, q, K_bodies, wrt, v, a):

@@ -32,7 +32,7 @@ from ..symbolic import linalg, passes
 from ..symbolic.scalar import add, column, dot, is_zero, mul, neg, sub, vadd
 from . import joint_space
 from .rnea_derivatives import Partials
-from .tree import Tree
+from .tree import Tree, inverse_dynamics
 
 
 def jacobian_name(output, wrt):
@@ -231,6 +231,30 @@ def constrained_dynamics_jacobians(tree, K_bodies, v, vdot, lam, wrt):
         out[jacobian_name("lam", x)] = matrix(cols[x][1], m)
         passes.done(f"derivatives: ∂v̇/∂{x}, ∂λ/∂{x}", out[jacobian_name("vdot", x)], out[jacobian_name("lam", x)])
     return out
+
+
+def kkt_residual(tree, v, tau, k, vdot, lam):
+    """r = [RNEA(q, v, v̇) − Jᵀ λ − τ; J v̇ + J̇ v − k] (an nv + m SX column) of the hard problem
+    at a candidate solution (v̇, λ), for derivatives by the implicit-function theorem: r = 0 at
+    the solution, ∂r/∂(v̇, λ) = [[M, −Jᵀ], [J, 0]] is the KKT matrix, so dy = −KKT⁻¹ ∂r/∂x dx.
+    The rows are the tree's own K_i on the links' spatial accelerations a_i = a'_i + a_grav,i
+    (RNEA's a'_i, gravity as the world's acceleration); λ enters as the forces −K_iᵀ λ_i."""
+    def forces(acc):
+        out = {}
+        for i, own in enumerate(tree.own):
+            for rows, K in own:
+                f = [neg(dot([K[r, c] for r in range(len(rows))], [lam[x] for x in rows])) for c in range(6)]
+                out[i] = vadd(out[i], f) if i in out else f
+        return out
+    joint, acc = inverse_dynamics(tree, v, vdot, forces)
+    g = tree.gravity()
+    gamma = [None] * tree.cs.m
+    for i, own in enumerate(tree.own):
+        for rows, K in own:
+            for r, x in enumerate(rows):
+                gamma[x] = add(dot([K[r, c] for c in range(6)], acc[i]), dot([K[r, 3 + j] for j in range(3)], g[i]))
+    return ca.vertcat(column([sub(a, tau[d]) for d, a in enumerate(joint)]),
+                      column([sub(a, k[x]) for x, a in enumerate(gamma)]))
 
 
 def hard_derivative(name, solve):

@@ -65,8 +65,9 @@ class Tree:
     """One robot and constraint set at one symbolic q: local frames,
     motion subspaces, the constraint rows of every body.  Shared by every solver."""
 
-    def __init__(self, robot, constraints, q, K_bodies=(), offsets=None):
+    def __init__(self, robot, constraints, q, K_bodies=(), offsets=None, gravity=True):
         self.robot, self.cs, self.q = robot, constraints, q
+        self.with_gravity = gravity         # False: the sweeps solve with the KKT matrix alone (no g terms)
         for i, b in enumerate(robot.bodies):
             if b.joint.kind == "free" and b.parent >= 0:
                 raise DelassusError(f"body {b.name!r}: a free joint below the root is not supported "
@@ -172,7 +173,7 @@ class Tree:
         for i in range(self.n):
             if need[i]:
                 p = self.parent[i]
-                g[i] = rotate_vector(self.T[i], g0 if p < 0 else g[p])
+                g[i] = rotate_vector(self.T[i], g0 if p < 0 else g[p]) if self.with_gravity else [0.0] * 3
         return g
 
     def targets(self, k, g, negate=False):
@@ -495,6 +496,26 @@ def newton_euler(tree, vel, c, g, qdd=None, extra_force=None):
         if tree.parent[i] >= 0:
             f[tree.parent[i]] = vadd(f[tree.parent[i]], transform_force(tree.T[i], f[i]))
     return f, acc
+
+
+def inverse_dynamics(tree, v, a, extra_force=None):
+    """(τ as a list (nv), a'_i per body) for joint accelerations ``a`` (SX vector), v, a and τ in
+    the joints' own coordinates (a free joint's MuJoCo velocities converted at this boundary,
+    Tree.local_inputs), armature included: τ += armature · a; ``extra_force`` as newton_euler's."""
+    v, _ = tree.local_inputs(v)
+    vel, c, _ = tree.velocities(v)
+    f, acc = newton_euler(tree, vel, c, tree.gravity([]), qdd=tree.local_acceleration(a, v), extra_force=extra_force)
+    tau = []
+    for i in range(tree.n):
+        if tree.is_free(i):
+            n, fl = f[i][:3], f[i][3:]                       # [n'; f] about the slid origin
+            tau += list(fl) + vadd(n, cross_num(tree.T[i].o, fl))
+        else:
+            tau += tree.joint_force(i, f[i])
+    tau = tree.user_forces(tau)
+    for d in map(int, np.flatnonzero(tree.robot.armature)):
+        tau[d] = tau[d] + float(tree.robot.armature[d]) * a[d]
+    return tau, acc
 
 
 def soft_terms(tree, R, k):
