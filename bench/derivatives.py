@@ -20,7 +20,7 @@ Per scenario and algorithm (rnea: ∂τ/∂(q, v, a); aba: ∂v̇/∂(q, v, τ);
   Pinocchio / ours and instructions per ns.
 
 ``--compile-times`` (done-when 4: ≤ 60 s each on talos 2F) generates every derivative (jvp,
-vjp, jacobian with respect to all inputs) of each algorithm (default pv, aba, ltl, pv_soft,
+vjp, jacobian with respect to all inputs) of each algorithm (default pv, pv_early, aba, ltl, pv_soft,
 ltl_soft, rnea) from scratch into a temporary folder through ``cd.generate`` (trace, cse,
 count, C, gcc with cflags auto, manifest) and reports its instructions against the value's,
 the optimisation level and the CPU times (this process's for tracing and C, gcc's own from
@@ -221,7 +221,7 @@ def main(argv=None):
 
 
 # -- generation and gcc times ----------------------------------------------------------------------------
-COMPILE_ALGORITHMS = ["pv", "aba", "ltl", "pv_soft", "ltl_soft", "rnea"]
+COMPILE_ALGORITHMS = ["pv", "pv_early", "aba", "ltl", "pv_soft", "ltl_soft", "rnea"]
 
 
 def cpu():

@@ -258,7 +258,7 @@ def _dynamics():
                   vdot | lam | {"pivot": "smallest elimination pivot ‖k̃_i‖² relative to its value at a generic "
                                          "configuration (1): near 0 the fixed elimination order loses digits, 0 means "
                                          "a row was dropped (exact only for a redundant row); pv and ltl are exact there"},
-                  hard, kkt_solve=pv_early.kkt_solve),
+                  hard, derivative=pv_early.derivative, kkt_solve=pv_early.kkt_solve),
         Algorithm("pv_soft", pv_soft.pv_soft, "PV-soft: soft Gauss principle by ABA on augmented inertias, O(n + m)",
                   vdot | {"lam": "soft constraint forces λ = −R⁻¹ (J v̇ + J̇ v − k) (m): M v̇ + c = τ + Jᵀ λ"}, soft,
                   derivative=pv_soft.derivative),

@@ -115,7 +115,8 @@ def pin_case(name, scenario):
 
 
 @pytest.mark.parametrize("name,scenario,algorithm", [("go1", "4F3", "aba"), ("go1", "4F3", "rnea"), ("panda", "EE6", "aba"),
-                                                     ("panda", "EE6", "rnea"), ("go1", "4F3", "pv"), ("go1", "4F3", "ltl")])
+                                                     ("panda", "EE6", "rnea"), ("go1", "4F3", "pv"), ("go1", "4F3", "pv_early"),
+                                                     ("go1", "4F3", "ltl")])
 def test_against_pinocchio(name, scenario, algorithm):
     """20 random (q, v, τ): rnea and aba against computeRNEADerivatives / computeABADerivatives
     (floating and fixed base), pv and ltl (3D feet) against computeConstraintDynamicsDerivatives

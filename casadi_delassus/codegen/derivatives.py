@@ -99,12 +99,14 @@ def _split(vector, shapes):
     return out
 
 
-def _ad_jacobian(t, wrt):
-    """{(output, input): block} by forward mode, the columns of every input in ``wrt`` at once."""
-    Y, X = t.stacked(wrt)
+def _ad_jacobian(t, wrt, outputs=None):
+    """{(output, input): block} by forward mode, the columns of every input in ``wrt`` at once,
+    of the ``outputs`` named (None: all)."""
+    outputs = {o: e for o, e in t.outputs.items() if outputs is None or o in outputs}
+    Y, X = t.stacked(wrt, outputs)
     J = ca.jtimes(Y, X, ca.diagcat(*[t.directions[w] for w in wrt]))
     blocks, r = {}, 0
-    for o, e in t.outputs.items():
+    for o, e in outputs.items():
         c = 0
         for w in wrt:
             blocks[o, w] = J[r:r + e.numel(), c:c + t.ncols(w)]
@@ -138,7 +140,12 @@ def _jacobian_blocks(t, method):
         raise DelassusError(f"the analytical derivatives do not take {unfit}: use method 'ad' or 'auto'")
     if method != "ad" and algo.derivative is not None and analytic_wrt and not unfit:
         vectors = {n: s for n, s in t.symbols.items() if n in VECTOR_INPUTS}
-        given = algo.derivative(t.robot, t.constraints, t.symbols["q"], t.K_bodies, analytic_wrt, **vectors)
+        try:
+            given = algo.derivative(t.robot, t.constraints, t.symbols["q"], t.K_bodies, analytic_wrt, **vectors)
+        except ConstraintError:     # pv_early's redundant rows: a singular KKT matrix, forward mode below
+            if method == "analytic":
+                raise
+            given = {}
         for o, e in t.outputs.items():
             for w in analytic_wrt:
                 block = given.get(f"d{o}_d{w}")
@@ -149,10 +156,19 @@ def _jacobian_blocks(t, method):
                     blocks[o, w] = block
     elif method == "analytic" and algo.derivative is None:
         raise DelassusError(f"algorithm {algo.name!r} has no analytical derivatives: use method 'ad' or 'auto'")
+    analytic = set(blocks)
     missing = [w for w in t.wrt if any((o, w) not in blocks for o in t.outputs)]
     if missing:
-        blocks.update({k: v for k, v in _ad_jacobian(t, missing).items() if k not in blocks})
-    return blocks, {w: "ad" if w in missing else "analytic" for w in t.wrt}
+        left = [o for o in t.outputs if any((o, w) not in blocks for w in missing)]
+        blocks.update({k: v for k, v in _ad_jacobian(t, missing, left).items() if k not in blocks})
+    return blocks, {w: _used(t.outputs, w, analytic) for w in t.wrt}
+
+
+def _used(outputs, w, analytic):
+    """How the blocks of input ``w`` were made: "analytic", "ad", or "analytic (ad: <outputs>)"
+    (pv_early's pivot has no analytical block)."""
+    ad = [o for o in outputs if (o, w) not in analytic]
+    return "analytic" if not ad else "ad" if len(ad) == len(outputs) else f"analytic (ad: {', '.join(ad)})"
 
 
 class _Traced:
@@ -177,9 +193,10 @@ class _Traced:
     def meaning(self, o):
         return self.algo.outputs.get(o, o)
 
-    def stacked(self, wrt):
-        """(every output's entries as one column, the entries of the inputs ``wrt`` as one)."""
-        return (ca.vertcat(*[ca.vec(ca.densify(e)) for e in self.outputs.values()]),
+    def stacked(self, wrt, outputs=None):
+        """(the entries of ``outputs`` ({name: SX}; default every output) as one column, the
+        entries of the inputs ``wrt`` as one)."""
+        return (ca.vertcat(*[ca.vec(ca.densify(e)) for e in (outputs or self.outputs).values()]),
                 ca.vertcat(*[ca.vec(self.symbols[w]) for w in wrt]))
 
 

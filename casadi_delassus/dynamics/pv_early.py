@@ -50,6 +50,7 @@ import casadi as ca
 
 from ..symbolic.scalar import column, neg
 from ..sweeps.tree import Probe, Tree, check_regular
+from ..sweeps.dynamics_derivatives import hard_derivative
 from .pv import is_numeric, never_vanishing, solve
 
 
@@ -96,6 +97,15 @@ def kkt_solve(robot, constraints, q, K_bodies, b_tau, b_k):
             column([neg(x) for x in tree.multipliers(lam)]))
 
 
+def derivative(robot, constraints, q, K_bodies, wrt, v, tau, k):
+    """∂(v̇, λ)/∂(q, v, τ, k) through the KKT system at pv_early's solution (the analytical
+    blocks pv's are, sweeps/dynamics_derivatives.hard_derivative), after ``kkt_solve``'s check
+    (on a zero right-hand side, which traces to nothing): redundant rows raise its
+    ConstraintError, and codegen/derivatives.py differentiates pv_early by AD instead."""
+    kkt_solve(robot, constraints, q, K_bodies, [0.0] * robot.nv, [0.0] * constraints.m)
+    return _through_kkt(robot, constraints, q, K_bodies, wrt, v, tau, k)
+
+
 def pivot_ratio(elim, probe):
     """min over the eliminations whose pivot is not constant of ‖k̃‖² / (its value at the probe):
     1 at a generic configuration, 0 where a row was dropped (Σ⁻¹ = 0), small where the fixed
@@ -107,3 +117,4 @@ def pivot_ratio(elim, probe):
     return ratio if isinstance(ratio, ca.SX) else ca.SX(ratio)
 
 
+_through_kkt = hard_derivative("pv_early", pv_early)
