@@ -37,6 +37,18 @@ CASES = ["go1/4F3", "talos/2F", "ladder:rungs=4/default", "cassie/loops"]
 PINOCCHIO_CASES = ["go1/4F3", "talos/2F", "panda/EE6"]
 
 
+CANCELS = 1e-2     # an inner product this much smaller than ‖ẏ‖‖ȳ‖ has lost that many digits to cancellation
+
+
+def cancels_within_rounding(product):
+    """Whether one point's (a, b, ‖ẏ‖‖ȳ‖) passes the dot test: |a − b| ≤ DOT_TOL max(|a|, |b|), or,
+    where a and b are sums whose terms cancel (max(|a|, |b|) < CANCELS ‖ẏ‖‖ȳ‖), |a − b| ≤ DOT_TOL ‖ẏ‖‖ȳ‖:
+    rounding in the terms, not a disagreement of the JVP and the VJP."""
+    a, b, scale = product
+    big = max(abs(a), abs(b))
+    return abs(a - b) <= DOT_TOL * big or big < CANCELS * scale and abs(a - b) <= DOT_TOL * scale
+
+
 def worst(results):
     name = max(results, key=lambda k: results[k].error)
     return name, results[name].error
@@ -66,20 +78,23 @@ def main():
                 print(f"{spec} {algo}: refused ({exc})", flush=True)
                 continue
             modes = ["jvp", "vjp"] + ([] if algo in delassus_algorithms() else ["jacobian"])
-            made = {m: Checkable(*[trace_derivative(robot, cs, algo, m)[k] for k in (0, 1, 3)]) for m in modes}
+            made = {m: Checkable.traced(trace_derivative(robot, cs, algo, m)) for m in modes}
             skipped = []
             results = dict(zip(modes, compare_derivatives([made[m] for m in modes], value, robot, cs, args.samples,
                                                           skipped=skipped)))
-            dot, dot_rounding = dot_errors(dot_products(made["jvp"], made["vjp"], robot, cs, args.samples, value=value))
+            products = dot_products(made["jvp"], made["vjp"], robot, cs, args.samples, value=value)
+            dot, dot_rounding = dot_errors(products)
             base = count_ops(value)["instructions"]
             ratios = {m: round(count_ops(made[m].function)["instructions"] / base, 2) for m in modes}
             errs = {m: worst(results[m]) for m in modes}
-            ok = all(e <= FD_TOL for _, e in errs.values()) and dot <= DOT_TOL
-            if not ok:
+            fd_ok = all(e <= FD_TOL for _, e in errs.values())
+            result = ("ok" if dot <= DOT_TOL else "ok*" if all(map(cancels_within_rounding, products)) else "FAIL") \
+                if fd_ok else "FAIL"
+            if result == "FAIL":
                 failures.append(f"{spec} {algo}")
             rows.append([spec, algo, base, ratios["jvp"], ratios["vjp"], ratios.get("jacobian", "—"),
                          *(f"{errs[m][1]:.1e} ({errs[m][0]})" if m in errs else "—" for m in ("jvp", "vjp", "jacobian")),
-                         f"{dot:.1e}", f"{dot_rounding:.1e}", len(skipped), "ok" if ok else "FAIL", round(time.perf_counter() - t0, 1)])
+                         f"{dot:.1e}", f"{dot_rounding:.1e}", len(skipped), result, round(time.perf_counter() - t0, 1)])
             print(rows[-1], flush=True)
     write("derivative_accuracy", rows,
           ["case", "algorithm", "value instructions", "jvp ×", "vjp ×", "jacobian ×",
@@ -87,8 +102,9 @@ def main():
            f"points redrawn (conditioning < {PIVOT_MIN:g})",
            "result", "s"],
           f"Derivatives against finite differences on the manifold (≤ {FD_TOL:g}) and the dot-product test "
-          f"(|a − b| / max(|a|, |b|) ≤ {DOT_TOL:g}; |a − b| / ‖ẏ‖‖ȳ‖ reported beside it, where the inner product "
-          f"cancels), {args.samples} random points each")
+          f"(|a − b| / max(|a|, |b|) ≤ {DOT_TOL:g}; |a − b| / ‖ẏ‖‖ȳ‖ reported beside it), {args.samples} random points "
+          f"each.  ok*: every point within {DOT_TOL:g} on the first measure or, where the inner product cancels "
+          f"(max(|a|, |b|) < {CANCELS:g} ‖ẏ‖‖ȳ‖), on the second")
     print("failures:", failures or "none")
 
 

@@ -127,6 +127,11 @@ class Checkable:
     def compiled(cls, f):
         return cls(f, f.inputs, f.manifest["derivative"])
 
+    @classmethod
+    def traced(cls, traced):
+        """From codegen/derivatives.trace_derivative's (function, inputs, outputs, record)."""
+        return cls(traced[0], traced[1], traced[3])
+
     def point(self, robot, constraints, rng):
         """Random values of the value function's inputs (check.random_inputs: a valid q, K,
         normal vectors, positive R)."""
