@@ -208,8 +208,8 @@ class _Implicit:
         ẏ = KKT⁻¹ (−∂r/∂x ẋ),     x̄ = −(∂r/∂x)ᵀ w,  w = KKT⁻ᵀ ȳ = [w₁; −w₂'],  [w₁; w₂'] = KKT⁻¹ [v̇̄; −λ̄]
 
     (KKTᵀ = diag(1, −1) KKT diag(1, −1)).  ∂r/∂x is CasADi's forward or reverse mode through
-    the RNEA and the constraint rows with y held fixed, the solves are the algorithm's own
-    sweeps without velocity and gravity terms; every other output (pv_early's pivot) is
+    the RNEA and the constraint rows with y held fixed, the solves the algorithm's kkt_solve
+    (traced once on symbols b and substituted); every other output (pv_early's pivot) is
     differentiated by AD as usual."""
 
     def __init__(self, t):
@@ -234,7 +234,8 @@ class _Implicit:
         return x[:self.nv], x[self.nv:]
 
     def jvp(self, X, V):
-        """{output: its directional derivative along V (stored coordinates of X)}."""
+        """Each output's directional derivative along V (stored coordinates of X), a column
+        each, in the outputs' order."""
         rdot = self._at_solution(ca.jtimes(self.r, X, V))
         vdot, lam = self._solve(-rdot[:self.nv], -rdot[self.nv:])
         out = {"vdot": vdot, "lam": lam}

@@ -43,6 +43,11 @@ stretched knee under a welded foot (q = 0 on talos, go1) drops the leg's last ro
 hard problem is well-posed there, pv and ltl are exact; a robust pv_early needs a run-time
 pivot choice (a row carried to the parent when k̃ is small), which would take its count past
 0.8x the papers' (README "Design choices, measured").
+
+Derivatives do not go through that order: the Jacobian is pv's analytical blocks at pv_early's
+solution (``derivative``), and JVPs and VJPs take the implicit-function theorem with
+``kkt_solve`` (codegen/derivatives.py); only ``pivot`` and redundant rows are differentiated
+through the sweeps by AD.
 """
 from __future__ import annotations
 
@@ -66,17 +71,6 @@ def pv_early(robot, constraints, q, K_bodies, v, tau, k):
     qdd, lam, _, elim = solve(tree, v, tau, k, probe, every_joint)
     return {"vdot": column(tree.user_vdot([x for qi in qdd for x in qi], v)), "lam": column([neg(x) for x in lam]),
             "pivot": pivot_ratio(elim, probe)}
-
-
-def kkt_solve(robot, constraints, q, K_bodies, b_tau, b_k):
-    """(v̇, λ) = KKT⁻¹ [b_τ; b_k] for the KKT matrix [[M, −Jᵀ], [J, 0]] at q: pv_early's own
-    sweeps with no velocity and no gravity, which is what its JVPs and VJPs solve with
-    (codegen/derivatives.py, the implicit-function theorem).  The q-dependent sweeps are the
-    value's, shared by common-subexpression elimination."""
-    tree = Tree(robot, constraints, q, K_bodies, gravity=False)
-    zero = [0.0] * robot.nv
-    qdd, lam, _, _ = solve(tree, zero, b_tau, b_k, Probe(robot, q, K_bodies), every_joint)
-    return column(tree.user_vdot([x for qi in qdd for x in qi], zero)), column([neg(x) for x in lam])
 
 
 def kkt_solve(robot, constraints, q, K_bodies, b_tau, b_k):
