@@ -5,10 +5,14 @@ loops, wherever the algorithm accepts the scenario.
 
     python bench/derivative_accuracy.py [--samples 20] [--case go1/4F3 ...] [-a ALGO ...]
     python bench/derivative_accuracy.py --pinocchio [--case go1/4F3 ...]      # done-when 2
+    python bench/derivative_accuracy.py --dot-study 300 --case ladder:rungs=4/default -a pv_early
 
-The second form compares the Jacobians of rnea, aba, pv and ltl with Pinocchio's analytical
-derivatives instead (verify/derivative_oracle.py; default cases go1 4F3, talos 2F, panda EE6:
-3D and 6D contacts, floating and fixed base) and writes bench/results/derivative_pinocchio.md.
+The second form compares the Jacobians of rnea, aba, pv, pv_early and ltl with Pinocchio's
+analytical derivatives instead (verify/derivative_oracle.py; default cases go1 4F3, talos 2F,
+panda EE6: 3D and 6D contacts, floating and fixed base) and writes
+bench/results/derivative_pinocchio.md.  The third runs the dot-product test alone over many
+points, the default derivatives beside CasADi's AD where they differ (pv_early), and writes
+bench/results/derivative_dot_study.md.
 
 The functions are traced and evaluated by CasADi (the expressions the generated C computes,
 without compiling hundreds of functions); tests/test_derivatives.py compiles some and checks
@@ -60,7 +64,11 @@ def main():
     p.add_argument("--case", action="append", dest="cases")
     p.add_argument("-a", "--algorithm", action="append", dest="algorithms")
     p.add_argument("--pinocchio", action="store_true", help="Jacobians against Pinocchio's derivatives instead")
+    p.add_argument("--dot-study", type=int, metavar="N",
+                   help="the dot-product test alone over N points (seed 1), method auto beside method ad where they differ")
     args = p.parse_args()
+    if args.dot_study:
+        return dot_study(args.cases or CASES, args.algorithms or list(ALGORITHMS), args.dot_study)
     if args.pinocchio:
         return against_pinocchio(args.cases or PINOCCHIO_CASES, args.algorithms or list(ORACLE_WRT), args.samples)
     rows, failures = [], []
@@ -106,6 +114,36 @@ def main():
           f"each.  ok*: every point within {DOT_TOL:g} on the first measure or, where the inner product cancels "
           f"(max(|a|, |b|) < {CANCELS:g} ‖ẏ‖‖ȳ‖), on the second")
     print("failures:", failures or "none")
+
+
+def dot_study(cases, algorithms, samples):
+    """How many of ``samples`` points (seed 1, the value's conditioning rule) exceed DOT_TOL on the
+    relative measure, with both measures' worst, for the default derivatives ("auto") and, where
+    they differ from it, CasADi's AD through the algorithm ("ad": pv_early's implicit-function
+    JVP/VJP against AD through its elimination order)."""
+    rows = []
+    for spec in cases:
+        name, scenario = spec.rsplit("/", 1)
+        robot = load_robot(name)
+        cs, _ = constraint_set(robot, scenario)
+        for algo in algorithms:
+            if not ALGORITHMS[algo].accepts(cs):
+                continue
+            value = trace(robot, cs, algo)[0]
+            for method in ("auto", "ad"):
+                if method == "ad" and rows[-1][2] == "ad":
+                    continue                                # auto was AD already
+                pair = [Checkable.traced(trace_derivative(robot, cs, algo, m, method=method)) for m in ("jvp", "vjp")]
+                products = dot_products(*pair, robot, cs, samples, seed=1, value=value)
+                above = sum(abs(a - b) > DOT_TOL * max(abs(a), abs(b)) for a, b, _ in products)
+                rel, rounding = dot_errors(products)
+                used = ",".join(sorted(set(pair[0].record["method"].values())))
+                rows.append([spec, algo, used, above, f"{rel:.1e}", f"{rounding:.1e}"])
+                print(rows[-1], flush=True)
+    write("derivative_dot_study", rows, ["case", "algorithm", "method", f"points above {DOT_TOL:g} (relative)",
+                                         "worst |a − b| / max(|a|, |b|)", "worst |a − b| / ‖ẏ‖‖ȳ‖"],
+          f"The dot-product test alone over {samples} random points (seed 1; pv_early's and pv_osim_fast's "
+          f"ill-conditioned points redrawn)")
 
 
 def against_pinocchio(cases, algorithms, samples):
