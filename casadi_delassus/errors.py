@@ -19,6 +19,17 @@ class InputError(DelassusError):
     """Wrong shape or value passed to a generated function."""
 
 
+class BatchInputError(InputError):
+    """The single call's InputError (``reason``) for instance ``instance`` of a batch."""
+
+    def __init__(self, instance, reason):
+        super().__init__(f"instance {instance} of the batch: {reason}")
+        self.instance, self.reason = instance, reason
+
+    def __reduce__(self):
+        return type(self), (self.instance, self.reason)
+
+
 class CompilerError(DelassusError):
     """No working C compiler, or the generated code failed to compile."""
 

@@ -28,8 +28,7 @@ from conftest import case
 @functools.lru_cache(maxsize=None)
 def traced(case_name, algorithm, mode, wrt=None):
     robot, cs = case(case_name)
-    f, inputs, _, record = trace_derivative(robot, cs, algorithm, mode, wrt)
-    return Checkable(f, inputs, record)
+    return Checkable.traced(trace_derivative(robot, cs, algorithm, mode, wrt))
 
 
 @functools.lru_cache(maxsize=None)

@@ -38,7 +38,7 @@ from pathlib import Path
 
 import numpy as np
 
-from ..errors import CompilerError, DelassusError, InputError
+from ..errors import BatchInputError, CompilerError, DelassusError, InputError
 from .escape import Safe, c_comment, c_ident
 from ..model.robot import unit_blocks
 from .inputs import UNIT_TOL, as_input, out_array
@@ -462,8 +462,8 @@ class BatchFunction:
             for spec, a in zip(self.inputs, ins):
                 as_input(spec, a[i], self.manifest)
         except InputError as exc:
-            raise InputError(f"instance {i} of the batch: {exc}") from None
-        raise InputError(f"instance {i} of the batch: an input the single call refuses")
+            raise BatchInputError(i, str(exc)) from None
+        raise BatchInputError(i, "an input the single call refuses")
 
 
 def _first_value(f, first, inputs):

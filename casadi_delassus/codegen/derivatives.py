@@ -196,7 +196,8 @@ class _Traced:
     def stacked(self, wrt, outputs=None):
         """(the entries of ``outputs`` ({name: SX}; default every output) as one column, the
         entries of the inputs ``wrt`` as one)."""
-        return (ca.vertcat(*[ca.vec(ca.densify(e)) for e in (outputs or self.outputs).values()]),
+        outputs = self.outputs if outputs is None else outputs
+        return (ca.vertcat(*[ca.vec(ca.densify(e)) for e in outputs.values()]),
                 ca.vertcat(*[ca.vec(self.symbols[w]) for w in wrt]))
 
 
@@ -223,7 +224,8 @@ class _Implicit:
         k = s["k"] - world_row_drift(t.robot, t.constraints, s["q"], s["v"]) if t.constraints.world else s["k"]
         tree = Tree(t.robot, t.constraints, s["q"], t.K_bodies)
         self.r = kkt_residual(tree, s["v"], s["tau"], k, *self.y)
-        self.others = [n for n in o if n not in ("vdot", "lam")]
+        self.others = {n: e for n, e in o.items() if n not in ("vdot", "lam")}
+        self.rest = t.stacked((), self.others)[0]          # their entries, one column, for AD
 
     def _at_solution(self, e):
         return ca.substitute(e, ca.vertcat(*self.y), ca.vertcat(self.t.outputs["vdot"], self.t.outputs["lam"]))
@@ -240,9 +242,7 @@ class _Implicit:
         vdot, lam = self._solve(-rdot[:self.nv], -rdot[self.nv:])
         out = {"vdot": vdot, "lam": lam}
         if self.others:
-            Y = ca.vertcat(*[ca.vec(ca.densify(self.t.outputs[n])) for n in self.others])
-            rest = _split(ca.jtimes(Y, X, V), [(self.t.outputs[n].numel(), 1) for n in self.others])
-            out.update(zip(self.others, rest))
+            out.update(zip(self.others, _split(ca.jtimes(self.rest, X, V), [(e.numel(), 1) for e in self.others.values()])))
         return [ca.vec(out[n]) for n in self.t.outputs]
 
     def vjp(self, X, bars):
@@ -250,8 +250,7 @@ class _Implicit:
         w1, w2 = self._solve(ca.vec(bars["vdot"]), -ca.vec(bars["lam"]))
         xbar = -self._at_solution(ca.jtimes(self.r, X, ca.vertcat(w1, -w2), True))
         if self.others:
-            Y = ca.vertcat(*[ca.vec(ca.densify(self.t.outputs[n])) for n in self.others])
-            xbar = xbar + ca.jtimes(Y, X, ca.vertcat(*[ca.vec(bars[n]) for n in self.others]), True)
+            xbar = xbar + ca.jtimes(self.rest, X, ca.vertcat(*[ca.vec(bars[n]) for n in self.others]), True)
         return xbar
 
 

@@ -16,14 +16,13 @@ from __future__ import annotations
 
 import json
 import os
-import re
 import tempfile
 import threading
 from pathlib import Path
 
 import numpy as np
 
-from ..errors import DelassusError, InputError
+from ..errors import BatchInputError, DelassusError, InputError
 
 _loaded = {}
 _lock = threading.Lock()
@@ -98,10 +97,9 @@ class BlockEvaluator:
         f = worker_function(self.manifest_path, self.manifest)
         try:
             return f.outputs(np.asarray(block), threads=self.threads, **self.inputs)[self.output]
-        except InputError as exc:          # the batch names an instance of the block: name the row of Q
+        except BatchInputError as exc:     # the batch names an instance of the block: name the row of Q
             start = block_info[0]["array-location"][0][0] if block_info else 0
-            m = re.match(r"instance (\d+) of the batch: (.*)", str(exc))
-            raise (InputError(f"row {start + int(m[1])} of Q: {m[2]}") if m else exc) from None
+            raise InputError(f"row {start + exc.instance} of Q: {exc.reason}") from None
 
 
 def map_blocks(f, Q, output=None, threads=1, **inputs):

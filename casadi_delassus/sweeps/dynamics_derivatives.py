@@ -239,14 +239,8 @@ def kkt_residual(tree, v, tau, k, vdot, lam):
     the solution, ∂r/∂(v̇, λ) = [[M, −Jᵀ], [J, 0]] is the KKT matrix, so dy = −KKT⁻¹ ∂r/∂x dx.
     The rows are the tree's own K_i on the links' spatial accelerations a_i = a'_i + a_grav,i
     (RNEA's a'_i, gravity as the world's acceleration); λ enters as the forces −K_iᵀ λ_i."""
-    def forces(acc):
-        out = {}
-        for i, own in enumerate(tree.own):
-            for rows, K in own:
-                f = [neg(dot([K[r, c] for r in range(len(rows))], [lam[x] for x in rows])) for c in range(6)]
-                out[i] = vadd(out[i], f) if i in out else f
-        return out
-    joint, acc = inverse_dynamics(tree, v, vdot, forces)
+    pushed = {i: [neg(x) for x in f] for i, f in external_forces(tree, tree.rows(), lam).items()}
+    joint, acc = inverse_dynamics(tree, v, vdot, lambda acc: pushed)
     g = tree.gravity()
     gamma = [None] * tree.cs.m
     for i, own in enumerate(tree.own):
