@@ -421,16 +421,24 @@ def test_batch_bench_reports_every_contender_it_can_measure(go1, monkeypatch):
     monkeypatch.setitem(sys.modules, "casadi_delassus.timing.mujoco_harness", None)
     res = batch_bench.run(go1.robot, "4F3", "pv_osimr", reps=2, n_c=16, n_py=16, all_cpus={max(os.sched_getaffinity(0))},
                           python_calls=200, generate={"out_dir": go1.manifest_path.parents[2]})
-    assert set(res["timings"]) == {batch_bench.SINGLE, "batch, 1 core (C)", "batch, 1 core (Python f(Q))",
+    assert set(res["timings"]) == {batch_bench.SINGLE, batch_bench.BATCH_ONE, batch_bench.NO_OUTPUTS, "batch, 1 core (Python f(Q))",
                                    "batch, 1 cores (C)", "batch, 1 cores (Python f(Q))"}
     assert all(len(t.ns) == 2 * (batch_bench.BATCH_CALLS if k.startswith("batch") else 1) and min(t.ns) > 0
                for k, t in res["timings"].items())
     assert any("Pinocchio not measured: not here" in n for n in res["notes"])
     assert any(n.startswith("MuJoCo not measured") for n in res["notes"])
     assert any(n.startswith("Python single call (door.c)") for n in res["notes"])
+    # the no-output contender passes NULL outputs: the harness prints no sample of them
+    assert res["timings"][batch_bench.NO_OUTPUTS].output is None and res["timings"][batch_bench.BATCH_ONE].output is not None
     peaks = {"scalar_add_mul_ops_per_ns": {"best": 12.0}, "avx2_fma_flop_per_ns": {"best": 50.0}}
     text = batch_bench.markdown([res], peaks, "casadi-delassus bench go1 -s 4F3 --batch 16", 2)
     assert "| single call (C loop) | " in text and "## go1/4F3 (pv_osimr" in text
+    assert "- Where the batch's time goes" in text and "sin/cos of the 12 angles" not in text   # no libmvec peak given
+    peaks["libmvec_sin_cos_angles_per_ns"] = {"best": 0.5, "median": 0.5, "ns_best": 2.0, "ns_median": 2.0}
+    lanes = res["manifest"]["batch"]["lanes"]
+    if res["manifest"]["batch"]["sincos"] == "libmvec":     # 12 angles x lanes x 2 ns
+        assert (f"sin/cos of the 12 angles take about {24 * lanes} ns in the {lanes}-lane call"
+                in batch_bench.markdown([res], peaks, "", 2))
 
 
 def test_big_functions_batch_as_a_loop_over_the_scalar_code():

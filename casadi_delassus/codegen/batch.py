@@ -351,26 +351,10 @@ _sched_getcpu = _libc_sched_getcpu()
 
 
 def _bind(cpu):
-    """The calling thread bound to ``cpu``; its former CPU set, or None where it stays unbound
-    (no affinity calls, macOS; not allowed, a sandbox; a CPU taken away)."""
-    try:
-        saved = os.sched_getaffinity(0)
+    """The calling thread bound to ``cpu``, where that is possible (not on macOS, in a sandbox
+    that forbids it, or for a CPU taken away: the thread then stays unbound)."""
+    with contextlib.suppress(AttributeError, OSError):
         os.sched_setaffinity(0, {cpu})
-    except (AttributeError, OSError):
-        return None
-    return saved
-
-
-@contextlib.contextmanager
-def _bound_to(cpu):
-    """The calling thread kept on ``cpu`` meanwhile (its own CPU set restored after): unbound, it
-    was at times moved onto the worker's CPU and the two took turns for milliseconds."""
-    saved = _bind(cpu)
-    try:
-        yield
-    finally:
-        if saved is not None:
-            os.sched_setaffinity(0, saved)
 
 
 def share_out(fn, shares):
@@ -379,7 +363,10 @@ def share_out(fn, shares):
     CPU, a worker thread bound to each other CPU the rest.  Left alone, the kernel's wake-up
     placement often put a just-woken worker on the CPU of the thread that woke it and moved
     it only at the next load balance, milliseconds later: the two threads of a 2-core batch
-    then ran one after the other (bench/batch.py measured no gain from the second core)."""
+    then ran one after the other (bench/batch.py measured no gain from the second core).
+    The caller itself is left unbound: with every other CPU held by a bound worker the kernel
+    has no reason to move it, and binding and unbinding it on every call cost more than it
+    saved (README "Batches")."""
     cpus = _allowed_cpus()
     if len(cpus) == 1 or len(shares) == 1:
         return [fn(*s) for s in shares]
@@ -392,8 +379,7 @@ def share_out(fn, shares):
         boxes.append(queue.SimpleQueue())
         _worker(cpu).jobs.put((fn, shares[j::width], boxes[-1]))
     out = [None] * len(shares)
-    with _bound_to(here):
-        out[::width] = [fn(*s) for s in shares[::width]]
+    out[::width] = [fn(*s) for s in shares[::width]]
     for j, box in enumerate(boxes, 1):
         results, exc = box.get()
         if exc is not None:

@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import contextlib
 import os
+import re
 import statistics
 import time
 
@@ -34,6 +35,9 @@ from .results import machine
 from .stats import Timing
 
 SINGLE = "single call (C loop)"
+BATCH_ONE = "batch, 1 core (C)"
+# the same call with NULL outputs: the price of moving results out of the lanes, by difference
+NO_OUTPUTS = "batch, 1 core, outputs not written (C)"
 BATCH_CALLS = 10
 HEADERS = ["contender", "configs/µs (median)", "min–max", "× single call", "× single call (best vs best)",
            "SX instr/ns per core", "of scalar peak", "flops of AVX2 FMA peak"]
@@ -121,7 +125,8 @@ def _contenders(f, sets, qs, Q, n_c, threads, mujoco_calls, progress):
     # the batch contenders time BATCH_CALLS single calls of the whole batch per repetition after
     # one untimed call, C and Python alike: the C time includes waking its threads, as f(Q)'s
     one = {SINGLE: CHarness(f, sets, label="single"),
-           "batch, 1 core (C)": BatchHarness(f, sets, n=n_c, calls=1, threads=1),
+           BATCH_ONE: BatchHarness(f, sets, n=n_c, calls=1, threads=1),
+           NO_OUTPUTS: BatchHarness(f, sets, n=n_c, calls=1, threads=1, outputs=False, label="no outputs"),
            "batch, 1 core (Python f(Q))": PythonBatch(f, Q, 1, "python x1")}
     many = {f"batch, {threads} cores (C)": BatchHarness(f, sets, n=n_c, calls=1, threads=threads),
             f"batch, {threads} cores (Python f(Q))": PythonBatch(f, Q, threads, f"python x{threads}")}
@@ -198,6 +203,34 @@ def run(robot, constraints=None, algorithm="auto", reps=7, n_c=10_000, n_py=10_0
             "python": {"f(q)": fresh, "f(q, out=D)": given, "C": c_ns}}
 
 
+def where_the_time_goes(res, peaks):
+    """The batch on one core taken apart: the no-output contender prices moving the results
+    out of the vector lanes; libmvec's sin + cos per angle (peak.py, same run) prices the
+    sin/cos, which the batch computes for every lane and the single call packs 4 angles to a
+    vector; what remains is the arithmetic of one vector-kernel call (``lanes``
+    configurations) against one single call.  The batch is ``lanes`` times the single call
+    only where a whole lane-call costs what one single call does."""
+    t, m = res["timings"], res["manifest"]
+    lanes, angles = m["batch"]["lanes"], m["sincos"]["angles"]
+    single, batch, bare = (t[k].median for k in (SINGLE, BATCH_ONE, NO_OUTPUTS))
+    text = (f"Where the batch's time goes (1 core, medians): writing the results out of the {lanes} vector lanes into "
+            f"N × rows × cols memory costs {batch - bare:.0f} ns per configuration ({(batch - bare) / batch:.0%} of "
+            f"{batch:.0f}); without it the batch runs at {single / bare:.2f}× the single call. One {lanes}-lane call "
+            f"without outputs (inputs moved into the lanes and checked, sin/cos, arithmetic) takes {lanes * bare:.0f} ns, "
+            f"{lanes * bare / single:.2f}× one single call ({single:.0f} ns)")
+    per_angle = peaks.get("libmvec_sin_cos_angles_per_ns", {}).get("ns_median")
+    packed = re.fullmatch(r"libmvec, (\d+) lanes", m["sincos"]["route"])
+    if per_angle and angles and packed and m["batch"]["sincos"] == "libmvec":
+        mvec_lanes = int(packed[1])
+        lane_call, one_call = lanes * angles * per_angle, -(-angles // mvec_lanes) * mvec_lanes * per_angle
+        text += (f". Of those, sin/cos of the {angles} angles take about {lane_call:.0f} ns in the {lanes}-lane call "
+                 f"(every lane's) and {one_call:.0f} ns in the single call ({per_angle:.2f} ns per angle, libmvec, "
+                 f"peaks above); the rest, {lanes * bare - lane_call:.0f} against {single - one_call:.0f} ns "
+                 f"({(lanes * bare - lane_call) / (single - one_call):.2f}×), is the arithmetic with, in the {lanes}-lane "
+                 "call, the inputs' moves and checks and, in the single call, its output stores")
+    return text
+
+
 def rows(res, peaks):
     m, t = res["manifest"], res["timings"]
     ins, flops = m["op_count"]["instructions"], m["op_count"]["flops"]
@@ -236,7 +269,7 @@ def markdown(results, peaks, command, reps):
                f"single call's sin/cos: {m['sincos']['route']}; C batch n = {res['n_c']}, Python N = {res['n_py']})", "",
                "| " + " | ".join(HEADERS) + " |", "|" + " --- |" * len(HEADERS)]
         md += ["| " + " | ".join("" if v is None else str(v) for v in r) + " |" for r in rows(res, peaks)]
-        md += [""] + [f"- {n}" for n in res["notes"]] + [""]
+        md += [""] + [f"- {n}" for n in (*res["notes"], where_the_time_goes(res, peaks))] + [""]
     return "\n".join(md)
 
 

@@ -5,7 +5,9 @@ compiles it (it dlopen()s the function's .so, as c_harness.py's single-call harn
 n instances of each input (batch first, row-major per instance) and times repetitions in
 which ``threads`` pthreads, each bound to one of the CPUs the process may use, evaluate
 lane-aligned shares of the batch ``calls`` times; the result is nanoseconds per instance
-(wall clock), comparable with c_harness.py's per-call nanoseconds of the single call.
+(wall clock), comparable with c_harness.py's per-call nanoseconds of the single call.  With
+``outputs=False`` every output pointer is NULL: the batch computes but does not move its
+results out of the vector lanes, which prices that step by difference.
 """
 from __future__ import annotations
 
@@ -49,13 +51,13 @@ class BatchHarness:
     ``run(reps)`` as often as wanted (one process each: warm-up, then ``reps``)."""
 
     def __init__(self, f, sets=None, n=1024, calls=None, threads=1, samples=64, seed=0, warmup=None, cc=None,
-                 label=None):
+                 label=None, outputs=True):
         self.manifest, manifest_path = _manifest(f)
         self.so_path = manifest_path.with_suffix(".so").resolve()
         if sets is None:
             robot, cs = _robot_and_constraints(f, self.manifest)
             sets = random_samples(robot, cs, samples, seed)
-        self.n, self.threads = int(n), int(threads)
+        self.n, self.threads, self.outputs = int(n), int(threads), bool(outputs)
         # about 10,000 instances per thread and repetition unless told
         self.calls = int(calls) if calls else max(1, 10_000 * self.threads // self.n)
         self.warmup = max(1, self.calls // 5) if warmup is None else int(warmup)
@@ -76,7 +78,8 @@ class BatchHarness:
             raise CompilerError(f"compiling the batch timing harness failed: {proc.stderr.strip()[:400]}")
 
     def run(self, reps=DEFAULT_REPS):
-        out = run_harness([self.exe, self.so_path, self.data, self.n, self.calls, reps, self.warmup, self.threads],
+        out = run_harness([self.exe, self.so_path, self.data, self.n, self.calls, reps, self.warmup, self.threads,
+                           *([] if self.outputs else ["no-outputs"])],
                    f"timing {self.manifest['function']}_batch")
         ns, first = parse_timings(out)
         return Timing(self.label, f"C batch, {self.threads} thread(s), n = {self.n}", ns, self.calls, self.n, first)
