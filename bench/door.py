@@ -3,7 +3,10 @@ function, the C harness (timing.py's CHarness: a C loop over the .so) and, in th
 ``f(q)`` (a new array per call), ``f(q, out=D)`` and the ctypes path the door replaced
 (CASADI_DELASSUS_DOOR=ctypes), each the median of rounds of 10,000 calls cycling over the
 same 64 configurations; for a staged solver ``run("apply", lam=…)`` against the C harness of
-its apply stage.  Rounds are interleaved across contenders.
+its apply stage; and small batches, ``f(Q)`` for N = 16 and 256 (one share: straight from
+door.c to ``<fn>_batch``) and the same call through the Python batch path the door hands
+other batches to, against the C batch harness (batch_harness.py, one thread).  Rounds are
+interleaved across contenders.
 
     taskset -c 1 .venv/bin/python bench/door.py [--reps 9]
 
@@ -25,8 +28,10 @@ from common import RESULTS
 import casadi_delassus as cd
 from casadi_delassus.codegen import door
 from casadi_delassus.timing import CHarness, machine, random_samples
+from casadi_delassus.timing.batch_harness import BatchHarness
 
 FUNCTIONS = ["go1/4F3", "talos/2F", "talos/2F+2H", "g1/2F"]
+BATCHES = [("go1/4F3", 16), ("go1/4F3", 256), ("talos/2F", 16), ("talos/2F", 256)]
 STAGED = ("go2", "4F3", "damped_inverse_apply")
 
 
@@ -73,18 +78,35 @@ def staged_contenders():
     return apply, CHarness(apply, sets), {'run("apply", lam=…)': (lambda lam: F.run("apply", lam=lam), lams)}
 
 
+def batch_contenders(spec, n):
+    """(f, the C batch harness for n instances, {label: (call, [Q])}) for f(Q) of n configurations."""
+    robot, scenario = spec.split("/")
+    f = cd.generate(robot, scenario, "auto")
+    sets = random_samples(f.robot, f.constraints, 64, 0)
+    Qs = [np.resize(np.array([x["q"] for x in sets]), (n, f.robot.nq))]
+    python_path = lambda Q: f._evaluate((Q,), {}, None, None, True)      # noqa: E731 - what f(Q) did before
+    return f, BatchHarness(f, sets, n=n, calls=max(1, 10_000 // n), threads=1), {
+        f"f(Q), N = {n}": (f, Qs), f"Python batch path, N = {n} (before)": (python_path, Qs)}
+
+
 def main():
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--reps", type=int, default=9)
     args = ap.parse_args()
     cases = [(spec, *contenders(spec)) for spec in FUNCTIONS]
     cases.append(("/".join(STAGED) + " (apply stage)", *staged_contenders()))
+    batches = [(f"{spec} batch of {n}", n, *batch_contenders(spec, n)) for spec, n in BATCHES]
     ns = {(spec, k): [] for spec, _, _, calls in cases for k in ["C harness", *calls]}
+    ns |= {(spec, k): [] for spec, _, _, _, calls in batches for k in ["C harness", *calls]}
     for r in range(args.reps):
         for spec, f, h, calls in cases:
             ns[spec, "C harness"].append(h.run(1).ns[0])
             for k, (call, xs) in calls.items():
                 ns[spec, k].append(rounds(call, xs))
+        for spec, n, f, h, calls in batches:
+            ns[spec, "C harness"].append(h.run(1).ns[0] * n)
+            for k, (call, xs) in calls.items():
+                ns[spec, k].append(rounds(call, xs, per=max(100, 20_000 // n)))
         say(f"round {r + 1}/{args.reps}")
     lines = ["# The Python door: a single call's cost above the C time", "",
              f"Machine: {machine()}.",
@@ -93,6 +115,17 @@ def main():
              "overhead = Python median − C harness median.", "",
              "| function | instructions | C harness µs | contender | µs per call | overhead µs |", "| --- | --- | --- | --- | --- | --- |"]
     for spec, f, h, calls in cases:
+        c = statistics.median(ns[spec, "C harness"])
+        for k in calls:
+            v = ns[spec, k]
+            lines.append(f"| {spec} | {f.manifest['op_count']['instructions']:,} | {c / 1e3:.3f} | {k} | "
+                         f"{statistics.median(v) / 1e3:.3f} ({min(v) / 1e3:.2f}–{max(v) / 1e3:.2f}) | "
+                         f"{(statistics.median(v) - c) / 1e3:.3f} |")
+        h.close()
+    lines += ["", "Small batches: per call of f(Q), against the C batch harness's time for the same N (one thread).", "",
+              "| function | instructions | C batch µs per call | contender | µs per call | overhead µs |",
+              "| --- | --- | --- | --- | --- | --- |"]
+    for spec, n, f, h, calls in batches:
         c = statistics.median(ns[spec, "C harness"])
         for k in calls:
             v = ns[spec, k]

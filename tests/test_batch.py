@@ -237,6 +237,47 @@ def test_go1_streamed_outputs_at_every_alignment(go1):
     assert max(rel(want[i], go1(Q[i])) for i in range(64)) <= 1e-14
 
 
+def test_the_door_runs_one_share_batches_itself(go1, monkeypatch):
+    """f(Q) of a function of q alone goes straight from door.c to <fn>_batch when the batch is
+    one share (threads=1, or N up to what share_out would not split): the same bits as the
+    Python path, out= filled and returned, threads running it at once; a refused instance, a
+    split batch and inputs it does not take (float32, strided) reach the Python path."""
+    import threading
+    if go1.door != "door.c":
+        pytest.skip("no door here")
+    Q = configurations(go1.robot, 64, seed=11)
+    python = {n: batch.evaluate(go1, (Q[:n],), {}, only_first=True)["delassus"] for n in (1, 3, 4, 5, 64)}
+    single = go1._batch.per_instance
+    calls = []
+
+    def python_path(*args):
+        calls.append(args)
+        return type(go1)._evaluate(go1, *args)
+    monkeypatch.setattr(go1, "_evaluate", python_path)
+    for n, want in python.items():
+        got = go1(Q[:n])
+        assert got.shape == (n, 12, 12) and np.array_equal(got, want), n
+        out = np.full((n, 12, 12), np.nan)
+        assert go1(Q[:n], out=out, threads=1) is out and np.array_equal(out, want)
+    assert calls == []
+    results = [None] * 4
+    threads = [threading.Thread(target=lambda k=k: results.__setitem__(k, go1(Q))) for k in range(4)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    assert all(np.array_equal(r, python[64]) for r in results) and calls == []
+    big = np.resize(Q, ((2 * batch.MIN_SHARE_INSTRUCTIONS) // single + 1, Q.shape[1]))
+    go1(big)                                                   # more than one share: Python's threads
+    go1(Q.astype(np.float32))
+    assert np.array_equal(go1(np.asfortranarray(Q)), python[64])
+    assert len(calls) == 3
+    bad = Q[:8].copy()
+    bad[5, 3:7] *= 1.5
+    with pytest.raises(InputError, match="instance 5 of the batch: q\\[3:7\\], the quaternion"):
+        go1(bad)
+
+
 def test_shares_run_on_bound_workers_and_errors_reach_the_caller(monkeypatch):
     """batch.share_out: every share once, in order, whatever the number of shares and CPUs;
     the shares of other CPUs on worker threads bound to them; a worker's exception is raised

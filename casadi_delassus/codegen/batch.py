@@ -415,14 +415,14 @@ class BatchFunction:
         argtypes = [ctypes.c_longlong] + [ctypes.c_void_p] * (len(self.inputs) + len(self.outputs))
         self._fn = own_symbol(f._lib, f._mapped, entry, ctypes.c_int, argtypes, label=so_path)
         self.lanes = int(own_symbol(f._lib, f._mapped, entry + "_lanes", ctypes.c_int, [], label=so_path)())
+        self.per_instance = max(int(manifest.get("op_count", {}).get("instructions", 0)), 1)
         if self.lanes != info["lanes"]:
             raise DelassusError(f"{so_path.name} computes {self.lanes} lanes, its manifest says {info['lanes']}")
 
     def chunks(self, n, threads):
         """[(start, stop)] splitting n instances over at most ``threads`` threads at multiples of
         the lane count, each at least MIN_SHARE_INSTRUCTIONS of work."""
-        per_instance = max(int(self.manifest.get("op_count", {}).get("instructions", 0)), 1)
-        threads = max(1, min(threads, n * per_instance // MIN_SHARE_INSTRUCTIONS))
+        threads = max(1, min(threads, n * self.per_instance // MIN_SHARE_INSTRUCTIONS))
         groups = -(-n // self.lanes)
         per = -(-groups // threads) * self.lanes
         return [(s, min(s + per, n)) for s in range(0, n, per)] or [(0, 0)]
@@ -450,6 +450,16 @@ class BatchFunction:
         except InputError as exc:
             raise BatchInputError(i, str(exc)) from None
         raise BatchInputError(i, "an input the single call refuses")
+
+
+def door_binding(f):
+    """(address of ``<fn>_batch``, the largest N that ``chunks`` runs as one share) for the
+    door's own batch path (door.c, batch_call), for a function of q alone with a batched entry
+    point and at most 4 outputs; None otherwise (its batches all come here)."""
+    if [i["name"] for i in f.inputs] != ["q"] or not f.manifest.get("batch") or not 1 <= len(f.output_specs) <= 4:
+        return None
+    f._batch = BatchFunction(f)
+    return ctypes.cast(f._batch._fn, ctypes.c_void_p).value, (2 * MIN_SHARE_INSTRUCTIONS - 1) // f._batch.per_instance
 
 
 def _first_value(f, first, inputs):

@@ -14,6 +14,8 @@
  *   - ``out`` None, or a writeable float64 array of the output's shape, C- or
  *     Fortran-contiguous (a dict of such arrays by output name for _door_call's all outputs);
  *   - no threads= (a batch option).
+ * A batch of q (Q, N x nq) of a function of q alone that runs as one share goes straight to
+ * <fn>_batch (batch_call below); other batches go to _evaluate too.
  * _door_call(first, inputs, out, all) does the same for CompiledFunction.outputs and returns
  * NotImplemented where f(q) would hand on; _door_raw(values, out, all) takes the flat
  * column-major arrays inputs.as_input returns.  Being the instance's own type, the call costs
@@ -80,6 +82,8 @@ typedef struct {
   double unit_tol;
   Set* pool;
   int pooled;
+  void (*batch_fn)(void);       /* <fn>_batch, for functions of q alone (_door_bind_batch) */
+  Py_ssize_t batch_single;      /* batches up to this many instances run as one share */
 } Door;
 
 /* -- Sets ----------------------------------------------------------------------------------- */
@@ -435,6 +439,105 @@ static PyObject* door_call(Door* d, PyObject* const* args, Py_ssize_t nargs) {
 
 static PyObject *str_out, *str_threads, *str_evaluate;
 
+/* -- batches of q ---------------------------------------------------------------------------
+ * f(Q) for a function of q alone, Q an N x nq float64 C-contiguous array, when the batch runs
+ * as one share (threads=1, or N up to batch_single: what batch.share_out would not split):
+ * <fn>_batch straight from here, without the GIL, into a new N x (output shape) array or
+ * ``out`` (float64, C-contiguous, that shape).  Anything else, and an instance the batched C
+ * refuses, goes to the Python path (codegen/batch.py), which splits, converts or raises its
+ * one-line message: the same C function computes the same bits on both paths. */
+typedef int (*batch1)(long long, const double*, double*);
+typedef int (*batch2)(long long, const double*, double*, double*);
+typedef int (*batch3)(long long, const double*, double*, double*, double*);
+typedef int (*batch4)(long long, const double*, double*, double*, double*, double*);
+#define MAX_BATCH_OUTPUTS 4
+
+/* a C-contiguous float64 array whose data start at a multiple of 64 bytes, a view of a
+ * slightly larger one (batch.aligned_empty): the batched C streams large outputs with
+ * aligned vector stores */
+static PyArrayObject* aligned_new(int ndim, npy_intp* dims) {
+  npy_intp size = 1;
+  for (int k = 0; k < ndim; ++k) size *= dims[k];
+  npy_intp raw_size = size + 8;
+  PyArrayObject* raw = (PyArrayObject*)PyArray_SimpleNew(1, &raw_size, NPY_DOUBLE);
+  if (!raw) return NULL;
+  char* data = PyArray_BYTES(raw);
+  data += ((64 - (uintptr_t)data % 64) % 64);
+  PyArrayObject* a = (PyArrayObject*)PyArray_NewFromDescr(&PyArray_Type, PyArray_DescrFromType(NPY_DOUBLE), ndim, dims,
+                                                          NULL, data, NPY_ARRAY_CARRAY, NULL);
+  if (!a || PyArray_SetBaseObject(a, (PyObject*)raw) < 0) {     /* SetBaseObject steals raw, even on failure */
+    if (!a) Py_DECREF(raw);
+    Py_XDECREF(a);
+    return NULL;
+  }
+  return a;
+}
+
+static PyObject* batch_call(Door* d, PyObject* first, PyObject* out, PyObject* threads) {
+  const OutSpec* o = d->out;
+  if (threads != Py_None) {
+    int overflow = 0;
+    if (!PyLong_CheckExact(threads) || PyLong_AsLongAndOverflow(threads, &overflow) != 1 || overflow)
+      Py_RETURN_NOTIMPLEMENTED;
+  }
+  if (!PyArray_CheckExact(first)) Py_RETURN_NOTIMPLEMENTED;
+  PyArrayObject* x = (PyArrayObject*)first;
+  if (PyArray_TYPE(x) != NPY_DOUBLE || !PyArray_ISNOTSWAPPED(x) || !PyArray_ISCARRAY_RO(x) || PyArray_NDIM(x) != 2 ||
+      PyArray_DIMS(x)[1] != d->in[0].size || PyArray_DIMS(x)[0] < 1)
+    Py_RETURN_NOTIMPLEMENTED;
+  if (d->in[0].size == 1 && PyArray_DIMS(x)[0] == 1) Py_RETURN_NOTIMPLEMENTED;   /* a column q: one instance */
+  npy_intp n = PyArray_DIMS(x)[0], dims[3] = {n, o->dims[0], o->ndim > 1 ? o->dims[1] : 0};
+  if (threads == Py_None && n > d->batch_single) Py_RETURN_NOTIMPLEMENTED;
+  PyArrayObject* y;
+  if (out == Py_None) {
+    if (!(y = aligned_new(o->ndim + 1, dims))) return NULL;
+  } else {
+    if (!PyArray_Check(out)) Py_RETURN_NOTIMPLEMENTED;
+    y = (PyArrayObject*)out;
+    if (PyArray_TYPE(y) != NPY_DOUBLE || !PyArray_ISNOTSWAPPED(y) || !PyArray_ISCARRAY(y) ||
+        PyArray_NDIM(y) != o->ndim + 1)
+      Py_RETURN_NOTIMPLEMENTED;
+    for (int k = 0; k <= o->ndim; ++k)
+      if (PyArray_DIMS(y)[k] != dims[k]) Py_RETURN_NOTIMPLEMENTED;
+    Py_INCREF(y);
+  }
+  const double* xp = (const double*)PyArray_DATA(x);
+  double* yp = (double*)PyArray_DATA(y);
+  int rc = 1;
+  Py_BEGIN_ALLOW_THREADS
+  switch (d->n_out) {     /* outputs after the first are not written (NULL) */
+    case 1: rc = ((batch1)d->batch_fn)(n, xp, yp); break;
+    case 2: rc = ((batch2)d->batch_fn)(n, xp, yp, NULL); break;
+    case 3: rc = ((batch3)d->batch_fn)(n, xp, yp, NULL, NULL); break;
+    case 4: rc = ((batch4)d->batch_fn)(n, xp, yp, NULL, NULL, NULL); break;
+  }
+  Py_END_ALLOW_THREADS
+  if (rc != 0) {          /* refused or failed: the Python path says why */
+    Py_DECREF(y);
+    Py_RETURN_NOTIMPLEMENTED;
+  }
+  return (PyObject*)y;
+}
+
+/* _door_bind_batch(address, single): calls with a batch of q up to ``single`` instances go to
+ * the function at ``address`` (<fn>_batch, checked by the loader) */
+static PyObject* door_bind_batch(Door* d, PyObject* const* args, Py_ssize_t nargs) {
+  if (nargs != 2 || !PyLong_Check(args[0]) || !PyLong_Check(args[1])) {
+    PyErr_SetString(PyExc_TypeError, "_door_bind_batch(address: int, single: int)");
+    return NULL;
+  }
+  unsigned long long address = PyLong_AsUnsignedLongLong(args[0]);
+  Py_ssize_t single = PyLong_AsSsize_t(args[1]);
+  if (PyErr_Occurred()) return NULL;
+  if (!d->fn || d->n_in != 1 || d->in[0].vector == 0 || d->n_out > MAX_BATCH_OUTPUTS || !address || single < 0) {
+    PyErr_SetString(PyExc_ValueError, "_door_bind_batch: a bound door of one vector input, at most 4 outputs");
+    return NULL;
+  }
+  d->batch_fn = (void (*)(void))(uintptr_t)address;
+  d->batch_single = single;
+  Py_RETURN_NONE;
+}
+
 /* f(q, **inputs, out=None, threads=None): the first output.  What the door does not take
  * goes to the instance's _evaluate(first, inputs, threads, out, True) (codegen/loader.py). */
 static PyObject* door_tp_call(Door* d, PyObject* args, PyObject* kwargs) {
@@ -445,6 +548,12 @@ static PyObject* door_tp_call(Door* d, PyObject* args, PyObject* kwargs) {
     else if (PyErr_Occurred()) return NULL;
     if ((x = PyDict_GetItemWithError(kwargs, str_threads)) != NULL) { threads = x; skip++; }
     else if (PyErr_Occurred()) return NULL;
+  }
+  if (d->batch_fn && PyTuple_GET_SIZE(args) == 1 && (!kwargs || PyDict_GET_SIZE(kwargs) == skip) &&
+      PyArray_Check(PyTuple_GET_ITEM(args, 0)) && PyArray_NDIM((PyArrayObject*)PyTuple_GET_ITEM(args, 0)) == 2) {
+    PyObject* res = batch_call(d, PyTuple_GET_ITEM(args, 0), out, threads);
+    if (res != Py_NotImplemented) return res;
+    Py_DECREF(res);
   }
   if (threads == Py_None) {
     PyObject* res = evaluate_call(d, args, kwargs, skip, out, 0);
@@ -583,6 +692,7 @@ static void unbind(Door* d) {
   Py_CLEAR(d->error);
   Py_CLEAR(d->label);
   d->fn = NULL;
+  d->batch_fn = NULL;
 }
 
 static int door_init(Door* d, PyObject* args, PyObject* kwds) {
@@ -654,6 +764,8 @@ static PyGetSetDef door_getset[] = {
 static PyMethodDef door_methods[] = {
   {"_door_call", (PyCFunction)(void (*)(void))door_call, METH_FASTCALL,
    "_door_call(first, inputs, out, all): the outputs for inputs already as the C code reads them, else NotImplemented"},
+  {"_door_bind_batch", (PyCFunction)(void (*)(void))door_bind_batch, METH_FASTCALL,
+   "_door_bind_batch(address, single): batches of q up to single instances call <fn>_batch at address from here"},
   {"_door_raw", (PyCFunction)(void (*)(void))door_raw, METH_FASTCALL,
    "_door_raw(values, out, all): the outputs for inputs.as_input's arrays (every input, manifest order)"},
   {NULL, NULL, 0, NULL}};

@@ -195,6 +195,8 @@ class CompiledFunction(door.base()):
             binding = door.binding(self) if backend == "ctypes" else None
             if binding:
                 super().__init__(*binding)
+                if batch_binding := batch.door_binding(self):
+                    self._door_bind_batch(*batch_binding)
             if backend == "casadi":
                 self._fn = self.casadi_function()
         except DelassusError:
