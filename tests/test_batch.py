@@ -237,17 +237,21 @@ def test_go1_streamed_outputs_at_every_alignment(go1):
     assert max(rel(want[i], go1(Q[i])) for i in range(64)) <= 1e-14
 
 
-def test_the_door_runs_one_share_batches_itself(go1, monkeypatch):
-    """f(Q) of a function of q alone goes straight from door.c to <fn>_batch when the batch is
-    one share (threads=1, or N up to what share_out would not split): the same bits as the
-    Python path, out= filled and returned, threads running it at once; a refused instance, a
-    split batch and inputs it does not take (float32, strided) reach the Python path."""
+def test_the_door_runs_batches_itself(go1, monkeypatch):
+    """f(Q) of a function of q alone goes straight from door.c to <fn>_batch, split into the
+    shares the Python path makes (threads=None, 1, 2, 3): the same bits as the Python path,
+    out= filled and returned, threads calling it at once; a refused instance and inputs it
+    does not take (float32, Fortran order) reach the Python path."""
     import threading
     if go1.door != "door.c":
         pytest.skip("no door here")
     Q = configurations(go1.robot, 64, seed=11)
-    python = {n: batch.evaluate(go1, (Q[:n],), {}, only_first=True)["delassus"] for n in (1, 3, 4, 5, 64)}
-    single = go1._batch.per_instance
+    big = np.resize(Q, ((2 * batch.MIN_SHARE_INSTRUCTIONS) // go1._batch.per_instance + 7, Q.shape[1]))
+    assert len(go1._batch.chunks(len(big), 2)) == 2
+    python = {n: batch.evaluate(go1, (big[:n],), {}, threads=1, only_first=True)["delassus"]
+              for n in (1, 3, 4, 5, 64, len(big))}
+    # the Python path's own shares on its worker threads (what functions of several inputs take)
+    assert np.array_equal(batch.evaluate(go1, (big,), {}, threads=2, only_first=True)["delassus"], python[len(big)])
     calls = []
 
     def python_path(*args):
@@ -255,27 +259,28 @@ def test_the_door_runs_one_share_batches_itself(go1, monkeypatch):
         return type(go1)._evaluate(go1, *args)
     monkeypatch.setattr(go1, "_evaluate", python_path)
     for n, want in python.items():
-        got = go1(Q[:n])
-        assert got.shape == (n, 12, 12) and np.array_equal(got, want), n
-        out = np.full((n, 12, 12), np.nan)
-        assert go1(Q[:n], out=out, threads=1) is out and np.array_equal(out, want)
+        got = go1(big[:n])
+        assert got.shape == (n, 12, 12) and np.array_equal(got, want) and got.ctypes.data % 64 == 0, n
+        for threads in (1, 2, 3):
+            out = np.full((n, 12, 12), np.nan)
+            assert go1(big[:n], out=out, threads=threads) is out and np.array_equal(out, want), (n, threads)
     assert calls == []
     results = [None] * 4
-    threads = [threading.Thread(target=lambda k=k: results.__setitem__(k, go1(Q))) for k in range(4)]
-    for t in threads:
+    workers = [threading.Thread(target=lambda k=k: results.__setitem__(k, go1(big))) for k in range(4)]
+    for t in workers:
         t.start()
-    for t in threads:
+    for t in workers:
         t.join()
-    assert all(np.array_equal(r, python[64]) for r in results) and calls == []
-    big = np.resize(Q, ((2 * batch.MIN_SHARE_INSTRUCTIONS) // single + 1, Q.shape[1]))
-    go1(big)                                                   # more than one share: Python's threads
+    assert all(np.array_equal(r, python[len(big)]) for r in results) and calls == []
     go1(Q.astype(np.float32))
     assert np.array_equal(go1(np.asfortranarray(Q)), python[64])
-    assert len(calls) == 3
-    bad = Q[:8].copy()
-    bad[5, 3:7] *= 1.5
-    with pytest.raises(InputError, match="instance 5 of the batch: q\\[3:7\\], the quaternion"):
+    assert len(calls) == 2
+    bad = big.copy()
+    bad[len(big) - 3, 3:7] *= 1.5                               # in the second share
+    with pytest.raises(InputError, match=f"instance {len(big) - 3} of the batch: q\\[3:7\\], the quaternion"):
         go1(bad)
+    with pytest.raises(InputError, match="threads must be a positive integer"):
+        go1(Q, threads=0)
 
 
 def test_shares_run_on_bound_workers_and_errors_reach_the_caller(monkeypatch):

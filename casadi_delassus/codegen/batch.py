@@ -453,13 +453,14 @@ class BatchFunction:
 
 
 def door_binding(f):
-    """(address of ``<fn>_batch``, the largest N that ``chunks`` runs as one share) for the
-    door's own batch path (door.c, batch_call), for a function of q alone with a batched entry
-    point and at most 4 outputs; None otherwise (its batches all come here)."""
+    """(address of ``<fn>_batch``, lanes, instructions per instance, MIN_SHARE_INSTRUCTIONS):
+    what the door's own batch path (door.c, batch_call) needs to split a batch as ``chunks``
+    and ``share_out`` do, for a function of q alone with a batched entry point and at most 4
+    outputs; None otherwise (its batches all come here)."""
     if [i["name"] for i in f.inputs] != ["q"] or not f.manifest.get("batch") or not 1 <= len(f.output_specs) <= 4:
         return None
-    f._batch = BatchFunction(f)
-    return ctypes.cast(f._batch._fn, ctypes.c_void_p).value, (2 * MIN_SHARE_INSTRUCTIONS - 1) // f._batch.per_instance
+    f._batch = b = BatchFunction(f)
+    return ctypes.cast(b._fn, ctypes.c_void_p).value, b.lanes, b.per_instance, MIN_SHARE_INSTRUCTIONS
 
 
 def _first_value(f, first, inputs):

@@ -14,8 +14,8 @@
  *   - ``out`` None, or a writeable float64 array of the output's shape, C- or
  *     Fortran-contiguous (a dict of such arrays by output name for _door_call's all outputs);
  *   - no threads= (a batch option).
- * A batch of q (Q, N x nq) of a function of q alone that runs as one share goes straight to
- * <fn>_batch (batch_call below); other batches go to _evaluate too.
+ * A batch of q (Q, N x nq float64, C order) of a function of q alone goes straight to
+ * <fn>_batch, on all cores (batch_call below); other batches go to _evaluate too.
  * _door_call(first, inputs, out, all) does the same for CompiledFunction.outputs and returns
  * NotImplemented where f(q) would hand on; _door_raw(values, out, all) takes the flat
  * column-major arrays inputs.as_input returns.  Being the instance's own type, the call costs
@@ -83,7 +83,7 @@ typedef struct {
   Set* pool;
   int pooled;
   void (*batch_fn)(void);       /* <fn>_batch, for functions of q alone (_door_bind_batch) */
-  Py_ssize_t batch_single;      /* batches up to this many instances run as one share */
+  long long batch_lanes, batch_per_instance, batch_min_share;   /* as batch.BatchFunction.chunks */
 } Door;
 
 /* -- Sets ----------------------------------------------------------------------------------- */
@@ -440,17 +440,105 @@ static PyObject* door_call(Door* d, PyObject* const* args, Py_ssize_t nargs) {
 static PyObject *str_out, *str_threads, *str_evaluate;
 
 /* -- batches of q ---------------------------------------------------------------------------
- * f(Q) for a function of q alone, Q an N x nq float64 C-contiguous array, when the batch runs
- * as one share (threads=1, or N up to batch_single: what batch.share_out would not split):
- * <fn>_batch straight from here, without the GIL, into a new N x (output shape) array or
- * ``out`` (float64, C-contiguous, that shape).  Anything else, and an instance the batched C
- * refuses, goes to the Python path (codegen/batch.py), which splits, converts or raises its
- * one-line message: the same C function computes the same bits on both paths. */
+ * f(Q) for a function of q alone, Q an N x nq float64 C-contiguous array: <fn>_batch straight
+ * from here, without the GIL, into a new N x (output shape) array or ``out`` (float64,
+ * C-contiguous, that shape), split into the shares batch.py's chunks and share_out make (at
+ * multiples of the lane count, each at least batch_min_share instructions of work, share k on
+ * the (k mod c)-th of the c CPUs this thread may use, starting with its own): the calling
+ * thread runs the shares of its CPU, a thread bound to each other CPU the others, started here
+ * and joined before returning (Linux; elsewhere only one-share batches come here).  Anything
+ * else, and an instance the batched C refuses, goes to the Python path (codegen/batch.py),
+ * which converts or raises its one-line message: the same C function on the same shares
+ * computes the same bits on both paths. */
 typedef int (*batch1)(long long, const double*, double*);
 typedef int (*batch2)(long long, const double*, double*, double*);
 typedef int (*batch3)(long long, const double*, double*, double*, double*);
 typedef int (*batch4)(long long, const double*, double*, double*, double*, double*);
 #define MAX_BATCH_OUTPUTS 4
+#define MAX_BATCH_CPUS 256
+
+typedef struct {
+  const Door* d;
+  const double* x;
+  double* y;
+  long long n, per_share, n_shares, first, step;
+  int rc;
+} BatchJob;
+
+/* shares first, first + step, … of the job (outputs after the first are not written: NULL) */
+static void run_job(BatchJob* j) {
+  const Door* d = j->d;
+  for (long long k = j->first; k < j->n_shares; k += j->step) {
+    long long start = k * j->per_share, m = (j->n - start < j->per_share ? j->n - start : j->per_share);
+    const double* x = j->x + start * d->in[0].size;
+    double* y = j->y + start * d->out[0].size;
+    switch (d->n_out) {
+      case 1: j->rc |= ((batch1)d->batch_fn)(m, x, y); break;
+      case 2: j->rc |= ((batch2)d->batch_fn)(m, x, y, NULL); break;
+      case 3: j->rc |= ((batch3)d->batch_fn)(m, x, y, NULL, NULL); break;
+      case 4: j->rc |= ((batch4)d->batch_fn)(m, x, y, NULL, NULL, NULL); break;
+    }
+  }
+}
+
+#ifdef __linux__
+#include <pthread.h>
+#include <sched.h>
+static void* job_thread(void* p) {
+  run_job((BatchJob*)p);
+  return NULL;
+}
+
+/* the CPUs this thread may use, ascending (as batch._allowed_cpus); 0 if unknown */
+static int allowed_cpus(int* cpus) {
+  cpu_set_t set;
+  int n = 0;
+  if (sched_getaffinity(0, sizeof set, &set) != 0) return 0;
+  for (int c = 0; c < CPU_SETSIZE && n < MAX_BATCH_CPUS; ++c)
+    if (CPU_ISSET(c, &set)) cpus[n++] = c;
+  return n;
+}
+#endif
+
+/* The jobs of one batch: 0 if every share ran and returned 0.  Without the GIL. */
+static int run_shares(const Door* d, const double* x, double* y, long long n, long long per_share,
+                      long long n_shares, const int* cpus, int n_cpus) {
+  BatchJob jobs[MAX_BATCH_CPUS];
+  int width = 1;
+#ifdef __linux__
+  pthread_t tid[MAX_BATCH_CPUS];
+  int started[MAX_BATCH_CPUS] = {0}, others[MAX_BATCH_CPUS], here = sched_getcpu(), found = 0;
+  for (int c = 0; c < n_cpus; ++c) found |= cpus[c] == here;
+  if (!found) here = cpus[0];
+  for (int c = 0; c < n_cpus; ++c)
+    if (cpus[c] != here) others[width++ - 1] = cpus[c];
+#endif
+  for (int j = 0; j < width; ++j) jobs[j] = (BatchJob){d, x, y, n, per_share, n_shares, j, width, 0};
+#ifdef __linux__
+  for (int j = 1; j < width && j < n_shares; ++j) {
+    pthread_attr_t attr;
+    cpu_set_t set;
+    CPU_ZERO(&set);
+    CPU_SET(others[j - 1], &set);
+    if (pthread_attr_init(&attr) != 0) continue;
+    pthread_attr_setaffinity_np(&attr, sizeof set, &set);      /* unbound where that is refused */
+    started[j] = pthread_create(&tid[j], &attr, job_thread, &jobs[j]) == 0;
+    if (!started[j]) started[j] = pthread_create(&tid[j], NULL, job_thread, &jobs[j]) == 0;
+    pthread_attr_destroy(&attr);
+  }
+#endif
+  run_job(&jobs[0]);
+  int rc = jobs[0].rc;
+  for (int j = 1; j < width && j < n_shares; ++j) {
+#ifdef __linux__
+    if (started[j]) pthread_join(tid[j], NULL);
+    else
+#endif
+      run_job(&jobs[j]);                  /* no thread: its shares here, after ours */
+    rc |= jobs[j].rc;
+  }
+  return rc;
+}
 
 /* a C-contiguous float64 array whose data start at a multiple of 64 bytes, a view of a
  * slightly larger one (batch.aligned_empty): the batched C streams large outputs with
@@ -475,10 +563,11 @@ static PyArrayObject* aligned_new(int ndim, npy_intp* dims) {
 
 static PyObject* batch_call(Door* d, PyObject* first, PyObject* out, PyObject* threads) {
   const OutSpec* o = d->out;
+  long long wanted = 0;                 /* threads=: 0 for every CPU */
   if (threads != Py_None) {
     int overflow = 0;
-    if (!PyLong_CheckExact(threads) || PyLong_AsLongAndOverflow(threads, &overflow) != 1 || overflow)
-      Py_RETURN_NOTIMPLEMENTED;
+    if (!PyLong_CheckExact(threads) || (wanted = PyLong_AsLongLongAndOverflow(threads, &overflow)) < 1 || overflow)
+      Py_RETURN_NOTIMPLEMENTED;         /* the Python path refuses it */
   }
   if (!PyArray_CheckExact(first)) Py_RETURN_NOTIMPLEMENTED;
   PyArrayObject* x = (PyArrayObject*)first;
@@ -487,7 +576,23 @@ static PyObject* batch_call(Door* d, PyObject* first, PyObject* out, PyObject* t
     Py_RETURN_NOTIMPLEMENTED;
   if (d->in[0].size == 1 && PyArray_DIMS(x)[0] == 1) Py_RETURN_NOTIMPLEMENTED;   /* a column q: one instance */
   npy_intp n = PyArray_DIMS(x)[0], dims[3] = {n, o->dims[0], o->ndim > 1 ? o->dims[1] : 0};
-  if (threads == Py_None && n > d->batch_single) Py_RETURN_NOTIMPLEMENTED;
+  /* batch.BatchFunction.chunks and share_out */
+  int cpus[MAX_BATCH_CPUS] = {0}, n_cpus = 1;
+#ifdef __linux__
+  n_cpus = allowed_cpus(cpus);
+#endif
+  long long t = wanted ? wanted : n_cpus, cap = (long long)n * d->batch_per_instance / d->batch_min_share;
+  t = t < cap ? t : cap;
+  t = t > 1 ? t : 1;
+  long long groups = (n + d->batch_lanes - 1) / d->batch_lanes, per_share = (groups + t - 1) / t * d->batch_lanes;
+  long long n_shares = (n + per_share - 1) / per_share;
+  if (n_shares > 1 && n_cpus < 2) {
+#ifdef __linux__
+    if (n_cpus == 0) Py_RETURN_NOTIMPLEMENTED;     /* CPUs unknown: the Python path decides */
+#else
+    Py_RETURN_NOTIMPLEMENTED;
+#endif
+  }
   PyArrayObject* y;
   if (out == Py_None) {
     if (!(y = aligned_new(o->ndim + 1, dims))) return NULL;
@@ -503,14 +608,9 @@ static PyObject* batch_call(Door* d, PyObject* first, PyObject* out, PyObject* t
   }
   const double* xp = (const double*)PyArray_DATA(x);
   double* yp = (double*)PyArray_DATA(y);
-  int rc = 1;
+  int rc;
   Py_BEGIN_ALLOW_THREADS
-  switch (d->n_out) {     /* outputs after the first are not written (NULL) */
-    case 1: rc = ((batch1)d->batch_fn)(n, xp, yp); break;
-    case 2: rc = ((batch2)d->batch_fn)(n, xp, yp, NULL); break;
-    case 3: rc = ((batch3)d->batch_fn)(n, xp, yp, NULL, NULL); break;
-    case 4: rc = ((batch4)d->batch_fn)(n, xp, yp, NULL, NULL, NULL); break;
-  }
+  rc = run_shares(d, xp, yp, n, per_share, n_shares, cpus, n_shares > 1 ? n_cpus : 1);
   Py_END_ALLOW_THREADS
   if (rc != 0) {          /* refused or failed: the Python path says why */
     Py_DECREF(y);
@@ -519,22 +619,26 @@ static PyObject* batch_call(Door* d, PyObject* first, PyObject* out, PyObject* t
   return (PyObject*)y;
 }
 
-/* _door_bind_batch(address, single): calls with a batch of q up to ``single`` instances go to
- * the function at ``address`` (<fn>_batch, checked by the loader) */
+/* _door_bind_batch(address, lanes, per_instance, min_share): batches of q go to the function
+ * at ``address`` (<fn>_batch, checked by the loader), split as batch.BatchFunction.chunks
+ * splits them (lanes, instructions per instance, instructions per share at least) */
 static PyObject* door_bind_batch(Door* d, PyObject* const* args, Py_ssize_t nargs) {
-  if (nargs != 2 || !PyLong_Check(args[0]) || !PyLong_Check(args[1])) {
-    PyErr_SetString(PyExc_TypeError, "_door_bind_batch(address: int, single: int)");
+  if (nargs != 4) {
+    PyErr_SetString(PyExc_TypeError, "_door_bind_batch(address, lanes, per_instance, min_share)");
     return NULL;
   }
   unsigned long long address = PyLong_AsUnsignedLongLong(args[0]);
-  Py_ssize_t single = PyLong_AsSsize_t(args[1]);
+  long long lanes = PyLong_AsLongLong(args[1]), per = PyLong_AsLongLong(args[2]), min_share = PyLong_AsLongLong(args[3]);
   if (PyErr_Occurred()) return NULL;
-  if (!d->fn || d->n_in != 1 || d->in[0].vector == 0 || d->n_out > MAX_BATCH_OUTPUTS || !address || single < 0) {
+  if (!d->fn || d->n_in != 1 || d->in[0].vector == 0 || d->n_out > MAX_BATCH_OUTPUTS || !address || lanes < 1 ||
+      per < 1 || min_share < 1) {
     PyErr_SetString(PyExc_ValueError, "_door_bind_batch: a bound door of one vector input, at most 4 outputs");
     return NULL;
   }
   d->batch_fn = (void (*)(void))(uintptr_t)address;
-  d->batch_single = single;
+  d->batch_lanes = lanes;
+  d->batch_per_instance = per;
+  d->batch_min_share = min_share;
   Py_RETURN_NONE;
 }
 
@@ -765,7 +869,7 @@ static PyMethodDef door_methods[] = {
   {"_door_call", (PyCFunction)(void (*)(void))door_call, METH_FASTCALL,
    "_door_call(first, inputs, out, all): the outputs for inputs already as the C code reads them, else NotImplemented"},
   {"_door_bind_batch", (PyCFunction)(void (*)(void))door_bind_batch, METH_FASTCALL,
-   "_door_bind_batch(address, single): batches of q up to single instances call <fn>_batch at address from here"},
+   "_door_bind_batch(address, lanes, per_instance, min_share): batches of q call <fn>_batch at address from here"},
   {"_door_raw", (PyCFunction)(void (*)(void))door_raw, METH_FASTCALL,
    "_door_raw(values, out, all): the outputs for inputs.as_input's arrays (every input, manifest order)"},
   {NULL, NULL, 0, NULL}};
