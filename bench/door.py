@@ -89,6 +89,14 @@ def batch_contenders(spec, n):
         f"f(Q), N = {n}": (f, Qs), f"Python batch path, N = {n} (before)": (python_path, Qs)}
 
 
+def table_rows(spec, f, calls, ns):
+    """One row per contender: median (min–max) µs per call and the overhead over the C harness."""
+    c = statistics.median(ns[spec, "C harness"])
+    return [f"| {spec} | {f.manifest['op_count']['instructions']:,} | {c / 1e3:.3f} | {k} | "
+            f"{statistics.median(ns[spec, k]) / 1e3:.3f} ({min(ns[spec, k]) / 1e3:.2f}–{max(ns[spec, k]) / 1e3:.2f}) | "
+            f"{(statistics.median(ns[spec, k]) - c) / 1e3:.3f} |" for k in calls]
+
+
 def main():
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--reps", type=int, default=9)
@@ -115,23 +123,13 @@ def main():
              "overhead = Python median − C harness median.", "",
              "| function | instructions | C harness µs | contender | µs per call | overhead µs |", "| --- | --- | --- | --- | --- | --- |"]
     for spec, f, h, calls in cases:
-        c = statistics.median(ns[spec, "C harness"])
-        for k in calls:
-            v = ns[spec, k]
-            lines.append(f"| {spec} | {f.manifest['op_count']['instructions']:,} | {c / 1e3:.3f} | {k} | "
-                         f"{statistics.median(v) / 1e3:.3f} ({min(v) / 1e3:.2f}–{max(v) / 1e3:.2f}) | "
-                         f"{(statistics.median(v) - c) / 1e3:.3f} |")
+        lines += table_rows(spec, f, calls, ns)
         h.close()
     lines += ["", "Small batches: per call of f(Q), against the C batch harness's time for the same N (one thread).", "",
               "| function | instructions | C batch µs per call | contender | µs per call | overhead µs |",
               "| --- | --- | --- | --- | --- | --- |"]
     for spec, n, f, h, calls in batches:
-        c = statistics.median(ns[spec, "C harness"])
-        for k in calls:
-            v = ns[spec, k]
-            lines.append(f"| {spec} | {f.manifest['op_count']['instructions']:,} | {c / 1e3:.3f} | {k} | "
-                         f"{statistics.median(v) / 1e3:.3f} ({min(v) / 1e3:.2f}–{max(v) / 1e3:.2f}) | "
-                         f"{(statistics.median(v) - c) / 1e3:.3f} |")
+        lines += table_rows(spec, f, calls, ns)
         h.close()
     text = "\n".join(lines) + "\n"
     print(text)
