@@ -275,6 +275,11 @@ def test_the_door_runs_batches_itself(go1, monkeypatch):
     go1(Q.astype(np.float32))
     assert np.array_equal(go1(np.asfortranarray(Q)), python[64])
     assert len(calls) == 2
+    if hasattr(os, "fork"):                                     # a forked child starts workers of its own
+        pid = os.fork()
+        if pid == 0:
+            os._exit(0 if np.array_equal(go1(big, threads=2), python[len(big)]) else 1)
+        assert os.waitpid(pid, 0)[1] == 0
     bad = big.copy()
     bad[len(big) - 3, 3:7] *= 1.5                               # in the second share
     with pytest.raises(InputError, match=f"instance {len(big) - 3} of the batch: q\\[3:7\\], the quaternion"):

@@ -498,6 +498,71 @@ static int allowed_cpus(int* cpus) {
     if (CPU_ISSET(c, &set)) cpus[n++] = c;
   return n;
 }
+
+/* One worker thread per CPU, bound to it, started on first use and kept: waking one costs a
+ * few µs where starting a thread cost ~30 (this VM).  ``busy`` is held by the caller that uses
+ * it (another caller meanwhile starts a thread of its own); ``job`` under ``m``: set by the
+ * caller, cleared by the worker when done, ``cv`` signalling both ways. */
+typedef struct {
+  pthread_mutex_t busy, m;
+  pthread_cond_t cv;
+  BatchJob* job;
+} Worker;
+static Worker* workers[CPU_SETSIZE];
+static pthread_mutex_t workers_lock = PTHREAD_MUTEX_INITIALIZER;
+
+static void* worker_main(void* p) {
+  Worker* w = (Worker*)p;
+  pthread_mutex_lock(&w->m);
+  for (;;) {
+    while (!w->job) pthread_cond_wait(&w->cv, &w->m);
+    BatchJob* j = w->job;
+    pthread_mutex_unlock(&w->m);
+    run_job(j);
+    pthread_mutex_lock(&w->m);
+    w->job = NULL;
+    pthread_cond_broadcast(&w->cv);
+  }
+  return NULL;
+}
+
+/* a forked child has the table but not the threads: it starts its own */
+static void forget_workers(void) {
+  memset(workers, 0, sizeof workers);
+  pthread_mutex_init(&workers_lock, NULL);
+}
+
+/* the worker of ``cpu``, reserved for the caller (its ``busy`` held), or NULL */
+static Worker* take_worker(int cpu) {
+  static int registered;
+  Worker* w;
+  pthread_mutex_lock(&workers_lock);
+  if (!registered) registered = pthread_atfork(NULL, NULL, forget_workers) == 0 ? 1 : -1;
+  if (!(w = workers[cpu]) && registered == 1 && (w = calloc(1, sizeof *w))) {
+    pthread_attr_t attr;
+    pthread_t tid;
+    cpu_set_t set;
+    CPU_ZERO(&set);
+    CPU_SET(cpu, &set);
+    pthread_mutex_init(&w->busy, NULL);
+    pthread_mutex_init(&w->m, NULL);
+    pthread_cond_init(&w->cv, NULL);
+    int ok = pthread_attr_init(&attr) == 0;
+    if (ok) {
+      pthread_attr_setdetachstate(&attr, PTHREAD_CREATE_DETACHED);
+      ok = pthread_attr_setaffinity_np(&attr, sizeof set, &set) == 0 && pthread_create(&tid, &attr, worker_main, w) == 0;
+      pthread_attr_destroy(&attr);
+    }
+    if (ok) {
+      workers[cpu] = w;
+    } else {
+      free(w);
+      w = NULL;
+    }
+  }
+  pthread_mutex_unlock(&workers_lock);
+  return w && pthread_mutex_trylock(&w->busy) == 0 ? w : NULL;
+}
 #endif
 
 /* The jobs of one batch: 0 if every share ran and returned 0.  Without the GIL. */
@@ -507,6 +572,7 @@ static int run_shares(const Door* d, const double* x, double* y, long long n, lo
   int width = 1;
 #ifdef __linux__
   pthread_t tid[MAX_BATCH_CPUS];
+  Worker* pooled[MAX_BATCH_CPUS] = {NULL};
   int started[MAX_BATCH_CPUS] = {0}, others[MAX_BATCH_CPUS], here = sched_getcpu(), found = 0;
   for (int c = 0; c < n_cpus; ++c) found |= cpus[c] == here;
   if (!found) here = cpus[0];
@@ -516,7 +582,14 @@ static int run_shares(const Door* d, const double* x, double* y, long long n, lo
   for (int j = 0; j < width; ++j) jobs[j] = (BatchJob){d, x, y, n, per_share, n_shares, j, width, 0};
 #ifdef __linux__
   for (int j = 1; j < width && j < n_shares; ++j) {
-    pthread_attr_t attr;
+    if ((pooled[j] = take_worker(others[j - 1]))) {
+      pthread_mutex_lock(&pooled[j]->m);
+      pooled[j]->job = &jobs[j];
+      pthread_cond_broadcast(&pooled[j]->cv);
+      pthread_mutex_unlock(&pooled[j]->m);
+      continue;
+    }
+    pthread_attr_t attr;                /* its worker busy with another caller: a thread of our own */
     cpu_set_t set;
     CPU_ZERO(&set);
     CPU_SET(others[j - 1], &set);
@@ -531,8 +604,14 @@ static int run_shares(const Door* d, const double* x, double* y, long long n, lo
   int rc = jobs[0].rc;
   for (int j = 1; j < width && j < n_shares; ++j) {
 #ifdef __linux__
-    if (started[j]) pthread_join(tid[j], NULL);
-    else
+    if (pooled[j]) {
+      pthread_mutex_lock(&pooled[j]->m);
+      while (pooled[j]->job) pthread_cond_wait(&pooled[j]->cv, &pooled[j]->m);
+      pthread_mutex_unlock(&pooled[j]->m);
+      pthread_mutex_unlock(&pooled[j]->busy);
+    } else if (started[j]) {
+      pthread_join(tid[j], NULL);
+    } else
 #endif
       run_job(&jobs[j]);                  /* no thread: its shares here, after ours */
     rc |= jobs[j].rc;
