@@ -568,6 +568,11 @@ static Worker* take_worker(int cpu) {
 /* The jobs of one batch: 0 if every share ran and returned 0.  Without the GIL. */
 static int run_shares(const Door* d, const double* x, double* y, long long n, long long per_share,
                       long long n_shares, const int* cpus, int n_cpus) {
+  if (n_shares == 1 || n_cpus < 2) {   /* every share here */
+    BatchJob all = {d, x, y, n, per_share, n_shares, 0, 1, 0};
+    run_job(&all);
+    return all.rc;
+  }
   BatchJob jobs[MAX_BATCH_CPUS];
   int width = 1;
 #ifdef __linux__
@@ -655,23 +660,21 @@ static PyObject* batch_call(Door* d, PyObject* first, PyObject* out, PyObject* t
     Py_RETURN_NOTIMPLEMENTED;
   if (d->in[0].size == 1 && PyArray_DIMS(x)[0] == 1) Py_RETURN_NOTIMPLEMENTED;   /* a column q: one instance */
   npy_intp n = PyArray_DIMS(x)[0], dims[3] = {n, o->dims[0], o->ndim > 1 ? o->dims[1] : 0};
-  /* batch.BatchFunction.chunks and share_out */
-  int cpus[MAX_BATCH_CPUS] = {0}, n_cpus = 1;
+  /* batch.BatchFunction.chunks and share_out; the CPUs only asked for where shares may be several */
+  int cpus[MAX_BATCH_CPUS], n_cpus = 1;
+  long long t = wanted, cap = (long long)n * d->batch_per_instance / d->batch_min_share;
+  if (cap >= 2 && wanted != 1) {
 #ifdef __linux__
-  n_cpus = allowed_cpus(cpus);
+    if ((n_cpus = allowed_cpus(cpus)) == 0) Py_RETURN_NOTIMPLEMENTED;   /* unknown: the Python path decides */
+#else
+    Py_RETURN_NOTIMPLEMENTED;
 #endif
-  long long t = wanted ? wanted : n_cpus, cap = (long long)n * d->batch_per_instance / d->batch_min_share;
+    t = wanted ? wanted : n_cpus;
+  }
   t = t < cap ? t : cap;
   t = t > 1 ? t : 1;
   long long groups = (n + d->batch_lanes - 1) / d->batch_lanes, per_share = (groups + t - 1) / t * d->batch_lanes;
   long long n_shares = (n + per_share - 1) / per_share;
-  if (n_shares > 1 && n_cpus < 2) {
-#ifdef __linux__
-    if (n_cpus == 0) Py_RETURN_NOTIMPLEMENTED;     /* CPUs unknown: the Python path decides */
-#else
-    Py_RETURN_NOTIMPLEMENTED;
-#endif
-  }
   PyArrayObject* y;
   if (out == Py_None) {
     if (!(y = aligned_new(o->ndim + 1, dims))) return NULL;
@@ -689,7 +692,7 @@ static PyObject* batch_call(Door* d, PyObject* first, PyObject* out, PyObject* t
   double* yp = (double*)PyArray_DATA(y);
   int rc;
   Py_BEGIN_ALLOW_THREADS
-  rc = run_shares(d, xp, yp, n, per_share, n_shares, cpus, n_shares > 1 ? n_cpus : 1);
+  rc = run_shares(d, xp, yp, n, per_share, n_shares, cpus, n_cpus);
   Py_END_ALLOW_THREADS
   if (rc != 0) {          /* refused or failed: the Python path says why */
     Py_DECREF(y);
