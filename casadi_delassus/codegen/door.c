@@ -445,8 +445,9 @@ static PyObject *str_out, *str_threads, *str_evaluate;
  * C-contiguous, that shape), split into the shares batch.py's chunks and share_out make (at
  * multiples of the lane count, each at least batch_min_share instructions of work, share k on
  * the (k mod c)-th of the c CPUs this thread may use, starting with its own): the calling
- * thread runs the shares of its CPU, a thread bound to each other CPU the others, started here
- * and joined before returning (Linux; elsewhere only one-share batches come here).  Anything
+ * thread runs the shares of its CPU, the kept worker thread of each other CPU (take_worker
+ * below) the others, all done before it returns (Linux; elsewhere only one-share batches come
+ * here).  Anything
  * else, and an instance the batched C refuses, goes to the Python path (codegen/batch.py),
  * which converts or raises its one-line message: the same C function on the same shares
  * computes the same bits on both paths. */
