@@ -53,6 +53,14 @@ def cancels_within_rounding(product):
     return abs(a - b) <= DOT_TOL * big or big < CANCELS * scale and abs(a - b) <= DOT_TOL * scale
 
 
+def scenarios(specs):
+    """(spec, robot, constraint set) for each "robot/scenario" spec."""
+    for spec in specs:
+        name, scenario = spec.rsplit("/", 1)
+        robot = load_robot(name)
+        yield spec, robot, constraint_set(robot, scenario)[0]
+
+
 def worst(results):
     name = max(results, key=lambda k: results[k].error)
     return name, results[name].error
@@ -72,10 +80,7 @@ def main():
     if args.pinocchio:
         return against_pinocchio(args.cases or PINOCCHIO_CASES, args.algorithms or list(ORACLE_WRT), args.samples)
     rows, failures = [], []
-    for spec in args.cases or CASES:
-        name, scenario = spec.rsplit("/", 1)
-        robot = load_robot(name)
-        cs, _ = constraint_set(robot, scenario)
+    for spec, robot, cs in scenarios(args.cases or CASES):
         for algo in args.algorithms or list(ALGORITHMS):
             if not ALGORITHMS[algo].accepts(cs):
                 continue
@@ -122,10 +127,7 @@ def dot_study(cases, algorithms, samples):
     they differ from it, CasADi's AD through the algorithm ("ad": pv_early's implicit-function
     JVP/VJP against AD through its elimination order)."""
     rows = []
-    for spec in cases:
-        name, scenario = spec.rsplit("/", 1)
-        robot = load_robot(name)
-        cs, _ = constraint_set(robot, scenario)
+    for spec, robot, cs in scenarios(cases):
         for algo in algorithms:
             if not ALGORITHMS[algo].accepts(cs):
                 continue
@@ -148,10 +150,7 @@ def dot_study(cases, algorithms, samples):
 
 def against_pinocchio(cases, algorithms, samples):
     rows, failures = [], []
-    for spec in cases:
-        name, scenario = spec.rsplit("/", 1)
-        robot = load_robot(name)
-        cs, _ = constraint_set(robot, scenario)
+    for spec, robot, cs in scenarios(cases):
         for algo in algorithms:
             jacobian = trace_derivative(robot, cs, algo, "jacobian", ORACLE_WRT[algo])[0]
             worst, k_err = pinocchio_errors(lambda x: evaluate(jacobian, x), robot, cs, algo, samples)
