@@ -3,10 +3,10 @@ function, the C harness (timing.py's CHarness: a C loop over the .so) and, in th
 ``f(q)`` (a new array per call), ``f(q, out=D)`` and the ctypes path the door replaced
 (CASADI_DELASSUS_DOOR=ctypes), each the median of rounds of 10,000 calls cycling over the
 same 64 configurations; for a staged solver ``run("apply", lam=…)`` against the C harness of
-its apply stage; and small batches, ``f(Q)`` for N = 16 and 256 (one share: straight from
-door.c to ``<fn>_batch``) and the same call through the Python batch path the door hands
-other batches to, against the C batch harness (batch_harness.py, one thread).  Rounds are
-interleaved across contenders.
+its apply stage; and small batches, ``f(Q)`` for N = 16 and 256 (straight from door.c to
+``<fn>_batch``) and the same call through the Python batch path (``f._evaluate``, what f(Q)
+took before door.c ran batches), against the C batch harness (batch_harness.py, one
+thread).  Rounds are interleaved across contenders.
 
     taskset -c 1 .venv/bin/python bench/door.py [--reps 9]
 
@@ -55,10 +55,15 @@ def ctypes_twin(f):
         del os.environ[door.ENV]
 
 
-def contenders(spec):
+def function_and_samples(spec):
+    """The "auto" function of a "robot/scenario" spec and 64 of its random input sets."""
     robot, scenario = spec.split("/")
     f = cd.generate(robot, scenario, "auto")
-    sets = random_samples(f.robot, f.constraints, 64, 0)
+    return f, random_samples(f.robot, f.constraints, 64, 0)
+
+
+def contenders(spec):
+    f, sets = function_and_samples(spec)
     qs = [x["q"] for x in sets]
     D = np.empty(f.output_specs[0]["shape"])
     g = ctypes_twin(f)
@@ -80,9 +85,7 @@ def staged_contenders():
 
 def batch_contenders(spec, n):
     """(f, the C batch harness for n instances, {label: (call, [Q])}) for f(Q) of n configurations."""
-    robot, scenario = spec.split("/")
-    f = cd.generate(robot, scenario, "auto")
-    sets = random_samples(f.robot, f.constraints, 64, 0)
+    f, sets = function_and_samples(spec)
     Qs = [np.resize(np.array([x["q"] for x in sets]), (n, f.robot.nq))]
     python_path = lambda Q: f._evaluate((Q,), {}, None, None, True)      # noqa: E731 - what f(Q) did before
     return f, BatchHarness(f, sets, n=n, calls=max(1, 10_000 // n), threads=1), {
