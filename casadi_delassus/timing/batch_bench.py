@@ -227,8 +227,21 @@ def where_the_time_goes(res, peaks):
                  f"(every lane's) and {one_call:.0f} ns in the single call ({per_angle:.2f} ns per angle, libmvec, "
                  f"peaks above); the rest, {lanes * bare - lane_call:.0f} against {single - one_call:.0f} ns "
                  f"({(lanes * bare - lane_call) / (single - one_call):.2f}×), is the arithmetic with, in the {lanes}-lane "
-                 "call, the inputs' moves and checks and, in the single call, its output stores")
+                 "call, the inputs' moves and checks and, in the single call, its output stores. "
+                 + ideal_bound(single, one_call, angles * per_angle, batch - bare, lanes))
     return text
+
+
+def ideal_bound(single, single_sincos, lane_sincos, outputs, lanes):
+    """What a ``lanes``-wide batch gives over the single call if its arithmetic scales exactly
+    ``lanes``-fold (each configuration's share: the single call's arithmetic over ``lanes``)
+    while sin/cos and the output moves cost what this run measured (per configuration, ns):
+    the batch beats it only where a vector instruction does more than ``lanes`` scalar ones."""
+    arithmetic = (single - single_sincos) / lanes
+    bare, full = single / (arithmetic + lane_sincos), single / (arithmetic + lane_sincos + outputs)
+    return (f"With that arithmetic exactly {lanes} times as fast per configuration as the single call's, sin/cos at "
+            f"libmvec's measured cost per angle and the output moves as measured, the batch would give {full:.2f}× "
+            f"the single call ({bare:.2f}× with no outputs written)")
 
 
 def rows(res, peaks):
