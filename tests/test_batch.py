@@ -495,8 +495,8 @@ def test_batch_bench_reports_every_contender_it_can_measure(go1, monkeypatch):
 def test_the_ideal_batch_estimate_is_amdahls():
     """single 500 ns of which 28 sin/cos; 4 lanes: arithmetic 118 ns, sin/cos 24, outputs 38 per
     configuration: 500 / 180 with outputs, 500 / 142 without."""
-    from casadi_delassus.timing.batch_bench import ideal_bound
-    text = ideal_bound(500.0, 28.0, 24.0, 38.0, 4)
+    from casadi_delassus.timing.batch_bench import with_exact_lane_scaling
+    text = with_exact_lane_scaling(500.0, 28.0, 24.0, 38.0, 4)
     assert f"would give {500 / 180:.2f}× the single call ({500 / 142:.2f}× with no outputs written)" in text
 
 

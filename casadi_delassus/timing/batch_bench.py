@@ -228,11 +228,11 @@ def where_the_time_goes(res, peaks):
                  f"peaks above); the rest, {lanes * bare - lane_call:.0f} against {single - one_call:.0f} ns "
                  f"({(lanes * bare - lane_call) / (single - one_call):.2f}×), is the arithmetic with, in the {lanes}-lane "
                  "call, the inputs' moves and checks and, in the single call, its output stores. "
-                 + ideal_bound(single, one_call, angles * per_angle, batch - bare, lanes))
+                 + with_exact_lane_scaling(single, one_call, angles * per_angle, batch - bare, lanes))
     return text
 
 
-def ideal_bound(single, single_sincos, lane_sincos, outputs, lanes):
+def with_exact_lane_scaling(single, single_sincos, lane_sincos, outputs, lanes):
     """What a ``lanes``-wide batch gives over the single call if its arithmetic scales exactly
     ``lanes``-fold (each configuration's share: the single call's arithmetic over ``lanes``)
     while sin/cos and the output moves cost what this run measured (per configuration, ns):
