@@ -133,17 +133,37 @@ def test_a_second_sigterm_does_not_cut_the_cleanup_short(tmp_path):
     assert list(tmp_path.iterdir()) == []
 
 
+# A C compiler that lets the first $CD_GATE_OPEN shared-library builds through and holds every
+# later one until it is killed: a signal sent once a known number of modes is done then finds
+# the others still building, however slow or fast the machine (no sleeps to race against).
+_GATED_CC = """#!/bin/sh
+gcc "$@" || exit $?
+case " $* " in *" -shared "*) ;; *) exit 0 ;; esac
+i=0
+while ! mkdir "$CD_GATE_DIR/$i" 2>/dev/null; do i=$((i + 1)); done
+[ "$i" -lt "$CD_GATE_OPEN" ] && exit 0
+while :; do sleep 0.05; done
+"""
+
+
 @pytest.mark.skipif(not Path("/proc/self/environ").exists(), reason="counts processes through /proc")
 def test_killed_build_resumes_with_only_the_missing_modes(tmp_path):
-    """10 modes (1 and 2 feet of go1's four) on 2 processes: SIGINT after 3 are done, SIGKILL
-    after 2 more, then a full run builds exactly the ones still missing."""
+    """10 modes (1 and 2 feet of go1's four) on 2 processes: SIGINT once 3 are done (the rest held
+    at the compiler), SIGKILL once 2 more are, then a full run builds exactly the ones still missing."""
     mark = f"CD_KILL_TEST={uuid.uuid4().hex}"
-    env = dict(os.environ, CD_KILL_TEST=mark.split("=")[1])
+    cc = tmp_path / "gated-cc"
+    cc.write_text(_GATED_CC)
+    cc.chmod(0o755)
+    out = tmp_path / "lib"
+    env = dict(os.environ, CD_KILL_TEST=mark.split("=")[1], CC=str(cc))
     cmd = [sys.executable, "-m", "casadi_delassus", "library", "go1", "-s", "4F3", "-a", "pv_osim", "--cflags", "-O0",
-           "--modes", "1-of-4", "--modes", "2-of-4", "-o", str(tmp_path), "--jobs", "2"]
+           "--modes", "1-of-4", "--modes", "2-of-4", "-o", str(out), "--jobs", "2"]
 
-    def interrupt(sig, after):
-        p = subprocess.Popen(cmd, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True, env=env)
+    def interrupt(sig, builds, gate):
+        after = len(_finished(out)) + builds      # the progress line counts cached modes as done
+        gate.mkdir()
+        p = subprocess.Popen(cmd, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True,
+                             env=dict(env, CD_GATE_DIR=str(gate), CD_GATE_OPEN=str(builds)))
         for line in p.stderr:
             if (m := re.search(r"\] (\d+)/10 modes", line)) and int(m[1]) >= after:
                 break
@@ -154,22 +174,24 @@ def test_killed_build_resumes_with_only_the_missing_modes(tmp_path):
         while _marked(mark) and time.time() < deadline:
             time.sleep(0.2)
         assert _marked(mark) == [], f"processes left after {sig!r}"
-        assert not list(tmp_path.rglob(".tmp-*")), f"temporary folders left after {sig!r}"
+        assert not list(out.rglob(".tmp-*")), f"temporary folders left after {sig!r}"
         return rc
 
-    assert interrupt(signal.SIGINT, 3) == 130
-    first = _finished(tmp_path)
-    assert 3 <= len(first) < 10
-    assert interrupt(signal.SIGKILL, len(first) + 2) == -signal.SIGKILL
-    kept = _finished(tmp_path)
-    assert set(first) <= set(kept) and len(kept) < 10
+    assert interrupt(signal.SIGINT, 3, tmp_path / "gate1") == 130
+    first = _finished(out)
+    assert len(first) == 3
+    assert interrupt(signal.SIGKILL, 2, tmp_path / "gate2") == -signal.SIGKILL
+    kept = _finished(out)
+    assert set(first) <= set(kept) and len(kept) == 5
     assert all(kept[m] == t for m, t in first.items())
-    last = subprocess.run(cmd, capture_output=True, text=True, env=env, timeout=600)
+    (tmp_path / "gate3").mkdir()
+    last = subprocess.run(cmd, capture_output=True, text=True, env=dict(env, CD_GATE_DIR=str(tmp_path / "gate3"),
+                                                                         CD_GATE_OPEN="10"), timeout=600)
     assert last.returncode == 0, last.stderr[-2000:]
     assert f"{len(kept)} from the cache, building {10 - len(kept)} on" in last.stderr
     built = set(re.findall(r"modes: (m[0-9a-f]+) built", last.stderr))
     assert built == {mode_name(m, 4) for m in parse_modes(["1-of-4", "2-of-4"], FEET)} - set(kept)
-    after = _finished(tmp_path)
+    after = _finished(out)
     assert len(after) == 10 and all(after[m] == t for m, t in kept.items())
 
 
