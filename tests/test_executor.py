@@ -134,15 +134,16 @@ def test_a_second_sigterm_does_not_cut_the_cleanup_short(tmp_path):
 
 
 # A C compiler that lets the first $CD_GATE_OPEN shared-library builds through and holds every
-# later one until it is killed: a signal sent once a known number of modes is done then finds
-# the others still building, however slow or fast the machine (no sleeps to race against).
+# later one until $CD_GATE_DIR/open exists: a signal sent once a known number of modes is done
+# then finds the others still building, however slow or fast the machine (no sleep to race
+# against); the held compilers then finish, as real ones still running at a signal would.
 _GATED_CC = """#!/bin/sh
 gcc "$@" || exit $?
 case " $* " in *" -shared "*) ;; *) exit 0 ;; esac
 i=0
 while ! mkdir "$CD_GATE_DIR/$i" 2>/dev/null; do i=$((i + 1)); done
 [ "$i" -lt "$CD_GATE_OPEN" ] && exit 0
-while :; do sleep 0.05; done
+while [ ! -e "$CD_GATE_DIR/open" ]; do sleep 0.05; done
 """
 
 
@@ -168,6 +169,7 @@ def test_killed_build_resumes_with_only_the_missing_modes(tmp_path):
             if (m := re.search(r"\] (\d+)/10 modes", line)) and int(m[1]) >= after:
                 break
         p.send_signal(sig)
+        (gate / "open").touch()
         p.communicate(timeout=60)           # the rest of stderr (workers hold it open until they stop)
         rc = p.returncode
         deadline = time.time() + 20
@@ -179,10 +181,10 @@ def test_killed_build_resumes_with_only_the_missing_modes(tmp_path):
 
     assert interrupt(signal.SIGINT, 3, tmp_path / "gate1") == 130
     first = _finished(out)
-    assert len(first) == 3
+    assert 3 <= len(first) <= 5              # 3, and at most the 2 held when the signal came
     assert interrupt(signal.SIGKILL, 2, tmp_path / "gate2") == -signal.SIGKILL
     kept = _finished(out)
-    assert set(first) <= set(kept) and len(kept) == 5
+    assert set(first) <= set(kept) and len(first) + 2 <= len(kept) < 10
     assert all(kept[m] == t for m, t in first.items())
     (tmp_path / "gate3").mkdir()
     last = subprocess.run(cmd, capture_output=True, text=True, env=dict(env, CD_GATE_DIR=str(tmp_path / "gate3"),
