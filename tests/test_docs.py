@@ -90,3 +90,9 @@ def test_console_examples_run(page, scratch):
                                  timeout=600)
             assert run.returncode == 0, f"{page.name}: {command}\n{run.stdout[-2000:]}\n{run.stderr[-2000:]}"
             assert run.stdout.strip(), f"{page.name}: {command} printed nothing"
+
+
+def test_layout_page_names_every_package():
+    layout = (REPO / "docs" / "layout.md").read_text()
+    packages = [p.name for p in (REPO / "casadi_delassus").iterdir() if (p / "__init__.py").is_file()]
+    assert packages and not [p for p in packages if f"{p}/" not in layout]
