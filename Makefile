@@ -11,7 +11,7 @@ setup: $(STAMP)
 $(STAMP): pyproject.toml Makefile
 	$(PYTHON) -m venv $(VENV)
 	$(PY) -m pip install --quiet --upgrade pip
-	$(PY) -m pip install --quiet -e '.[test,plot,bench,distributed,mjcf]'
+	$(PY) -m pip install --quiet -e '.[test,plot,bench,distributed,mjcf,docs]'
 	# Atlas (Drake's atlas v5 URDF) ships inside gym-jiminy-zoo; its own deps are not needed.
 	-$(PY) -m pip install --quiet --no-deps gym-jiminy-zoo==1.8.13
 	# dm_control's MJCF models (the suite, ball joints, CMU humanoid, dog) are read as files only.
@@ -30,4 +30,4 @@ bench: $(STAMP)
 	$(PY) bench/runtime.py
 
 clean:
-	rm -rf codegen_out bench/results .pytest_cache
+	rm -rf codegen_out bench/results .pytest_cache site
