@@ -1,6 +1,6 @@
-/* casadi_delassus codegen/door.c: the thin Python door of a generated function (see door.py).
+/* casadi_delassus runtime/door.c: the thin Python door of a generated function (see door.py).
  *
- * One extension type, Door, the base class of CompiledFunction (codegen/loader.py), bound by
+ * One extension type, Door, the base class of CompiledFunction (runtime/loader.py), bound by
  * Door.__init__ to one checked CasADi function pointer (the loader checks the library and the
  * symbol; this code only calls what it is given).  Calling it, f(q, **inputs, out=None),
  * evaluates the function for one instance when every input is already what the C code
@@ -886,7 +886,7 @@ static PyObject* door_bind_batch(Door* d, PyObject* const* args, Py_ssize_t narg
 }
 
 /* f(q, **inputs, out=None, threads=None): the first output.  What the door does not take
- * goes to the instance's _evaluate(first, inputs, threads, out, True) (codegen/loader.py). */
+ * goes to the instance's _evaluate(first, inputs, threads, out, True) (runtime/loader.py). */
 static PyObject* door_tp_call(Door* d, PyObject* args, PyObject* kwargs) {
   PyObject *out = Py_None, *threads = Py_None, *x;
   Py_ssize_t skip = 0;
@@ -1124,7 +1124,7 @@ static PyTypeObject DoorType = {
   .tp_dealloc = (destructor)door_dealloc,
   .tp_call = (ternaryfunc)door_tp_call,
   .tp_flags = Py_TPFLAGS_DEFAULT | Py_TPFLAGS_BASETYPE,
-  .tp_doc = "The call path of one generated function, the base of CompiledFunction (codegen/door.py).",
+  .tp_doc = "The call path of one generated function, the base of CompiledFunction (runtime/door.py).",
   .tp_methods = door_methods,
   .tp_getset = door_getset,
   .tp_init = (initproc)door_init,
