@@ -435,10 +435,10 @@ def test_dask_worker_rebuilds_from_the_manifest(go1, tmp_path, monkeypatch):
     """A worker that cannot see the .so regenerates it from the manifest into its cache."""
     from casadi_delassus.runtime import distributed
     monkeypatch.setenv("CASADI_DELASSUS_CACHE", str(tmp_path))
-    f = distributed.worker_function(tmp_path / "elsewhere" / "pv_osimr.json", go1.manifest)
+    f = distributed.worker_function(tmp_path / "elsewhere" / "pv_osimr.json", go1.manifest, cd.load)
     assert f.manifest_path.is_relative_to(tmp_path) and f.manifest["function"] == go1.manifest["function"]
     Q = configurations(go1.robot, 7, seed=4)
-    assert np.array_equal(distributed.BlockEvaluator(tmp_path / "x.json", go1.manifest, "delassus", 1, {})(Q), f(Q))
+    assert np.array_equal(distributed.BlockEvaluator(tmp_path / "x.json", go1.manifest, "delassus", 1, {}, cd.load)(Q), f(Q))
     assert rel(f(Q), go1(Q)) <= 1e-14
 
 

@@ -40,10 +40,11 @@ def _same_build(manifest_path, manifest):
         return False
 
 
-def worker_function(manifest_path, manifest):
-    """The compiled function of ``manifest`` in this process: loaded from ``manifest_path``
-    when that holds the same build, else regenerated from the manifest (once per process)."""
-    from . import loader
+def worker_function(manifest_path, manifest, load):
+    """The compiled function of ``manifest`` in this process: loaded (``load``, runtime/loader's,
+    handed in by the task: this module does not import the loader, which imports it) from
+    ``manifest_path`` when that holds the same build, else regenerated from the manifest
+    (once per process)."""
     key = (str(manifest_path), manifest["hash"])
     with _lock:
         if key not in _loaded:
@@ -53,7 +54,7 @@ def worker_function(manifest_path, manifest):
                 # .so compiles it (tests/test_imports.py names this import and no other)
                 from ..codegen.rebuild import rebuild
                 path = rebuild(manifest, cache_dir())
-            _loaded[key] = loader.load(path)
+            _loaded[key] = load(path)
         return _loaded[key]
 
 
@@ -61,12 +62,12 @@ class BlockEvaluator:
     """A picklable task body: the named output of the function of ``manifest`` for one block
     of configurations (with ``inputs`` for one instance repeated over the block)."""
 
-    def __init__(self, manifest_path, manifest, output, threads, inputs):
+    def __init__(self, manifest_path, manifest, output, threads, inputs, load):
         self.manifest_path, self.manifest, self.output = str(manifest_path), manifest, output
-        self.threads, self.inputs = threads, inputs
+        self.threads, self.inputs, self.load = threads, inputs, load
 
     def __call__(self, block, block_info=None):
-        f = worker_function(self.manifest_path, self.manifest)
+        f = worker_function(self.manifest_path, self.manifest, self.load)
         try:
             return f.outputs(np.asarray(block), threads=self.threads, **self.inputs)[self.output]
         except BatchInputError as exc:     # the batch names an instance of the block: name the row of Q
@@ -79,7 +80,13 @@ def map_blocks(f, Q, output=None, threads=1, **inputs):
     dask array ``Q`` (N x nq; chunked along rows only: the columns are joined into one
     chunk), as a lazy dask array N x (output shape) chunked like Q's rows.  ``inputs``: the
     other inputs, one instance each, the same for every row.  ``threads``: threads per task
-    (default 1, as dask already runs one task per worker thread)."""
+    (default 1, as dask already runs one task per worker thread).  The same as
+    ``f.map_blocks(Q, …)``."""
+    return f.map_blocks(Q, output, threads, **inputs)
+
+
+def blocks(f, Q, output, threads, inputs, load):
+    """map_blocks, with ``load`` the loader the workers use (CompiledFunction.map_blocks')."""
     import dask.array as da
     specs = {o["name"]: o for o in f.output_specs}
     output = output or f.output_specs[0]["name"]
@@ -93,6 +100,6 @@ def map_blocks(f, Q, output=None, threads=1, **inputs):
         Q = Q.rechunk({1: -1})
     shape = tuple(specs[output]["shape"])
     task = BlockEvaluator(f.manifest_path, f.manifest, output, threads,
-                          {k: np.asarray(v, dtype=float) for k, v in inputs.items()})
+                          {k: np.asarray(v, dtype=float) for k, v in inputs.items()}, load)
     return Q.map_blocks(task, dtype=np.float64, drop_axis=1, new_axis=list(range(1, 1 + len(shape))),
                         chunks=(Q.chunks[0], *((s,) for s in shape)), meta=np.empty((0,) * (1 + len(shape))))

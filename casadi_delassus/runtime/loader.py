@@ -180,8 +180,8 @@ class CompiledFunction:
 
     def map_blocks(self, Q, output=None, threads=1, **inputs):
         """This function on every block of rows of a dask array of configurations (runtime/distributed.py)."""
-        from .distributed import map_blocks
-        return map_blocks(self, Q, output, threads, **inputs)
+        from .distributed import blocks
+        return blocks(self, Q, output, threads, inputs, load)
 
     def __repr__(self):
         m = self.manifest
