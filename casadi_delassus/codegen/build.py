@@ -26,7 +26,7 @@ from . import sincos, vectorise
 from .emit import render, work_sizes
 from ..opcount import count_ops
 from .derivatives import casadi_companions, check_request, input_names, resolve_wrt, trace_derivative
-from .trace import choose_cheapest, trace
+from .trace import cheapest_traced, trace
 
 DEFAULT_CFLAGS = ("auto",)
 # gcc's register allocation grows faster than linear in the size of one straight-line
@@ -248,17 +248,18 @@ def build(robot, constraints, algorithm, out_dir, scenario, cflags=DEFAULT_CFLAG
     if not force and is_cached(manifest_path, key):
         return manifest_path
     t0 = time.perf_counter()
-    auto = None
-    if is_auto(algorithm):
-        chosen, counts, reason = choose_cheapest(robot, constraints, cse=cse, osim=osim, family=algorithm)
+    auto, traced = None, None
+    if is_auto(algorithm):          # the winner's trace is reused where it is the function generated
+        chosen, counts, reason, traced = cheapest_traced(robot, constraints, cse=cse, osim=osim, family=algorithm,
+                                                         name=fname)
         auto = {"chosen": chosen, "instructions": counts, "reason": reason}
-    traced = auto["chosen"] if auto else algorithm
+    algo = get_algorithm(auto["chosen"] if auto else algorithm)
     head = dict(function=fname, model_name=model, algorithm=algorithm, osim=osim)
     if request:
-        f, inputs, outputs, head["derivative"] = trace_derivative(robot, constraints, traced, derivative, request["wrt"],
-                                                                  name=fname, cse=cse, method=method)
+        f, inputs, outputs, head["derivative"] = trace_derivative(robot, constraints, algo.name, derivative,
+                                                                  request["wrt"], name=fname, cse=cse, method=method)
     else:
-        f, inputs, outputs = trace(robot, constraints, traced, name=fname, cse=cse, osim=osim)
+        f, inputs, outputs = traced or trace(robot, constraints, algo, name=fname, cse=cse, osim=osim)
     companions = casadi_companions(f, cse) if casadi_derivatives else ()
     t_trace = time.perf_counter() - t0
     manifest = make_manifest(f, robot, constraints, scenario, inputs, outputs, cflags, cc, cse, key, companions, **head)
