@@ -1,11 +1,11 @@
 /* casadi_delassus runtime/door.c: the thin Python door of a generated function (see door.py).
  *
- * One extension type, Door, the base class of CompiledFunction (runtime/loader.py), bound by
+ * One extension type, Door, a base class of every CompiledFunction (runtime/loader.py), bound by
  * Door.__init__ to one checked CasADi function pointer (the loader checks the library and the
  * symbol; this code only calls what it is given).  Calling it, f(q, **inputs, out=None),
  * evaluates the function for one instance when every input is already what the C code
  * reads; anything else goes to the instance's Python method _evaluate, which converts the
- * inputs or refuses them with its one-line message (one code path: codegen/inputs.as_input):
+ * inputs or refuses them with its one-line message (one code path: runtime/inputs.as_input):
  *   - each input a float64 numpy array, native byte order, aligned, of the manifest's shape
  *     (a vector also as n x 1), C-contiguous (a matrix also Fortran-contiguous);
  *   - every entry finite, R > 0, every unit block of q (quaternion, (cos, sin) pair) within
