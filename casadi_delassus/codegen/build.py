@@ -11,7 +11,6 @@ import json
 import os
 import platform
 import shlex
-import shutil
 import subprocess
 import time
 from pathlib import Path
