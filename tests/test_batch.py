@@ -456,6 +456,32 @@ def test_staged_function_in_batches(out_dir):
         assert rel(y[i], f.run("apply", lam=lam[i])["delassus_apply"]) <= 1e-14
 
 
+def test_every_input_layout_gives_the_same_bits(go1, out_dir):
+    """The batch runtime (door.c) takes inputs in any layout -- C or Fortran order, every other
+    row, reversed rows, vectors as N x r x 1, one instance for all (stride 0) -- gathering
+    what is not in the entry point's layout share by share: the bits of C-ordered inputs, on
+    one thread or several, for a function of q alone (from the door's call) and one of q and
+    a vector."""
+    f = cd.generate("go1", "4F3", "delassus_apply", out_dir=out_dir)
+    per_share = -(-batch.MIN_SHARE_INSTRUCTIONS // batch.entry(f).per_instance)
+    n = 2 * per_share + 3                                   # two shares and a partial group
+    rng = np.random.default_rng(9)
+    Q, lam = configurations(go1.robot, n, seed=9), rng.normal(size=(n, 12))
+    want = f.outputs(Q, lam=lam, threads=1)["delassus_apply"]
+    D = go1(Q, threads=1)
+    wide = np.zeros((2 * n, 2 * Q.shape[1]))
+    wide[::2, ::2] = Q
+    layouts = {"fortran": np.asfortranarray(Q), "every other": wide[::2, ::2], "reversed": Q[::-1].copy()[::-1]}
+    for name, q in layouts.items():
+        assert not q.flags.c_contiguous, name
+        for threads in (1, 2, None):
+            assert np.array_equal(go1(q, threads=threads), D), (name, threads)
+            assert np.array_equal(f.outputs(q, lam=np.asfortranarray(lam), threads=threads)["delassus_apply"], want)
+    assert np.array_equal(f(Q, lam=lam[:, :, None]), want)
+    one = f(Q, lam=lam[0])                                  # one lam for every q, never copied n times
+    assert np.array_equal(one, f(Q, lam=np.repeat(lam[:1], n, axis=0)))
+
+
 def test_batch_bench_reports_every_contender_it_can_measure(go1, monkeypatch):
     """batch_bench (``bench --batch N``) end to end on a tiny batch, with Pinocchio's and
     MuJoCo's harnesses made unavailable: their absence is a note, the rest is measured
