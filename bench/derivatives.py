@@ -45,7 +45,8 @@ from common import write  # noqa: F401  (puts the repository on sys.path)
 import casadi as ca  # noqa: E402
 
 from casadi_delassus import api, timing  # noqa: E402
-from casadi_delassus.codegen import artifact, build, staging  # noqa: E402
+from casadi_delassus.codegen import build, staging  # noqa: E402
+from casadi_delassus.runtime import artifact  # noqa: E402
 from casadi_delassus.codegen.derivatives import trace_derivative  # noqa: E402
 from casadi_delassus.codegen.trace import trace  # noqa: E402
 from casadi_delassus.model import load_robot  # noqa: E402

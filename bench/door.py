@@ -1,11 +1,12 @@
-"""What a Python single call costs above the C time (the thin door, codegen/door.c): for each
+"""What a Python single call costs above the C time (the thin door, runtime/door.c): for each
 function, the C harness (timing.py's CHarness: a C loop over the .so) and, in this process,
 ``f(q)`` (a new array per call), ``f(q, out=D)`` and the ctypes path the door replaced
 (CASADI_DELASSUS_DOOR=ctypes), each the median of rounds of 10,000 calls cycling over the
 same 64 configurations; for a staged solver ``run("apply", lam=…)`` against the C harness of
 its apply stage; and small batches, ``f(Q)`` for N = 16 and 256 (straight from door.c to
-``<fn>_batch``) and the same call through the Python batch path (``f._evaluate``, what f(Q)
-took before door.c ran batches), against the C batch harness (batch_harness.py, one
+``<fn>_batch``) and the same call through the Python batch path (``f._evaluate``: the
+inputs made canonical in Python, then door.c's run_batch, as every function of several
+inputs runs), against the C batch harness (batch_harness.py, one
 thread).  Rounds are interleaved across contenders.
 
     taskset -c 1 .venv/bin/python bench/door.py [--reps 9]
@@ -26,7 +27,7 @@ import common  # noqa: F401
 from common import RESULTS
 
 import casadi_delassus as cd
-from casadi_delassus.codegen import door
+from casadi_delassus.runtime import door
 from casadi_delassus.timing import CHarness, machine, random_samples
 from casadi_delassus.timing.batch_harness import BatchHarness
 

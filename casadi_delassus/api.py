@@ -4,9 +4,9 @@ from __future__ import annotations
 import hashlib
 from pathlib import Path
 
-from .codegen import artifact
+from .runtime import artifact
 from .codegen.build import DEFAULT_CFLAGS, build
-from .codegen.loader import StagedFunction, load
+from .runtime.loader import StagedFunction, load
 from .codegen.derivatives import tangent_function
 from .codegen.staging import build_stages
 from .codegen.trace import choose_cheapest, trace
@@ -52,7 +52,7 @@ def generate(robot, constraints=None, algorithm="naive", out_dir=DEFAULT_OUT, cf
     robot's first scenario); ``osim=True`` adds Λ as a second output.  Returns a callable ``f(q, **K_inputs) -> numpy array`` with
     ``.op_count`` and ``.manifest``; code is cached under out_dir/<name>/<scenario>/, ``name``
     (letters and digits joined by single underscores) defaulting to the registry or synthetic
-    robot's name, or a model file's stem plus a hash of its path (codegen/artifact.py).
+    robot's name, or a model file's stem plus a hash of its path (runtime/artifact.py).
     ``stages=True`` generates the algorithm's re-evaluation stages instead (codegen/staging.py:
     ``<algo>_factor``, [``_damping``,] ``_apply``) and returns a StagedFunction.
     ``derivative`` ("jvp", "vjp" or "jacobian") generates that derivative of the algorithm's

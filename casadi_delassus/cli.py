@@ -16,7 +16,7 @@ from .verify.derivatives import (DOT_TOL, FD_RULE, FD_TOL, PIVOT_MIN, Checkable,
                                  dot_products, evaluate)
 from .verify.derivative_oracle import PIN_RULE, PIN_TOL, comparable, pinocchio_errors
 from .codegen.build import DEFAULT_CFLAGS, check_osim, gives_osim
-from .codegen.door import DoorWarning
+from .runtime.door import DoorWarning
 from .opcount import count_ops
 from .codegen.derivatives import DERIVATIVES, METHODS, trace_derivative
 from .codegen.trace import choose_cheapest, trace

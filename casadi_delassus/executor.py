@@ -9,7 +9,7 @@ and CasADi does not survive ``fork`` of a threaded process, so jobs run in proce
 single-threaded, and forks each worker from that clean state.  A worker ignores SIGINT (the
 parent decides: a Ctrl-C at a terminal reaches the whole process group) and turns SIGTERM
 into an exception inside the running job, so a job's ``finally`` clauses and temporary-folder
-cleanup run (codegen/artifact.py) and the worker then exits.  On an interrupt (Ctrl-C,
+cleanup run (runtime/artifact.py) and the worker then exits.  On an interrupt (Ctrl-C,
 SIGTERM) the parent cancels what has not started and sends SIGTERM to its workers.  A worker
 whose parent is gone (SIGKILL) notices at once (multiprocessing's parent sentinel) and stops
 the same way.
@@ -37,7 +37,7 @@ from contextlib import contextmanager
 from dataclasses import dataclass, field
 from typing import Callable
 
-from .codegen.batch import cores
+from .runtime.batch import cores
 from .errors import DelassusError
 
 BROKEN = ("a worker process died (killed, out of memory, or -- when this runs from a script -- the script's "

@@ -15,7 +15,8 @@ import pytest
 
 import casadi_delassus as cd
 from casadi_delassus.verify import reference as ref
-from casadi_delassus.codegen import batch
+from casadi_delassus.codegen import vectorise
+from casadi_delassus.runtime import batch
 from casadi_delassus.codegen.build import accepts_native, find_compiler
 from casadi_delassus.codegen.emit import TEMPLATES, casadi_source
 from casadi_delassus.errors import CompilerError, InputError
@@ -48,7 +49,7 @@ def ops_source():
     manifest = {"inputs": [{"name": "x", "shape": [3]}, {"name": "y", "shape": [1]}],
                 "outputs": [{"name": "r", "shape": [len(names), 1]}]}
     code = casadi_source(f)
-    return code + "\n" + batch.render(f, manifest, code, TEMPLATES)[0], names
+    return code + "\n" + vectorise.render(f, manifest, code, TEMPLATES)[0], names
 
 
 def compile_ops(source, tmp_path, flags, checked=False):
@@ -162,12 +163,12 @@ def _body(extra):
 ])
 def test_unknown_constructs_fail_loudly(line, why):
     with pytest.raises(CompilerError, match=f"cannot vectorise line [0-9]+ .*{why}"):
-        batch.vectorize(_body(line), 2, 1, [3, 1], [52])
+        vectorise.vectorize(_body(line), 2, 1, [3, 1], [52])
 
 
 def test_the_body_must_be_casadis():
     with pytest.raises(CompilerError, match="exactly one CasADi function body"):
-        batch.vectorize("int main(void) { return 0; }", 1, 1, [1], [1])
+        vectorise.vectorize("int main(void) { return 0; }", 1, 1, [1], [1])
 
 
 # -- go1 4F3 ------------------------------------------------------------------------------
@@ -201,7 +202,7 @@ def test_go1_bit_identical_across_threads_sizes_and_positions(go1):
     per_share = -(-batch.MIN_SHARE_INSTRUCTIONS // go1.manifest["op_count"]["instructions"])
     Q = configurations(go1.robot, 64, seed=1)[np.arange(3 * per_share + 1) % 64]
     D = go1(Q, threads=1)
-    assert len(go1._batch.chunks(len(Q), 3)) == 3          # three threads' shares really run
+    assert len(batch.shares(go1, len(Q), 3)) == 3          # three threads' shares really run
     for threads in (2, 3, None):
         assert np.array_equal(go1(Q, threads=threads), D)
     for start, stop in ((5, 6), (3, 10), (0, 1), (len(Q) - 3, len(Q)), (100, 233)):
@@ -238,19 +239,20 @@ def test_go1_streamed_outputs_at_every_alignment(go1):
 
 
 def test_the_door_runs_batches_itself(go1, monkeypatch):
-    """f(Q) of a function of q alone goes straight from door.c to <fn>_batch, split into the
-    shares the Python path makes (threads=None, 1, 2, 3): the same bits as the Python path,
-    out= filled and returned, threads calling it at once; a refused instance and inputs it
-    does not take (float32, Fortran order) reach the Python path."""
+    """f(Q) of a function of q alone goes straight from door.c's call to the batch runtime
+    (threads=None, 1, 2, 3; C or Fortran order): the same bits as the call through the Python
+    path (runtime/batch.evaluate, which reaches the same runtime), out= filled and returned,
+    threads calling it at once; a refused instance and inputs it does not take (float32)
+    reach the Python path."""
     import threading
     if go1.door != "door.c":
         pytest.skip("no door here")
     Q = configurations(go1.robot, 64, seed=11)
-    big = np.resize(Q, ((2 * batch.MIN_SHARE_INSTRUCTIONS) // go1._batch.per_instance + 7, Q.shape[1]))
-    assert len(go1._batch.chunks(len(big), 2)) == 2
+    big = np.resize(Q, ((2 * batch.MIN_SHARE_INSTRUCTIONS) // batch.entry(go1).per_instance + 7, Q.shape[1]))
+    assert len(batch.shares(go1, len(big), 2)) == 2
     python = {n: batch.evaluate(go1, (big[:n],), {}, threads=1, only_first=True)["delassus"]
               for n in (1, 3, 4, 5, 64, len(big))}
-    # the Python path's own shares on its worker threads (what functions of several inputs take)
+    # through the Python path (what functions of several inputs take) on two threads' shares
     assert np.array_equal(batch.evaluate(go1, (big,), {}, threads=2, only_first=True)["delassus"], python[len(big)])
     calls = []
 
@@ -272,9 +274,9 @@ def test_the_door_runs_batches_itself(go1, monkeypatch):
     for t in workers:
         t.join()
     assert all(np.array_equal(r, python[len(big)]) for r in results) and calls == []
+    assert np.array_equal(go1(np.asfortranarray(Q)), python[64]) and calls == []
     go1(Q.astype(np.float32))
-    assert np.array_equal(go1(np.asfortranarray(Q)), python[64])
-    assert len(calls) == 2
+    assert len(calls) == 1
     if hasattr(os, "fork"):                                     # a forked child starts workers of its own
         pid = os.fork()
         if pid == 0:
@@ -288,38 +290,33 @@ def test_the_door_runs_batches_itself(go1, monkeypatch):
         go1(Q, threads=0)
 
 
-def test_shares_run_on_bound_workers_and_errors_reach_the_caller(monkeypatch):
-    """batch.share_out: every share once, in order, whatever the number of shares and CPUs;
-    the shares of other CPUs on worker threads bound to them; a worker's exception is raised
-    in the caller."""
+def test_shares_cover_the_batch_on_every_cpu_set(go1):
+    """The runtime's shares (door.c, split and run_shares): every instance once, in order, at
+    multiples of the lane count, whatever the number of threads asked for; with this thread
+    allowed one CPU, two or every one, all shares run (on bound workers where there are
+    several CPUs) and give the single thread's bits."""
     import threading
-    ran = []
+    e = batch.entry(go1)
+    per_share = -(-batch.MIN_SHARE_INSTRUCTIONS // e.per_instance)
+    for n in (0, 1, e.lanes + 1, 3 * per_share + 1):
+        for threads in (1, 2, 3, 5, None):
+            parts = batch.shares(go1, n, threads)
+            assert [a for a, _ in parts[1:]] == [b for _, b in parts[:-1]] and all(a % e.lanes == 0 for a, _ in parts)
+            assert (parts[0][0], parts[-1][1]) == (0, n) if n else parts == []
+            assert len(parts) <= max(threads or batch.cores(), 1)
+    Q = configurations(go1.robot, 64, seed=3)[np.arange(3 * per_share + 1) % 64]
+    want = go1(Q, threads=1)
+    cpus = sorted(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else []
+    got = []
 
-    def job(k):
-        ran.append((k, threading.current_thread().name))
-        return k * k
-    for cpus in ((0,), (0, 1), (0, 1, 2)):
-        monkeypatch.setattr(batch, "_allowed_cpus", lambda cpus=cpus: cpus)
-        monkeypatch.setattr(batch, "_sched_getcpu", lambda: 0)
-        for n in (1, 2, 5):
-            ran.clear()
-            assert batch.share_out(job, [(k,) for k in range(n)]) == [k * k for k in range(n)]
-            assert sorted(k for k, _ in ran) == list(range(n))
-            workers = {name for _, name in ran if name != threading.current_thread().name}
-            assert workers == {f"cd-batch-cpu{c}" for c in cpus[1:min(n, len(cpus))]}
-
-    def broken(k):
-        if k == 1:
-            raise InputError("share 1 failed")
-        return k
-    monkeypatch.setattr(batch, "_allowed_cpus", lambda: (0, 1))
-    with pytest.raises(InputError, match="share 1 failed"):
-        batch.share_out(broken, [(0,), (1,)])
-
-    def refused(*args):
-        raise PermissionError("not here")
-    monkeypatch.setattr(batch.os, "sched_setaffinity", refused)       # a sandbox: the shares still run
-    assert batch.share_out(job, [(k,) for k in range(4)]) == [0, 1, 4, 9]
+    def on(allowed):
+        os.sched_setaffinity(0, allowed)                # this thread only
+        got.append([np.array_equal(go1.outputs(Q, threads=t)["delassus"], want) for t in (2, 3)])
+    for allowed in ({cpus[0]}, set(cpus[:2]), set(cpus)) if cpus else ():
+        t = threading.Thread(target=on, args=(allowed,))
+        t.start()
+        t.join()
+    assert all(all(g) for g in got) and len(got) == (3 if cpus else 0)
 
 
 @pytest.mark.parametrize("instance, change, message", [
@@ -436,12 +433,12 @@ def test_dask_names_the_refused_row_of_q(go1):
 
 def test_dask_worker_rebuilds_from_the_manifest(go1, tmp_path, monkeypatch):
     """A worker that cannot see the .so regenerates it from the manifest into its cache."""
-    from casadi_delassus.codegen import distributed
+    from casadi_delassus.runtime import distributed
     monkeypatch.setenv("CASADI_DELASSUS_CACHE", str(tmp_path))
-    f = distributed.worker_function(tmp_path / "elsewhere" / "pv_osimr.json", go1.manifest)
+    f = distributed.worker_function(tmp_path / "elsewhere" / "pv_osimr.json", go1.manifest, cd.load)
     assert f.manifest_path.is_relative_to(tmp_path) and f.manifest["function"] == go1.manifest["function"]
     Q = configurations(go1.robot, 7, seed=4)
-    assert np.array_equal(distributed.BlockEvaluator(tmp_path / "x.json", go1.manifest, "delassus", 1, {})(Q), f(Q))
+    assert np.array_equal(distributed.BlockEvaluator(tmp_path / "x.json", go1.manifest, "delassus", 1, {}, cd.load)(Q), f(Q))
     assert rel(f(Q), go1(Q)) <= 1e-14
 
 
@@ -457,6 +454,32 @@ def test_staged_function_in_batches(out_dir):
     for i in range(6):
         f.run("factor", q=Q[i])
         assert rel(y[i], f.run("apply", lam=lam[i])["delassus_apply"]) <= 1e-14
+
+
+def test_every_input_layout_gives_the_same_bits(go1, out_dir):
+    """The batch runtime (door.c) takes inputs in any layout -- C or Fortran order, every other
+    row, reversed rows, vectors as N x r x 1, one instance for all (stride 0) -- gathering
+    what is not in the entry point's layout share by share: the bits of C-ordered inputs, on
+    one thread or several, for a function of q alone (from the door's call) and one of q and
+    a vector."""
+    f = cd.generate("go1", "4F3", "delassus_apply", out_dir=out_dir)
+    per_share = -(-batch.MIN_SHARE_INSTRUCTIONS // batch.entry(f).per_instance)
+    n = 2 * per_share + 3                                   # two shares and a partial group
+    rng = np.random.default_rng(9)
+    Q, lam = configurations(go1.robot, n, seed=9), rng.normal(size=(n, 12))
+    want = f.outputs(Q, lam=lam, threads=1)["delassus_apply"]
+    D = go1(Q, threads=1)
+    wide = np.zeros((2 * n, 2 * Q.shape[1]))
+    wide[::2, ::2] = Q
+    layouts = {"fortran": np.asfortranarray(Q), "every other": wide[::2, ::2], "reversed": Q[::-1].copy()[::-1]}
+    for name, q in layouts.items():
+        assert not q.flags.c_contiguous, name
+        for threads in (1, 2, None):
+            assert np.array_equal(go1(q, threads=threads), D), (name, threads)
+            assert np.array_equal(f.outputs(q, lam=np.asfortranarray(lam), threads=threads)["delassus_apply"], want)
+    assert np.array_equal(f(Q, lam=lam[:, :, None]), want)
+    one = f(Q, lam=lam[0])                                  # one lam for every q, never copied n times
+    assert np.array_equal(one, f(Q, lam=np.repeat(lam[:1], n, axis=0)))
 
 
 def test_batch_bench_reports_every_contender_it_can_measure(go1, monkeypatch):

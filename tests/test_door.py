@@ -1,4 +1,4 @@
-"""The thin Python door (codegen/door.c, door.py): single calls through the C extension.
+"""The thin Python door (runtime/door.c, door.py): single calls through the C extension.
 Its fast path refuses every input the Python path refuses (and hands it to it, so the
 message is the same one line), both paths compute the same bits, ``out=`` and the reused
 output arrays never alias an array a caller holds, staged functions go through it, and
@@ -13,8 +13,8 @@ import numpy as np
 import pytest
 
 import casadi_delassus as cd
-from casadi_delassus.codegen import door
-from casadi_delassus.codegen.inputs import UNIT_TOL
+from casadi_delassus.runtime import door
+from casadi_delassus.runtime.inputs import UNIT_TOL
 from casadi_delassus.errors import DelassusError, InputError
 
 from conftest import model_for
@@ -234,6 +234,33 @@ def test_without_the_extension_calls_go_through_ctypes(tmp_path, go1_k):
     assert r.returncode == 0, r.stderr
     first, second = r.stdout.splitlines()
     assert first.startswith("ctypes 1 casadi_delassus: single calls go through ctypes") and second == "(12, 12)"
+
+
+def test_importing_compiles_nothing_and_batches_run_without_the_extension(tmp_path, go1_k):
+    """Importing the package builds no door (CompiledFunction's base is chosen at the first
+    load, door.callable_class); without the extension a batch is one call of the entry point
+    in this thread, and gives the bits of the extension's batch runtime (Fortran-ordered Q,
+    one K for every instance)."""
+    rng = np.random.default_rng(5)
+    Q = np.asfortranarray([go1_k.robot.random_q(rng) for _ in range(13)])
+    K = np.hstack([np.eye(3), np.zeros((3, 3))])
+    np.save(tmp_path / "Q.npy", Q)
+    script = textwrap.dedent(f"""
+        import warnings
+        import numpy as np, casadi_delassus as cd
+        from casadi_delassus.runtime import door
+        print(door._state["module"] is None and not (door._cache_dir()).exists())
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            f = cd.load({str(go1_k.manifest_path)!r})
+        K = np.hstack([np.eye(3), np.zeros((3, 3))])
+        np.save({str(tmp_path / "D.npy")!r}, f(np.load({str(tmp_path / "Q.npy")!r}), K_FL_foot=K))
+        print(f.door)
+    """)
+    env = dict(os.environ, CC="false", CASADI_DELASSUS_CACHE=str(tmp_path))
+    r = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, env=env)
+    assert r.returncode == 0 and r.stdout.split() == ["True", "ctypes"], r.stderr
+    assert np.array_equal(np.load(tmp_path / "D.npy"), go1_k(Q, K_FL_foot=K))
 
 
 def test_a_cache_folder_others_can_write_is_not_used(tmp_path, go1_k):

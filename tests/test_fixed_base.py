@@ -92,9 +92,9 @@ def test_every_robot_command_takes_the_base_flags():
 
 
 def test_a_worker_rebuilds_the_fixed_build(tmp_path, ur5_path):
-    """The manifest records the base, so codegen.distributed.rebuild makes the same function."""
-    from casadi_delassus.codegen.distributed import rebuild
+    """The manifest records the base, so codegen.rebuild makes the same function."""
+    from casadi_delassus.codegen.rebuild import rebuild
     f = cd.generate(ur5_path, ["ee_link:6d"], "pv_osim", out_dir=tmp_path / "a", floating_base=False)
     assert f.manifest["floating_base"] is False
-    g = rebuild(f.manifest, tmp_path / "b")
+    g = cd.load(rebuild(f.manifest, tmp_path / "b"))
     assert g.manifest["function"] == f.manifest["function"] and g.manifest["nv"] == 6

@@ -1,9 +1,12 @@
 """The package's imports run one way (../shared/DESIGN.md, issue 12):
 
-    model → symbolic → sweeps → {delassus, dynamics, operators} → registry → codegen → api → cli
+    model → symbolic → sweeps → {delassus, dynamics, operators} → registry → runtime → codegen → api → cli
 
 with errors, names (identifiers) and progress (progress lines) importable everywhere, constraints between symbolic and sweeps, opcount (counting)
-beside the registry, verify (the oracles), report and executor (jobs) beside codegen, contact_modes (libraries) beside api, timing above api.  The
+beside the registry, verify (the oracles), report and executor (jobs) beside codegen, contact_modes (libraries) beside api, timing above api.
+The runtime (loading and calling generated code) never imports codegen (the compile side) but
+for the one import RUNTIME_COMPILES names, and no module imports itself through others (no
+import circle, lazy imports in functions included).  The
 mathematics (symbolic, sweeps, delassus, dynamics, operators) never imports codegen, timing,
 verify, the registry or the counting; the algorithm packages do not import each other's
 modules, except where the paper defines one algorithm as another's driver with a policy; the
@@ -16,13 +19,15 @@ import pytest
 PACKAGE = Path(__file__).resolve().parents[1] / "casadi_delassus"
 RANK = {"errors": 0, "names": 0, "progress": 0, "model": 1, "symbolic": 2, "constraints": 3, "sweeps": 4,
         "delassus": 5, "dynamics": 5, "operators": 5, "opcount": 6, "registry": 7,
-        "codegen": 8, "verify": 8, "report": 8, "executor": 8, "contact_modes": 9, "api": 9, "timing": 10, "cli": 11, "__init__": 12, "__main__": 12}
+        "runtime": 7.5, "codegen": 8, "verify": 8, "report": 8, "executor": 8, "contact_modes": 9, "api": 9, "timing": 10, "cli": 11, "__init__": 12, "__main__": 12}
 MATH = {"symbolic", "sweeps", "delassus", "dynamics", "operators"}
 ALGORITHMS = {"delassus", "dynamics", "operators"}
 # PV paper Sec. VIII: PV-early is Alg. 1 with early elimination at every joint (pv.py's driver and
 # its policy); Sec. VI: PV-soft is ABA on augmented inertias (aba.py's solve with hooks)
 COMPOSITIONS = {("dynamics.pv_early", "dynamics.pv"), ("dynamics.pv_soft", "dynamics.aba")}
 REFERENCE_FORBIDDEN = MATH | {"registry", "codegen", "opcount"}
+# a dask worker that cannot see a function's .so compiles it from the manifest (runtime/distributed.py)
+RUNTIME_COMPILES = {("runtime.distributed", "codegen.rebuild")}
 
 
 def module_name(path):
@@ -61,6 +66,8 @@ def violations(graph):
         layer = mod.split(".")[0] if mod else "__init__"
         for target in targets:
             tlayer = target.split(".")[0]
+            if (mod, target) in RUNTIME_COMPILES:
+                continue
             if RANK[tlayer] > RANK[layer]:
                 bad.append(f"{mod} imports {target}: {tlayer} is above {layer}")
             elif layer in ALGORITHMS and tlayer in ALGORITHMS and (mod, target) not in COMPOSITIONS:
@@ -75,6 +82,67 @@ def violations(graph):
 GRAPH = {module_name(p): imports(p) for p in sorted(PACKAGE.rglob("*.py"))}
 
 
+def cycles(graph):
+    """The import circles of ``graph``: its strongly connected components of more than one
+    module, or of one that imports itself (Tarjan's algorithm, iterative)."""
+    index, low, stack, on_stack, found = {}, {}, [], set(), []
+    for root in graph:
+        if root in index:
+            continue
+        work = [(root, iter(sorted(graph.get(root, ()))))]
+        index[root] = low[root] = len(index)
+        stack.append(root)
+        on_stack.add(root)
+        while work:
+            node, targets = work[-1]
+            for target in targets:
+                if target not in graph:
+                    continue
+                if target not in index:
+                    index[target] = low[target] = len(index)
+                    stack.append(target)
+                    on_stack.add(target)
+                    work.append((target, iter(sorted(graph[target]))))
+                    break
+                if target in on_stack:
+                    low[node] = min(low[node], index[target])
+            else:
+                work.pop()
+                if work:
+                    low[work[-1][0]] = min(low[work[-1][0]], low[node])
+                if low[node] == index[node]:
+                    component = []
+                    while True:
+                        m = stack.pop()
+                        on_stack.discard(m)
+                        component.append(m)
+                        if m == node:
+                            break
+                    if len(component) > 1 or node in graph[node]:
+                        found.append(sorted(component))
+    return found
+
+
+def test_no_import_circle():
+    assert not cycles(GRAPH), cycles(GRAPH)
+
+
+@pytest.mark.parametrize("graph, circles", [
+    ({"a": {"b"}, "b": {"c"}, "c": {"a"}, "d": {"a"}}, [["a", "b", "c"]]),
+    ({"a": {"a"}}, [["a"]]),
+    ({"a": {"b", "c"}, "b": {"c"}, "c": set()}, []),
+    ({"a": {"b"}, "b": {"a"}, "c": {"d"}, "d": {"c", "e"}, "e": set()}, [["a", "b"], ["c", "d"]]),
+])
+def test_the_circle_check_finds_circles(graph, circles):
+    assert sorted(cycles(graph)) == circles
+
+
+def test_the_runtime_never_imports_the_compile_side():
+    bad = [(m, t) for m, targets in GRAPH.items() if m.startswith("runtime")
+           for t in targets if t.split(".")[0] == "codegen" and (m, t) not in RUNTIME_COMPILES]
+    assert not bad and RUNTIME_COMPILES <= {(m, t) for m, ts in GRAPH.items() for t in ts}, bad
+
+
 def test_every_module_has_a_layer():
     assert not [m for m in GRAPH if (m.split(".")[0] if m else "__init__") not in RANK]
 
@@ -86,6 +154,7 @@ def test_imports_run_one_way():
 
 @pytest.mark.parametrize("graph, words", [
     ({"sweeps.tree": {"codegen.trace"}}, "codegen is above sweeps"),
+    ({"runtime.loader": {"codegen.build"}}, "codegen is above runtime"),
     ({"operators.damped_inverse_explicit": {"opcount"}}, "opcount is above operators"),
     ({"delassus.kjr": {"delassus.efpa"}}, "an algorithm imports another algorithm's module"),
     ({"dynamics.ltl": {"dynamics.pv"}}, "an algorithm imports another algorithm's module"),

@@ -24,7 +24,8 @@ import casadi_delassus as cd
 from casadi_delassus import timing
 from casadi_delassus.registry import ALGORITHMS, get_algorithm
 from casadi_delassus.verify.check import check_delassus
-from casadi_delassus.codegen import artifact, escape, loader
+from casadi_delassus.codegen import escape
+from casadi_delassus.runtime import artifact, library
 from casadi_delassus.codegen.staging import algorithm_stages
 from casadi_delassus.model.registry import is_available
 from casadi_delassus.names import ident_part, path_part
@@ -341,9 +342,9 @@ def test_security_manifest_naming_libc_system_is_never_called(chain):
         cd.load(f.manifest_path)
     with pytest.raises(cd.ArtifactError, match="refusing"):
         cd.load(f.manifest_path, backend="casadi")
-    lib, mapped = loader.open_library(f.so_path, json.loads(f.manifest_path.read_text())["files"]["so"])
+    lib, mapped = library.open_library(f.so_path, json.loads(f.manifest_path.read_text())["files"]["so"])
     with pytest.raises(cd.ArtifactError, match="system is not defined by .* refusing to call it"):
-        loader.own_symbol(lib, mapped, "system")      # ctypes' dlsym finds it through libc
+        library.own_symbol(lib, mapped, "system")      # ctypes' dlsym finds it through libc
     assert make()(f.robot.neutral_q()).shape == (6, 6)    # generate regenerates
 
 

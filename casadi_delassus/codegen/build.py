@@ -1,7 +1,7 @@
 """trace -> op count -> C -> gcc -> manifest, cached by a hash of every input and
 written atomically: files are built in a temporary folder beside the target and moved in
 with os.replace, the manifest last, so an interrupted run never leaves a broken .so.  The
-manifest records the files it was written with (codegen/artifact.py): the cache and the
+manifest records the files it was written with (runtime/artifact.py): the cache and the
 loader take nothing that does not match."""
 from __future__ import annotations
 
@@ -11,7 +11,6 @@ import json
 import os
 import platform
 import shlex
-import shutil
 import subprocess
 import time
 from pathlib import Path
@@ -20,12 +19,13 @@ from .. import __version__
 from ..registry import AUTO, get_algorithm, is_auto
 from ..errors import CompilerError, DelassusError
 from ..progress import step
-from . import artifact
-from . import batch, sincos
+from ..runtime.compiler import find_compiler
+from ..runtime import artifact
+from . import sincos, vectorise
 from .emit import render, work_sizes
 from ..opcount import count_ops
 from .derivatives import casadi_companions, check_request, input_names, resolve_wrt, trace_derivative
-from .trace import choose_cheapest, trace
+from .trace import cheapest_traced, trace
 
 DEFAULT_CFLAGS = ("auto",)
 # gcc's register allocation grows faster than linear in the size of one straight-line
@@ -33,7 +33,7 @@ DEFAULT_CFLAGS = ("auto",)
 # it; README "Design choices, measured").  -Og keeps most of -O1's speed at a fraction of its
 # compile time on big functions, where -O0 code runs slower than Pinocchio.
 AUTO_LEVELS = ((20_000, "-O2"), (40_000, "-O1"), (150_000, "-Og"), (float("inf"), "-O0"))
-# The batched entry point's vector kernel (codegen/batch.py) costs gcc more than the scalar code,
+# The batched entry point's vector kernel (codegen/vectorise.py) costs gcc more than the scalar code,
 # the more so the longer its values live: gcc took minutes at -Og on the Delassus functions of
 # naive talos 2F (83k instructions) and 2F+2H (133k) with it, and reverse-mode derivatives keep
 # the whole forward sweep alive (talos 2F aba's VJP, 33k instructions at -O1: 15 s scalar, 84 s
@@ -102,26 +102,6 @@ def host_cpu():
         return platform.machine() + platform.processor()
 
 
-def find_compiler(cc=None):
-    """The C compiler command: ``cc``, else $CC, else the first of gcc, cc, clang on PATH.  A
-    command with arguments (CC="ccache gcc") is split as a shell would; the result is a
-    command line (str) with the program resolved on PATH."""
-    spec = cc or os.environ.get("CC")
-    if spec:
-        try:
-            words = shlex.split(spec)
-        except ValueError as exc:
-            raise CompilerError(f"cannot parse the C compiler command {spec!r} (from CC or --cc): {exc}") from None
-        path = shutil.which(words[0]) if words else None
-        if not path:
-            raise CompilerError(f"C compiler {words[0] if words else spec!r} (from CC or --cc) not found on PATH")
-        return shlex.join([path, *words[1:]])
-    for name in ("gcc", "cc", "clang"):
-        if shutil.which(name):
-            return shutil.which(name)
-    raise CompilerError("no C compiler found (looked for gcc, cc, clang): install gcc or set CC")
-
-
 def _first_line(text):
     """The first line that mentions an error, else the first line, at most 300 characters."""
     lines = [l.strip() for l in text.splitlines() if l.strip()]
@@ -175,7 +155,7 @@ def content_hash(robot, constraints, algorithm, cflags, cse, cc, osim, function=
 
 def is_cached(manifest_path, key):
     """True when ``manifest_path`` was built for the hash ``key`` and it and its .c, .h and
-    .so are intact (codegen/artifact.py: sizes and sha256 as recorded)."""
+    .so are intact (runtime/artifact.py: sizes and sha256 as recorded)."""
     try:
         return artifact.verify(manifest_path).get("hash") == key
     except DelassusError:
@@ -217,8 +197,8 @@ def write_compiled(f, manifest, out_dir, stem, t_trace, companions=()):
         t_emit = time.perf_counter() - t0
         with step(f"compiling {stem}.c ({manifest['op_count']['instructions']:,} instructions, {' '.join(manifest['cflags'])})"):
             t_cc, cmd = compile_shared(tmp / f"{stem}.c", tmp / f"{stem}.so", manifest["cflags"], manifest["compiler"])
-        macros = batch.macros(tmp / f"{stem}.c", manifest["cflags"], manifest["compiler"])
-        manifest["batch"], manifest["sincos"] = batch.target(manifest, macros), sincos.target(macros)
+        macros = vectorise.macros(tmp / f"{stem}.c", manifest["cflags"], manifest["compiler"])
+        manifest["batch"], manifest["sincos"] = vectorise.target(manifest, macros), sincos.target(macros)
         manifest["timings_s"] = {"trace": round(t_trace, 3), "emit": round(t_emit, 3), "compile": round(t_cc, 3)}
         manifest["compile_command"] = shlex.join(cmd[:-4] + ["-o", f"{stem}.so", f"{stem}.c", "-lm"])
         manifest["so_bytes"] = (tmp / f"{stem}.so").stat().st_size
@@ -267,17 +247,18 @@ def build(robot, constraints, algorithm, out_dir, scenario, cflags=DEFAULT_CFLAG
     if not force and is_cached(manifest_path, key):
         return manifest_path
     t0 = time.perf_counter()
-    auto = None
-    if is_auto(algorithm):
-        chosen, counts, reason = choose_cheapest(robot, constraints, cse=cse, osim=osim, family=algorithm)
+    auto, traced = None, None
+    if is_auto(algorithm):          # the winner's trace is reused where it is the function generated
+        chosen, counts, reason, traced = cheapest_traced(robot, constraints, cse=cse, osim=osim, family=algorithm,
+                                                         name=fname)
         auto = {"chosen": chosen, "instructions": counts, "reason": reason}
-    traced = auto["chosen"] if auto else algorithm
+    algo = get_algorithm(auto["chosen"] if auto else algorithm)
     head = dict(function=fname, model_name=model, algorithm=algorithm, osim=osim)
     if request:
-        f, inputs, outputs, head["derivative"] = trace_derivative(robot, constraints, traced, derivative, request["wrt"],
-                                                                  name=fname, cse=cse, method=method)
+        f, inputs, outputs, head["derivative"] = trace_derivative(robot, constraints, algo.name, derivative,
+                                                                  request["wrt"], name=fname, cse=cse, method=method)
     else:
-        f, inputs, outputs = trace(robot, constraints, traced, name=fname, cse=cse, osim=osim)
+        f, inputs, outputs = traced or trace(robot, constraints, algo, name=fname, cse=cse, osim=osim)
     companions = casadi_companions(f, cse) if casadi_derivatives else ()
     t_trace = time.perf_counter() - t0
     manifest = make_manifest(f, robot, constraints, scenario, inputs, outputs, cflags, cc, cse, key, companions, **head)

@@ -6,7 +6,7 @@ import ctypes
 
 import casadi as ca
 
-from . import batch, schedule, sincos
+from . import schedule, sincos, vectorise
 from .escape import Safe, environment
 
 # Every string a template prints passes an escaping filter (codegen/escape.py).
@@ -35,7 +35,7 @@ def render(f: ca.Function, manifest: dict, stem: str, companions=()):
     """Returns {filename: text} for ``stem``.c and ``stem``.h."""
     fname = f.name()
     code = schedule.reorder(casadi_source(f, companions))
-    batch_code, batch_decl = batch.render(f, manifest, code, TEMPLATES)
+    batch_code, batch_decl = vectorise.render(f, manifest, code, TEMPLATES)
     scalar_code, _ = sincos.hoist(code, TEMPLATES)
     ctx = dict(manifest, fname=fname, header=stem + ".h", manifest_file=stem + ".json", guard=fname + "_H",
                macro=fname, casadi_code=Safe(scalar_code), counts=manifest["op_count"], cse=manifest["cse"],

@@ -1,90 +1,9 @@
-"""The numbers a user passes to a generated function, checked before they reach the C code.
+"""Deprecated: casadi_delassus.codegen.inputs moved to casadi_delassus.runtime.inputs (the runtime
+side of the codegen split, issue 24); this name is the same module and warns."""
+import sys
+import warnings
 
-``as_input(spec, value, manifest)`` turns one input (q, a vector, a runtime K) into the flat,
-column-major float64 array the C function reads, or raises an InputError with one line that
-names the input: not real numbers (complex, datetime, strings, objects), the wrong shape,
-NaN or inf anywhere, a non-positive weight R.
+from ..runtime import inputs as _module
 
-Unit quaternions and (cos, sin) pairs.  A free or ball joint's orientation (a quaternion in
-the joint's order, the manifest's q layout: Pinocchio's x, y, z, w or MuJoCo's w, x, y, z) and
-a continuous joint's (cos, sin) enter the generated code as they are: a
-quaternion scaled by 3 scales every rotation entry by 9 (the dynamics outputs moved by a
-factor of 32).  Within UNIT_TOL of norm 1 they are normalised (float32 round-off, integrators
-that drift); further off they are rejected, since such a q is almost surely laid out wrongly
-and silently normalising would hide that.
-"""
-from __future__ import annotations
-
-import math
-
-import numpy as np
-
-from ..errors import InputError
-from ..model.robot import unit_blocks
-
-# |‖quaternion‖ − 1| (or |‖(cos, sin)‖ − 1|) normalised silently; above, an InputError
-UNIT_TOL = 1e-6
-_REAL_KINDS = "biuf"          # bool, int, unsigned, float: what converts to float64 exactly
-
-
-def _real_array(name, value):
-    try:
-        a = np.asarray(value)
-    except ValueError as exc:                # ragged nested lists
-        raise InputError(f"input {name} is not an array of numbers: {str(exc).splitlines()[0]}") from None
-    if a.dtype.kind not in _REAL_KINDS:
-        raise InputError(f"input {name} must hold real numbers, got dtype {a.dtype} "
-                         f"({'complex' if a.dtype.kind == 'c' else 'not numbers'})")
-    return a.astype(float)
-
-
-def _normalised(q, manifest):
-    q = q.copy()
-    for joint, sl, what in unit_blocks(manifest.get("q_layout", ())):
-        # the sum of squares in order and one square root, as codegen/door.c computes it
-        # (not sum(), which compensates from Python 3.12 on)
-        sq = 0.0
-        for x in q[sl].tolist():
-            sq += x * x
-        norm = math.sqrt(sq)
-        if abs(norm - 1.0) > UNIT_TOL:
-            raise InputError(f"q[{sl.start}:{sl.stop}], the {what} of joint {joint!r}, has norm {norm:.6g}, "
-                             f"not 1 (within {UNIT_TOL:g}): normalise it, or check the q layout in the manifest")
-        q[sl] /= norm
-    return q
-
-
-def as_input(spec, value, manifest):
-    """``value`` for the input ``spec`` ({"name", "shape"} of the manifest) as the flat,
-    column-major float64 array the C code reads (see the module docstring)."""
-    name, shape = spec["name"], tuple(spec["shape"])
-    a = _real_array(name, value)
-    if len(shape) == 1:                      # vectors: any shape with the right number of entries
-        a = a.reshape(-1)
-    if name == "q" and a.size != manifest["nq"]:
-        raise InputError(f"q has {a.size} entries, robot {manifest['robot']!r} needs nq = {manifest['nq']}")
-    if a.shape != shape:
-        raise InputError(f"input {name} has shape {a.shape}, expected {shape}")
-    bad = np.flatnonzero(~np.isfinite(a.reshape(-1)))
-    if bad.size:
-        raise InputError(f"input {name} has {bad.size} non-finite entr{'y' if bad.size == 1 else 'ies'} "
-                         f"(first: flat index {bad[0]}, value {a.reshape(-1)[bad[0]]})")
-    if name == "R" and not np.all(a > 0):
-        raise InputError(f"input R must be positive, got {a.min():g} at index {int(np.argmin(a))}")
-    if name == "q":
-        a = _normalised(a, manifest)
-    return a.reshape(-1, order="F")
-
-
-def out_array(name, shape, given, fortran=False):
-    """``given`` when it can receive the output ``name`` of ``shape``: a writeable, aligned
-    float64 numpy array of exactly that shape, C-contiguous (or Fortran-contiguous where
-    ``fortran``); else an InputError."""
-    if isinstance(given, np.ndarray) and given.dtype == np.float64 and given.shape == shape and \
-            given.flags.writeable and given.flags.aligned and \
-            (given.flags.c_contiguous or (fortran and given.flags.f_contiguous)):
-        return given
-    got = f"{given.dtype} {given.shape}" if isinstance(given, np.ndarray) else type(given).__name__
-    order = "C- or Fortran-contiguous" if fortran else "C-contiguous"
-    raise InputError(f"out for {name} must be a writeable {order} float64 array of shape {shape}, got {got}"
-                     + (" (not writeable)" if isinstance(given, np.ndarray) and not given.flags.writeable else ""))
+warnings.warn("casadi_delassus.codegen.inputs is now casadi_delassus.runtime.inputs", DeprecationWarning, stacklevel=2)
+sys.modules[__name__] = _module

@@ -14,7 +14,7 @@ import numpy as np
 from .. import __version__
 from ..errors import DelassusError
 from ..model.robot import neutral_q as model_neutral_q
-from . import artifact
+from ..runtime import artifact
 from .build import COMPILER_SPECIFIC
 from .emit import TEMPLATES
 

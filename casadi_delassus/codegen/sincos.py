@@ -11,7 +11,7 @@ ulp of libm's, tests/test_sincos.py); the body then makes no call at all.  Witho
 (not x86-64 glibc, not GNU C, or ``-DCD_SINCOS_LIBM``) the prologue calls libm's sin and cos.
 A sin/cos of anything else (a mimic joint's scaled angle) stays where it is.
 
-Like codegen/batch.py, the rewrite recognises CasADi's statements exactly and changes only
+Like codegen/vectorise.py, the rewrite recognises CasADi's statements exactly and changes only
 the ``aN=sin(aM);``/``aN=cos(aM);`` lines whose argument holds an input entry at that point.
 """
 from __future__ import annotations
@@ -62,7 +62,7 @@ def hoist(casadi_code, env):
 
 
 def target(macros):
-    """The manifest's ``sincos`` entry from the compiled file's CD_ macros (batch.macros):
+    """The manifest's ``sincos`` entry from the compiled file's CD_ macros (vectorise.macros):
     how many angles the prologue computes and how (libmvec and its lane count, or libm)."""
     if "CD_SINCOS_ANGLES" not in macros:
         return {"angles": 0, "route": "none (no sin/cos of an input)"}

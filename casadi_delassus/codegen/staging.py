@@ -29,7 +29,7 @@ import numpy as np
 
 from ..registry import get_algorithm
 from ..errors import DelassusError
-from . import artifact
+from ..runtime import artifact
 from .build import DEFAULT_CFLAGS, content_hash, find_compiler, is_cached, make_manifest, write_compiled
 from .trace import trace
 

@@ -4,7 +4,7 @@ from __future__ import annotations
 import casadi as ca
 
 from ..progress import step
-from ..registry import AUTO, VECTOR_INPUTS, auto_candidates, cheapest_delassus, get_algorithm
+from ..registry import AUTO, VECTOR_INPUTS, Algorithm, auto_candidates, cheapest_delassus, get_algorithm
 from ..symbolic import linalg
 from ..opcount import count_ops
 
@@ -16,12 +16,18 @@ BIG_GRAPH = 300_000
 OSIM_MEANING = "operational-space inertia Λ = (Λ⁻¹)⁻¹ by an LDLᵀ of the Delassus matrix"
 
 
+def entry(algorithm):
+    """The registry's entry of ``algorithm``: a name, or the entry itself (looked up once by
+    the caller and handed on)."""
+    return algorithm if isinstance(algorithm, Algorithm) else get_algorithm(algorithm)
+
+
 def traced_outputs(robot, constraints, algorithm, osim=False):
-    """The algorithm over fresh symbols: ({input name: SX symbol}, in the generated function's
-    order: q, vectors, runtime K), {output name: SX}, and the K_i each constraint acts with.
-    ``osim`` adds Λ, the inverse of the Delassus matrix, through its LDLᵀ (PV paper Fig. 2
-    counts both)."""
-    algo = get_algorithm(algorithm)
+    """The algorithm (a name or its registry entry) over fresh symbols: ({input name: SX
+    symbol}, in the generated function's order: q, vectors, runtime K), {output name: SX},
+    and the K_i each constraint acts with.  ``osim`` adds Λ, the inverse of the Delassus
+    matrix, through its LDLᵀ (PV paper Fig. 2 counts both)."""
+    algo = entry(algorithm)
     q = ca.SX.sym("q", robot.nq)
     sizes = {"nv": robot.nv, "m": constraints.m}
     vectors = {n: ca.SX.sym(n, sizes[VECTOR_INPUTS[n][0]]) for n in algo.inputs}
@@ -35,8 +41,9 @@ def traced_outputs(robot, constraints, algorithm, osim=False):
 
 
 def describe_inputs(robot, constraints, algorithm):
-    """The manifest's inputs of ``algorithm``'s generated function: name, shape, meaning."""
-    algo = get_algorithm(algorithm)
+    """The manifest's inputs of ``algorithm``'s (a name or its entry) generated function: name,
+    shape, meaning."""
+    algo = entry(algorithm)
     sizes = {"nv": robot.nv, "m": constraints.m}
     inputs = [{"name": "q", "shape": [robot.nq], "meaning": Q_MEANING.get(robot.q_convention, Q_MEANING["mixed"])}]
     inputs += [{"name": n, "shape": [sizes[VECTOR_INPUTS[n][0]]], "meaning": algo.input_meaning(n)} for n in algo.inputs]
@@ -59,17 +66,18 @@ def function_of(name, inputs, outputs, cse, what):
 
 def trace(robot, constraints, algorithm, name=None, cse=True, osim=False):
     """Returns (Function, description of inputs, description of outputs).  ``osim`` adds
-    Λ, the inverse of the Delassus matrix, through its LDLᵀ (PV paper Fig. 2 counts both)."""
-    algo = get_algorithm(algorithm)
-    what = f"{algorithm}{' with Λ' if osim else ''} for {robot.name} (nv = {robot.nv}, m = {constraints.m})"
+    Λ, the inverse of the Delassus matrix, through its LDLᵀ (PV paper Fig. 2 counts both).
+    ``algorithm``: a name or its registry entry."""
+    algo = entry(algorithm)
+    what = f"{algo.name}{' with Λ' if osim else ''} for {robot.name} (nv = {robot.nv}, m = {constraints.m})"
     with step(f"tracing {what}"):
-        symbols, outputs, _ = traced_outputs(robot, constraints, algorithm, osim)
-    f = function_of(name or algorithm, symbols, outputs, cse, what)
+        symbols, outputs, _ = traced_outputs(robot, constraints, algo, osim)
+    f = function_of(name or algo.name, symbols, outputs, cse, what)
     outs = [{"name": n, "shape": [int(f.size1_out(k)), int(f.size2_out(k))],
              "meaning": algo.outputs.get(n, OSIM_MEANING if n == "osim" else n),
              "row_names": constraints.row_names if f.size1_out(k) == constraints.m else None}
             for k, n in enumerate(f.name_out())]
-    return f, describe_inputs(robot, constraints, algorithm), outs
+    return f, describe_inputs(robot, constraints, algo), outs
 
 
 # the q input's meaning by Robot.q_convention (model/robot.py); v, τ and v̇ follow the same joints
@@ -83,11 +91,24 @@ def choose_cheapest(robot, constraints, cse=True, osim=False, family=AUTO):
     (registry.auto_candidates) and pick the one with the fewest instructions
     (registry.cheapest_delassus; one that refuses the constraints is skipped).
     Returns (name, {algorithm: instructions}, reason)."""
-    best, counts, refused = cheapest_delassus(
-        robot, constraints, lambda a: count_ops(trace(robot, constraints, a, cse=cse, osim=osim)[0])["instructions"],
-        auto_candidates(robot, constraints, family),
-        label="Delassus algorithm" if family == AUTO else family + " candidate")
+    return cheapest_traced(robot, constraints, cse, osim, family)[:3]
+
+
+def cheapest_traced(robot, constraints, cse=True, osim=False, family=AUTO, name=None):
+    """choose_cheapest's (name, counts, reason) and the winner's trace (Function named ``name``,
+    inputs, outputs), the one traced to count it: the caller does not trace it again."""
+    kept = {}
+
+    def instructions(a):
+        traced = trace(robot, constraints, a, name=name, cse=cse, osim=osim)
+        n = count_ops(traced[0])["instructions"]
+        if not kept or n < kept["n"]:             # the first of equal counts, as cheapest_delassus
+            kept.update(n=n, algorithm=a, traced=traced)
+        return n
+    best, counts, refused = cheapest_delassus(robot, constraints, instructions, auto_candidates(robot, constraints, family),
+                                              label="Delassus algorithm" if family == AUTO else family + " candidate")
+    assert kept["algorithm"] == best
     others = ", ".join(f"{a} {n:,}" for a, n in sorted(counts.items(), key=lambda kv: kv[1]) if a != best)
     return best, counts, (f"fewest instructions for this robot and constraints: {best} {counts[best]:,}"
                           + (f" (then {others})" if others else "")
-                          + (f"; refused: {', '.join(refused)}" if refused else ""))
+                          + (f"; refused: {', '.join(refused)}" if refused else "")), kept["traced"]

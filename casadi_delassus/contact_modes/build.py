@@ -26,7 +26,7 @@ from dataclasses import dataclass
 
 from .. import __version__, executor
 from ..api import DEFAULT_OUT, constraint_set, default_constraints
-from ..codegen import artifact
+from ..runtime import artifact
 from ..codegen.build import (DEFAULT_CFLAGS, NATIVE, build, find_compiler, host_cpu, is_cached,
                               source_hash)
 from ..errors import ArtifactError, DelassusError

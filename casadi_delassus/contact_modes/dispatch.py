@@ -14,11 +14,11 @@ from pathlib import Path
 
 import numpy as np
 
-from ..codegen import artifact
-from ..codegen.batch import signature
+from ..runtime import artifact
+from ..codegen.vectorise import signature
 from ..codegen.emit import TEMPLATES
 from ..codegen.escape import Safe, c_ident
-from ..codegen.loader import CompiledFunction
+from ..runtime.loader import CompiledFunction
 from ..errors import ArtifactError, InputError
 from .modes import mask_of, mode_name
 

@@ -13,7 +13,7 @@ from pathlib import Path
 import numpy as np
 
 from .. import __version__
-from ..codegen import artifact
+from ..runtime import artifact
 from ..codegen.emit import TEMPLATES
 from ..codegen.package import _opt_level, example_input, neutral_q
 from .dispatch import KIND_TEXT, NO_MODE, Library

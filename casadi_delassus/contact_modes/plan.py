@@ -26,7 +26,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from ..registry import AUTO, AUTO_FAMILIES, VECTOR_INPUTS, delassus_algorithms, dynamics_algorithms, get_algorithm
-from ..codegen import artifact
+from ..runtime import artifact
 from ..codegen.build import content_hash
 from ..codegen.trace import OSIM_MEANING
 from ..constraints import ConstraintSet

@@ -74,7 +74,7 @@ def _from_file(path, floating_base):
         robot = load_mjcf(path)
     # an SDF model's loop-closing joints, an MJCF model's equality constraints
     robot.scenarios = {n: getattr(robot, n) for n in ("loops", "equality") if getattr(robot, n, None)}
-    robot.model_file = path.resolve()       # names its output folder (codegen/artifact.py)
+    robot.model_file = path.resolve()       # names its output folder (runtime/artifact.py)
     robot.model_format = fmt
     return _with_base(robot, floating_base, f"model file {path}", True if fmt == "urdf" else robot.floating_base)
 
@@ -130,7 +130,7 @@ def _from_text(text, floating_base):
 def _with_base(robot, floating_base, what, default, hint=""):
     """``robot`` with the base asked for (``floating_base`` None: the model's own, ``default``).
     Where that is not the default, ``robot.base_variant`` ("fixed" or "floating") says so: it
-    names the output folder (codegen/artifact.py), so the two variants never share files.  A
+    names the output folder (runtime/artifact.py), so the two variants never share files.  A
     format that sets its base in the model (SDF, spatial_v2, synthetic specs) cannot change
     it: a ModelError."""
     if floating_base is None:

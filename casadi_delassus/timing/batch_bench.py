@@ -1,6 +1,6 @@
 """Configurations per µs, side by side in one run (``casadi-delassus bench ROBOT --batch N``,
 bench/batch.py): our single call in a C loop, our batched call (``<fn>_batch``,
-codegen/batch.py) on one core and on all cores (C harness, batch_harness.py), the same from
+codegen/vectorise.py) on one core and on all cores (C harness, batch_harness.py), the same from
 Python (``f(Q)``), Pinocchio's computeDelassusMatrix in a C++ loop (timing.py) and MuJoCo
 computing the same J M⁻¹ Jᵀ in a C loop (mujoco_harness.py), plus SX instructions per ns
 against the machine's peaks, measured in the same run (peak.py).  Repetitions are
@@ -24,7 +24,7 @@ import time
 import numpy as np
 
 from .. import api
-from ..codegen.batch import aligned_empty
+from ..runtime.batch import aligned_empty
 from . import peak
 from .batch_harness import BatchHarness
 from ..errors import DelassusError

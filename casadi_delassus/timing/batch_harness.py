@@ -1,4 +1,4 @@
-"""Runtime of the batched entry point (``<fn>_batch``, codegen/batch.py), measured in C.
+"""Runtime of the batched entry point (``<fn>_batch``, codegen/vectorise.py), measured in C.
 
 ``BatchHarness`` renders ``timing/templates/batch_timing.c.j2`` for one generated function,
 compiles it (it dlopen()s the function's .so, as c_harness.py's single-call harness does), writes
@@ -19,7 +19,7 @@ from pathlib import Path
 import numpy as np
 
 from .. import __version__
-from ..codegen.batch import io_layout
+from ..codegen.vectorise import io_layout
 from ..codegen.build import find_compiler
 from ..errors import CompilerError
 from .c_harness import _manifest, _robot_and_constraints, random_samples

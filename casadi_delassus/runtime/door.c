@@ -1,11 +1,11 @@
-/* casadi_delassus codegen/door.c: the thin Python door of a generated function (see door.py).
+/* casadi_delassus runtime/door.c: the thin Python door of a generated function (see door.py).
  *
- * One extension type, Door, the base class of CompiledFunction (codegen/loader.py), bound by
+ * One extension type, Door, a base class of every CompiledFunction (runtime/loader.py), bound by
  * Door.__init__ to one checked CasADi function pointer (the loader checks the library and the
  * symbol; this code only calls what it is given).  Calling it, f(q, **inputs, out=None),
  * evaluates the function for one instance when every input is already what the C code
  * reads; anything else goes to the instance's Python method _evaluate, which converts the
- * inputs or refuses them with its one-line message (one code path: codegen/inputs.as_input):
+ * inputs or refuses them with its one-line message (one code path: runtime/inputs.as_input):
  *   - each input a float64 numpy array, native byte order, aligned, of the manifest's shape
  *     (a vector also as n x 1), C-contiguous (a matrix also Fortran-contiguous);
  *   - every entry finite, R > 0, every unit block of q (quaternion, (cos, sin) pair) within
@@ -14,8 +14,9 @@
  *   - ``out`` None, or a writeable float64 array of the output's shape, C- or
  *     Fortran-contiguous (a dict of such arrays by output name for _door_call's all outputs);
  *   - no threads= (a batch option).
- * A batch of q (Q, N x nq float64, C order) of a function of q alone goes straight to
- * <fn>_batch, on all cores (batch_call below); other batches go to _evaluate too.
+ * A batch of q (Q, N x nq float64, any order) of a function of q alone goes straight to the
+ * batch runtime below (batch_call); every other batch reaches it through _evaluate, which
+ * converts and checks the values once and calls run_batch.
  * _door_call(first, inputs, out, all) does the same for CompiledFunction.outputs and returns
  * NotImplemented where f(q) would hand on; _door_raw(values, out, all) takes the flat
  * column-major arrays inputs.as_input returns.  Being the instance's own type, the call costs
@@ -82,8 +83,8 @@ typedef struct {
   double unit_tol;
   Set* pool;
   int pooled;
-  void (*batch_fn)(void);       /* <fn>_batch, for functions of q alone (_door_bind_batch) */
-  long long batch_lanes, batch_per_instance, batch_min_share;   /* as batch.BatchFunction.chunks */
+  int (*batch_fn)(long long, const double**, double**);   /* <fn>_batch_arrays, for f(Q) of q alone */
+  long long batch_lanes, batch_per_instance, batch_min_share;   /* how run_batch splits (see batches) */
 } Door;
 
 /* -- Sets ----------------------------------------------------------------------------------- */
@@ -439,47 +440,102 @@ static PyObject* door_call(Door* d, PyObject* const* args, Py_ssize_t nargs) {
 
 static PyObject *str_out, *str_threads, *str_evaluate;
 
-/* -- batches of q ---------------------------------------------------------------------------
- * f(Q) for a function of q alone, Q an N x nq float64 C-contiguous array: <fn>_batch straight
- * from here, without the GIL, into a new N x (output shape) array or ``out`` (float64,
- * C-contiguous, that shape), split into the shares batch.py's chunks and share_out make (at
- * multiples of the lane count, each at least batch_min_share instructions of work, share k on
- * the (k mod c)-th of the c CPUs this thread may use, starting with its own): the calling
- * thread runs the shares of its CPU, the kept worker thread of each other CPU (take_worker
- * below) the others, all done before it returns (Linux; elsewhere only one-share batches come
- * here).  Anything
- * else, and an instance the batched C refuses, goes to the Python path (codegen/batch.py),
- * which converts or raises its one-line message: the same C function on the same shares
- * computes the same bits on both paths. */
-typedef int (*batch1)(long long, const double*, double*);
-typedef int (*batch2)(long long, const double*, double*, double*);
-typedef int (*batch3)(long long, const double*, double*, double*, double*);
-typedef int (*batch4)(long long, const double*, double*, double*, double*, double*);
-#define MAX_BATCH_OUTPUTS 4
+/* -- batches --------------------------------------------------------------------------------
+ * The one batch runtime: every f(Q) and f.outputs(Q), whatever the function, the memory
+ * layout of its inputs or the number of threads, runs here (codegen/runtime/batch.py only
+ * converts and checks the Python values once, then calls run_batch).  A batch of n instances
+ * is cut into shares at multiples of the lane count, each at least ``min_share`` instructions
+ * of work, on at most ``threads`` threads (0: every CPU this thread may use); share k runs on
+ * the (k mod c)-th of the c CPUs, starting with the caller's own: the caller runs the shares
+ * of its CPU, the kept worker thread of each other CPU (take_worker) the others, all done
+ * before it returns (Linux; elsewhere one thread).  Each share calls <fn>_batch_arrays; an
+ * input whose instances are not already in its layout (batch first, row-major per instance:
+ * Fortran order, a slice, a single instance repeated with stride 0) is gathered into a
+ * share's scratch, GATHER instances at a time.  An instance's result does not depend on the
+ * share or block it is in (codegen/compile/vectorise.py), so every split gives the same bits. */
+typedef int (*batch_arrays)(long long n, const double** x, double** y);
+#define MAX_BATCH_ARRAYS 256
 #define MAX_BATCH_CPUS 256
+#define GATHER 256
 
 typedef struct {
-  const Door* d;
-  const double* x;
-  double* y;
+  char* data;                   /* instance 0, entry (0, 0); NULL: not passed (NULL to the entry) */
+  npy_intp step, rs, cs;        /* bytes from one instance, row, column to the next */
+  Py_ssize_t rows, cols, size;  /* per instance */
+  int direct;                   /* already the entry's layout: the pointer is passed as it is */
+} BatchArray;
+
+typedef struct {
+  batch_arrays fn;
+  const BatchArray* arrays;     /* n_in inputs, then n_out outputs */
+  int n_in, n_out;
   long long n, per_share, n_shares, first, step;
-  int rc;
+  long long refused;            /* the first instance the entry refused, or -1 */
+  int failed;                   /* an entry failed, or no memory for the scratch */
 } BatchJob;
 
-/* shares first, first + step, … of the job (outputs after the first are not written: NULL) */
+/* m instances of a from instance ``start`` into dst, in the entry's layout */
+static void gather(const BatchArray* a, long long start, long long m, double* dst) {
+  for (long long i = 0; i < m; ++i) {
+    const char* src = a->data + (start + i) * a->step;
+    for (Py_ssize_t r = 0; r < a->rows; ++r)
+      for (Py_ssize_t c = 0; c < a->cols; ++c) *dst++ = *(const double*)(src + r * a->rs + c * a->cs);
+  }
+}
+
+/* instances [start, stop) in blocks of ``block``; 0, or the entry's code */
+static int run_range(BatchJob* j, long long start, long long stop, long long block, double* scratch) {
+  const double* x[MAX_BATCH_ARRAYS];
+  double* y[MAX_BATCH_ARRAYS];
+  for (long long s = start; s < stop; s += block) {
+    long long m = stop - s < block ? stop - s : block;
+    double* g = scratch;
+    for (int k = 0; k < j->n_in + j->n_out; ++k) {
+      const BatchArray* a = j->arrays + k;
+      double* p = !a->data ? NULL : a->direct ? (double*)(a->data + s * a->step) : g;
+      if (a->data && !a->direct) {
+        gather(a, s, m, g);
+        g += m * a->size;
+      }
+      if (k < j->n_in) x[k] = p; else y[k - j->n_in] = p;
+    }
+    int rc = j->fn(m, x, y);
+    if (rc < 0) j->refused = s - 1 - rc;
+    if (rc) return rc;
+  }
+  return 0;
+}
+
+/* shares first, first + step, … of the job, each to its end unless an instance is refused */
 static void run_job(BatchJob* j) {
-  const Door* d = j->d;
+  Py_ssize_t gathered = 0;
+  for (int k = 0; k < j->n_in; ++k)
+    if (j->arrays[k].data && !j->arrays[k].direct) gathered += j->arrays[k].size;
+  double* scratch = gathered ? malloc(sizeof(double) * (size_t)(gathered * GATHER)) : NULL;
+  if (gathered && !scratch) {
+    j->failed = 1;
+    return;
+  }
   for (long long k = j->first; k < j->n_shares; k += j->step) {
-    long long start = k * j->per_share, m = (j->n - start < j->per_share ? j->n - start : j->per_share);
-    const double* x = j->x + start * d->in[0].size;
-    double* y = j->y + start * d->out[0].size;
-    switch (d->n_out) {
-      case 1: j->rc |= ((batch1)d->batch_fn)(m, x, y); break;
-      case 2: j->rc |= ((batch2)d->batch_fn)(m, x, y, NULL); break;
-      case 3: j->rc |= ((batch3)d->batch_fn)(m, x, y, NULL, NULL); break;
-      case 4: j->rc |= ((batch4)d->batch_fn)(m, x, y, NULL, NULL, NULL); break;
+    long long start = k * j->per_share, stop = start + j->per_share < j->n ? start + j->per_share : j->n;
+    if (run_range(j, start, stop, gathered ? GATHER : stop - start, scratch)) {
+      j->failed |= j->refused < 0;
+      break;
     }
   }
+  free(scratch);
+}
+
+/* the number of shares and instances per share for n instances on at most ``threads``
+ * threads (>= 1) */
+static void split(long long n, long long lanes, long long per_instance, long long min_share, long long threads,
+                  long long* per_share, long long* n_shares) {
+  long long cap = n * per_instance / min_share;
+  long long t = threads < cap ? threads : cap;
+  t = t > 1 ? t : 1;
+  long long groups = (n + lanes - 1) / lanes;
+  *per_share = (groups + t - 1) / t * lanes;
+  *n_shares = n ? (n + *per_share - 1) / *per_share : 0;
 }
 
 #ifdef __linux__
@@ -490,7 +546,7 @@ static void* job_thread(void* p) {
   return NULL;
 }
 
-/* the CPUs this thread may use, ascending (as batch._allowed_cpus); 0 if unknown */
+/* the CPUs this thread may use, ascending; 0 if unknown */
 static int allowed_cpus(int* cpus) {
   cpu_set_t set;
   int n = 0;
@@ -499,7 +555,6 @@ static int allowed_cpus(int* cpus) {
     if (CPU_ISSET(c, &set)) cpus[n++] = c;
   return n;
 }
-
 /* One worker thread per CPU, bound to it, started on first use and kept: waking one costs a
  * few µs where starting a thread cost ~30 (this VM).  ``busy`` is held by the caller that uses
  * it (another caller meanwhile starts a thread of its own); ``job`` under ``m``: set by the
@@ -566,28 +621,33 @@ static Worker* take_worker(int cpu) {
 }
 #endif
 
-/* The jobs of one batch: 0 if every share ran and returned 0.  Without the GIL. */
-static int run_shares(const Door* d, const double* x, double* y, long long n, long long per_share,
-                      long long n_shares, const int* cpus, int n_cpus) {
-  if (n_shares == 1 || n_cpus < 2) {   /* every share here */
-    BatchJob all = {d, x, y, n, per_share, n_shares, 0, 1, 0};
-    run_job(&all);
-    return all.rc;
-  }
+/* The shares of ``proto`` (first 0, step 1) on the CPUs ``cpus``: the calling thread and one
+ * worker per other CPU.  Returns 0; -1 - i when instance i (the first) was refused; 1 when an
+ * entry failed.  Without the GIL. */
+static long long run_shares(const BatchJob* proto, const int* cpus, int n_cpus) {
   BatchJob jobs[MAX_BATCH_CPUS];
   int width = 1;
 #ifdef __linux__
   pthread_t tid[MAX_BATCH_CPUS];
   Worker* pooled[MAX_BATCH_CPUS] = {NULL};
   int started[MAX_BATCH_CPUS] = {0}, others[MAX_BATCH_CPUS], here = sched_getcpu(), found = 0;
-  for (int c = 0; c < n_cpus; ++c) found |= cpus[c] == here;
-  if (!found) here = cpus[0];
-  for (int c = 0; c < n_cpus; ++c)
-    if (cpus[c] != here) others[width++ - 1] = cpus[c];
+  if (proto->n_shares > 1 && n_cpus > 1) {
+    for (int c = 0; c < n_cpus; ++c) found |= cpus[c] == here;
+    if (!found) here = cpus[0];
+    for (int c = 0; c < n_cpus; ++c)
+      if (cpus[c] != here) others[width++ - 1] = cpus[c];
+  }
+#else
+  (void)cpus;
+  (void)n_cpus;
 #endif
-  for (int j = 0; j < width; ++j) jobs[j] = (BatchJob){d, x, y, n, per_share, n_shares, j, width, 0};
+  for (int j = 0; j < width; ++j) {
+    jobs[j] = *proto;
+    jobs[j].first = j;
+    jobs[j].step = width;
+  }
 #ifdef __linux__
-  for (int j = 1; j < width && j < n_shares; ++j) {
+  for (int j = 1; j < width && j < proto->n_shares; ++j) {
     if ((pooled[j] = take_worker(others[j - 1]))) {
       pthread_mutex_lock(&pooled[j]->m);
       pooled[j]->job = &jobs[j];
@@ -607,8 +667,7 @@ static int run_shares(const Door* d, const double* x, double* y, long long n, lo
   }
 #endif
   run_job(&jobs[0]);
-  int rc = jobs[0].rc;
-  for (int j = 1; j < width && j < n_shares; ++j) {
+  for (int j = 1; j < width && j < proto->n_shares; ++j) {
 #ifdef __linux__
     if (pooled[j]) {
       pthread_mutex_lock(&pooled[j]->m);
@@ -620,14 +679,129 @@ static int run_shares(const Door* d, const double* x, double* y, long long n, lo
     } else
 #endif
       run_job(&jobs[j]);                  /* no thread: its shares here, after ours */
-    rc |= jobs[j].rc;
   }
+  long long refused = -1;
+  int failed = 0;
+  for (int j = 0; j < width; ++j) {
+    if (jobs[j].refused >= 0 && (refused < 0 || jobs[j].refused < refused)) refused = jobs[j].refused;
+    failed |= jobs[j].failed;
+  }
+  return refused >= 0 ? -1 - refused : failed;
+}
+
+/* The CPUs for ``threads`` (0: all) where a batch may be split into several shares; 0 when
+ * they cannot be read (the batch then runs in one share). */
+static int batch_cpus(long long n, long long per_instance, long long min_share, long long threads, int* cpus) {
+  cpus[0] = 0;
+  if (n * per_instance / min_share < 2 || threads == 1) return 1;
+#ifdef __linux__
+  return allowed_cpus(cpus);
+#else
+  return 1;
+#endif
+}
+
+/* Run a batch of n instances: ``arrays`` (n_in inputs, n_out outputs) filled in.  Returns as
+ * run_shares.  Under the GIL; releases it for the computation. */
+static long long run_batch_arrays(batch_arrays fn, long long lanes, long long per_instance, long long min_share,
+                                  long long n, const BatchArray* arrays, int n_in, int n_out, long long threads) {
+  int cpus[MAX_BATCH_CPUS];
+  int n_cpus = batch_cpus(n, per_instance, min_share, threads, cpus);
+  BatchJob proto = {fn, arrays, n_in, n_out, n, 0, 0, 0, 1, -1, 0};
+  split(n, lanes, per_instance, min_share, threads ? threads : (n_cpus > 0 ? n_cpus : 1), &proto.per_share,
+        &proto.n_shares);
+  if (!proto.n_shares) return 0;
+  long long rc;
+  Py_BEGIN_ALLOW_THREADS
+  rc = run_shares(&proto, cpus, n_cpus);
+  Py_END_ALLOW_THREADS
   return rc;
 }
 
+/* ``v`` (an aligned, native float64 array of n instances of rows x cols: ndim 2 for a vector,
+ * 3 for a matrix; None: not passed) as a BatchArray; ``output``: it must be C-contiguous and
+ * writeable.  0, or -1 with a TypeError. */
+static int batch_array(PyObject* v, long long n, int output, BatchArray* a) {
+  memset(a, 0, sizeof *a);
+  if (v == Py_None) return 0;
+  PyArrayObject* x = (PyArrayObject*)v;
+  if (!PyArray_Check(v) || PyArray_TYPE(x) != NPY_DOUBLE || !PyArray_ISNOTSWAPPED(x) || !PyArray_ISALIGNED(x) ||
+      PyArray_NDIM(x) < 2 || PyArray_NDIM(x) > 3 || PyArray_DIMS(x)[0] != n ||
+      (output && (!PyArray_ISCARRAY(x)))) {
+    PyErr_SetString(PyExc_TypeError, "run_batch: arrays are aligned native float64 (n, rows[, cols]), outputs "
+                                     "C-contiguous and writeable");
+    return -1;
+  }
+  a->data = PyArray_BYTES(x);
+  a->step = PyArray_STRIDES(x)[0];
+  a->rows = PyArray_DIMS(x)[1];
+  a->rs = PyArray_STRIDES(x)[1];
+  a->cols = PyArray_NDIM(x) == 3 ? PyArray_DIMS(x)[2] : 1;
+  a->cs = PyArray_NDIM(x) == 3 ? PyArray_STRIDES(x)[2] : 0;
+  a->size = a->rows * a->cols;
+  a->direct = (a->rows < 2 || a->rs == (npy_intp)(8 * a->cols)) && (a->cols < 2 || a->cs == 8) &&
+              (n < 2 || a->step == (npy_intp)(8 * a->size));
+  return 0;
+}
+
+static long long as_count(PyObject* v) {
+  long long x = PyLong_AsLongLong(v);
+  return x < 0 && !PyErr_Occurred() ? (PyErr_SetString(PyExc_ValueError, "run_batch: a negative count"), -1) : x;
+}
+
+/* run_batch(address, lanes, per_instance, min_share, n, inputs, outputs, threads): the batch
+ * entry <fn>_batch_arrays at ``address`` (checked by the loader) on n instances; inputs and
+ * outputs lists of arrays (see batch_array) or None; threads 0 for every CPU.  Returns 0,
+ * -1 - i when instance i was refused (the caller says why), 1 when the entry failed. */
+static PyObject* run_batch(PyObject* self, PyObject* args) {
+  (void)self;
+  PyObject *address, *lanes, *per, *min_share, *count, *inputs, *outputs, *threads;
+  if (!PyArg_ParseTuple(args, "OOOOOO!O!O", &address, &lanes, &per, &min_share, &count, &PyList_Type, &inputs,
+                        &PyList_Type, &outputs, &threads))
+    return NULL;
+  unsigned long long fn = PyLong_AsUnsignedLongLong(address);
+  long long l = as_count(lanes), p = as_count(per), s = as_count(min_share), n = as_count(count), t = as_count(threads);
+  if (PyErr_Occurred()) return NULL;
+  Py_ssize_t n_in = PyList_GET_SIZE(inputs), n_out = PyList_GET_SIZE(outputs);
+  if (!fn || l < 1 || p < 1 || s < 1 || n_in + n_out > MAX_BATCH_ARRAYS) {
+    PyErr_SetString(PyExc_ValueError, "run_batch: no entry, a count below 1, or too many arrays");
+    return NULL;
+  }
+  BatchArray arrays[MAX_BATCH_ARRAYS];
+  for (Py_ssize_t k = 0; k < n_in + n_out; ++k)
+    if (batch_array(k < n_in ? PyList_GET_ITEM(inputs, k) : PyList_GET_ITEM(outputs, k - n_in), n, k >= n_in,
+                    arrays + k) < 0)
+      return NULL;
+  return PyLong_FromLongLong(run_batch_arrays((batch_arrays)(uintptr_t)fn, l, p, s, n, arrays, (int)n_in,
+                                              (int)n_out, t));
+}
+
+/* shares(n, lanes, per_instance, min_share, threads): [(start, stop)] of the shares run_batch
+ * makes (threads 0: every CPU) */
+static PyObject* shares(PyObject* self, PyObject* args) {
+  (void)self;
+  long long n, lanes, per, min_share, threads, per_share, n_shares;
+  int cpus[MAX_BATCH_CPUS];
+  if (!PyArg_ParseTuple(args, "LLLLL", &n, &lanes, &per, &min_share, &threads)) return NULL;
+  if (n < 0 || lanes < 1 || per < 1 || min_share < 1 || threads < 0) {
+    PyErr_SetString(PyExc_ValueError, "shares: a negative count");
+    return NULL;
+  }
+  int n_cpus = batch_cpus(n, per, min_share, threads, cpus);
+  split(n, lanes, per, min_share, threads ? threads : (n_cpus > 0 ? n_cpus : 1), &per_share, &n_shares);
+  PyObject* out = PyList_New(0);
+  for (long long k = 0; out && k < n_shares; ++k) {
+    long long stop = (k + 1) * per_share < n ? (k + 1) * per_share : n;
+    PyObject* item = Py_BuildValue("(LL)", k * per_share, stop);
+    if (!item || PyList_Append(out, item) < 0) Py_CLEAR(out);
+    Py_XDECREF(item);
+  }
+  return out;
+}
+
 /* a C-contiguous float64 array whose data start at a multiple of 64 bytes, a view of a
- * slightly larger one (batch.aligned_empty): the batched C streams large outputs with
- * aligned vector stores */
+ * slightly larger one (runtime/batch.aligned_empty): the batched C streams large outputs
+ * with aligned vector stores */
 static PyArrayObject* aligned_new(int ndim, npy_intp* dims) {
   npy_intp size = 1;
   for (int k = 0; k < ndim; ++k) size *= dims[k];
@@ -646,6 +820,9 @@ static PyArrayObject* aligned_new(int ndim, npy_intp* dims) {
   return a;
 }
 
+/* f(Q) of a function of q alone, straight from tp_call: Q any aligned float64 array n x nq
+ * (any order), the first output into a new array or ``out``; NotImplemented for anything
+ * else, and for a refused instance (the Python path then says why). */
 static PyObject* batch_call(Door* d, PyObject* first, PyObject* out, PyObject* threads) {
   const OutSpec* o = d->out;
   long long wanted = 0;                 /* threads=: 0 for every CPU */
@@ -656,26 +833,11 @@ static PyObject* batch_call(Door* d, PyObject* first, PyObject* out, PyObject* t
   }
   if (!PyArray_CheckExact(first)) Py_RETURN_NOTIMPLEMENTED;
   PyArrayObject* x = (PyArrayObject*)first;
-  if (PyArray_TYPE(x) != NPY_DOUBLE || !PyArray_ISNOTSWAPPED(x) || !PyArray_ISCARRAY_RO(x) || PyArray_NDIM(x) != 2 ||
+  if (PyArray_TYPE(x) != NPY_DOUBLE || !PyArray_ISNOTSWAPPED(x) || !PyArray_ISALIGNED(x) || PyArray_NDIM(x) != 2 ||
       PyArray_DIMS(x)[1] != d->in[0].size || PyArray_DIMS(x)[0] < 1)
     Py_RETURN_NOTIMPLEMENTED;
   if (d->in[0].size == 1 && PyArray_DIMS(x)[0] == 1) Py_RETURN_NOTIMPLEMENTED;   /* a column q: one instance */
   npy_intp n = PyArray_DIMS(x)[0], dims[3] = {n, o->dims[0], o->ndim > 1 ? o->dims[1] : 0};
-  /* batch.BatchFunction.chunks and share_out; the CPUs only asked for where shares may be several */
-  int cpus[MAX_BATCH_CPUS], n_cpus = 1;
-  long long t = wanted, cap = (long long)n * d->batch_per_instance / d->batch_min_share;
-  if (cap >= 2 && wanted != 1) {
-#ifdef __linux__
-    if ((n_cpus = allowed_cpus(cpus)) == 0) Py_RETURN_NOTIMPLEMENTED;   /* unknown: the Python path decides */
-#else
-    Py_RETURN_NOTIMPLEMENTED;
-#endif
-    t = wanted ? wanted : n_cpus;
-  }
-  t = t < cap ? t : cap;
-  t = t > 1 ? t : 1;
-  long long groups = (n + d->batch_lanes - 1) / d->batch_lanes, per_share = (groups + t - 1) / t * d->batch_lanes;
-  long long n_shares = (n + per_share - 1) / per_share;
   PyArrayObject* y;
   if (out == Py_None) {
     if (!(y = aligned_new(o->ndim + 1, dims))) return NULL;
@@ -689,22 +851,20 @@ static PyObject* batch_call(Door* d, PyObject* first, PyObject* out, PyObject* t
       if (PyArray_DIMS(y)[k] != dims[k]) Py_RETURN_NOTIMPLEMENTED;
     Py_INCREF(y);
   }
-  const double* xp = (const double*)PyArray_DATA(x);
-  double* yp = (double*)PyArray_DATA(y);
-  int rc;
-  Py_BEGIN_ALLOW_THREADS
-  rc = run_shares(d, xp, yp, n, per_share, n_shares, cpus, n_cpus);
-  Py_END_ALLOW_THREADS
-  if (rc != 0) {          /* refused or failed: the Python path says why */
+  BatchArray arrays[MAX_BATCH_ARRAYS];
+  batch_array(first, n, 0, arrays);
+  batch_array((PyObject*)y, n, 1, arrays + 1);
+  for (int k = 1; k < d->n_out; ++k) memset(arrays + 1 + k, 0, sizeof *arrays);     /* not written */
+  if (run_batch_arrays(d->batch_fn, d->batch_lanes, d->batch_per_instance, d->batch_min_share, n, arrays, 1,
+                       d->n_out, wanted)) {
     Py_DECREF(y);
     Py_RETURN_NOTIMPLEMENTED;
   }
   return (PyObject*)y;
 }
 
-/* _door_bind_batch(address, lanes, per_instance, min_share): batches of q go to the function
- * at ``address`` (<fn>_batch, checked by the loader), split as batch.BatchFunction.chunks
- * splits them (lanes, instructions per instance, instructions per share at least) */
+/* _door_bind_batch(address, lanes, per_instance, min_share): f(Q) of this function of q alone
+ * runs <fn>_batch_arrays at ``address`` (checked by the loader) from tp_call */
 static PyObject* door_bind_batch(Door* d, PyObject* const* args, Py_ssize_t nargs) {
   if (nargs != 4) {
     PyErr_SetString(PyExc_TypeError, "_door_bind_batch(address, lanes, per_instance, min_share)");
@@ -713,12 +873,12 @@ static PyObject* door_bind_batch(Door* d, PyObject* const* args, Py_ssize_t narg
   unsigned long long address = PyLong_AsUnsignedLongLong(args[0]);
   long long lanes = PyLong_AsLongLong(args[1]), per = PyLong_AsLongLong(args[2]), min_share = PyLong_AsLongLong(args[3]);
   if (PyErr_Occurred()) return NULL;
-  if (!d->fn || d->n_in != 1 || d->in[0].vector == 0 || d->n_out > MAX_BATCH_OUTPUTS || !address || lanes < 1 ||
+  if (!d->fn || d->n_in != 1 || d->in[0].vector == 0 || d->n_out + 1 > MAX_BATCH_ARRAYS || !address || lanes < 1 ||
       per < 1 || min_share < 1) {
-    PyErr_SetString(PyExc_ValueError, "_door_bind_batch: a bound door of one vector input, at most 4 outputs");
+    PyErr_SetString(PyExc_ValueError, "_door_bind_batch: a bound door of one vector input");
     return NULL;
   }
-  d->batch_fn = (void (*)(void))(uintptr_t)address;
+  d->batch_fn = (batch_arrays)(uintptr_t)address;
   d->batch_lanes = lanes;
   d->batch_per_instance = per;
   d->batch_min_share = min_share;
@@ -726,7 +886,7 @@ static PyObject* door_bind_batch(Door* d, PyObject* const* args, Py_ssize_t narg
 }
 
 /* f(q, **inputs, out=None, threads=None): the first output.  What the door does not take
- * goes to the instance's _evaluate(first, inputs, threads, out, True) (codegen/loader.py). */
+ * goes to the instance's _evaluate(first, inputs, threads, out, True) (runtime/loader.py). */
 static PyObject* door_tp_call(Door* d, PyObject* args, PyObject* kwargs) {
   PyObject *out = Py_None, *threads = Py_None, *x;
   Py_ssize_t skip = 0;
@@ -964,14 +1124,20 @@ static PyTypeObject DoorType = {
   .tp_dealloc = (destructor)door_dealloc,
   .tp_call = (ternaryfunc)door_tp_call,
   .tp_flags = Py_TPFLAGS_DEFAULT | Py_TPFLAGS_BASETYPE,
-  .tp_doc = "The call path of one generated function, the base of CompiledFunction (codegen/door.py).",
+  .tp_doc = "The call path of one generated function, the base of CompiledFunction (runtime/door.py).",
   .tp_methods = door_methods,
   .tp_getset = door_getset,
   .tp_init = (initproc)door_init,
   .tp_new = PyType_GenericNew,
 };
 
-static struct PyModuleDef door_module = {PyModuleDef_HEAD_INIT, "casadi_delassus_door", NULL, -1, NULL};
+static PyMethodDef module_methods[] = {
+  {"run_batch", run_batch, METH_VARARGS,
+   "run_batch(address, lanes, per_instance, min_share, n, inputs, outputs, threads): a batch on every core"},
+  {"shares", shares, METH_VARARGS, "shares(n, lanes, per_instance, min_share, threads): how run_batch splits n"},
+  {NULL, NULL, 0, NULL}};
+
+static struct PyModuleDef door_module = {PyModuleDef_HEAD_INIT, "casadi_delassus_door", NULL, -1, module_methods};
 
 PyMODINIT_FUNC PyInit_casadi_delassus_door(void) {
   import_array();

@@ -1,0 +1,285 @@
+"""Batched evaluation, the compile side: ``<fn>_batch(n, x0, …, y0, …)`` evaluates a generated
+function on n instances at once, SIMD across instances (``f(Q)`` calls it from Python on all
+cores through the runtime's door: runtime/batch.py, runtime/door.c).
+
+Memory order (C and Python alike): batch first, then each instance's entries in C (row-major)
+order -- entry (i, a, b) of an input or output whose per-instance shape is rows x cols sits
+at ``i*rows*cols + a*cols + b``; vectors are rows x 1.  A C-contiguous float64 numpy array
+of shape (n, *shape) is therefore passed without a copy, and outputs come back as one.  (The
+scalar function's own matrices are column-major; the batched entry point transposes each
+instance while it moves it into and out of SIMD registers anyway, so row-major costs
+nothing.)  A NULL input reads as zeros (CasADi's convention), a NULL output is not written.
+
+Inside, CasADi's straight-line code for one instance is rewritten (``vectorize``) so that
+every scalar becomes a GCC vector of CD_BATCH_LANES doubles, one instance per lane: the
+lane count is the CPU's vector width (AVX-512 8, AVX 4, SSE2/NEON 2; the preprocessor
+decides, so the same .c is portable), sin/cos go through glibc's vector math library
+(libmvec) where it exists, comparisons and ``?:`` become bit masks (GNU C has no vector
+ternary), and rarer functions (fmin, pow, …) are applied lane by lane with the very scalar
+function the single call uses.  Without GNU C vectors (or with ``-DCD_BATCH_LANES=1``) the
+entry point loops over the scalar function.  The last, partial group of instances is padded
+with copies of its last instance, so every instance goes through the same vector code: an
+instance's result does not depend on n, on its position or on how a batch is split across
+threads.
+
+The rewrite parses every statement of the function body and fails loudly (CompilerError
+naming the line) on anything it does not know; it never passes text through unchecked.
+"""
+from __future__ import annotations
+
+import re
+import shlex
+import subprocess
+from pathlib import Path
+
+from ..errors import CompilerError
+from .escape import Safe, c_comment, c_ident
+from ..model.robot import unit_blocks
+from ..runtime.inputs import UNIT_TOL
+from .sincos import hoisted_body
+from .statements import ASSIGN, DECL, INPUT, OUTPUT, fail, function_body
+
+# -- the rewrite of CasADi's function body ------------------------------------------------
+_HOISTED = re.compile(r"  (a\d+)=cd_(?:sin|cos)\[\d+\];")
+_TOKEN = re.compile(r"\s*(?:(?P<num>(?:\d+\.?\d*|\.\d+)(?:[eE][-+]?\d+)?)|(?P<name>[A-Za-z_]\w*)|"
+                    r"(?P<op><=|>=|==|!=|&&|\|\||[-+*/<>!?:(),]))")
+
+# vector forms exact by construction (bit operations, correctly rounded sqrt) or, for
+# sin/cos, libmvec's (a few ulp; lane by lane libm without it)
+_VECTOR_FUNCTIONS = {"sin": ("cd_batch_sin", 1), "cos": ("cd_batch_cos", 1), "sqrt": ("cd_batch_sqrt", 1),
+                     "casadi_sq": ("cd_batch_sq", 1), "casadi_fabs": ("cd_batch_fabs", 1),
+                     "fabs": ("cd_batch_fabs", 1), "copysign": ("cd_batch_copysign", 2)}
+# applied lane by lane: the same scalar function as the single call (CasADi's helpers are
+# defined earlier in the same file, and only when the scalar code uses them)
+_LANEWISE = {**{f: 1 for f in ("exp", "log", "tan", "asin", "acos", "atan", "floor", "ceil", "erf", "sinh", "cosh",
+                               "tanh", "asinh", "acosh", "atanh", "casadi_sign", "casadi_log1p", "casadi_expm1")},
+             **{f: 2 for f in ("pow", "fmod", "atan2", "remainder", "fmin", "fmax", "casadi_fmin", "casadi_fmax",
+                               "casadi_hypot")}}
+_CONSTANTS = ("casadi_inf", "casadi_nan")
+_COMPARE = ("<", "<=", ">", ">=", "==", "!=")
+
+
+def _fail(lineno, line, why):
+    fail(lineno, line, why, "vectorise")
+
+
+class _Expression:
+    """Recursive-descent parser of one C expression of CasADi's scalar code (C precedence),
+    printing its vector form: every value a cd_batch_v, literals splat, comparisons and logic
+    as 1.0/0.0, ``c ? x : y`` a bitwise select."""
+
+    def __init__(self, text, variables, lineno, line):
+        self.variables, self.lineno, self.line = variables, lineno, line
+        self.tokens, pos = [], 0
+        text = text.rstrip()
+        while pos < len(text):
+            m = _TOKEN.match(text, pos)
+            if not m or m.end() == pos:
+                _fail(lineno, line, f"unknown token at {text[pos:pos + 10]!r}")
+            self.tokens.append((m.lastgroup, m.group(m.lastgroup)))
+            pos = m.end()
+        self.pos = 0
+
+    def fail(self, why):
+        _fail(self.lineno, self.line, why)
+
+    def peek(self):
+        return self.tokens[self.pos][1] if self.pos < len(self.tokens) else None
+
+    def take(self, expected=None):
+        if self.pos >= len(self.tokens):
+            self.fail("unexpected end of expression")
+        kind, value = self.tokens[self.pos]
+        if expected is not None and value != expected:
+            self.fail(f"expected {expected!r}, found {value!r}")
+        self.pos += 1
+        return kind, value
+
+    def parse(self):
+        out = self.conditional()
+        if self.pos != len(self.tokens):
+            self.fail(f"unexpected {self.peek()!r}")
+        return out
+
+    def conditional(self):
+        cond = self.binary(0)
+        if self.peek() != "?":
+            return cond
+        self.take("?")
+        yes = self.conditional()
+        self.take(":")
+        return f"cd_batch_select({cond}, {yes}, {self.conditional()})"
+
+    _LEVELS = (("||",), ("&&",), ("==", "!="), ("<", "<=", ">", ">="), ("+", "-"), ("*", "/"))
+
+    def binary(self, level):
+        if level == len(self._LEVELS):
+            return self.unary()
+        left = self.binary(level + 1)
+        while self.peek() in self._LEVELS[level]:
+            _, op = self.take()
+            right = self.binary(level + 1)
+            if op in _COMPARE:
+                left = f"cd_batch_bool({left}{op}{right})"
+            elif op == "&&":
+                left = f"cd_batch_and({left}, {right})"
+            elif op == "||":
+                left = f"cd_batch_or({left}, {right})"
+            else:
+                left = f"({left}{op}{right})"
+        return left
+
+    def unary(self):
+        if self.peek() == "-":
+            self.take()
+            return f"(-{self.unary()})"
+        if self.peek() == "!":
+            self.take()
+            return f"cd_batch_not({self.unary()})"
+        if self.peek() == "+":
+            self.take()
+            return self.unary()
+        return self.primary()
+
+    def primary(self):
+        kind, value = self.take()
+        if kind == "num" or value in _CONSTANTS:
+            return f"CD_BATCH_SPLAT({value})"
+        if value == "(":
+            inner = self.conditional()
+            self.take(")")
+            return f"({inner})"
+        if kind != "name":
+            self.fail(f"unexpected {value!r}")
+        if self.peek() != "(":
+            if value not in self.variables:
+                self.fail(f"unknown name {value!r}")
+            return value
+        self.take("(")
+        args = [self.conditional()]
+        while self.peek() == ",":
+            self.take(",")
+            args.append(self.conditional())
+        self.take(")")
+        if value in _VECTOR_FUNCTIONS:
+            name, arity = _VECTOR_FUNCTIONS[value]
+        elif value in _LANEWISE:
+            name, arity = f"cd_batch_lanewise{_LANEWISE[value]}", _LANEWISE[value]
+            args = [value] + args
+        else:
+            self.fail(f"function {value!r} has no vector form")
+        if len(args) - (name.startswith("cd_batch_lanewise")) != arity:
+            self.fail(f"{value} takes {arity} argument(s)")
+        return f"{name}({', '.join(args)})"
+
+
+def vectorize(casadi_code, n_in, n_out, in_sizes, out_sizes):
+    """The body of ``cd_batch_kernel(const cd_batch_v** arg, cd_batch_v** res)``: CasADi's
+    scalar body with every statement rewritten for vectors.  Inputs and outputs must be read
+    and written within ``in_sizes`` / ``out_sizes`` entries (checked)."""
+    first, body = function_body(casadi_code)
+    body, angles = hoisted_body(body)          # sin/cos of inputs first, as the single call (codegen/sincos.py)
+    variables, out = set(), []
+    for lineno, line in enumerate(body, first + 1):
+        if not line.strip():
+            continue
+        if m := _HOISTED.fullmatch(line):
+            if m[1] not in variables:
+                _fail(lineno, line, f"assignment to undeclared {m[1]!r}")
+            out.append(line)
+        elif m := DECL.fullmatch(line):
+            names = m[1].split(", ")
+            if variables & set(names):
+                _fail(lineno, line, "variable declared twice")
+            variables.update(names)
+            out.append(f"  cd_batch_v {m[1]};")
+        elif m := INPUT.fullmatch(line):
+            var, i, k = m[1], int(m[2]), int(m[3])
+            if var not in variables or i >= n_in or k >= in_sizes[i]:
+                _fail(lineno, line, "input read out of range or into an undeclared variable")
+            out.append(f"  {var}=arg[{i}][{k}];")
+        elif m := OUTPUT.fullmatch(line):
+            i, k = int(m[1]), int(m[2])
+            if i >= n_out or k >= out_sizes[i]:
+                _fail(lineno, line, "output written out of range")
+            out.append(f"  res[{i}][{k}]={_Expression(m[3], variables, lineno, line).parse()};")
+        elif m := ASSIGN.fullmatch(line):
+            if m[1] not in variables:
+                _fail(lineno, line, f"assignment to undeclared {m[1]!r}")
+            out.append(f"  {m[1]}={_Expression(m[2], variables, lineno, line).parse()};")
+        elif line == "  return 0;":
+            out.append(line)
+        else:
+            _fail(lineno, line, "unknown statement")
+    if not out or out[-1] != "  return 0;":
+        raise CompilerError("cannot vectorise: the CasADi function body does not end with 'return 0;'")
+    if angles:
+        decls = next(k for k, line in enumerate(out) if not line.startswith("  cd_batch_v "))
+        out[decls:decls] = [f"  cd_batch_v cd_sin[{len(angles)}], cd_cos[{len(angles)}];"] + \
+            [f"  cd_sin[{j}]=cd_batch_sin(arg[{i}][{k}]); cd_cos[{j}]=cd_batch_cos(arg[{i}][{k}]);"
+             for j, (i, k) in enumerate(angles)]
+    return "\n".join(out)
+
+
+# -- emitted C -----------------------------------------------------------------------------
+def io_layout(specs):
+    """Template view of inputs or outputs: per-instance rows x cols, vectors (and r x 1
+    matrices) as 1 x r, which indexes them alike in row- and column-major order and lets the
+    gather and scatter move whole vectors along them."""
+    out = []
+    for k, s in enumerate(specs):
+        shape = list(s["shape"]) + [1] * (2 - len(s["shape"]))
+        if shape[1] == 1:
+            shape = [1, shape[0]]
+        out.append({"k": k, "rows": int(shape[0]), "cols": int(shape[1]), "size": int(shape[0] * shape[1]),
+                    "label": c_comment(f"{s['name']} [{' x '.join(map(str, s['shape']))}]")})
+    return out
+
+
+def signature(fname, inputs, outputs):
+    params = ["casadi_int n"] + [f"const double* x{i['k']}" for i in io_layout(inputs)] + \
+             [f"double* y{o['k']}" for o in io_layout(outputs)]
+    return f"int {fname}_batch({', '.join(params)})"
+
+
+def render(f, manifest, casadi_code, env):
+    """The C of the batched entry point (appended to the .c after ``casadi_code``, CasADi's
+    code of ``f``) and its declaration (for the .h), from the templates of jinja2 ``env``."""
+    inputs, outputs = io_layout(manifest["inputs"]), io_layout(manifest["outputs"])
+    if len(inputs) != f.n_in() or len(outputs) != f.n_out():
+        raise CompilerError(f"{f.name()}: manifest and function disagree on inputs/outputs")
+    kernel = vectorize(casadi_code, f.n_in(), f.n_out(), [i["size"] for i in inputs], [o["size"] for o in outputs])
+    fname = c_ident(f.name())
+    for spec, x in zip(manifest["inputs"], inputs):
+        x["positive"] = spec["name"] == "R"
+    q = [x["k"] for spec, x in zip(manifest["inputs"], inputs) if spec["name"] == "q"]
+    units = [{"k": q[0], "start": sl.start, "stop": sl.stop}
+             for _, sl, _ in unit_blocks(manifest.get("q_layout", ()))] if q else []
+    ctx = dict(fname=fname, inputs=inputs, outputs=outputs, kernel=Safe(kernel), units=units, unit_tol=UNIT_TOL,
+               signature=Safe(signature(fname, manifest["inputs"], manifest["outputs"])),
+               sz_iw=max(int(f.sz_iw()), 1), sz_w=max(int(f.sz_w()), 1), sz_arg=max(int(f.sz_arg()), len(inputs), 1),
+               sz_res=max(int(f.sz_res()), len(outputs), 1))
+    return env.get_template("batch.c.j2").render(ctx), env.get_template("batch.h.j2").render(ctx)
+
+
+def macros(c_file, cflags, cc):
+    """The CD_* macros the C preprocessor defines for ``c_file`` with ``cflags`` (what the
+    target picks: lanes, instruction set, sin/cos routes), so that the manifest states what
+    the .so holds."""
+    try:
+        proc = subprocess.run([*shlex.split(cc), *[f for f in cflags if not f.startswith("-O")], "-E", "-dM", str(c_file)],
+                              capture_output=True, text=True, errors="replace")
+    except OSError as exc:
+        raise CompilerError(f"cannot run the C compiler {cc}: {exc}") from None
+    if proc.returncode != 0:
+        raise CompilerError(f"cannot read the targets of {Path(c_file).name}: {proc.stderr.strip()[:200]}")
+    return dict(re.findall(r"^#define (CD_\w+) (.+)$", proc.stdout, re.M))
+
+
+def target(manifest, macros):
+    """The manifest's ``batch`` entry: the entry point and what the compiler picks for the
+    batched code (``macros``: see macros())."""
+    if not {"CD_BATCH_LANES", "CD_BATCH_ISA", "CD_BATCH_SINCOS"} <= set(macros):
+        raise CompilerError(f"cannot read the batch target of {manifest['function']}: its CD_BATCH_ macros are missing")
+    return {"entry": f"{manifest['function']}_batch", "lanes": int(macros["CD_BATCH_LANES"]), "isa": macros["CD_BATCH_ISA"].strip('"'),
+            "sincos": macros["CD_BATCH_SINCOS"].strip('"'), "layout": "batch first, row-major (C order) per instance"}
