@@ -81,8 +81,7 @@ def test_go1_slide_exact_versus_relaxed(problems, solver):
     assert relaxed.converged
     lift = relaxed.sigma.reshape(-1, 3)[:, 2]
     assert np.all(np.abs(lift - 0.05) < 5e-3)                                # the relaxation lifts the feet
-    ratio = relaxed.lam.reshape(-1, 3)[:, 2].sum() / exact.lam.reshape(-1, 3)[:, 2].sum()
-    assert 1.25 < ratio < 1.31
+    assert 1.27 < relaxed.lam[2] / exact.lam[2] < 1.29                      # FL's normal force 28 % larger
 
 
 def test_numpy_admm_relaxed_matches_pinocchio(problems):
@@ -97,7 +96,7 @@ def test_warm_start_from_the_answer_stops_at_once(problems, solver):
     p = problems["go1_slide"]
     r = SOLVERS[solver](p.G, p.g, p.mu, options=TOL)
     again = SOLVERS[solver](p.G, p.g, p.mu, lam0=r.lam, options=TOL)
-    assert again.converged and again.iterations <= 2
+    assert again.converged and again.iterations == 0
 
 
 @pytest.mark.parametrize("solver", ["admm", "pgs"])
