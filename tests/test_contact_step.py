@@ -2,6 +2,8 @@
 go1, batched = single calls, bad inputs refused before solving, non-convergence reported."""
 import numpy as np
 import pytest
+from hypothesis import HealthCheck, event, given, settings
+from hypothesis import strategies as st
 
 from casadi_delassus import contact_step
 from casadi_delassus.contact import SOLVERS, Options
@@ -138,3 +140,38 @@ def test_bad_contact_sets_are_refused(tmp_path, contacts, words):
 def test_unknown_solver_is_refused(tmp_path):
     with pytest.raises(DelassusError, match="unknown contact solver"):
         contact_step("go1", ["FL_foot:3d-world"], solver="newton", out_dir=tmp_path)
+
+
+finite_or_not = st.one_of(st.floats(allow_nan=True, allow_infinity=True),
+                          st.floats(min_value=1e-5, max_value=1e-1), st.floats(min_value=0.0, max_value=1.5))
+
+
+@settings(max_examples=100, derandomize=True, database=None, deadline=None,
+          suppress_health_check=[HealthCheck.function_scoped_fixture, HealthCheck.too_slow])
+@given(dt=finite_or_not, mu=st.one_of(finite_or_not, st.lists(finite_or_not, min_size=1, max_size=5)),
+       tol=st.one_of(finite_or_not, st.sampled_from([1e-10, 1e-8])), max_iter=st.integers(-3, 400),
+       omega=st.floats(-1, 3), normal=st.one_of(st.none(), st.lists(st.floats(-1, 1), min_size=3, max_size=3)),
+       scale=st.floats(0, 0.3), solver=st.sampled_from(["admm", "pgs"]), relaxed=st.booleans())
+def test_fuzz_the_step_arguments(steps, problems, dt, mu, tol, max_iter, omega, normal, scale, solver, relaxed):
+    """Any arguments end in a one-line DelassusError, or in a status; a converged answer meets
+    its tolerance and equals the NumPy reference on Pinocchio's G and g."""
+    p = problems["go1_slide"]
+    q = p.q.copy()
+    q[7:] += scale * np.sin(np.arange(len(q) - 7))
+    try:
+        r = steps[solver, relaxed](q, p.v, p.tau, dt=dt, mu=mu, tol=tol, max_iter=max_iter, omega=omega, normals=normal)
+    except DelassusError as exc:
+        assert str(exc).strip() and "\n" not in str(exc)
+        return
+    event(r.status)
+    assert r.status in ("converged", "max iterations", "NaN")
+    if r.status != "converged":
+        return
+    assert max(r.residuals.primal, r.residuals.dual, r.residuals.complementarity) <= tol
+    G, g, _, _ = cp.delassus_and_free_velocity(p.model, p.frames, q, p.v, p.tau, dt)
+    B = np.kron(np.eye(4), contact_frames([normal])[0]) if normal is not None else np.eye(12)
+    mus = np.broadcast_to(np.asarray(mu, dtype=float), (4,))
+    ref = SOLVERS[solver](B @ G @ B.T, B @ g, mus, exact=not relaxed,
+                          options=Options(tol=tol, max_iter=max_iter, omega=omega))
+    assert ref.status == "converged"
+    assert np.max(np.abs(r.lam - ref.lam)) <= 1e-6 * max(np.max(np.abs(ref.lam)), 1e-12) + 10 * tol
