@@ -30,14 +30,16 @@ import numpy as np
 
 from .. import __version__
 from ..codegen import artifact
-from ..codegen.build import compile_shared, find_compiler, source_hash
+from ..codegen.build import compile_shared, find_compiler, host_cpu, resolve_cflags, source_hash
 from ..codegen.emit import casadi_source
 from ..codegen.escape import Safe, environment
 from ..codegen.trace import choose_cheapest
 from ..constraints import ConstraintSet, spec_list
 from ..errors import ConstraintError, InputError
 from ..model import load_robot
+from ..opcount import count_ops
 from ..registry import AUTO, get_algorithm
+from ..symbolic import linalg
 from ..symbolic.frames import local_transforms
 from ..sweeps.joint_space import constraint_jacobian
 from .residuals import Residuals
@@ -47,7 +49,7 @@ TEMPLATES = environment("casadi_delassus", "contact/templates")
 SOLVER_CODES = {"admm": 0, "pgs": 1}
 N_INFO = 5
 DEFAULT_OUT = Path("codegen_out")
-DEFAULT_CFLAGS = ("-O2", "-fno-math-errno")
+DEFAULT_CFLAGS = ("auto",)      # codegen/build.py resolve_cflags: level by size, math flags, the host CPU
 
 
 def contact_frames(normals):
@@ -95,12 +97,29 @@ def step_functions(robot, cs, name, delassus=AUTO):
     return prep, post, delassus
 
 
+def damped_inverse_functions(m, name):
+    """(factor, solve): ``<name>_factor(G, d)`` → the LDLᵀ factors of G + d I packed as one vector
+    (L below the diagonal, row by row, then D⁻¹), by symbolic/linalg.py's ldl over a symbolic m×m
+    G, and ``<name>_solve(factors, b)`` → (G + d I)⁻¹ b: ADMM's linear solve, straight-line code."""
+    G, d = ca.SX.sym("G", m, m), ca.SX.sym("d")
+    L, _, Dinv = linalg.ldl({(i, j): G[i, j] + d if i == j else G[i, j] for i in range(m) for j in range(i, m)}, m)
+    keys = sorted(L)
+    factor = ca.Function(f"{name}_factor", [G, d], [ca.vertcat(*[L[k] for k in keys], *Dinv)], ["G", "d"], ["factors"])
+    fac, b = ca.SX.sym("factors", len(keys) + m), ca.SX.sym("b", m)
+    x = linalg.ldl_solve(({k: fac[n] for n, k in enumerate(keys)}, None, [fac[len(keys) + i] for i in range(m)]),
+                         [b[i] for i in range(m)])
+    return factor, ca.Function(f"{name}_solve", [fac, b], [ca.vertcat(*x)], ["factors", "b"], ["x"])
+
+
 def render(robot, cs, name, prep, post, delassus):
     """The step's C source."""
-    sizes = {k: max(int(getattr(f, k)()) for f in (prep, post)) for k in ("sz_arg", "sz_res", "sz_iw", "sz_w")}
+    factor, solve = damped_inverse_functions(cs.m, name)
+    functions = (prep, post, factor, solve)
+    sizes = {k: max(int(getattr(f, k)()) for f in functions) for k in ("sz_arg", "sz_res", "sz_iw", "sz_w")}
     return TEMPLATES.get_template("step.c.j2").render(
         fname=Safe(name), robot=robot.name, contacts=" ".join(cs.specs), version=__version__, delassus=delassus,
-        casadi_code=Safe(casadi_source(prep, (post,))), nq=robot.nq, nv=robot.nv, m=cs.m, nc=cs.m // 3, **sizes)
+        casadi_code=Safe(casadi_source(prep, functions[1:])), nq=robot.nq, nv=robot.nv, m=cs.m, nc=cs.m // 3,
+        nfac=int(factor.numel_out(0)), **sizes)
 
 
 def build(robot, cs, scenario, out_dir=DEFAULT_OUT, cflags=DEFAULT_CFLAGS, cc=None, delassus=AUTO, model=None):
@@ -108,14 +127,17 @@ def build(robot, cs, scenario, out_dir=DEFAULT_OUT, cflags=DEFAULT_CFLAGS, cc=No
     cc = find_compiler(cc)
     model = artifact.model_name(robot, model)
     name = artifact.function_name(model, scenario, "contact")
+    auto = any(f.startswith("auto") for f in cflags)
     key = hashlib.sha256(json.dumps({"source": source_hash(), "robot": robot.describe(), "contacts": cs.describe(),
-                                     "cflags": list(cflags), "cc": cc, "delassus": delassus, "version": __version__},
-                                    sort_keys=True).encode()).hexdigest()
+                                     "cflags": list(cflags), "cc": cc, "delassus": delassus, "version": __version__,
+                                     "host": host_cpu() if auto else None}, sort_keys=True).encode()).hexdigest()
     folder = artifact.folder(out_dir, model, scenario)
     so, manifest_path = folder / f"contact_{key[:16]}.so", folder / f"contact_{key[:16]}.json"
     if so.is_file() and manifest_path.is_file():
         return so, json.loads(manifest_path.read_text())
     prep, post, chosen = step_functions(robot, cs, name, delassus)
+    if auto:
+        cflags = resolve_cflags(cflags, sum(count_ops(f)["instructions"] for f in (prep, post)), cc)
     folder.mkdir(parents=True, exist_ok=True)
     with tempfile.TemporaryDirectory(dir=folder, prefix=".tmp-contact-") as tmp:
         c_file = Path(tmp) / "contact.c"
