@@ -7,8 +7,9 @@ Carpentier et al. 2024, RSS): v_free = v + dt·ABA(q, v, τ), G = J M⁻¹ Jᵀ,
 ADMM or PGS solve of contact/admm.py or contact/pgs.py for λ (an impulse, N·s) and
 σ = Gλ + g, then v_next = v_free + M⁻¹ Jᵀ λ.  The per-robot parts are SX traced once and
 emitted by CasADi (``<name>_prep``: v_free, G by the registry's cheapest Delassus algorithm,
-g; ``<name>_post``: M⁻¹ Jᵀ λ by ABA with neither velocity nor gravity, PV paper
-../shared/papers/004_52dd6d88d839fc14.txt Sec. IV); the iteration loop is the hand-written C
+g, and the stored q-only part of ``<name>_post``: M⁻¹ Jᵀ λ by ABA with neither velocity nor
+gravity, PV paper ../shared/papers/004_52dd6d88d839fc14.txt Sec. IV; ``<name>_factor`` and
+``<name>_solve``: the damped inverse (G + ρI)⁻¹ by LDLᵀ); the iteration loop is the hand-written C
 of templates/step.c.j2 (and ``<name>_step_batch`` runs it over N states on POSIX threads).
 
 Contacts are world-aligned point constraints ``LINK:3d-world[@x,y,z]`` (rows along world x,
@@ -31,8 +32,10 @@ import numpy as np
 from .. import __version__
 from ..codegen import artifact
 from ..codegen.build import compile_shared, find_compiler, host_cpu, resolve_cflags, source_hash
-from ..codegen.emit import casadi_source
+from ..codegen import schedule, sincos
+from ..codegen.emit import TEMPLATES as CODEGEN_TEMPLATES, casadi_source
 from ..codegen.escape import Safe, environment
+from ..codegen.staging import split
 from ..codegen.trace import choose_cheapest
 from ..constraints import ConstraintSet, spec_list
 from ..errors import ConstraintError, InputError
@@ -78,7 +81,10 @@ def check_contacts(robot, contacts):
 
 
 def step_functions(robot, cs, name, delassus=AUTO):
-    """(prep, post, Delassus algorithm): the per-robot casadi.Functions of the step."""
+    """(prep, post, Delassus algorithm): the per-robot casadi.Functions of the step.  M⁻¹Jᵀλ is
+    staged (codegen/staging.py): what it needs of q alone (transforms, articulated inertias) is
+    computed in prep, where cse shares it with ABA and the Delassus algorithm, and handed to
+    post as the vector ``w``."""
     if delassus == AUTO:
         delassus = choose_cheapest(robot, cs)[0]
     q, v, tau, dt, lam = (ca.SX.sym(n, k) for n, k in (("q", robot.nq), ("v", robot.nv), ("tau", robot.nv),
@@ -88,12 +94,16 @@ def step_functions(robot, cs, name, delassus=AUTO):
     v_free = v + dt * aba(robot, cs, q, K_bodies, v, tau)["vdot"]
     G = get_algorithm(delassus).fn(robot, cs, q, K_bodies)["delassus"]
     J = constraint_jacobian(robot, cs, local_transforms(robot, q), K_bodies)    # unslid: v's own frames
-    prep = ca.Function(f"{name}_prep", [q, v, tau, dt], ca.cse([ca.densify(v_free), ca.densify(G), ca.densify(J @ v_free)]),
-                       ["q", "v", "tau", "dt"], ["v_free", "G", "g"])
     still = copy.copy(robot)        # M⁻¹ Jᵀλ: ABA without velocity and gravity
     still.gravity = np.zeros(3)
     dv = aba(still, cs, q, K_bodies, ca.SX.zeros(robot.nv), ca.mtimes(J.T, lam))["vdot"]
-    post = ca.Function(f"{name}_post", [q, lam], ca.cse([ca.densify(dv)]), ["q", "lam"], ["dv"])
+    first, last = split(ca.Function("post", [q, lam], [ca.densify(dv)], ["q", "lam"], ["dv"]),
+                        [("q", ["q"]), ("lam", ["lam"])])
+    prep = ca.Function(f"{name}_prep", [q, v, tau, dt],
+                       ca.cse([ca.densify(v_free), ca.densify(G), ca.densify(J @ v_free), first.function(q)]),
+                       ["q", "v", "tau", "dt"], ["v_free", "G", "g", "w"])
+    post = ca.Function(f"{name}_post", last.function.sx_in(), ca.cse(last.function.call(last.function.sx_in())),
+                       ["lam", "w"], ["dv"])
     return prep, post, delassus
 
 
@@ -118,8 +128,8 @@ def render(robot, cs, name, prep, post, delassus):
     sizes = {k: max(int(getattr(f, k)()) for f in functions) for k in ("sz_arg", "sz_res", "sz_iw", "sz_w")}
     return TEMPLATES.get_template("step.c.j2").render(
         fname=Safe(name), robot=robot.name, contacts=" ".join(cs.specs), version=__version__, delassus=delassus,
-        casadi_code=Safe(casadi_source(prep, functions[1:])), nq=robot.nq, nv=robot.nv, m=cs.m, nc=cs.m // 3,
-        nfac=int(factor.numel_out(0)), **sizes)
+        casadi_code=Safe(sincos.hoist(schedule.reorder(casadi_source(prep, functions[1:])), CODEGEN_TEMPLATES)[0]), nq=robot.nq, nv=robot.nv, m=cs.m, nc=cs.m // 3,
+        nfac=int(factor.numel_out(0)), nw=int(prep.numel_out(3)), **sizes)
 
 
 def build(robot, cs, scenario, out_dir=DEFAULT_OUT, cflags=DEFAULT_CFLAGS, cc=None, delassus=AUTO, model=None):
