@@ -12,12 +12,12 @@ __version__ = "0.1.0"
 
 from .api import casadi_function, check, constraint_set, generate, links, load  # noqa: E402
 from .constraints import ConstraintSet  # noqa: E402
-from .errors import (ArtifactError, CompilerError, ConstraintError, DelassusError, InputError, ModelError,  # noqa: E402
-                     OutputError)
+from .errors import (ArtifactError, CompilerError, ConstraintError, DelassusError, DerivativeWarning,  # noqa: E402
+                     InputError, ModelError, OutputError)
 from .contact_modes import Library, library, load_library  # noqa: E402
 from .model import Robot, load_robot  # noqa: E402
 
 __all__ = ["load_robot", "generate", "load", "links", "check", "casadi_function", "constraint_set", "ConstraintSet",
            "Robot", "library", "load_library", "Library",
            "DelassusError", "ModelError", "ConstraintError", "InputError", "CompilerError", "OutputError",
-           "ArtifactError", "__version__"]
+           "ArtifactError", "DerivativeWarning", "__version__"]

@@ -44,6 +44,7 @@ OSIM_STEM = "-osim"
 OSIM_FUNCTION = "_OSIM"
 CASADI_STEM = "-casadi"         # with CasADi's derivative functions in the .so
 CASADI_FUNCTION = "_CASADI"
+CASADI_ORDER = 2                # their order (derivatives.casadi_companions; manifest: casadi_derivative_order)
 FILE_KINDS = ("c", "h", "so")
 _MODEL = re.compile(r"[A-Za-z0-9]+(?:_[A-Za-z0-9]+)*")
 MANIFEST_FORMAT = 2
