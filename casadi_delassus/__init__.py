@@ -3,7 +3,7 @@ SX, operation-counted and compiled to robot-specific C.
 
     import casadi_delassus as cd
     robot = cd.load_robot("talos")
-    f = cd.generate(robot, "2F", algorithm="naive")     # compiled, checked, cached
+    f = cd.generate(robot, "2F")                        # compiled (algorithm "auto"), cached
     D = f(q)                                            # Λ⁻¹ = J M⁻¹ Jᵀ, numpy (m x m)
     lib = cd.library(robot, "2F+2H")                    # one function per contact set (contact_modes/)
     D = lib(0b0011, q)                                  # both feet active

@@ -13,7 +13,7 @@ from .codegen.trace import choose_cheapest, trace
 from .constraints import ConstraintSet, spec_list
 from .errors import ArtifactError, ConstraintError, DelassusError, unknown_name
 from .model import load_robot
-from .registry import AUTO
+from .registry import AUTO, is_auto
 
 DEFAULT_OUT = Path("codegen_out")
 
@@ -44,10 +44,11 @@ def default_constraints(robot):
     return next(iter(scenarios))
 
 
-def generate(robot, constraints=None, algorithm="naive", out_dir=DEFAULT_OUT, cflags=DEFAULT_CFLAGS,
+def generate(robot, constraints=None, algorithm=AUTO, out_dir=DEFAULT_OUT, cflags=DEFAULT_CFLAGS,
              cc=None, cse=True, force=False, backend="ctypes", osim=False, stages=False, name=None, floating_base=None,
              derivative=None, wrt=None, method="auto", casadi_derivatives=False):
-    """Trace, count, emit, compile and load ``algorithm`` for ``robot`` (a Robot, or anything
+    """Trace, count, emit, compile and load ``algorithm`` (default ``auto``, as in the CLI: the
+    cheapest Delassus algorithm, registry.AUTO_RULE) for ``robot`` (a Robot, or anything
     ``load_robot`` takes, with ``floating_base`` as there) and ``constraints`` (a scenario name, a list of specs, or a ConstraintSet; default: the
     robot's first scenario); ``osim=True`` adds Λ as a second output.  Returns a callable ``f(q, **K_inputs) -> numpy array`` with
     ``.op_count`` and ``.manifest``; code is cached under out_dir/<name>/<scenario>/, ``name``
@@ -66,6 +67,9 @@ def generate(robot, constraints=None, algorithm="naive", out_dir=DEFAULT_OUT, cf
     folder = artifact.folder(out_dir, model, scenario)
     if stages and osim:
         raise DelassusError("stages and osim do not combine: stage an algorithm with vector inputs instead")
+    if stages and is_auto(algorithm):
+        raise DelassusError("stages need a named algorithm with stages (e.g. algorithm='damped_inverse_apply'), "
+                            "not auto")
     if stages and derivative:
         raise DelassusError("stages and derivatives do not combine: generate the derivative as one function")
 
@@ -105,8 +109,8 @@ def check(f, oracles=None, samples=100, tol=None, seed=0):
                        oracle=registry.get_oracle(n).session(f.robot, f.constraints)) for n in names}
 
 
-def casadi_function(robot, constraints=None, algorithm="naive", tangent=False, cse=True, name=None):
-    """``algorithm`` for ``robot`` and ``constraints`` (as in ``generate``) as a symbolic
+def casadi_function(robot, constraints=None, algorithm=AUTO, tangent=False, cse=True, name=None):
+    """``algorithm`` (default ``auto``) for ``robot`` and ``constraints`` (as in ``generate``) as a symbolic
     ``casadi.Function`` (SX, not compiled) with the generated function's named inputs (q,
     vectors, runtime K_<link>) and outputs, to call on MX in Opti or nlpsol and let CasADi
     differentiate it.  Its q derivative is then CasADi's, in the stored coordinates of q (a
