@@ -18,10 +18,12 @@ from .registry import AUTO, is_auto
 DEFAULT_OUT = Path("codegen_out")
 
 
-def constraint_set(robot, constraints):
-    """(ConstraintSet, scenario name) from a scenario name, a list of specs, or a set."""
+def constraint_set(robot, constraints, name=None):
+    """(ConstraintSet, scenario name) from a scenario name, a list of specs, or a set.  A list
+    or set is named ``custom_<hash of its specs>``, or "" when the user gave the model a ``name``
+    (the name then covers the whole C prefix, codegen/artifact.py)."""
     if isinstance(constraints, ConstraintSet):
-        return constraints, _custom_name(constraints.specs)
+        return constraints, _custom_name(constraints.specs, name)
     if isinstance(constraints, str) and ":" not in constraints:
         scenarios = getattr(robot, "scenarios", {})
         if constraints not in scenarios:
@@ -30,11 +32,11 @@ def constraint_set(robot, constraints):
                                    " (this robot has no named scenarios: give constraints with -c LINK:6d)"))
         return ConstraintSet.parse(robot, scenarios[constraints]), constraints
     specs = spec_list(constraints)
-    return ConstraintSet.parse(robot, specs), _custom_name(specs)
+    return ConstraintSet.parse(robot, specs), _custom_name(specs, name)
 
 
-def _custom_name(specs):
-    return "custom-" + hashlib.sha256("\n".join(specs).encode()).hexdigest()[:8]
+def _custom_name(specs, name):
+    return "" if name is not None else "custom_" + hashlib.sha256("\n".join(specs).encode()).hexdigest()[:8]
 
 
 def default_constraints(robot):
@@ -62,7 +64,7 @@ def generate(robot, constraints=None, algorithm=AUTO, out_dir=DEFAULT_OUT, cflag
     compiles CasADi's derivative functions of the function into its .so (``<algo>-casadi``),
     so that ``f.casadi_function()`` (casadi.external) is differentiable inside CasADi."""
     robot = load_robot(robot, floating_base=floating_base)
-    cs, scenario = constraint_set(robot, constraints if constraints is not None else default_constraints(robot))
+    cs, scenario = constraint_set(robot, constraints if constraints is not None else default_constraints(robot), name)
     model = artifact.model_name(robot, name)
     folder = artifact.folder(out_dir, model, scenario)
     if stages and osim:
@@ -118,7 +120,7 @@ def casadi_function(robot, constraints=None, algorithm=AUTO, tangent=False, cse=
     at q ⊕ dq (the model's integrate), so derivatives with respect to dq at dq = 0 are the
     tangent-space ones."""
     robot = load_robot(robot)
-    cs, scenario = constraint_set(robot, constraints if constraints is not None else default_constraints(robot))
+    cs, scenario = constraint_set(robot, constraints if constraints is not None else default_constraints(robot), name)
     if algorithm == AUTO:
         algorithm = choose_cheapest(robot, cs, cse=cse)[0]
     f = trace(robot, cs, algorithm, name=artifact.function_name(artifact.model_name(robot, name), scenario, algorithm),
