@@ -3,7 +3,7 @@ SX, operation-counted and compiled to robot-specific C.
 
     import casadi_delassus as cd
     robot = cd.load_robot("talos")
-    f = cd.generate(robot, "2F", algorithm="naive")     # compiled, checked, cached
+    f = cd.generate(robot, "2F")                        # compiled (algorithm "auto"), cached
     D = f(q)                                            # Λ⁻¹ = J M⁻¹ Jᵀ, numpy (m x m)
     lib = cd.library(robot, "2F+2H")                    # one function per contact set (contact_modes/)
     D = lib(0b0011, q)                                  # both feet active
@@ -14,8 +14,8 @@ __version__ = "0.1.0"
 
 from .api import casadi_function, check, constraint_set, generate, links, load  # noqa: E402
 from .constraints import ConstraintSet  # noqa: E402
-from .errors import (ArtifactError, CompilerError, ConstraintError, DelassusError, InputError, ModelError,  # noqa: E402
-                     OutputError)
+from .errors import (ArtifactError, CompilerError, ConstraintError, DelassusError, DerivativeWarning,  # noqa: E402
+                     InputError, ModelError, OutputError)
 from .contact_modes import Library, library, load_library  # noqa: E402
 from .contact.step import ContactStep, contact_step  # noqa: E402
 from .model import Robot, load_robot  # noqa: E402
@@ -23,4 +23,4 @@ from .model import Robot, load_robot  # noqa: E402
 __all__ = ["load_robot", "generate", "load", "links", "check", "casadi_function", "constraint_set", "ConstraintSet",
            "Robot", "library", "load_library", "Library", "contact_step", "ContactStep",
            "DelassusError", "ModelError", "ConstraintError", "InputError", "CompilerError", "OutputError",
-           "ArtifactError", "__version__"]
+           "ArtifactError", "DerivativeWarning", "__version__"]

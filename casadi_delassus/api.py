@@ -13,15 +13,17 @@ from .codegen.trace import choose_cheapest, trace
 from .constraints import ConstraintSet, spec_list
 from .errors import ArtifactError, ConstraintError, DelassusError, unknown_name
 from .model import load_robot
-from .registry import AUTO
+from .registry import AUTO, is_auto
 
 DEFAULT_OUT = Path("codegen_out")
 
 
-def constraint_set(robot, constraints):
-    """(ConstraintSet, scenario name) from a scenario name, a list of specs, or a set."""
+def constraint_set(robot, constraints, name=None):
+    """(ConstraintSet, scenario name) from a scenario name, a list of specs, or a set.  A list
+    or set is named ``custom_<hash of its specs>``, or "" when the user gave the model a ``name``
+    (the name then covers the whole C prefix, codegen/artifact.py)."""
     if isinstance(constraints, ConstraintSet):
-        return constraints, _custom_name(constraints.specs)
+        return constraints, _custom_name(constraints.specs, name)
     if isinstance(constraints, str) and ":" not in constraints:
         scenarios = getattr(robot, "scenarios", {})
         if constraints not in scenarios:
@@ -30,11 +32,11 @@ def constraint_set(robot, constraints):
                                    " (this robot has no named scenarios: give constraints with -c LINK:6d)"))
         return ConstraintSet.parse(robot, scenarios[constraints]), constraints
     specs = spec_list(constraints)
-    return ConstraintSet.parse(robot, specs), _custom_name(specs)
+    return ConstraintSet.parse(robot, specs), _custom_name(specs, name)
 
 
-def _custom_name(specs):
-    return "custom-" + hashlib.sha256("\n".join(specs).encode()).hexdigest()[:8]
+def _custom_name(specs, name):
+    return "" if name is not None else "custom_" + hashlib.sha256("\n".join(specs).encode()).hexdigest()[:8]
 
 
 def default_constraints(robot):
@@ -44,10 +46,11 @@ def default_constraints(robot):
     return next(iter(scenarios))
 
 
-def generate(robot, constraints=None, algorithm="naive", out_dir=DEFAULT_OUT, cflags=DEFAULT_CFLAGS,
+def generate(robot, constraints=None, algorithm=AUTO, out_dir=DEFAULT_OUT, cflags=DEFAULT_CFLAGS,
              cc=None, cse=True, force=False, backend="ctypes", osim=False, stages=False, name=None, floating_base=None,
              derivative=None, wrt=None, method="auto", casadi_derivatives=False):
-    """Trace, count, emit, compile and load ``algorithm`` for ``robot`` (a Robot, or anything
+    """Trace, count, emit, compile and load ``algorithm`` (default ``auto``, as in the CLI: the
+    cheapest Delassus algorithm, registry.AUTO_RULE) for ``robot`` (a Robot, or anything
     ``load_robot`` takes, with ``floating_base`` as there) and ``constraints`` (a scenario name, a list of specs, or a ConstraintSet; default: the
     robot's first scenario); ``osim=True`` adds Λ as a second output.  Returns a callable ``f(q, **K_inputs) -> numpy array`` with
     ``.op_count`` and ``.manifest``; code is cached under out_dir/<name>/<scenario>/, ``name``
@@ -61,11 +64,14 @@ def generate(robot, constraints=None, algorithm="naive", out_dir=DEFAULT_OUT, cf
     compiles CasADi's derivative functions of the function into its .so (``<algo>-casadi``),
     so that ``f.casadi_function()`` (casadi.external) is differentiable inside CasADi."""
     robot = load_robot(robot, floating_base=floating_base)
-    cs, scenario = constraint_set(robot, constraints if constraints is not None else default_constraints(robot))
+    cs, scenario = constraint_set(robot, constraints if constraints is not None else default_constraints(robot), name)
     model = artifact.model_name(robot, name)
     folder = artifact.folder(out_dir, model, scenario)
     if stages and osim:
         raise DelassusError("stages and osim do not combine: stage an algorithm with vector inputs instead")
+    if stages and is_auto(algorithm):
+        raise DelassusError("stages need a named algorithm with stages (e.g. algorithm='damped_inverse_apply'), "
+                            "not auto")
     if stages and derivative:
         raise DelassusError("stages and derivatives do not combine: generate the derivative as one function")
 
@@ -105,8 +111,8 @@ def check(f, oracles=None, samples=100, tol=None, seed=0):
                        oracle=registry.get_oracle(n).session(f.robot, f.constraints)) for n in names}
 
 
-def casadi_function(robot, constraints=None, algorithm="naive", tangent=False, cse=True, name=None):
-    """``algorithm`` for ``robot`` and ``constraints`` (as in ``generate``) as a symbolic
+def casadi_function(robot, constraints=None, algorithm=AUTO, tangent=False, cse=True, name=None):
+    """``algorithm`` (default ``auto``) for ``robot`` and ``constraints`` (as in ``generate``) as a symbolic
     ``casadi.Function`` (SX, not compiled) with the generated function's named inputs (q,
     vectors, runtime K_<link>) and outputs, to call on MX in Opti or nlpsol and let CasADi
     differentiate it.  Its q derivative is then CasADi's, in the stored coordinates of q (a
@@ -114,7 +120,7 @@ def casadi_function(robot, constraints=None, algorithm="naive", tangent=False, c
     at q ⊕ dq (the model's integrate), so derivatives with respect to dq at dq = 0 are the
     tangent-space ones."""
     robot = load_robot(robot)
-    cs, scenario = constraint_set(robot, constraints if constraints is not None else default_constraints(robot))
+    cs, scenario = constraint_set(robot, constraints if constraints is not None else default_constraints(robot), name)
     if algorithm == AUTO:
         algorithm = choose_cheapest(robot, cs, cse=cse)[0]
     f = trace(robot, cs, algorithm, name=artifact.function_name(artifact.model_name(robot, name), scenario, algorithm),

@@ -42,6 +42,11 @@ class ArtifactError(DelassusError):
     """Generated files that are not what their manifest records (damaged, edited, missing)."""
 
 
+class DerivativeWarning(UserWarning):
+    """A compiled function made into a casadi.Function that CasADi cannot differentiate as
+    far as an exact-Hessian solver asks (its .so lacks CasADi's derivative functions)."""
+
+
 def unknown_name(kind, name, known):
     """Error for an unknown name, with the close matches a user probably meant."""
     close = difflib.get_close_matches(name, list(known), n=4, cutoff=0.5)

@@ -2,6 +2,7 @@
 4F3): crouch, lowering the trunk by 4 cm and stopping there, with the least torque.
 
     .venv/bin/python examples/go1_stand_ocp.py [--knots 10] [--dt 0.05] [--dynamics symbolic|compiled]
+                                               [--hessian exact|limited-memory]
 
 Multiple shooting: states (q_k, v_k) and torques u_k (the 12 joints; the free base is not
 actuated) at N knots.  The dynamics are casadi_delassus's ``pv`` (Popov-Vereshchagin constrained
@@ -9,13 +10,15 @@ dynamics) with the feet held by k = 0 (zero contact acceleration), stepped by se
 Euler on the manifold: v_{k+1} = v_k + h v̇(q_k, v_k, τ_k), q_{k+1} = q_k ⊕ h v_{k+1} with the
 model's own integrate (the free base moves by the SE(3) exponential, model/integrate.py).
 Cost: torque effort, velocity and posture regularisation, the trunk height against its target.
-IPOPT (bundled with the casadi wheel) solves it with a limited-memory Hessian; its iterations
-are printed, then the status and the final constraint violation.
+IPOPT (bundled with the casadi wheel) solves it with the exact Hessian of the Lagrangian (or,
+with ``--hessian limited-memory``, its L-BFGS approximation); its iterations are printed, then
+the status and the final constraint violation.
 
 ``--dynamics symbolic`` (the default) embeds ``cd.casadi_function(go1, 4F3, pv)``, the SX
 function CasADi differentiates itself; ``compiled`` generates the C (``casadi_derivatives=True``:
-the .so carries fwd1_/adj1_/jac_ functions) and calls it through ``casadi.external``, so IPOPT
-evaluates our compiled code and our compiled derivatives (about a minute of gcc the first time).
+the .so carries first and second derivatives: fwd1_/adj1_/jac_ and fwd1_adj1_ functions) and
+calls it through ``casadi.external``, so IPOPT evaluates our compiled code and our compiled
+derivatives, its exact Hessian included (seconds of gcc the first time).
 """
 from __future__ import annotations
 
@@ -53,7 +56,7 @@ def dynamics(robot, kind, out_dir):
     return f.casadi_function()
 
 
-def solve(knots=10, dt=0.05, kind="symbolic", out_dir="codegen_out", print_level=5):
+def solve(knots=10, dt=0.05, kind="symbolic", out_dir="codegen_out", print_level=5, hessian="exact"):
     """Build and solve the problem; returns (IPOPT's return status, final constraint violation,
     the solution's trunk heights)."""
     robot = cd.load_robot("go1")
@@ -80,14 +83,23 @@ def solve(knots=10, dt=0.05, kind="symbolic", out_dir="codegen_out", print_level
     opti.set_initial(Q, np.tile(q0[:, None], knots + 1))
     opti.set_initial(V, 0)
     opti.solver("ipopt", {"print_time": False},
-                {"print_level": print_level, "max_iter": 500})
+                {"print_level": print_level, "max_iter": 500, "hessian_approximation": hessian})
     try:
-        sol = opti.solve()
-        stats = sol.stats()
-    except RuntimeError:            # IPOPT did not converge: report what it reached
-        stats = opti.stats()
+        opti.solve()
+    except RuntimeError as exc:     # IPOPT ran and did not converge: its stats say what it reached
+        if "return_status" not in _stats_or_none(opti):
+            raise exc from None     # it never ran (e.g. the problem could not be built)
+    stats = opti.stats()
     violation = stats["iterations"]["inf_pr"][-1] if stats.get("iterations") else float("nan")
     return stats["return_status"], violation, np.array(opti.debug.value(Q[2, :])).ravel()
+
+
+def _stats_or_none(opti):
+    """IPOPT's stats, or {} when it never ran (Opti then refuses to give any)."""
+    try:
+        return opti.stats()
+    except RuntimeError:
+        return {}
 
 
 def main():
@@ -95,14 +107,17 @@ def main():
     p.add_argument("--knots", type=int, default=10)
     p.add_argument("--dt", type=float, default=0.05)
     p.add_argument("--dynamics", choices=["symbolic", "compiled"], default="symbolic")
+    p.add_argument("--hessian", choices=["exact", "limited-memory"], default="exact",
+                   help="IPOPT's hessian_approximation")
     p.add_argument("-o", "--out", default="codegen_out", help="where the compiled dynamics go (--dynamics compiled)")
     args = p.parse_args()
     t0 = time.perf_counter()
-    status, violation, z = solve(args.knots, args.dt, args.dynamics, args.out)
+    status, violation, z = solve(args.knots, args.dt, args.dynamics, args.out, hessian=args.hessian)
     print(f"\nIPOPT status: {status}")
     print(f"final constraint violation (inf_pr): {violation:.2e}")
     print("trunk height (m): " + " ".join(f"{h:.3f}" for h in z))
-    print(f"{args.knots} knots, {args.dynamics} dynamics: {time.perf_counter() - t0:.1f} s")
+    print(f"{args.knots} knots, {args.dynamics} dynamics, Hessian approximation: {args.hessian}: "
+          f"{time.perf_counter() - t0:.1f} s")
     return 0 if status == "Solve_Succeeded" else 1
 
 

@@ -33,3 +33,23 @@ def test_runtime_input_shape_is_checked(out_dir):
         f(robot.neutral_q())
     with pytest.raises(cd.InputError, match=r"K_FL_foot has shape \(6, 6\), expected \(3, 6\)"):
         f(robot.neutral_q(), K_FL_foot=np.eye(6))
+
+
+def test_one_default_algorithm_everywhere(out_dir):
+    """generate, casadi_function and the CLI all default to ``auto`` (the cheapest Delassus
+    algorithm), so Python and the command line build the same function."""
+    import subprocess
+    import sys
+    from casadi_delassus.codegen.trace import choose_cheapest
+    from casadi_delassus.opcount import count_ops
+    robot = cd.load_robot("solo12")
+    f = cd.generate(robot, "4F3", out_dir=out_dir)
+    assert f.manifest["algorithm"] == "auto"
+    cs, _ = cd.constraint_set(robot, "4F3")
+    chosen, counts, _ = choose_cheapest(robot, cs)
+    assert f.manifest["auto"]["chosen"] == chosen
+    assert count_ops(cd.casadi_function(robot, "4F3"))["instructions"] == counts[chosen]
+    run = subprocess.run([sys.executable, "-m", "casadi_delassus", "generate", "solo12", "-s", "4F3", "-o", str(out_dir)],
+                         capture_output=True, text=True)
+    assert run.returncode == 0, run.stderr
+    assert str(f.manifest_path.with_suffix("")) in run.stdout and f"-> {chosen}:" in run.stdout

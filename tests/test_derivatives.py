@@ -352,7 +352,7 @@ def test_casadi_external_carries_our_derivatives(out_dir):
     robot = cd.load_robot("chain:n=4,floating=1")
     f = cd.generate(robot, "default", "pv", out_dir=out_dir, casadi_derivatives=True)
     names = [c["function"] for c in f.manifest["casadi_derivatives"]]
-    assert names == [f"{p}_{f.manifest['function']}" for p in ("fwd1", "adj1", "jac")]
+    assert names == [f"{p}_{f.manifest['function']}" for p in ("fwd1", "adj1", "jac", "fwd1_adj1")]
     lib = ctypes.CDLL(str(f.so_path))
     assert all(hasattr(lib, n) for n in names)
     ext, sym = f.casadi_function(), cd.casadi_function(robot, "default", "pv")
@@ -367,3 +367,38 @@ def test_casadi_external_carries_our_derivatives(out_dir):
     want = [np.array(r) for r in derivatives(sym, sym.sx_in())(*x)]
     for a, b in zip(got, want):
         assert np.abs(a - b).max() <= 1e-10 * np.abs(b).max()
+
+
+def test_casadi_external_gives_exact_hessians(out_dir):
+    """The .so's second derivatives (fwd1_adj1_<function>, forward over reverse) are what
+    CasADi's exact Hessians ask for: the Hessian of a scalar of the external's outputs, taken
+    through casadi.external, matches CasADi's exact AD of the symbolic function; the function
+    says at construction that it offers second derivatives (no warning)."""
+    import warnings
+    robot = cd.load_robot("chain:n=4,floating=1")
+    f = cd.generate(robot, "default", "pv", out_dir=out_dir, casadi_derivatives=True)
+    assert f.casadi_derivative_order == 2
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        ext = f.casadi_function()
+    sym = cd.casadi_function(robot, "default", "pv")
+    rng = np.random.default_rng(5)
+    x = [robot.random_q(rng), rng.normal(size=robot.nv), rng.normal(size=robot.nv), rng.normal(size=6)]
+    w = rng.normal(size=robot.nv + 6)
+
+    def hessian(g):
+        X = [ca.MX.sym(n, *g.size_in(k)) for k, n in enumerate(g.name_in())]
+        Z = ca.vertcat(*X)
+        return np.array(ca.Function("h", X, [ca.hessian(ca.dot(w, ca.vertcat(*g.call(X))), Z)[0]])(*x))
+    got, want = hessian(ext), hessian(sym)
+    assert np.abs(got - want).max() <= 1e-9 * np.abs(want).max()
+
+
+def test_casadi_function_says_what_derivatives_it_offers(out_dir):
+    """A .so without CasADi's derivative functions says so when its casadi.Function is made
+    (one warning naming generate(..., casadi_derivatives=True)), not later inside IPOPT."""
+    robot = cd.load_robot("chain:n=3")
+    f = cd.generate(robot, "default", "aba", out_dir=out_dir)
+    assert f.casadi_derivative_order == 0
+    with pytest.warns(cd.DerivativeWarning, match="casadi_derivatives=True"):
+        f.casadi_function()

@@ -241,7 +241,7 @@ def build(robot, constraints, algorithm, out_dir, scenario, cflags=DEFAULT_CFLAG
     stem = artifact.stem(algorithm, osim, derivative=request, casadi=casadi_derivatives)
     manifest_path = out_dir / f"{stem}.json"
     fname = artifact.function_name(model, scenario, algorithm, osim=osim, derivative=request, casadi=casadi_derivatives)
-    variant = request | {"method": method} if request else {"casadi_derivatives": True} if casadi_derivatives else None
+    variant = request | {"method": method} if request else {"casadi_derivatives": artifact.CASADI_ORDER} if casadi_derivatives else None
     key = content_hash(robot, constraints, algorithm, cflags, cse, cc, osim, fname, variant=variant)
     artifact.clean_stale(out_dir)       # what killed runs left here
     if not force and is_cached(manifest_path, key):
@@ -253,7 +253,8 @@ def build(robot, constraints, algorithm, out_dir, scenario, cflags=DEFAULT_CFLAG
                                                          name=fname)
         auto = {"chosen": chosen, "instructions": counts, "reason": reason}
     algo = get_algorithm(auto["chosen"] if auto else algorithm)
-    head = dict(function=fname, model_name=model, algorithm=algorithm, osim=osim)
+    head = dict(function=fname, model_name=model, algorithm=algorithm, osim=osim,
+                **({"casadi_derivative_order": artifact.CASADI_ORDER} if casadi_derivatives else {}))
     if request:
         f, inputs, outputs, head["derivative"] = trace_derivative(robot, constraints, algo.name, derivative,
                                                                   request["wrt"], name=fname, cse=cse, method=method)

@@ -346,9 +346,17 @@ def casadi_companions(f, cse=True):
     up in the library that holds f (casadi/core/external.cpp): ``fwd1_<f>`` (f's inputs, its
     outputs ``out_<o>``, one forward seed ``fwd_<i>`` per input -> ``fwd_<o>``), ``adj1_<f>``
     (inputs, outputs, one adjoint seed ``adj_<o>`` per output -> ``adj_<i>``) and ``jac_<f>``
-    (inputs, outputs -> every block ``jac_<o>_<i>``, dense, by forward mode).  They
-    differentiate f in its stored coordinates, as CasADi does everywhere (a quaternion's four
-    entries are four independent numbers), not in the tangent space."""
+    (inputs, outputs -> every block ``jac_<o>_<i>``, dense, by forward mode), then
+    ``fwd1_adj1_<f>``, adj1_'s own forward companion: forward over reverse, what CasADi asks
+    an external for when it builds an exact Hessian (IPOPT's default).  They differentiate f
+    in its stored coordinates, as CasADi does everywhere (a quaternion's four entries are four
+    independent numbers), not in the tangent space."""
+    first = _companions(f, cse, ("fwd1", "adj1", "jac"))
+    return [*first, *_companions(first[1], cse, ("fwd1",))]
+
+
+def _companions(f, cse, kinds):
+    """The companions of ``f`` named by ``kinds`` (of "fwd1", "adj1", "jac"; see casadi_companions)."""
     name, names_in, names_out = f.name(), f.name_in(), f.name_out()
     x = f.sx_in()
     y = [ca.densify(e) for e in f.call(x)]
@@ -362,17 +370,24 @@ def casadi_companions(f, cse=True):
         return ca.Function(fname, [*x, *nominal, *seeds], exprs,
                            [*names_in, *(f"out_{o}" for o in names_out), *seed_names], out_names)
 
-    fwd_seeds = [ca.SX.sym(f"fwd_{i}", *shape) for i, shape in zip(names_in, shapes_in)]
-    fwd = _split(ca.jtimes(Y, X, ca.vertcat(*[ca.vec(s) for s in fwd_seeds])), shapes_out)
-    adj_seeds = [ca.SX.sym(f"adj_{o}", *shape) for o, shape in zip(names_out, shapes_out)]
-    adj = _split(ca.jtimes(Y, X, ca.vertcat(*[ca.vec(s) for s in adj_seeds]), True), shapes_in)
-    J = ca.jtimes(Y, X, ca.SX.eye(X.numel()))
-    rows = [0, *itertools.accumulate(r * c for r, c in shapes_out)]
-    cols = [0, *itertools.accumulate(r * c for r, c in shapes_in)]
-    jac = [J[rows[a]:rows[a + 1], cols[b]:cols[b + 1]] for a in range(len(names_out)) for b in range(len(names_in))]
-    return [function(f"fwd1_{name}", fwd_seeds, [f"fwd_{i}" for i in names_in], fwd, [f"fwd_{o}" for o in names_out]),
-            function(f"adj1_{name}", adj_seeds, [f"adj_{o}" for o in names_out], adj, [f"adj_{i}" for i in names_in]),
-            function(f"jac_{name}", [], [], jac, [f"jac_{o}_{i}" for o in names_out for i in names_in])]
+    def fwd1():
+        seeds = [ca.SX.sym(f"fwd_{i}", *shape) for i, shape in zip(names_in, shapes_in)]
+        fwd = _split(ca.jtimes(Y, X, ca.vertcat(*[ca.vec(s) for s in seeds])), shapes_out)
+        return function(f"fwd1_{name}", seeds, [f"fwd_{i}" for i in names_in], fwd, [f"fwd_{o}" for o in names_out])
+
+    def adj1():
+        seeds = [ca.SX.sym(f"adj_{o}", *shape) for o, shape in zip(names_out, shapes_out)]
+        adj = _split(ca.jtimes(Y, X, ca.vertcat(*[ca.vec(s) for s in seeds]), True), shapes_in)
+        return function(f"adj1_{name}", seeds, [f"adj_{o}" for o in names_out], adj, [f"adj_{i}" for i in names_in])
+
+    def jac():
+        J = ca.jtimes(Y, X, ca.SX.eye(X.numel()))
+        rows = [0, *itertools.accumulate(r * c for r, c in shapes_out)]
+        cols = [0, *itertools.accumulate(r * c for r, c in shapes_in)]
+        blocks = [J[rows[a]:rows[a + 1], cols[b]:cols[b + 1]] for a in range(len(names_out)) for b in range(len(names_in))]
+        return function(f"jac_{name}", [], [], blocks, [f"jac_{o}_{i}" for o in names_out for i in names_in])
+    makers = {"fwd1": fwd1, "adj1": adj1, "jac": jac}
+    return [makers[k]() for k in kinds]
 
 
 def tangent_function(f, robot):

@@ -80,7 +80,7 @@ def render_package(manifests):
                      "names": [n.split(".")[-1] for n in names[start:start + c["rows"]]]})
         start += c["rows"]
     scenario = first["scenario"]
-    regen = [w for c in first["constraints"] for w in ("-c", c["spec"])] if scenario.startswith("custom-") \
+    regen = [w for c in first["constraints"] for w in ("-c", c["spec"])] if artifact.is_custom(scenario) \
         else ["-s", scenario]
     regen += [w for f in functions for w in ("-a", f["algorithm"])]
     model_file = first.get("model_file")

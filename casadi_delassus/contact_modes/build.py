@@ -141,7 +141,7 @@ def build_library(robot, constraints=None, algorithm="auto", modes="all", out_di
     manifest.  ``jobs``: local processes (default all cores, 1 = this process); ``client``:
     a Dask ``distributed.Client`` to build on instead."""
     robot = load_robot(robot)
-    cs, scenario = constraint_set(robot, constraints if constraints is not None else default_constraints(robot))
+    cs, scenario = constraint_set(robot, constraints if constraints is not None else default_constraints(robot), name)
     kind_of(algorithm)
     masks = parse_modes(modes, cs.specs)
     model = artifact.model_name(robot, name)

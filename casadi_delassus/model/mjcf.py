@@ -137,23 +137,31 @@ def body_id(model, name):
 
 
 def load_mjcf(path, name=None) -> Robot:
-    """A Robot in MuJoCo's conventions from an MJCF file (see the module docstring)."""
+    """A Robot in MuJoCo's conventions from an MJCF file (see the module docstring), named
+    ``name``, default its <mujoco model> (Menagerie-derived packages name the file robot.xml),
+    else the file's stem."""
     path = Path(path)
     if not path.is_file():
         raise ModelError(f"model file not found: {path}")
     model = compile_mjcf(path)
     try:
-        robot = robot_from_mjmodel(model, name or path.stem, source=str(path))
+        robot = robot_from_mjmodel(model, name or _model_name(model) or path.stem, source=str(path))
     except ModelError as exc:
         raise ModelError(f"MJCF model {path}: {exc}") from None
     return robot
+
+
+def _model_name(model):
+    """The compiled model's <mujoco model> ("" when the file gives none: MuJoCo then says "MuJoCo Model")."""
+    name = model.names.split(b"\0", 1)[0].decode()
+    return "" if name == "MuJoCo Model" else name
 
 
 def load_mjcf_string(text, name=None) -> Robot:
     """A Robot from an MJCF document given as text (named by its <mujoco model>, else "mjcf")."""
     model = compile_mjcf(text=text)
     try:
-        return robot_from_mjmodel(model, name or model.names.split(b"\0", 1)[0].decode() or "mjcf")
+        return robot_from_mjmodel(model, name or _model_name(model) or "mjcf")
     except ModelError as exc:
         raise ModelError(f"MJCF model given as text: {exc}") from None
 

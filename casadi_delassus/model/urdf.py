@@ -120,12 +120,13 @@ def _tree(model, where):
 
 
 def load_urdf(path, floating_base=True, name=None):
-    """The Robot of the URDF file ``path`` (named ``name``, default the file's stem)."""
+    """The Robot of the URDF file ``path`` (named ``name``, default its <robot name>: packages
+    name their files model.urdf)."""
     path = Path(path)
     if not path.is_file():
         raise ModelError(f"model file not found: {path}")
-    _pre_parse(path)
-    return _build(str(path), path, floating_base, name or path.stem, str(path))
+    robot_name = _pre_parse(path)
+    return _build(str(path), path, floating_base, name or robot_name, str(path))
 
 
 URDF_TEXT = "<URDF text>"      # how a URDF given as a string is named in messages

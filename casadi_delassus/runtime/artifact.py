@@ -44,6 +44,7 @@ OSIM_STEM = "-osim"
 OSIM_FUNCTION = "_OSIM"
 CASADI_STEM = "-casadi"         # with CasADi's derivative functions in the .so
 CASADI_FUNCTION = "_CASADI"
+CASADI_ORDER = 2                # their order (derivatives.casadi_companions; manifest: casadi_derivative_order)
 FILE_KINDS = ("c", "h", "so")
 _MODEL = re.compile(r"[A-Za-z0-9]+(?:_[A-Za-z0-9]+)*")
 MANIFEST_FORMAT = 2
@@ -79,12 +80,13 @@ def stem(algorithm, osim=False, stage=None, derivative=None, casadi=False):
 
 def model_name(robot, name=None):
     """The model's name in folder and C names: ``name`` if given (letters and digits joined by
-    single underscores), a model file's stem plus a hash of its resolved path (two files
-    anymal_b/anymal.urdf and anymal_c/anymal.urdf get two folders), a model given as text its
-    robot name plus a hash of the text, else the robot's name (registry, synthetic) through
-    the identifier sanitiser.  A base other than the model's own (``robot.base_variant``,
-    model.load_robot) adds ``_fixed`` or ``_floating`` before the hash, so fixed and
-    floating builds of one model never share files."""
+    single underscores); for a model file or text, the model's own name (``<robot name>``,
+    ``<mujoco model>``, not the file's, which packages often call model.urdf or robot.xml)
+    plus a hash of what the dynamics reads from it (Robot.fingerprint: moving or copying the
+    file keeps its C names; two files with one name and other inertias get two folders); else
+    the robot's name (registry, synthetic) through the identifier sanitiser.  A base other than
+    the model's own (``robot.base_variant``, model.load_robot) adds ``_fixed`` or ``_floating``
+    before the hash, so fixed and floating builds of one model never share files."""
     if name is not None:
         if not is_plain(name):
             raise DelassusError(f"name {name!r}: use letters and digits joined by single underscores "
@@ -92,12 +94,10 @@ def model_name(robot, name=None):
         return name
     variant = getattr(robot, "base_variant", None)
     tag = f"_{variant}" if variant else ""
-    model_file, text_hash = getattr(robot, "model_file", None), getattr(robot, "model_sha256", None)
-    if not (model_file or text_hash or variant):
+    if not (getattr(robot, "model_file", None) or getattr(robot, "model_sha256", None) or variant):
         return ident_part(robot.name)
-    readable_part = readable(Path(model_file).stem if model_file else robot.name)[:PART_LIMIT - len(tag)].rstrip("_")
-    identity = str(model_file) if model_file else text_hash or robot.name
-    return f"{readable_part}{tag}_h{short_hash(identity + tag)}"
+    readable_part = readable(robot.name)[:PART_LIMIT - len(tag)].rstrip("_")
+    return f"{readable_part}{tag}_h{short_hash(robot.fingerprint() + tag)}"
 
 
 def _checked_model(model):
@@ -112,7 +112,7 @@ def function_name(model, scenario, algorithm, osim=False, stage=None, derivative
     stage functions are the traced function's name plus ``_<stage>`` (codegen/staging.py),
     derivatives plus ``_<mode>[_<wrt>]`` (codegen/derivatives.py; ``derivative`` its record),
     a function with CasADi's derivative functions beside it plus ``_CASADI``."""
-    base = "_".join(["cd", _checked_model(model), ident_part(scenario), ident_part(algorithm)])
+    base = "_".join(["cd", *_prefix(model, scenario), ident_part(algorithm)])
     if derivative:
         return base + _derivative_suffix(derivative, "_")
     if casadi:
@@ -120,13 +120,27 @@ def function_name(model, scenario, algorithm, osim=False, stage=None, derivative
     return f"{base}_{ident_part(stage)}" if stage else base + (OSIM_FUNCTION if osim else "")
 
 
+def is_custom(scenario):
+    """Whether a manifest's scenario names a list of specs (api.constraint_set: custom_<hash>,
+    custom-<hash> before, "" under a user's name) rather than one of the robot's scenarios."""
+    return scenario == "" or scenario.startswith(("custom_", "custom-"))
+
+
+def _prefix(model, scenario):
+    """[model, scenario] as C name parts; a custom constraint set under a name the user gave
+    has the scenario "" (api.constraint_set): the name alone."""
+    return [_checked_model(model), *([ident_part(scenario)] if scenario else [])]
+
+
 def library_name(model, scenario):
     """The C package's library: lib<this>.a / .so."""
-    return "_".join(["cd", _checked_model(model), ident_part(scenario)])
+    return "_".join(["cd", *_prefix(model, scenario)])
 
 
 def folder(out_dir, model, scenario):
-    return Path(out_dir) / _checked_model(model) / path_part(scenario)
+    """``<out>/<model>/<scenario>``, or ``<out>/<model>`` for the scenario "" (see _prefix)."""
+    base = Path(out_dir) / _checked_model(model)
+    return base / path_part(scenario) if scenario else base
 
 
 def expected_function(manifest):

@@ -16,11 +16,12 @@ from __future__ import annotations
 
 import ctypes
 import threading
+import warnings
 from pathlib import Path
 
 import numpy as np
 
-from ..errors import ArtifactError, DelassusError, InputError
+from ..errors import ArtifactError, DelassusError, DerivativeWarning, InputError
 from . import artifact, batch, door
 from .inputs import as_input, out_array
 from .library import check_library, open_library
@@ -87,14 +88,28 @@ class CompiledFunction:
     def op_count(self):
         return self.manifest["op_count"]
 
+    @property
+    def casadi_derivative_order(self):
+        """How far CasADi can differentiate :meth:`casadi_function`: 0 (no derivative functions
+        in the .so), 1 (fwd1_/adj1_/jac_, an older .so: gradients and Jacobians) or 2 (also
+        fwd1_adj1_: exact Hessians)."""
+        m = self.manifest
+        return m.get("casadi_derivative_order", 1) if m.get("casadi_derivatives") else 0
+
     def casadi_function(self):
         """This compiled function as a ``casadi.Function`` (``casadi.external`` on a verified
         private copy of the .so), to call on CasADi symbols (MX in Opti/nlpsol).  CasADi
         differentiates it with the derivative functions the .so carries (``generate(...,
-        casadi_derivatives=True)``: fwd1_/adj1_/jac_<function>, in the stored coordinates of q);
-        without them CasADi cannot differentiate it (unless its finite differences are enabled)."""
+        casadi_derivatives=True)``: first and second derivatives, in the stored coordinates of
+        q); a .so with fewer says so here (a DerivativeWarning), not later inside the solver."""
         import casadi as ca
-        m = self.manifest
+        m, order = self.manifest, self.casadi_derivative_order
+        if order < artifact.CASADI_ORDER:
+            offers = "no derivatives" if order == 0 else "first derivatives only (no exact Hessian)"
+            need = ("CasADi cannot differentiate it" if order == 0 else
+                    "set IPOPT's hessian_approximation='limited-memory'")
+            warnings.warn(f"{m['function']}: the .so carries {offers}: {need}, or regenerate with "
+                          f"generate(..., casadi_derivatives=True)", DerivativeWarning, stacklevel=2)
         return open_library(self.so_path, m["files"]["so"], lambda p: ca.external(m["function"], p))[0]
 
     @property
