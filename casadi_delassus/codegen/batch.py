@@ -41,7 +41,7 @@ import numpy as np
 from ..errors import BatchInputError, CompilerError, DelassusError, InputError
 from .escape import Safe, c_comment, c_ident
 from ..model.robot import unit_blocks
-from .inputs import UNIT_TOL, as_input, out_array
+from .inputs import UNIT_TOL, as_input, out_array, refuse_masked
 from .sincos import hoisted_body
 from .statements import ASSIGN, DECL, INPUT, OUTPUT, fail, function_body
 
@@ -479,7 +479,8 @@ def is_batched(f, first, inputs, threads=None):
     except ValueError:          # ragged: not a batch; the single call's checks name the problem
         shape = ()
     batched = len(shape) == len(spec) + 1 and not (len(spec) == 1 and shape == (spec[0], 1))
-    if threads is not None and (not isinstance(threads, (int, np.integer)) or threads < 1):
+    if threads is not None and (not isinstance(threads, (int, np.integer)) or isinstance(threads, (bool, np.bool_))
+                                or threads < 1):
         raise InputError(f"threads must be a positive integer, got {threads!r}")
     return batched
 
@@ -500,6 +501,7 @@ def _batch_inputs(f, first, inputs):
         if spec["name"] not in inputs:
             raise InputError(f"missing input {spec['name']} ({' x '.join(map(str, spec['shape']))})")
         shape = tuple(spec["shape"])
+        refuse_masked(spec["name"], inputs[spec["name"]])
         a = np.asarray(inputs[spec["name"]])
         if a.dtype.kind not in "fiub":
             raise InputError(f"input {spec['name']} holds {a.dtype}, not numbers")
@@ -543,6 +545,8 @@ def evaluate(f, first, inputs, threads=None, out=None, only_first=False):
     if unknown:
         raise InputError(f"out names unknown outputs {sorted(unknown)}; this function has {[s['name'] for s in specs]}")
     bufs = {s["name"]: _output_buffer(s, n, given.get(s["name"])) for s in wanted}
+    # an out= over an input's memory would be written before all of that input is read
+    ins = [a.copy() if any(np.may_share_memory(a, b) for b in bufs.values()) else a for a in ins]
     if n:
         f._batch.run(n, ins, [bufs.get(s["name"]) for s in specs], cores() if threads is None else int(threads))
     return bufs

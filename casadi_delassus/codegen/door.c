@@ -196,7 +196,7 @@ static void transpose(Py_ssize_t rows, Py_ssize_t cols, const double* src, doubl
 /* -- inputs --------------------------------------------------------------------------------- */
 /* 1: not the fast case (the caller returns NotImplemented); 0: copied and checked */
 static int take_input(const Door* d, const InSpec* s, PyObject* v, double* dst) {
-  if (!PyArray_Check(v)) return 1;
+  if (!PyArray_CheckExact(v)) return 1;         /* subclasses (masked arrays) go to the Python checks */
   PyArrayObject* a = (PyArrayObject*)v;
   if (PyArray_TYPE(a) != NPY_DOUBLE || !PyArray_ISNOTSWAPPED(a) || !PyArray_ISALIGNED(a)) return 1;
   int nd = PyArray_NDIM(a);
@@ -691,6 +691,11 @@ static PyObject* batch_call(Door* d, PyObject* first, PyObject* out, PyObject* t
   }
   const double* xp = (const double*)PyArray_DATA(x);
   double* yp = (double*)PyArray_DATA(y);
+  /* an out over q's memory would be written before all of q is read: the Python path copies q */
+  if ((const char*)yp < (const char*)(xp + PyArray_SIZE(x)) && (const char*)xp < (const char*)(yp + PyArray_SIZE(y))) {
+    Py_DECREF(y);
+    Py_RETURN_NOTIMPLEMENTED;
+  }
   int rc;
   Py_BEGIN_ALLOW_THREADS
   rc = run_shares(d, xp, yp, n, per_share, n_shares, cpus, n_cpus);
