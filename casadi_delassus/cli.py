@@ -1,6 +1,7 @@
 """The ``casadi-delassus`` command (also ``python -m casadi_delassus``)."""
 from __future__ import annotations
 
+import math
 import signal
 import sys
 import time
@@ -66,8 +67,18 @@ def _algorithms(names):
     return names
 
 
-def _derivatives(names):
+def _derivatives(names, wrt=None):
+    """The derivatives asked for; --wrt without one is a usage error (it would be ignored)."""
+    if wrt is not None and not names:
+        raise click.UsageError("--wrt picks the inputs of a derivative: give --derivative too")
     return list(DERIVATIVES) if "all" in names else list(dict.fromkeys(names))
+
+
+def _positive_tolerance(ctx, param, value):
+    """A tolerance: finite and above 0 (nan fails every comparison, inf passes anything)."""
+    if value is not None and not (0 < value < math.inf):
+        raise click.BadParameter(f"{value!r} is not a finite number above 0", ctx=ctx, param=param)
+    return value
 
 
 def _floating(fixed_base):
@@ -133,8 +144,8 @@ def links(robot, fixed_base, fmt):
     if fmt == "json":
         click.echo(report.dumps(info))
         return
-    click.echo(f"{info['robot']}: nq = {info['nq']}, nv = {info['nv']}, "
-               f"{'floating' if info['floating_base'] else 'fixed'} base ({info['source']})")
+    click.echo(report.printable(f"{info['robot']}: nq = {info['nq']}, nv = {info['nv']}, "
+                                f"{'floating' if info['floating_base'] else 'fixed'} base ({info['source']})"))
     click.echo("joints (q layout):")
     click.echo(report.table(joint_rows(info), JOINT_HEADERS))
     click.echo("bodies, frames and sites (constraint names, e.g. -c NAME:6d):")
@@ -148,6 +159,7 @@ def links(robot, fixed_base, fmt):
 def count(robot, fixed_base, scenario, specs, algorithms, cse, fmt, derivatives, wrt, method):
     """Count the operations of each algorithm (traced, not compiled); with --derivative, of its
     derivatives too (and how many times the value's count they are)."""
+    derivatives = _derivatives(derivatives, wrt)
     robot, cs, _ = _resolve(robot, scenario, specs, fixed_base)
     counts = {}
     for a in _algorithms(algorithms):
@@ -157,7 +169,7 @@ def count(robot, fixed_base, scenario, specs, algorithms, cse, fmt, derivatives,
         f, _, _ = trace(robot, cs, a, cse=cse)
         g, _, _ = trace(robot, cs, a, cse=cse, osim=True)
         counts[a] = dict(count_ops(f), cse=cse, with_osim=count_ops(g))
-        for d in _derivatives(derivatives):
+        for d in derivatives:
             h, _, _, record = trace_derivative(robot, cs, a, d, wrt, cse=cse, method=method)
             c = count_ops(h)
             counts[a].setdefault("derivatives", {})[d] = dict(
@@ -177,7 +189,7 @@ def count(robot, fixed_base, scenario, specs, algorithms, cse, fmt, derivatives,
     if fmt == "csv":
         click.echo(report.to_csv(rows, headers))
     else:
-        click.echo(f"{robot.name}: nv = {robot.nv}, m = {cs.m} ({', '.join(cs.specs)}), cse = {cse}")
+        click.echo(report.printable(f"{robot.name}: nv = {robot.nv}, m = {cs.m} ({', '.join(cs.specs)}), cse = {cse}"))
         click.echo(report.table(rows, headers))
 
 
@@ -211,12 +223,13 @@ _gen_opts = [click.option("-o", "--out", "out_dir", default=str(api.DEFAULT_OUT)
 def generate(robot, fixed_base, scenario, specs, algorithms, cse, osim, out_dir, cflags, cc, force, name, package_dir, stages,
              derivatives, wrt, method, casadi_derivatives):
     """Generate, compile and load C for each algorithm; print the files."""
+    derivatives = _derivatives(derivatives, wrt)
     robot, cs, _ = _resolve(robot, scenario, specs, fixed_base)
     made, algorithms = [], _algorithms(algorithms)
     for a in algorithms:            # refuse before generating anything
         check_osim(a, osim)
     for a in algorithms:
-        for d in _derivatives(derivatives) or [None]:
+        for d in derivatives or [None]:
             f = api.generate(robot, cs if specs else (scenario or api.default_constraints(robot)), a,
                              out_dir=out_dir, cflags=_cflags(cflags), cc=cc, cse=cse, force=force, osim=osim,
                              stages=stages, name=name, derivative=d, wrt=wrt, method=method,
@@ -379,8 +392,8 @@ def _against_pinocchio(f, robot, constraints, algorithm, samples):
 @_osim_opt
 @click.option("--oracle", "oracle_opts", multiple=True, metavar="NAME",
               help=f"{', '.join(oracles.ORACLES)} (repeatable or comma-separated; default: see above)")
-@click.option("--samples", default=100, show_default=True, help="random configurations")
-@click.option("--tol", default=None, type=float,
+@click.option("--samples", default=100, show_default=True, type=click.IntRange(min=1), help="random configurations")
+@click.option("--tol", default=None, type=float, callback=_positive_tolerance,
               help=f"relative error allowed where κ <= {KAPPA_FREE:g}, scaled by κ/{KAPPA_FREE:g} above (see above; "
                    f"default {DEFAULT_TOL:g}); with --derivative, against finite differences (default {FD_TOL:g})")
 @click.option("--all-scenarios", is_flag=True, help="every scenario of the robot")
@@ -389,7 +402,7 @@ def _against_pinocchio(f, robot, constraints, algorithm, samples):
 @_with(_derivative_opts)
 def check(robot, fixed_base, scenario, specs, algorithms, cse, osim, oracle_opts, samples, tol, all_scenarios, out_dir,
           cflags, cc, force, name, jobs, derivatives, wrt, method):
-    algos = _algorithms(algorithms)
+    algos, derivatives = _algorithms(algorithms), _derivatives(derivatives, wrt)
     for o in (n.strip() for g in oracle_opts for n in g.split(",") if n.strip()):
         oracles.get_oracle(o)               # an unknown name fails before anything is built
     if name and robot == "registry":
@@ -410,7 +423,7 @@ def check(robot, fixed_base, scenario, specs, algorithms, cse, osim, oracle_opts
         rows, ok = [], True
         gen = dict(out_dir=out_dir, cflags=_cflags(cflags), cc=cc, cse=cse, force=force, name=name)
         for r, constraints in targets:
-            new_rows, passed = _check_derivatives(r, constraints, algos, _derivatives(derivatives), wrt, method, samples,
+            new_rows, passed = _check_derivatives(r, constraints, algos, derivatives, wrt, method, samples,
                                                   FD_TOL if tol is None else tol, gen)
             rows += new_rows
             ok &= passed
@@ -433,11 +446,11 @@ def check(robot, fixed_base, scenario, specs, algorithms, cse, osim, oracle_opts
             for line in lines:
                 if (r.name, o, line) not in said:
                     said.add((r.name, o, line))
-                    click.echo(f"  {r.name}: {o}: {line}", err=True)
+                    click.echo(report.printable(f"  {r.name}: {o}: {line}"), err=True)
         for row in new_rows:
             err = f"{row[9]}" if row[7] is None else \
                 f"{row[6]} max rel. error {row[7]:.2e}, worst error/allowed {row[8]}"
-            click.echo(f"  {row[0]}/{row[1]} {row[2]} vs {row[3]}: {err} ({row[10]})", err=True)
+            click.echo(report.printable(f"  {row[0]}/{row[1]} {row[2]} vs {row[3]}: {err} ({row[10]})"), err=True)
     run([Job(f"{r.name}/{c if isinstance(c, str) else 'custom constraints'}", _check_one,
              (r, c, algos, oracles.oracle_names(oracle_opts, r), samples, DEFAULT_TOL if tol is None else tol, out_dir, cflags, cc, cse, force, osim,
               name)) for r, c in targets],
@@ -645,11 +658,15 @@ def _main(argv):
     except click.exceptions.Abort:
         click.echo("aborted", err=True)
         sys.exit(130)
+    except click.UsageError as exc:         # one line, as every other refusal
+        where = exc.ctx.command_path if exc.ctx else "casadi-delassus"
+        click.echo(f"error: {report.printable(exc.format_message())} (see {where} --help)", err=True)
+        sys.exit(2)
     except click.ClickException as exc:
         exc.show()
         sys.exit(2)
     except DelassusError as exc:
-        click.echo(f"error: {exc}", err=True)
+        click.echo(f"error: {report.printable(exc)}", err=True)
         sys.exit(2)
     except click.exceptions.Exit as exc:
         sys.exit(exc.exit_code)

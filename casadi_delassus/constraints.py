@@ -44,7 +44,7 @@ import casadi as ca
 import numpy as np
 
 from .errors import ConstraintError, DelassusError, unknown_name
-from .model.robot import cross_matrix
+from .model.robot import MAX_MAGNITUDE, cross_matrix
 from .names import ident_part
 from .symbolic.frames import local_transforms, world_rotations
 from .symbolic.spatial import cross, sx
@@ -325,12 +325,19 @@ def _frame(robot, spec, name):
 
 
 def _point(spec, text, problem):
+    """Three numbers x,y,z, each finite and within the model numbers' range (MAX_MAGNITUDE);
+    plain decimal only (Python's float() would read 1_0 as 10)."""
     try:
+        if "_" in text:
+            raise ValueError(text)
         p = np.array([float(x) for x in text.split(",")])
     except ValueError:
         p = np.zeros(0)
     if p.shape != (3,) or not np.all(np.isfinite(p)):
         raise ConstraintError(f"bad constraint spec {spec!r}: {problem}")
+    if np.abs(p).max() > MAX_MAGNITUDE:
+        raise ConstraintError(f"bad constraint spec {spec!r}: an offset of magnitude {np.abs(p).max():.3g}, above the "
+                              f"{MAX_MAGNITUDE:g} this tool accepts for model numbers (it would overflow downstream)")
     return p
 
 

@@ -29,6 +29,7 @@ import multiprocessing
 import os
 import pickle
 import signal
+import socket
 import threading
 import time
 from concurrent.futures import FIRST_COMPLETED, ProcessPoolExecutor, wait
@@ -232,22 +233,87 @@ def _run_dask(client, jobs, finished):
         raise
 
 
+# a Dask scheduler's first message (its handshake) is a few hundred bytes; a length prefix
+# far above that is some other protocol's bytes, read as a length
+MAX_HANDSHAKE_BYTES = 1 << 20
+CONNECT_TIMEOUT_S = 10
+
+
+def _tcp_host_port(address):
+    """(host, port) of a tcp:// (or scheme-less) address, or None for other schemes."""
+    scheme, _, rest = address.rpartition("://")
+    if scheme not in ("", "tcp"):
+        return None
+    host, _, port = rest.rpartition(":")
+    if not host or not port.isdigit():
+        raise DelassusError(f"cannot connect to the Dask scheduler at {address}: expected tcp://HOST:PORT")
+    return host.strip("[]"), int(port)
+
+
+def _probe(address, timeout_s):
+    """Check, before dask does, that a Dask scheduler answers at ``address``: the port takes the
+    connection and the first 8 bytes the peer sends (a Dask scheduler speaks first) are a
+    message length a handshake can have.  Dask itself retries a refused port until its timeout,
+    waits forever on a peer that never speaks, and sizes a buffer from whatever 8 bytes arrive."""
+    where = _tcp_host_port(address)
+    if where is None:
+        return
+    fail = f"cannot connect to the Dask scheduler at {address}"
+    try:
+        with socket.create_connection(where, timeout=timeout_s) as sock:
+            head = b""
+            while len(head) < 8:
+                chunk = sock.recv(8 - len(head))
+                if not chunk:
+                    raise DelassusError(f"{fail}: the peer closed the connection without a word (not a Dask scheduler?)")
+                head += chunk
+    except socket.timeout:
+        raise DelassusError(f"{fail}: the peer took the connection but sent nothing in {timeout_s:g} s "
+                            f"(not a Dask scheduler, or a stuck one)") from None
+    except OSError as exc:
+        raise DelassusError(f"{fail}: {exc.strerror or type(exc).__name__}") from None
+    if int.from_bytes(head, "little") > MAX_HANDSHAKE_BYTES:
+        raise DelassusError(f"{fail}: the peer speaks another protocol (its first bytes are {head!r}), not Dask's")
+
+
+def _client(address, timeout_s):
+    """``distributed.Client(address)``, given up after about ``timeout_s`` (a peer that passed
+    the probe may still stall the handshake, which dask waits on without a timeout)."""
+    from distributed import Client
+    box = {}
+
+    def make():
+        try:
+            box["client"] = Client(address, timeout=f"{timeout_s}s")
+        except BaseException as exc:        # noqa: BLE001 -- reported below, on one line
+            box["error"] = exc
+    thread = threading.Thread(target=make, daemon=True)
+    thread.start()
+    thread.join(2 * timeout_s + 5)
+    fail = f"cannot connect to the Dask scheduler at {address}"
+    if thread.is_alive():
+        raise DelassusError(f"{fail}: no handshake in {2 * timeout_s + 5:g} s")
+    if "error" in box:
+        exc = box["error"]
+        raise DelassusError(f"{fail}: {str(exc).splitlines()[0] if str(exc).strip() else type(exc).__name__}")
+    return box["client"]
+
+
 @contextmanager
-def connect(address, timeout_s=30):
+def connect(address, timeout_s=CONNECT_TIMEOUT_S):
     """A ``distributed.Client`` of the Dask scheduler at ``address`` (tcp://host:8786), closed
-    after the ``with`` block; None when ``address`` is None.  One-line errors when dask is not
-    installed or the scheduler does not answer."""
+    after the ``with`` block; None when ``address`` is None.  One-line errors, within about
+    ``timeout_s``, when dask is not installed, the port is closed, or the peer is silent or
+    not a Dask scheduler."""
     if not address:
         yield None
         return
     try:
-        from distributed import Client
+        import distributed  # noqa: F401
     except ImportError:
         raise DelassusError("--cluster needs dask.distributed: pip install 'casadi_delassus[distributed]'") from None
-    try:
-        client = Client(address, timeout=f"{timeout_s}s")
-    except (OSError, TimeoutError, ValueError) as exc:
-        raise DelassusError(f"cannot connect to the Dask scheduler at {address}: {str(exc).splitlines()[0] if str(exc) else type(exc).__name__}") from None
+    _probe(address, timeout_s)
+    client = _client(address, timeout_s)
     try:
         yield client
     finally:

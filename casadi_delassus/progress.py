@@ -15,12 +15,14 @@ import threading
 import time
 from contextlib import contextmanager
 
+from .report import printable
+
 AFTER = 5.0
 _state = {"t0": None, "on": True}
 
 
 def _say(text):
-    print(f"[{time.perf_counter() - _state['t0']:6.1f} s] {text}", file=sys.stderr, flush=True)
+    print(f"[{time.perf_counter() - _state['t0']:6.1f} s] {printable(text)}", file=sys.stderr, flush=True)
 
 
 @contextmanager
@@ -116,7 +118,7 @@ class Bar:
             return
         if self.tty:
             with self._lock:
-                print("\r\x1b[K" + text, file=self.stream, flush=True)
+                print("\r\x1b[K" + printable(text), file=self.stream, flush=True)
             self._draw()
         else:
             _say(text)

@@ -6,8 +6,19 @@ import io
 import json
 
 
+def printable(text):
+    """``text`` with each character that is not printable (CR, LF, ESC, U+2028, …) written as
+    its escape (\\r, \\x1b, \\u2028): a name read from a model cannot start a line of its own
+    in a log or move a terminal's cursor."""
+    text = str(text)
+    if text.isprintable():
+        return text
+    return "".join(c if c.isprintable() else c.encode("unicode_escape").decode("ascii") for c in text)
+
+
 def table(rows, headers):
-    """A fixed-width text table; numbers right-aligned with thousands separators."""
+    """A fixed-width text table; numbers right-aligned with thousands separators; text cells
+    through :func:`printable`."""
     def fmt(v):
         if isinstance(v, bool) or v is None:
             return "" if v is None else str(v)
@@ -15,7 +26,8 @@ def table(rows, headers):
             return f"{v:,}"
         if isinstance(v, float):
             return f"{v:.2e}" if (v != 0 and (abs(v) < 1e-3 or abs(v) >= 1e6)) else f"{v:.3g}"
-        return str(v)
+        return printable(v)
+    headers = [printable(h) for h in headers]
     cells = [[fmt(v) for v in r] for r in rows]
     widths = [max(len(h), *(len(c[k]) for c in cells)) if cells else len(h) for k, h in enumerate(headers)]
     numeric = [all((isinstance(r[k], (int, float)) and not isinstance(r[k], bool)) or r[k] is None for r in rows)

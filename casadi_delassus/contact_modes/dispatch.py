@@ -121,6 +121,8 @@ class Library:
         constraint may be given and is not read).  q of shape N x nq gives N x (shape) each."""
         mask = self.mask(mode)
         md = self.modes[mask]
+        if len(first) > 1:
+            raise InputError(f"{len(first)} positional inputs; pass the mode and q, and the others by name")
         if first:
             inputs = {"q": first[0], **inputs}
         names = {i["name"] for i in self.input_specs}

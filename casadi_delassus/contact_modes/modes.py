@@ -112,12 +112,21 @@ def _split_names(text, specs):
     return names
 
 
+def _parse_mask(word, specs, where):
+    """The mask written as ``word`` (decimal, 0x…, 0b…); one longer than any mask of
+    MAX_CONSTRAINTS bits is refused before Python reads it (int() of 4,300 digits raises)."""
+    if len(word.lstrip("0")) > MAX_CONSTRAINTS + 2:
+        raise ConstraintError(f"{where}: a mask of {len(word)} characters, wider than the library's {len(specs)} "
+                              f"constraints (0 .. {(1 << len(specs)) - 1:#x})")
+    return mask_of(int(word, 0), specs)
+
+
 def _parse_line(line, specs, where):
     words = _split_names(line, specs)
     if tuple(words) == EMPTY:
         return 0
     if len(words) == 1 and _MASK.fullmatch(words[0]):
-        return mask_of(int(words[0], 0), specs)
+        return _parse_mask(words[0], specs, where)
     try:
         return mask_of(words, specs)
     except ConstraintError as exc:
@@ -125,6 +134,8 @@ def _parse_line(line, specs, where):
 
 
 def _from_file(path, specs):
+    """The masks of a modes file.  Until a line has read as a mode, the file may be anything
+    (--modes /etc/shadow): a line that is no mode is then named by its number, not shown."""
     try:
         text = Path(path).read_text()
     except (OSError, UnicodeDecodeError) as exc:
@@ -132,11 +143,26 @@ def _from_file(path, specs):
     masks = []
     for n, raw in enumerate(text.splitlines(), 1):
         line = raw.split("#", 1)[0].strip()
-        if line:
+        if not line:
+            continue
+        try:
             masks.append(_parse_line(line, specs, f"{path}:{n}"))
+        except ConstraintError:
+            if masks:
+                raise
+            raise ConstraintError(f"{path}:{n} is not a mode of this library (a mask, '-', or names among "
+                                  f"{', '.join(specs)}): is {path} a modes file?") from None
     if not masks:
         raise DelassusError(f"the modes file {path} lists no mode")
     return masks
+
+
+def _is_file(text):
+    """Whether ``text`` names an existing file (a value no file system takes as a path is not)."""
+    try:
+        return Path(text).is_file()
+    except (OSError, ValueError):
+        return False
 
 
 def _one(spec, specs):
@@ -155,7 +181,10 @@ def _one(spec, specs):
         if n > k:
             raise ConstraintError(f"--modes {spec}: N is at most k")
         return [mask for mask in range(1 << k) if bin(mask).count("1") == n]
-    if Path(spec).is_file():
+    if not spec.strip():
+        raise ConstraintError("--modes '' names no mode: give all, N-of-k, a mask, constraint names, '-' "
+                              "(the empty mode) or a file")
+    if _is_file(spec):
         return _from_file(spec, specs)
     return [_parse_line(spec, specs, f"--modes {spec!r}")]
 

@@ -21,7 +21,7 @@ import numpy as np
 
 from ..errors import BatchInputError, DelassusError, InputError
 from . import door
-from .inputs import as_input, out_array
+from .inputs import as_input, out_array, refuse_masked
 from .library import own_symbol
 
 # SX instructions per thread's share below which another thread costs more than it saves:
@@ -98,7 +98,8 @@ def is_batched(f, first, inputs, threads=None):
         shape = np.shape(x)
     except ValueError:          # ragged: not a batch; the single call's checks name the problem
         shape = ()
-    if threads is not None and (not isinstance(threads, (int, np.integer)) or threads < 1):
+    if threads is not None and (not isinstance(threads, (int, np.integer)) or isinstance(threads, (bool, np.bool_))
+                                or threads < 1):
         raise InputError(f"threads must be a positive integer, got {threads!r}")
     return len(shape) == len(spec) + 1 and not (len(spec) == 1 and shape == (spec[0], 1))
 
@@ -106,6 +107,7 @@ def is_batched(f, first, inputs, threads=None):
 def _canonical_one(f, spec, value, n, lead):
     """One input as an aligned native float64 array (n, *shape), any strides."""
     shape = tuple(spec["shape"])
+    refuse_masked(spec["name"], value)
     a = np.asarray(value)
     if a.dtype.kind not in "fiub":
         raise InputError(f"input {spec['name']} holds {a.dtype}, not numbers")
@@ -193,6 +195,8 @@ def evaluate(f, first, inputs, threads=None, out=None, only_first=False):
     if unknown:
         raise InputError(f"out names unknown outputs {sorted(unknown)}; this function has {[s['name'] for s in specs]}")
     bufs = {s["name"]: _output_buffer(s, n, given.get(s["name"])) for s in wanted}
+    # an out= over an input's memory would be written before all of that input is read
+    ins = [a.copy() if any(np.may_share_memory(a, b) for b in bufs.values()) else a for a in ins]
     if n:
         run(f, n, ins, [bufs.get(s["name"]) for s in specs], 0 if threads is None else int(threads))
     return bufs

@@ -197,7 +197,7 @@ static void transpose(Py_ssize_t rows, Py_ssize_t cols, const double* src, doubl
 /* -- inputs --------------------------------------------------------------------------------- */
 /* 1: not the fast case (the caller returns NotImplemented); 0: copied and checked */
 static int take_input(const Door* d, const InSpec* s, PyObject* v, double* dst) {
-  if (!PyArray_Check(v)) return 1;
+  if (!PyArray_CheckExact(v)) return 1;         /* subclasses (masked arrays) go to the Python checks */
   PyArrayObject* a = (PyArrayObject*)v;
   if (PyArray_TYPE(a) != NPY_DOUBLE || !PyArray_ISNOTSWAPPED(a) || !PyArray_ISALIGNED(a)) return 1;
   int nd = PyArray_NDIM(a);
@@ -823,6 +823,26 @@ static PyArrayObject* aligned_new(int ndim, npy_intp* dims) {
 /* f(Q) of a function of q alone, straight from tp_call: Q any aligned float64 array n x nq
  * (any order), the first output into a new array or ``out``; NotImplemented for anything
  * else, and for a refused instance (the Python path then says why). */
+/* the bytes [lo, hi) that an array's elements span, whatever its strides */
+static void byte_bounds(PyArrayObject* a, const char** lo, const char** hi) {
+  const char* start = PyArray_BYTES(a);
+  *lo = *hi = start;
+  for (int k = 0; k < PyArray_NDIM(a); ++k) {
+    npy_intp extent = (PyArray_DIMS(a)[k] - 1) * PyArray_STRIDES(a)[k];
+    if (PyArray_DIMS(a)[k] == 0) { *hi = *lo; return; }
+    if (extent < 0) *lo += extent; else *hi += extent;
+  }
+  *hi += PyArray_ITEMSIZE(a);
+}
+
+/* whether two arrays' spans overlap (numpy's may_share_memory test) */
+static int may_overlap(PyArrayObject* a, PyArrayObject* b) {
+  const char *alo, *ahi, *blo, *bhi;
+  byte_bounds(a, &alo, &ahi);
+  byte_bounds(b, &blo, &bhi);
+  return alo < bhi && blo < ahi;
+}
+
 static PyObject* batch_call(Door* d, PyObject* first, PyObject* out, PyObject* threads) {
   const OutSpec* o = d->out;
   long long wanted = 0;                 /* threads=: 0 for every CPU */
@@ -850,6 +870,12 @@ static PyObject* batch_call(Door* d, PyObject* first, PyObject* out, PyObject* t
     for (int k = 0; k <= o->ndim; ++k)
       if (PyArray_DIMS(y)[k] != dims[k]) Py_RETURN_NOTIMPLEMENTED;
     Py_INCREF(y);
+  }
+  /* an out over the input's memory would be written before all of it is read: the Python
+     path (runtime/batch.py's evaluate) copies the input first */
+  if (PyArray_Check(first) && may_overlap((PyArrayObject*)first, y)) {
+    Py_DECREF(y);
+    Py_RETURN_NOTIMPLEMENTED;
   }
   BatchArray arrays[MAX_BATCH_ARRAYS];
   batch_array(first, n, 0, arrays);

@@ -27,7 +27,15 @@ UNIT_TOL = 1e-6
 _REAL_KINDS = "biuf"          # bool, int, unsigned, float: what converts to float64 exactly
 
 
+def refuse_masked(name, value):
+    """An InputError for a numpy masked array: the C code would read the values under the mask."""
+    if isinstance(value, np.ma.MaskedArray):
+        raise InputError(f"input {name} is a masked array, whose mask the generated code cannot honour: pass "
+                         f"the rows or entries you mean as a plain array (e.g. {name}.filled(...) or {name}.compressed())")
+
+
 def _real_array(name, value):
+    refuse_masked(name, value)
     try:
         a = np.asarray(value)
     except ValueError as exc:                # ragged nested lists

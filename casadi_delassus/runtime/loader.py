@@ -125,9 +125,6 @@ class CompiledFunction:
     def _fill(self, first, inputs):
         """The inputs in manifest order: ``first`` (a tuple of at most one array) is the first
         input (q, or a later stage's own first input), the others come by name."""
-        if len(first) > 1:
-            raise InputError(f"{len(first)} positional inputs; pass {self.input_names[0]} first and the others "
-                             f"by name: {self.input_names}")
         if first:
             inputs = {self.input_names[0]: first[0], **inputs}
         extra = set(inputs) - set(self.input_names)
@@ -157,6 +154,9 @@ class CompiledFunction:
     def _evaluate(self, first, inputs, threads, out, only_first):
         """Every call the door does not take: batches, inputs to convert or refuse
         (inputs.as_input), the ctypes and casadi backends."""
+        if len(first) > 1:
+            raise InputError(f"{len(first)} positional inputs; pass {self.input_names[0]} first and the others "
+                             f"by name: {self.input_names}")
         if batch.is_batched(self, first, inputs, threads):
             res = batch.evaluate(self, first, inputs, threads, out, only_first)
             return res[self.output_specs[0]["name"]] if only_first else res
