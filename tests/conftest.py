@@ -139,3 +139,30 @@ def case(name):
     spec, constraints = CASES[name]
     robot = model_for(spec)
     return robot, ConstraintSet.parse(robot, robot.scenarios[constraints] if isinstance(constraints, str) else constraints)
+
+
+# -- tolerances scaled by conditioning -------------------------------------------------------------
+# Two computations of one quantity that differ only in rounding (another algorithm, CasADi's AD,
+# another machine's libm) differ by up to a small multiple of ε·κ, κ the condition number of what
+# the problem inverts at that sample; a fixed bound near the measured error fails on a machine that
+# rounds differently.  ROUNDING_FACTOR leaves 40× over the worst ratio measured (2.4, pv on
+# chain-base) and still fails an error of 1e-6 for every κ below 4.5e7.
+EPS = float(np.finfo(float).eps)
+ROUNDING_FACTOR = 100
+
+
+def rounding_tol(kappa, factor=ROUNDING_FACTOR):
+    """factor·ε·κ (κ at least 1): the bound for a rounding-level difference at condition number κ."""
+    return factor * EPS * max(1.0, float(kappa))
+
+
+def kappa_kkt(robot, cs, q, K=None, R=None):
+    """κ of the dynamics' KKT matrix [[M, Jᵀ], [J, −diag(R)]] (R = 0: hard rows) from the NumPy
+    reference at this sample; κ(M) when there are no rows."""
+    from casadi_delassus.verify import reference
+    M = reference.mass_matrix(robot, q)
+    if cs is None or cs.m == 0:
+        return float(np.linalg.cond(M))
+    J = reference.constraint_jacobian(robot, cs, q, K)
+    C = -np.diag(np.broadcast_to(0.0 if R is None else R, cs.m))
+    return float(np.linalg.cond(np.block([[M, J.T], [J, C]])))

@@ -1,7 +1,8 @@
 """Analytical Jacobians of the dynamics (registry.Algorithm.derivative: rnea, aba, pv, ltl;
 sweeps/rnea_derivatives.py, sweeps/dynamics_derivatives.py) against
 - CasADi's AD of the traced value function, q-columns through the tangent map of Pinocchio's
-  integrate (model/integrate.tangent_map_sx), to 1e-10;
+  integrate (model/integrate.tangent_map_sx), to a rounding bound scaled by κ of the KKT matrix
+  (conftest.rounding_tol);
 - Pinocchio's computeRNEADerivatives, computeABADerivatives and
   computeConstraintDynamicsDerivatives (20 random points, 1e-8), where Pinocchio holds the
   contact acceleration at its reference while our k is an input: ours is compared as
@@ -24,7 +25,7 @@ from casadi_delassus.errors import DelassusError
 from casadi_delassus.model.integrate import tangent_map_sx
 from casadi_delassus.registry import get_algorithm
 
-from conftest import REPO, case, model_for
+from conftest import REPO, case, kappa_kkt, model_for, rounding_tol
 
 sys.path.insert(0, str(REPO / "bench"))
 import derivatives as bench  # noqa: E402  (compile_jacobian, stage_sets)
@@ -82,15 +83,32 @@ def test_against_casadi_ad(algorithm, name):
     """Every Jacobian equals CasADi's AD of the value in tangent coordinates: free base, tilted
     axes, a prismatic and a continuous joint, runtime K, 3D and 6D rows, rows at the base, soft
     constraints (k and R columns too; "tilted" is redundant for the hard solvers)."""
+    worst = ad_errors(algorithm, name)
+    print(f"{algorithm} {name}: error / allowed " + ", ".join(f"{n} {e:.1e}" for n, e in worst.items()))
+    assert max(worst.values()) <= 1
+
+
+def ad_errors(algorithm, name, corrupt=lambda a: a):
+    """{Jacobian: worst relative error against AD / rounding_tol(κ of the KKT matrix, M's without
+    rows)} over N_AD samples; ``corrupt`` changes ours (the check that the bound can fail)."""
     robot, cs, ours, ad, names = traced(algorithm, name)
     rng = np.random.default_rng(11)
     worst = dict.fromkeys(names, 0.0)
     for _ in range(N_AD):
         args = random_inputs(robot, cs, ours, rng)
+        x = dict(zip(ours.name_in(), args))
+        K = {n: v for n, v in x.items() if n.startswith("K_")}
+        tol = rounding_tol(kappa_kkt(robot, cs if "k" in x else None, x["q"], K, x.get("R")))
         for n, a, b in zip(names, ours(*args), ad(*args)):
-            worst[n] = max(worst[n], relative(a, b))
-    print(f"{algorithm} {name}: " + ", ".join(f"{n} {e:.1e}" for n, e in worst.items()))
-    assert max(worst.values()) <= 1e-10
+            worst[n] = max(worst[n], relative(corrupt(np.array(a)), b) / tol)
+    return worst
+
+
+def test_scaled_bound_fails_a_wrong_jacobian():
+    """The conditioning-scaled bound is no pass-all: pv on chain-base (κ of the KKT matrix up to
+    1.1e6) with every Jacobian entry off by 1e-6 of its largest fails it."""
+    worst = ad_errors("pv", "chain-base", lambda a: a + 1e-6 * np.abs(a).max())
+    assert min(worst.values()) > 1
 
 
 def test_unknown_wrt_is_refused():
