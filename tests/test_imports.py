@@ -3,7 +3,7 @@
     model → symbolic → sweeps → {delassus, dynamics, operators} → registry → codegen → api → cli
 
 with errors, names (identifiers) and progress (progress lines) importable everywhere, constraints between symbolic and sweeps, opcount (counting)
-beside the registry, verify (the oracles), report and executor (jobs) beside codegen, contact_modes (libraries) beside api, timing above api.  The
+beside the registry, verify (the oracles), report and executor (jobs) beside codegen, contact_modes (libraries) and contact (solvers and the compiled step) beside api, timing above api.  The
 mathematics (symbolic, sweeps, delassus, dynamics, operators) never imports codegen, timing,
 verify, the registry or the counting; the algorithm packages do not import each other's
 modules, except where the paper defines one algorithm as another's driver with a policy; the
@@ -16,7 +16,7 @@ import pytest
 PACKAGE = Path(__file__).resolve().parents[1] / "casadi_delassus"
 RANK = {"errors": 0, "names": 0, "progress": 0, "model": 1, "symbolic": 2, "constraints": 3, "sweeps": 4,
         "delassus": 5, "dynamics": 5, "operators": 5, "opcount": 6, "registry": 7,
-        "codegen": 8, "verify": 8, "report": 8, "executor": 8, "contact_modes": 9, "api": 9, "timing": 10, "cli": 11, "__init__": 12, "__main__": 12}
+        "codegen": 8, "verify": 8, "report": 8, "executor": 8, "contact_modes": 9, "contact": 9, "api": 9, "timing": 10, "cli": 11, "__init__": 12, "__main__": 12}
 MATH = {"symbolic", "sweeps", "delassus", "dynamics", "operators"}
 ALGORITHMS = {"delassus", "dynamics", "operators"}
 # PV paper Sec. VIII: PV-early is Alg. 1 with early elimination at every joint (pv.py's driver and

@@ -1,0 +1,72 @@
+"""ADMM on the frictional contact problem, NumPy reference (the compiled step's loop,
+contact/step.c.j2, runs the same iteration).
+
+Problem (Carpentier et al. 2024, "From compliant to rigid contact simulation: a unified and
+efficient approach", RSS, Sec. III-IV, the method of Pinocchio 4's ADMMConstraintSolver; the
+PV paper ../shared/papers/004_52dd6d88d839fc14.txt, Sec. X, names these inequality
+constraints as the next step after equality-constrained dynamics): with σ = Gλ + g,
+
+    K_μ ∋ λ ⊥ σ + Γ(σ) ∈ K_μ*          (exact, De Saxcé; Γ = 0: the convex relaxation)
+
+For a fixed correction s = Γ(σ) this is the optimality condition of
+min ½λᵀGλ + λᵀ(g + s) over λ ∈ K_μ, which ADMM splits as x = y, x free, y ∈ K_μ, z the
+multiplier (a velocity, in K_μ* at the solution):
+
+    x⁺ = (G + (ρ + η) I)⁻¹ (η x + ρ y + z − g − s)      proximal term η (G may be singular)
+    y⁺ = Π_K(x⁺ − z/ρ)
+    z⁺ = z − ρ (x⁺ − y⁺)
+    s⁺ = Γ(G y⁺ + g)                                      De Saxcé fixed point, re-evaluated
+
+The linear solve is the damped inverse (G + (ρ+η)I)⁻¹ that the matrix-free paper
+../shared/papers/001_a194bdf892a0cc2c.txt gives as its reason to re-evaluate a damped inverse
+with new vectors (each iteration) and new damping (each change of ρ).  ρ starts at
+√(ℓ_max · ℓ_min) of G's diagonal and follows the residual-balancing rule of OSQP: when the
+primal residual ‖x − y‖∞ and the dual one ρ‖y − y_prev‖∞ differ by more than RHO_RATIO, ρ is
+multiplied or divided by RHO_STEP (and the damped inverse refactored).  The iteration stops
+when the answer (λ = y, σ = Gy + g) has all three residuals (residuals.py) ≤ tol, after
+zero iterations when the warm start λ₀ already does.
+"""
+from __future__ import annotations
+
+import numpy as np
+
+from .cones import de_saxce, project_cone
+from .result import Options, finish
+
+RHO_RATIO = 10.0
+RHO_STEP = 5.0
+
+
+def initial_rho(G, eta):
+    """√(max · min) of G's diagonal (a spectral estimate that costs m), at least η."""
+    d = np.diag(G)
+    return max(float(np.sqrt(np.max(d) * max(np.min(d), eta))), eta)
+
+
+def solve(G, g, mu, exact=True, lam0=None, options=Options()):
+    """ADMM solve of the contact problem (G, g, μ); ``lam0`` warm-starts λ.  Returns a Result."""
+    G, g = np.asarray(G, dtype=float), np.asarray(g, dtype=float)
+    m, eta = len(g), options.eta
+    rho = options.rho if options.rho > 0 else initial_rho(G, eta)
+    y = project_cone(np.zeros(m) if lam0 is None else np.asarray(lam0, dtype=float), mu)
+    sigma = G @ y + g
+    s = de_saxce(sigma, mu) if exact else np.zeros(m)
+    x, z = y.copy(), sigma + s
+    done = finish(y, sigma, mu, exact, 0, options)     # a warm start that already solves it
+    if done is not None:
+        return done
+    factor = np.linalg.cholesky(G + (rho + eta) * np.eye(m))
+    for k in range(1, options.max_iter + 1):
+        x = np.linalg.solve(factor.T, np.linalg.solve(factor, eta * x + rho * y + z - g - s))
+        y_prev, y = y, project_cone(x - z / rho, mu)
+        z = z - rho * (x - y)
+        sigma = G @ y + g
+        s = de_saxce(sigma, mu) if exact else s
+        done = finish(y, sigma, mu, exact, k, options)
+        if done is not None:
+            return done
+        primal, dual = np.max(np.abs(x - y)), rho * np.max(np.abs(y - y_prev))
+        if primal > RHO_RATIO * dual or dual > RHO_RATIO * primal:
+            rho = rho * RHO_STEP if primal > dual else rho / RHO_STEP
+            factor = np.linalg.cholesky(G + (rho + eta) * np.eye(m))
+    return finish(y, sigma, mu, exact, options.max_iter, options, last=True)

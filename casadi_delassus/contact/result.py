@@ -1,0 +1,47 @@
+"""What a contact solve returns and is told: options, statuses, and the one stopping test the
+NumPy solvers and the compiled loop (step.c.j2) share."""
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+
+from .residuals import Residuals, residuals
+
+CONVERGED, MAX_ITERATIONS, NOT_FINITE = 0, 1, 2
+STATUS = {CONVERGED: "converged", MAX_ITERATIONS: "max iterations", NOT_FINITE: "NaN"}
+
+
+@dataclass(frozen=True)
+class Options:
+    """Solver settings: stop when every residual ≤ tol; ρ ≤ 0 picks ADMM's initial ρ
+    (admm.initial_rho); η is ADMM's proximal weight; ω PGS's over-relaxation."""
+    tol: float = 1e-10
+    max_iter: int = 1000
+    rho: float = 0.0
+    eta: float = 1e-8
+    omega: float = 1.0
+
+
+@dataclass(frozen=True)
+class Result:
+    """λ (impulses, N·s), σ = Gλ + g (contact velocities), iterations, residuals and a status."""
+    lam: np.ndarray
+    sigma: np.ndarray
+    iterations: int
+    residuals: Residuals
+    status: str
+
+    @property
+    def converged(self):
+        return self.status == STATUS[CONVERGED]
+
+
+def finish(lam, sigma, mu, exact, k, options, last=False):
+    """The Result at iteration k if it is final (converged, not finite, or ``last``), else None."""
+    if not (np.all(np.isfinite(lam)) and np.all(np.isfinite(sigma))):
+        return Result(lam, sigma, k, Residuals(np.nan, np.nan, np.nan), STATUS[NOT_FINITE])
+    r = residuals(lam, sigma, mu, exact)
+    if r.max() <= options.tol:
+        return Result(lam, sigma, k, r, STATUS[CONVERGED])
+    return Result(lam, sigma, k, r, STATUS[MAX_ITERATIONS]) if last else None

@@ -1,0 +1,106 @@
+"""Frictional contact (casadi_delassus/contact/): cones, residuals, the NumPy ADMM and PGS
+against Pinocchio 4.1's solvers on the issue's three problems."""
+import numpy as np
+import pytest
+
+from casadi_delassus.contact import SOLVERS, Options
+from casadi_delassus.contact.cones import de_saxce, dual_cone_distance, project_cone
+from casadi_delassus.contact.residuals import residuals
+
+pin = pytest.importorskip("pinocchio")
+from casadi_delassus.verify import contact_problems as cp  # noqa: E402
+
+TOL = Options(tol=1e-10, max_iter=5000)
+
+
+@pytest.fixture(scope="module")
+def problems():
+    return {n: cp.build(n) for n in cp.PROBLEMS}
+
+
+def test_cone_projection_is_a_projection():
+    rng = np.random.default_rng(0)
+    x, mu = rng.normal(size=300), rng.uniform(0.05, 1.2, 100)
+    p = project_cone(x, mu)
+    b, pb = x.reshape(-1, 3), p.reshape(-1, 3)
+    assert np.all(np.hypot(pb[:, 0], pb[:, 1]) <= mu * pb[:, 2] + 1e-12)          # in K_μ
+    assert np.allclose(project_cone(p, mu), p)                                       # idempotent
+    assert np.allclose(np.sum((b - pb) * pb, axis=1), 0, atol=1e-12)                 # x − Πx ⊥ Πx
+    # Moreau: x = Π_K(x) − Π_K*(−x), and the two parts are orthogonal
+    assert np.allclose(p - project_cone(-x, 1 / mu), x)
+    assert np.all(dual_cone_distance(-(b - pb).reshape(-1), mu) < 1e-12)
+
+
+def test_de_saxce_and_residuals_of_a_sliding_contact():
+    mu = np.array([0.5])
+    sigma = np.array([0.3, -0.4, 0.0])                     # slides at 0.5 m/s, no normal velocity
+    lam = np.array([-0.3, 0.4, 2.0]) * np.array([0.5 * 2 / 0.5, 0.5 * 2 / 0.5, 1])   # λ_t = −μ λ_n σ_t/|σ_t|
+    assert np.allclose(de_saxce(sigma, mu), [0, 0, 0.25])
+    r = residuals(lam, sigma, mu)
+    assert r.max() < 1e-15
+    assert residuals(lam, sigma, mu, exact=False).dual > 0.1   # the relaxation would lift the contact
+
+
+@pytest.mark.parametrize("solver", ["admm", "pgs"])
+@pytest.mark.parametrize("name", ["go1_stand", "go1_slide"])
+def test_numpy_solvers_match_pinocchio_on_go1(problems, name, solver):
+    p = problems[name]
+    r = SOLVERS[solver](p.G, p.g, p.mu, options=TOL)
+    assert r.converged and r.residuals.max() <= 1e-10
+    ref = cp.pinocchio_solve(p, solver=solver)[0]
+    assert np.max(np.abs(r.lam - ref)) <= 1e-6 * np.max(np.abs(ref))
+
+
+@pytest.mark.parametrize("solver", ["admm", "pgs"])
+def test_numpy_solvers_match_pinocchio_on_talos(problems, solver):
+    """G has rank 12 of 24: λ is not unique, Jᵀλ and σ are."""
+    p = problems["talos_stand"]
+    r = SOLVERS[solver](p.G, p.g, p.mu, options=TOL)
+    assert r.converged and r.residuals.max() <= 1e-10
+    ref, ref_sigma, _, _ = cp.pinocchio_solve(p, solver=solver)
+    assert np.max(np.abs(p.J.T @ (r.lam - ref))) <= 1e-6 * np.max(np.abs(p.J.T @ ref))
+    assert np.max(np.abs(r.sigma - ref_sigma)) <= 1e-8
+
+
+@pytest.mark.parametrize("solver", ["admm", "pgs"])
+def test_go1_stand_gives_the_balancing_impulses(problems, solver):
+    p = problems["go1_stand"]
+    r = SOLVERS[solver](p.G, p.g, p.mu, options=TOL)
+    assert np.max(np.abs(r.lam - p.dt * p.f_eq)) <= 1e-6 * np.max(np.abs(p.dt * p.f_eq))
+    assert np.allclose(p.f_eq.reshape(-1, 3)[:, 2], [26.84, 26.41, 37.85, 37.42], atol=5e-3)
+
+
+@pytest.mark.parametrize("solver", ["admm", "pgs"])
+def test_go1_slide_exact_versus_relaxed(problems, solver):
+    p = problems["go1_slide"]
+    exact = SOLVERS[solver](p.G, p.g, p.mu, options=TOL)
+    assert np.allclose(exact.lam[:3] / p.dt, [-2.806, 0.004, 28.057], atol=1e-3)
+    assert np.max(np.abs(exact.sigma.reshape(-1, 3)[:, 2])) < 1e-8          # feet slide on the ground
+    assert np.all(np.hypot(*exact.sigma.reshape(-1, 3)[:, :2].T) > 0.1)
+    relaxed = SOLVERS[solver](p.G, p.g, p.mu, exact=False, options=TOL)
+    assert relaxed.converged
+    lift = relaxed.sigma.reshape(-1, 3)[:, 2]
+    assert np.all(np.abs(lift - 0.05) < 5e-3)                                # the relaxation lifts the feet
+    assert 1.27 < relaxed.lam[2] / exact.lam[2] < 1.29                      # FL's normal force 28 % larger
+
+
+def test_numpy_admm_relaxed_matches_pinocchio(problems):
+    p = problems["go1_slide"]
+    r = SOLVERS["admm"](p.G, p.g, p.mu, exact=False, options=TOL)
+    ref = cp.pinocchio_solve(p, exact=False)[0]
+    assert np.max(np.abs(r.lam - ref)) <= 1e-6 * np.max(np.abs(ref))
+
+
+@pytest.mark.parametrize("solver", ["admm", "pgs"])
+def test_warm_start_from_the_answer_stops_at_once(problems, solver):
+    p = problems["go1_slide"]
+    r = SOLVERS[solver](p.G, p.g, p.mu, options=TOL)
+    again = SOLVERS[solver](p.G, p.g, p.mu, lam0=r.lam, options=TOL)
+    assert again.converged and again.iterations == 0
+
+
+@pytest.mark.parametrize("solver", ["admm", "pgs"])
+def test_iteration_limit_reports_status_and_residuals(problems, solver):
+    p = problems["talos_stand"]
+    r = SOLVERS[solver](p.G, p.g, p.mu, options=Options(tol=1e-14, max_iter=2))
+    assert r.status == "max iterations" and r.iterations == 2 and r.residuals.max() > 1e-14
