@@ -15,9 +15,10 @@ from .constraints import ConstraintSet  # noqa: E402
 from .errors import (ArtifactError, CompilerError, ConstraintError, DelassusError, InputError, ModelError,  # noqa: E402
                      OutputError)
 from .contact_modes import Library, library, load_library  # noqa: E402
+from .contact.simulate import Rollout, pd_controller, simulate  # noqa: E402
 from .model import Robot, load_robot  # noqa: E402
 
 __all__ = ["load_robot", "generate", "load", "links", "check", "casadi_function", "constraint_set", "ConstraintSet",
-           "Robot", "library", "load_library", "Library",
+           "Robot", "library", "load_library", "Library", "simulate", "pd_controller", "Rollout",
            "DelassusError", "ModelError", "ConstraintError", "InputError", "CompilerError", "OutputError",
            "ArtifactError", "__version__"]

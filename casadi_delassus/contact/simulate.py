@@ -41,6 +41,8 @@ from ..model.integrate import integrate_function
 from ..symbolic.frames import joint_transform
 
 FALL_DEPTH = -1.0          # a gap below this (m) is a body through the ground, not a contact
+# Default activation margin (m): a resting contact's gap rounds to ±1e-16 and must stay active
+MARGIN = 1e-6
 OK, FREE = "ok", "free"
 NAN_STATE, FELL, CONTROLLER, NOT_CONVERGED = "nan state", "fell through", "controller diverged", "not converged"
 STOPPING = (NAN_STATE, FELL, CONTROLLER, NOT_CONVERGED)
@@ -89,7 +91,7 @@ class Scene:
     normal: np.ndarray = field(default_factory=lambda: np.array([0.0, 0.0, 1.0]))
     height: float = 0.0
     mu: object = 0.8
-    margin: float = 0.0
+    margin: float = MARGIN
 
     def __post_init__(self):
         self.candidates = [c if isinstance(c, Candidate) else parse_candidate(self.robot, c) for c in self.candidates]
@@ -328,9 +330,29 @@ def _inputs(robot, q0, v0, T, dt):
     return q0, v0, int(round(T / dt))
 
 
-def simulate(scene, q0, v0, T, dt, controller=None, step_factory=None, baumgarte=0.0, tau_limit=1e6):
+def simulate(robot, contacts, q0, v0, T, dt, controller=None, normal=(0.0, 0.0, 1.0), height=0.0, mu=0.8,
+             margin=MARGIN, solver="admm", step="compiled", baumgarte=0.0, tau_limit=1e6, tol=1e-10, max_iter=1000):
+    """Roll ``robot`` (a Robot or a name) out from (q0, v0) for T seconds of steps dt, its
+    ``contacts`` (candidates ``LINK[@x,y,z][/radius]``) against the ground {x : normal·x ≥
+    height}, under ``controller(t, q, v) -> τ`` (zero torque when None).  ``step``: "compiled"
+    (issue 25's compiled step) or "reference" (the NumPy step), solved by ``solver`` ("admm" |
+    "pgs") to ``tol``.  Returns a Rollout that stops at the first stopping status."""
+    from ..model import load_robot
+    scene = Scene(load_robot(robot), list(contacts), np.asarray(normal, dtype=float), float(height), mu, float(margin))
+    if step not in ("compiled", "reference"):
+        raise InputError(f"step must be 'compiled' or 'reference', not {step!r}")
+    if step == "reference":
+        from .reference_step import reference_steps
+        factory = reference_steps(solver, tol=tol, max_iter=max_iter)
+    else:
+        factory = compiled_steps(solver, tol=tol, max_iter=max_iter)
+    return run(scene, q0, v0, T, dt, controller, factory, baumgarte, tau_limit)
+
+
+def run(scene, q0, v0, T, dt, controller=None, step_factory=None, baumgarte=0.0, tau_limit=1e6):
     """Roll ``scene`` out from (q0, v0) for T seconds of steps dt under ``controller`` (t, q, v)
-    -> τ (zero torque when None); returns a Rollout that stops at the first stopping status."""
+    -> τ, each active set's step from ``step_factory`` (StepCache); returns a Rollout that stops
+    at the first stopping status."""
     robot = scene.robot
     q, v, n = _inputs(robot, q0, v0, T, dt)
     steps = StepCache(scene, step_factory or compiled_steps(), q)
