@@ -233,6 +233,17 @@ class StepCache:
         return self.steps[key]
 
 
+def place(scene, q, clearance):
+    """q with its free base moved along the ground normal so that the lowest candidate's gap is
+    ``clearance`` (0: touching; > 0: a drop from that height)."""
+    b = next((b for b in scene.robot.bodies if b.joint.kind == "free"), None)
+    if b is None:
+        raise InputError(f"robot {scene.robot.name!r} has no free base to place above the ground")
+    q = np.array(q, dtype=float)
+    q[b.q_index:b.q_index + 3] += (clearance - scene.gaps(q).min()) * scene.normal
+    return q
+
+
 # -- controllers -----------------------------------------------------------------------------
 def pd_controller(robot, q_ref, kp, kd, tau_ff=None):
     """τ(t, q, v) = kp (q_ref − q) − kd v (+ τ_ff) on the one-DoF joints; zero on the others
@@ -339,14 +350,17 @@ def simulate(robot, contacts, q0, v0, T, dt, controller=None, normal=(0.0, 0.0, 
     "pgs") to ``tol``.  Returns a Rollout that stops at the first stopping status."""
     from ..model import load_robot
     scene = Scene(load_robot(robot), list(contacts), np.asarray(normal, dtype=float), float(height), mu, float(margin))
+    return run(scene, q0, v0, T, dt, controller, factory(step, solver, tol, max_iter), baumgarte, tau_limit)
+
+
+def factory(step, solver="admm", tol=1e-10, max_iter=1000):
+    """The step factory by name: "compiled" (issue 25's step) or "reference" (NumPy)."""
     if step not in ("compiled", "reference"):
         raise InputError(f"step must be 'compiled' or 'reference', not {step!r}")
     if step == "reference":
         from .reference_step import reference_steps
-        factory = reference_steps(solver, tol=tol, max_iter=max_iter)
-    else:
-        factory = compiled_steps(solver, tol=tol, max_iter=max_iter)
-    return run(scene, q0, v0, T, dt, controller, factory, baumgarte, tau_limit)
+        return reference_steps(solver, tol=tol, max_iter=max_iter)
+    return compiled_steps(solver, tol=tol, max_iter=max_iter)
 
 
 def run(scene, q0, v0, T, dt, controller=None, step_factory=None, baumgarte=0.0, tau_limit=1e6):
