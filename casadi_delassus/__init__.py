@@ -7,6 +7,8 @@ SX, operation-counted and compiled to robot-specific C.
     D = f(q)                                            # Λ⁻¹ = J M⁻¹ Jᵀ, numpy (m x m)
     lib = cd.library(robot, "2F+2H")                    # one function per contact set (contact_modes/)
     D = lib(0b0011, q)                                  # both feet active
+    s = cd.contact_step(robot, ["left_sole_link:3d-world"], solver="admm", mu=0.8)   # contact/
+    r = s(q, v, tau, dt=1e-3)                           # r.lam, r.sigma, r.v_next, r.status
 """
 __version__ = "0.1.0"
 
@@ -15,10 +17,12 @@ from .constraints import ConstraintSet  # noqa: E402
 from .errors import (ArtifactError, CompilerError, ConstraintError, DelassusError, InputError, ModelError,  # noqa: E402
                      OutputError)
 from .contact_modes import Library, library, load_library  # noqa: E402
+from .contact.step import ContactStep, contact_step  # noqa: E402
 from .contact.simulate import Rollout, pd_controller, simulate  # noqa: E402
 from .model import Robot, load_robot  # noqa: E402
 
 __all__ = ["load_robot", "generate", "load", "links", "check", "casadi_function", "constraint_set", "ConstraintSet",
-           "Robot", "library", "load_library", "Library", "simulate", "pd_controller", "Rollout",
+           "Robot", "library", "load_library", "Library", "contact_step", "ContactStep", "simulate", "pd_controller",
+           "Rollout",
            "DelassusError", "ModelError", "ConstraintError", "InputError", "CompilerError", "OutputError",
            "ArtifactError", "__version__"]

@@ -39,6 +39,7 @@ from ..constraints import ConstraintSet, parse_constraint
 from ..errors import InputError
 from ..model.integrate import integrate_function
 from ..symbolic.frames import joint_transform
+from .step import contact_frames
 
 FALL_DEPTH = -1.0          # a gap below this (m) is a body through the ground, not a contact
 # Default activation margin (m): a resting contact's gap rounds to ±1e-16 and must stay active
@@ -106,8 +107,8 @@ class Scene:
 
     @property
     def frame(self):
-        """[t₁, t₂, n] (columns) of the contact frame: the world axes turned onto the normal."""
-        return contact_frame(self.normal)
+        """[t₁, t₂, n] (columns) of the contact frame, the compiled step's (step.contact_frames)."""
+        return contact_frames(self.normal)[0].T
 
     def positions(self, q):
         """World positions (k x 3) of the candidates' points (sphere centres) at q."""
@@ -131,16 +132,6 @@ class Scene:
             f = self.robot.frame(c.link)
             out.append(f"{c.link}:3d-world@{','.join(repr(float(x)) for x in f.rotation.T @ (p - f.translation))}")
         return out
-
-
-def contact_frame(n):
-    """[t₁, t₂, n] with t₁, t₂ an orthonormal pair completing n; the identity for n = +z."""
-    n = _unit(n)
-    if np.allclose(n, [0, 0, 1]):
-        return np.eye(3)
-    t1 = np.cross([0.0, 0.0, 1.0] if abs(n[2]) < 0.9 else [1.0, 0.0, 0.0], n)
-    t1 /= np.linalg.norm(t1)
-    return np.column_stack([t1, np.cross(n, t1), n])
 
 
 def _world_transforms(robot, q, bodies):
@@ -198,20 +189,18 @@ def free_step(robot):
     return step
 
 
-def compiled_steps(solver="admm", tol=1e-10, max_iter=1000, **options):
-    """A step factory on the compiled step (issue 25): ``factory(robot, specs, mu, frame)``
-    returns ``step(q, v, τ, dt, lam0, gap)`` for one active set."""
+def compiled_steps(solver="admm", tol=1e-10, max_iter=1000, **build_options):
+    """A step factory on the compiled step (issue 25, step.py): ``factory(robot, specs, mu,
+    frame)`` returns ``step(q, v, τ, dt, lam0, gap)`` for one active set; ``build_options`` go
+    to ``contact_step`` (out_dir, cflags, …)."""
     def factory(robot, specs, mu, frame):
-        if not np.allclose(frame, np.eye(3)):
-            raise InputError("the compiled contact step takes a ground with normal +z only")
         from .step import contact_step
-        s = contact_step(robot, specs, solver=solver, mu=mu, **options)
+        s = contact_step(robot, specs, solver=solver, mu=mu, **build_options)
+        normals = np.tile(frame[:, 2], (len(specs), 1))
 
         def step(q, v, tau, dt, lam0=None, gap=None):
-            # a Baumgarte term goes to the step only when asked for: a step without it refuses it
-            r = s(q, v, tau, dt=dt, lam0=lam0, tol=tol, max_iter=max_iter, **({} if gap is None else {"gap": gap}))
-            return StepResult(np.asarray(r.v_next, dtype=float), np.asarray(r.lam, dtype=float), int(r.iterations),
-                              _largest(r.residuals), str(r.status))
+            r = s(q, v, tau, dt=dt, lam0=lam0, tol=tol, max_iter=max_iter, normals=normals)
+            return StepResult(r.v_next, r.lam, r.iterations, _largest(r.residuals), r.status)
         return step
     return factory
 
@@ -350,17 +339,20 @@ def simulate(robot, contacts, q0, v0, T, dt, controller=None, normal=(0.0, 0.0, 
     "pgs") to ``tol``.  Returns a Rollout that stops at the first stopping status."""
     from ..model import load_robot
     scene = Scene(load_robot(robot), list(contacts), np.asarray(normal, dtype=float), float(height), mu, float(margin))
+    if baumgarte and step == "compiled":
+        raise InputError("the compiled contact step has no gap term: Baumgarte needs step='reference'")
     return run(scene, q0, v0, T, dt, controller, factory(step, solver, tol, max_iter), baumgarte, tau_limit)
 
 
-def factory(step, solver="admm", tol=1e-10, max_iter=1000):
-    """The step factory by name: "compiled" (issue 25's step) or "reference" (NumPy)."""
+def factory(step, solver="admm", tol=1e-10, max_iter=1000, **build_options):
+    """The step factory by name: "compiled" (issue 25's step, built with ``build_options``)
+    or "reference" (NumPy)."""
     if step not in ("compiled", "reference"):
         raise InputError(f"step must be 'compiled' or 'reference', not {step!r}")
     if step == "reference":
         from .reference_step import reference_steps
         return reference_steps(solver, tol=tol, max_iter=max_iter)
-    return compiled_steps(solver, tol=tol, max_iter=max_iter)
+    return compiled_steps(solver, tol=tol, max_iter=max_iter, **build_options)
 
 
 def run(scene, q0, v0, T, dt, controller=None, step_factory=None, baumgarte=0.0, tau_limit=1e6):

@@ -1,0 +1,255 @@
+"""The compiled contact step: for one robot and one set of point contacts, a C function
+
+    <name>_step(q, v, tau, dt, mu[], normals, lambda_warm, opts, out v_next, out lambda, out sigma, out info)
+
+that takes one velocity-level time step with frictional contact (Pinocchio 4's convention;
+Carpentier et al. 2024, RSS): v_free = v + dt·ABA(q, v, τ), G = J M⁻¹ Jᵀ, g = J v_free, the
+ADMM or PGS solve of contact/admm.py or contact/pgs.py for λ (an impulse, N·s) and
+σ = Gλ + g, then v_next = v_free + M⁻¹ Jᵀ λ.  The per-robot parts are SX traced once and
+emitted by CasADi (``<name>_prep``: v_free, G by the registry's cheapest Delassus algorithm,
+g; ``<name>_post``: M⁻¹ Jᵀ λ by ABA with neither velocity nor gravity, PV paper
+../shared/papers/004_52dd6d88d839fc14.txt Sec. IV); the iteration loop is the hand-written C
+of templates/step.c.j2 (and ``<name>_step_batch`` runs it over N states on POSIX threads).
+
+Contacts are world-aligned point constraints ``LINK:3d-world[@x,y,z]`` (rows along world x,
+y, z = [t₁, t₂, n] for the ground plane z = 0); a unit normal per contact given at run time
+turns each contact's rows into the frame [t₁, t₂, n] of ``contact_frames``."""
+from __future__ import annotations
+
+import copy
+import ctypes
+import hashlib
+import json
+import os
+import tempfile
+from dataclasses import dataclass
+from pathlib import Path
+
+import casadi as ca
+import numpy as np
+
+from .. import __version__
+from ..codegen import artifact
+from ..codegen.build import compile_shared, find_compiler, source_hash
+from ..codegen.emit import casadi_source
+from ..codegen.escape import Safe, environment
+from ..codegen.trace import choose_cheapest
+from ..constraints import ConstraintSet, spec_list
+from ..errors import ConstraintError, InputError
+from ..model import load_robot
+from ..registry import AUTO, get_algorithm
+from ..symbolic.frames import local_transforms
+from ..sweeps.joint_space import constraint_jacobian
+from .residuals import Residuals
+from .result import STATUS
+
+TEMPLATES = environment("casadi_delassus", "contact/templates")
+SOLVER_CODES = {"admm": 0, "pgs": 1}
+N_INFO = 5
+DEFAULT_OUT = Path("codegen_out")
+DEFAULT_CFLAGS = ("-O2", "-fno-math-errno")
+
+
+def contact_frames(normals):
+    """R_i (n_c × 3 × 3, rows t₁, t₂, n) for unit normals n_i: t₁ is e_x (e_y when |n_x| > 0.9)
+    with its n-component removed, normalised; t₂ = n × t₁.  For n = +z, R = I."""
+    n = np.asarray(normals, dtype=float).reshape(-1, 3)
+    e = np.where(np.abs(n[:, :1]) > 0.9, [0.0, 1.0, 0.0], [1.0, 0.0, 0.0])
+    t = e - np.sum(e * n, axis=1, keepdims=True) * n
+    t /= np.linalg.norm(t, axis=1, keepdims=True)
+    return np.stack([t, np.cross(n, t), n], axis=1)
+
+
+def check_contacts(robot, contacts):
+    """The ConstraintSet of the contacts: one or more world-aligned point contacts, nothing else."""
+    specs = spec_list(contacts)
+    if not specs:
+        raise ConstraintError("no contacts: give at least one point contact LINK:3d-world[@x,y,z]")
+    cs = ConstraintSet.parse(robot, specs)
+    wrong = [c.spec for c in cs.constraints if c.kind != "3d-world"]
+    if wrong:
+        raise ConstraintError(f"contact {wrong[0]!r} is not a world-aligned point contact: give LINK:3d-world[@x,y,z]")
+    if robot.q_convention != "pinocchio":
+        raise ConstraintError(f"robot {robot.name!r}: the contact step takes models with Pinocchio's q layout "
+                              f"(URDF, SDF, synthetic), not {robot.q_convention!r} ones")
+    return cs
+
+
+def step_functions(robot, cs, name, delassus=AUTO):
+    """(prep, post, Delassus algorithm): the per-robot casadi.Functions of the step."""
+    if delassus == AUTO:
+        delassus = choose_cheapest(robot, cs)[0]
+    q, v, tau, dt, lam = (ca.SX.sym(n, k) for n, k in (("q", robot.nq), ("v", robot.nv), ("tau", robot.nv),
+                                                         ("dt", 1), ("lam", cs.m)))
+    K_bodies = cs.symbolic_K_bodies(q, {})
+    aba = get_algorithm("aba").fn
+    v_free = v + dt * aba(robot, cs, q, K_bodies, v, tau)["vdot"]
+    G = get_algorithm(delassus).fn(robot, cs, q, K_bodies)["delassus"]
+    J = constraint_jacobian(robot, cs, local_transforms(robot, q), K_bodies)    # unslid: v's own frames
+    prep = ca.Function(f"{name}_prep", [q, v, tau, dt], ca.cse([ca.densify(v_free), ca.densify(G), ca.densify(J @ v_free)]),
+                       ["q", "v", "tau", "dt"], ["v_free", "G", "g"])
+    still = copy.copy(robot)        # M⁻¹ Jᵀλ: ABA without velocity and gravity
+    still.gravity = np.zeros(3)
+    dv = aba(still, cs, q, K_bodies, ca.SX.zeros(robot.nv), ca.mtimes(J.T, lam))["vdot"]
+    post = ca.Function(f"{name}_post", [q, lam], ca.cse([ca.densify(dv)]), ["q", "lam"], ["dv"])
+    return prep, post, delassus
+
+
+def render(robot, cs, name, prep, post, delassus):
+    """The step's C source."""
+    sizes = {k: max(int(getattr(f, k)()) for f in (prep, post)) for k in ("sz_arg", "sz_res", "sz_iw", "sz_w")}
+    return TEMPLATES.get_template("step.c.j2").render(
+        fname=Safe(name), robot=robot.name, contacts=" ".join(cs.specs), version=__version__, delassus=delassus,
+        casadi_code=Safe(casadi_source(prep, (post,))), nq=robot.nq, nv=robot.nv, m=cs.m, nc=cs.m // 3, **sizes)
+
+
+def build(robot, cs, scenario, out_dir=DEFAULT_OUT, cflags=DEFAULT_CFLAGS, cc=None, delassus=AUTO, model=None):
+    """Compile the step (cached by a hash of everything that determines it); returns (.so path, manifest)."""
+    cc = find_compiler(cc)
+    model = artifact.model_name(robot, model)
+    name = artifact.function_name(model, scenario, "contact")
+    key = hashlib.sha256(json.dumps({"source": source_hash(), "robot": robot.describe(), "contacts": cs.describe(),
+                                     "cflags": list(cflags), "cc": cc, "delassus": delassus, "version": __version__},
+                                    sort_keys=True).encode()).hexdigest()
+    folder = artifact.folder(out_dir, model, scenario)
+    so, manifest_path = folder / f"contact_{key[:16]}.so", folder / f"contact_{key[:16]}.json"
+    if so.is_file() and manifest_path.is_file():
+        return so, json.loads(manifest_path.read_text())
+    prep, post, chosen = step_functions(robot, cs, name, delassus)
+    folder.mkdir(parents=True, exist_ok=True)
+    with tempfile.TemporaryDirectory(dir=folder, prefix=".tmp-contact-") as tmp:
+        c_file = Path(tmp) / "contact.c"
+        c_file.write_text(render(robot, cs, name, prep, post, chosen))
+        compile_shared(c_file, Path(tmp) / "contact.so", [*cflags, "-pthread"], cc)
+        manifest = {"function": name, "robot": robot.name, "contacts": cs.specs, "delassus": chosen, "nq": robot.nq,
+                    "nv": robot.nv, "m": cs.m, "cflags": list(cflags), "key": key, "version": __version__}
+        (Path(tmp) / "contact.json").write_text(json.dumps(manifest, indent=1))
+        os.replace(Path(tmp) / "contact.c", folder / f"contact_{key[:16]}.c")
+        os.replace(Path(tmp) / "contact.so", so)
+        os.replace(Path(tmp) / "contact.json", manifest_path)       # last: a manifest means a complete build
+    return so, manifest
+
+
+@dataclass(frozen=True)
+class StepResult:
+    """One step (or N, batch first): λ and σ in the contact frames [t₁, t₂, n] (N·s, m/s),
+    v_next, the solver's iterations, residuals and status."""
+    lam: np.ndarray
+    sigma: np.ndarray
+    v_next: np.ndarray
+    iterations: int | np.ndarray
+    residuals: Residuals | np.ndarray
+    status: str | list
+
+    @property
+    def converged(self):
+        return np.all(np.asarray(self.status) == STATUS[0])
+
+
+_P = ctypes.POINTER(ctypes.c_double)
+
+
+class ContactStep:
+    """A compiled contact step for one robot and contact set (``contact_step``)."""
+
+    def __init__(self, robot, contacts, solver="admm", mu=0.8, relaxed=False, out_dir=DEFAULT_OUT,
+                 cflags=DEFAULT_CFLAGS, cc=None, delassus=AUTO, name=None):
+        if solver not in SOLVER_CODES:
+            raise InputError(f"unknown contact solver {solver!r} (known: {', '.join(SOLVER_CODES)})")
+        self.robot = load_robot(robot)
+        self.contacts = check_contacts(self.robot, contacts)
+        self.solver, self.exact = solver, not relaxed
+        self.nc = self.contacts.m // 3
+        self.mu = self._mu(mu)
+        scenario = "contact-" + hashlib.sha256("\n".join(self.contacts.specs).encode()).hexdigest()[:8]
+        self.so, self.manifest = build(self.robot, self.contacts, scenario, out_dir, tuple(cflags), cc, delassus, name)
+        lib = ctypes.CDLL(str(self.so))
+        fn = self.manifest["function"]
+        self._step, self._batch = getattr(lib, fn + "_step"), getattr(lib, fn + "_step_batch")
+        self._step.argtypes = [_P, _P, _P, ctypes.c_double, *[_P] * 8]
+        self._batch.argtypes = [ctypes.c_int, *[_P] * 12, ctypes.c_int]
+        self._lib = lib
+
+    def _mu(self, mu):
+        """μ per contact (a number or one per contact), checked: finite and ≥ 0."""
+        a = np.asarray(mu, dtype=float)
+        if a.ndim > 1 or (a.ndim == 1 and len(a) != self.nc):
+            raise InputError(f"mu: expected a number or {self.nc} values (one per contact), got shape {a.shape}")
+        if not np.all(np.isfinite(a)) or np.any(a < 0):
+            raise InputError(f"mu: friction coefficients must be finite and >= 0, got {a.tolist()}")
+        return np.ascontiguousarray(np.broadcast_to(a, (self.nc,)), dtype=float)
+
+    def _state(self, name, x, size, batch):
+        a = np.ascontiguousarray(x, dtype=float)
+        want = (batch, size) if batch else (size,)
+        if a.shape != want:
+            raise InputError(f"{name}: expected shape {want}, got {a.shape}")
+        if not np.all(np.isfinite(a)):
+            raise InputError(f"{name}: not finite (NaN or inf) at index {np.argwhere(~np.isfinite(a))[0].tolist()}")
+        return a
+
+    def _normals(self, normals, batch):
+        if normals is None:
+            return None
+        n = np.ascontiguousarray(np.broadcast_to(np.asarray(normals, dtype=float), (batch or 1, self.nc, 3)))
+        if not np.all(np.isfinite(n)) or np.any(np.abs(np.linalg.norm(n, axis=-1) - 1) > 1e-9):
+            raise InputError("normals: each contact's normal must be a finite unit vector (|n| = 1 to 1e-9)")
+        return n
+
+    def _opts(self, tol, max_iter, rho, eta, omega):
+        if not (np.isfinite(tol) and tol > 0):
+            raise InputError(f"tol: must be finite and > 0, got {tol!r}")
+        if int(max_iter) != max_iter or max_iter < 0:
+            raise InputError(f"max_iter: must be an integer >= 0, got {max_iter!r}")
+        if not (np.isfinite(eta) and eta >= 0 and np.isfinite(rho) and 0 < omega < 2):
+            raise InputError(f"eta >= 0, finite rho and 0 < omega < 2 required, got {eta!r}, {rho!r}, {omega!r}")
+        return np.array([tol, max_iter, SOLVER_CODES[self.solver], float(self.exact), rho, eta, omega])
+
+    def __call__(self, q, v, tau, dt=1e-3, lam0=None, tol=1e-10, max_iter=1000, mu=None, normals=None, rho=0.0,
+                 eta=1e-8, omega=1.0, threads=1):
+        """One step from (q, v, τ), or N steps from (Q, V, TAU) with the batch first (``threads``
+        POSIX threads); ``lam0`` warm-starts λ (contact frames), ``mu`` overrides the friction,
+        ``normals`` (n_c × 3, unit) sets each contact's normal (default +z)."""
+        batch = np.ndim(q) == 2 and len(np.asarray(q)) or 0
+        if np.ndim(q) == 2 and batch == 0:
+            raise InputError("q: an empty batch")
+        r = self.robot
+        q, v, tau = (self._state(n, x, k, batch) for n, x, k in (("q", q, r.nq), ("v", v, r.nv), ("tau", tau, r.nv)))
+        dt_a = np.asarray(dt, dtype=float)
+        if dt_a.ndim > 1 or not np.all(np.isfinite(dt_a)) or np.any(dt_a <= 0):
+            raise InputError(f"dt: must be finite and > 0, got {dt!r}")
+        mu_a = self.mu if mu is None else self._mu(mu)
+        opts = self._opts(tol, max_iter, rho, eta, omega)
+        n = self._normals(normals, batch)
+        m, nv = self.contacts.m, r.nv
+        lam0 = None if lam0 is None else self._state("lam0", lam0, m, batch)
+        shape = (batch,) if batch else ()
+        v_next, lam, sigma, info = (np.empty(shape + (k,)) for k in (nv, m, m, N_INFO))
+        ptr = (lambda a: None if a is None else a.ctypes.data_as(_P))
+        if batch:
+            dts = np.ascontiguousarray(np.broadcast_to(dt_a, (batch,)))
+            mus = np.ascontiguousarray(np.broadcast_to(mu_a, (batch, self.nc)))
+            self._batch(batch, ptr(q), ptr(v), ptr(tau), ptr(dts), ptr(mus), ptr(n), ptr(lam0), ptr(opts), ptr(v_next),
+                        ptr(lam), ptr(sigma), ptr(info), int(threads))
+        elif self._step(ptr(q), ptr(v), ptr(tau), float(dt_a), ptr(mu_a), ptr(n), ptr(lam0), ptr(opts), ptr(v_next),
+                        ptr(lam), ptr(sigma), ptr(info)):
+            raise InputError("the generated step failed to evaluate")
+        return _result(lam, sigma, v_next, info, batch)
+
+
+def _result(lam, sigma, v_next, info, batch):
+    """StepResult from the C outputs (info rows: iterations, three residuals, status)."""
+    if batch:
+        return StepResult(lam, sigma, v_next, info[:, 0].astype(int), info[:, 1:4].copy(),
+                          [STATUS[int(s)] for s in info[:, 4]])
+    return StepResult(lam, sigma, v_next, int(info[0]), Residuals(*map(float, info[1:4])), STATUS[int(info[4])])
+
+
+def contact_step(robot, contacts, solver="admm", mu=0.8, relaxed=False, **build_options):
+    """A compiled contact step ``s`` for ``robot`` (anything ``load_robot`` takes) and
+    ``contacts`` (specs ``LINK:3d-world[@x,y,z]``): ``s(q, v, tau, dt=1e-3, lam0=None,
+    tol=1e-10, max_iter=1000)`` → StepResult (``.lam``, ``.sigma``, ``.v_next``,
+    ``.iterations``, ``.residuals``, ``.status``); ``s(Q, V, TAU)`` steps a batch.
+    ``solver`` "admm" or "pgs"; ``relaxed=True`` solves the convex relaxation instead of the
+    exact (De Saxcé) problem; ``build_options``: out_dir, cflags, cc, delassus, name."""
+    return ContactStep(robot, contacts, solver, mu, relaxed, **build_options)

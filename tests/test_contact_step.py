@@ -1,0 +1,177 @@
+"""The compiled contact step (contact/step.py): equal to the NumPy references and Pinocchio on
+go1, batched = single calls, bad inputs refused before solving, non-convergence reported."""
+import numpy as np
+import pytest
+from hypothesis import HealthCheck, event, given, settings
+from hypothesis import strategies as st
+
+from casadi_delassus import contact_step
+from casadi_delassus.contact import SOLVERS, Options
+from casadi_delassus.contact.step import contact_frames
+from casadi_delassus.errors import ConstraintError, DelassusError, InputError
+
+pin = pytest.importorskip("pinocchio")
+from casadi_delassus.verify import contact_problems as cp  # noqa: E402
+
+
+@pytest.fixture(scope="module")
+def problems():
+    return {n: cp.build(n) for n in ("go1_stand", "go1_slide")}
+
+
+@pytest.fixture(scope="module")
+def steps(tmp_path_factory, problems):
+    """One compile (-O1) of go1's four feet; the solver and relaxation are run-time options."""
+    out = tmp_path_factory.mktemp("contact")
+    specs = problems["go1_stand"].specs
+    return {(solver, relaxed): contact_step("go1", specs, solver=solver, relaxed=relaxed, out_dir=out, cflags=("-O1",),
+                                            delassus="pv_osim")
+            for solver in ("admm", "pgs") for relaxed in (False, True)}
+
+
+@pytest.mark.parametrize("relaxed", [False, True])
+@pytest.mark.parametrize("solver", ["admm", "pgs"])
+@pytest.mark.parametrize("name", ["go1_stand", "go1_slide"])
+def test_compiled_step_equals_the_numpy_reference(steps, problems, name, solver, relaxed):
+    p = problems[name]
+    r = steps[solver, relaxed](p.q, p.v, p.tau, dt=p.dt, mu=p.mu, tol=1e-10)
+    ref = SOLVERS[solver](p.G, p.g, p.mu, exact=not relaxed, options=Options(tol=1e-10))
+    assert r.status == ref.status == "converged"
+    assert abs(r.iterations - ref.iterations) <= 1
+    assert np.max(np.abs(r.lam - ref.lam)) <= 1e-9 * np.max(np.abs(ref.lam))
+    assert max(r.residuals.primal, r.residuals.dual, r.residuals.complementarity) <= 1e-10
+
+
+@pytest.mark.parametrize("solver", ["admm", "pgs"])
+@pytest.mark.parametrize("name", ["go1_stand", "go1_slide"])
+def test_compiled_step_matches_pinocchio(steps, problems, name, solver):
+    p = problems[name]
+    r = steps[solver, False](p.q, p.v, p.tau, dt=p.dt, mu=p.mu, tol=1e-10)
+    lam, sigma, _, converged = cp.pinocchio_solve(p, solver=solver)
+    assert converged
+    assert np.max(np.abs(r.lam - lam)) <= 1e-6 * np.max(np.abs(lam))
+    # v_next = v_free + M⁻¹ Jᵀ λ, with Pinocchio's crba and Jacobian
+    data = p.model.createData()
+    M = pin.crba(p.model, data, p.q)
+    M = np.triu(M) + np.triu(M, 1).T
+    v_free = p.v + p.dt * pin.aba(p.model, data, p.q, p.v, p.tau)
+    assert np.allclose(r.v_next, v_free + np.linalg.solve(M, p.J.T @ r.lam), rtol=0, atol=1e-10)
+    assert np.allclose(r.sigma, p.J @ r.v_next, atol=1e-10)
+
+
+def test_go1_stand_and_slide_answers(steps, problems):
+    p = problems["go1_stand"]
+    r = steps["admm", False](p.q, p.v, p.tau, dt=p.dt)
+    assert np.max(np.abs(r.lam - p.dt * p.f_eq)) <= 1e-6 * np.max(np.abs(p.dt * p.f_eq))
+    assert np.max(np.abs(r.v_next)) < 1e-9                                   # it stays at rest
+    s = problems["go1_slide"]
+    r = steps["admm", False](s.q, s.v, s.tau, dt=s.dt, mu=0.1)
+    assert np.allclose(r.lam[:3] / s.dt, [-2.806, 0.004, 28.057], atol=1e-3)
+    lifted = steps["admm", True](s.q, s.v, s.tau, dt=s.dt, mu=0.1)
+    assert np.all(np.abs(lifted.sigma[2::3] - 0.05) < 5e-3)
+
+
+def test_batch_equals_single_calls(steps, problems):
+    s = steps["admm", False]
+    p = problems["go1_slide"]
+    rng = np.random.default_rng(1)
+    N = 5
+    Q = np.tile(p.q, (N, 1))
+    Q[:, 7:] += rng.normal(scale=0.02, size=(N, len(p.q) - 7))
+    V = rng.normal(scale=0.1, size=(N, len(p.v)))
+    TAU = np.tile(p.tau, (N, 1))
+    for threads in (1, 2):
+        b = s(Q, V, TAU, dt=p.dt, mu=0.3, threads=threads)
+        for k in range(N):
+            one = s(Q[k], V[k], TAU[k], dt=p.dt, mu=0.3)
+            assert np.array_equal(b.lam[k], one.lam) and np.array_equal(b.v_next[k], one.v_next)
+            assert b.iterations[k] == one.iterations and b.status[k] == one.status
+
+
+def test_normals_turn_the_contact_rows(steps, problems):
+    p = problems["go1_slide"]
+    s = steps["admm", False]
+    up = s(p.q, p.v, p.tau, dt=p.dt, mu=0.1)
+    assert np.array_equal(s(p.q, p.v, p.tau, dt=p.dt, mu=0.1, normals=[0, 0, 1]).lam, up.lam)
+    n = np.array([np.sin(0.2), 0.0, np.cos(0.2)])
+    tilted = s(p.q, p.v, p.tau, dt=p.dt, mu=0.1, normals=n)
+    B = np.kron(np.eye(4), contact_frames([n])[0])
+    ref = SOLVERS["admm"](B @ p.G @ B.T, B @ p.g, p.mu)
+    assert tilted.converged and np.max(np.abs(tilted.lam - ref.lam)) <= 1e-9 * np.max(np.abs(ref.lam))
+
+
+def test_non_convergence_is_a_status_with_residuals(steps, problems):
+    p = problems["go1_slide"]
+    r = steps["admm", False](p.q, p.v, p.tau, dt=p.dt, mu=0.1, max_iter=2, tol=1e-14)
+    assert r.status == "max iterations" and r.iterations == 2
+    assert r.residuals.complementarity > 1e-14 or r.residuals.dual > 1e-14
+
+
+@pytest.mark.parametrize("change, words", [
+    (dict(mu=-0.1), "mu"), (dict(mu=float("nan")), "mu"), (dict(mu=[0.5, 0.5]), "mu"),
+    (dict(dt=0.0), "dt"), (dict(dt=-1e-3), "dt"), (dict(dt=float("nan")), "dt"),
+    (dict(normals=[0, 0, 2]), "unit"), (dict(normals=[0, float("nan"), 1]), "unit"),
+    (dict(tol=0.0), "tol"), (dict(max_iter=-1), "max_iter"), (dict(omega=2.5), "omega"),
+])
+def test_bad_arguments_are_refused_before_solving(steps, problems, change, words):
+    p = problems["go1_stand"]
+    with pytest.raises(InputError, match=words) as e:
+        steps["admm", False](p.q, p.v, p.tau, **{"dt": p.dt, **change})
+    assert "\n" not in str(e.value)
+
+
+@pytest.mark.parametrize("which", ["q", "v", "tau"])
+def test_nan_states_are_refused(steps, problems, which):
+    p = problems["go1_stand"]
+    x = dict(q=p.q.copy(), v=p.v.copy(), tau=p.tau.copy())
+    x[which][3] = np.nan
+    with pytest.raises(InputError, match=which):
+        steps["admm", False](**x, dt=p.dt)
+
+
+@pytest.mark.parametrize("contacts, words", [
+    ([], "no contacts"), (["FL_foot:3d"], "world-aligned point contact"), (["FL_foot:6d-world"], "world-aligned"),
+])
+def test_bad_contact_sets_are_refused(tmp_path, contacts, words):
+    with pytest.raises(ConstraintError, match=words):
+        contact_step("go1", contacts, out_dir=tmp_path)
+
+
+def test_unknown_solver_is_refused(tmp_path):
+    with pytest.raises(DelassusError, match="unknown contact solver"):
+        contact_step("go1", ["FL_foot:3d-world"], solver="newton", out_dir=tmp_path)
+
+
+finite_or_not = st.one_of(st.floats(allow_nan=True, allow_infinity=True),
+                          st.floats(min_value=1e-5, max_value=1e-1), st.floats(min_value=0.0, max_value=1.5))
+
+
+@settings(max_examples=100, derandomize=True, database=None, deadline=None,
+          suppress_health_check=[HealthCheck.function_scoped_fixture, HealthCheck.too_slow])
+@given(dt=finite_or_not, mu=st.one_of(finite_or_not, st.lists(finite_or_not, min_size=1, max_size=5)),
+       tol=st.one_of(finite_or_not, st.sampled_from([1e-10, 1e-8])), max_iter=st.integers(-3, 400),
+       omega=st.floats(-1, 3), normal=st.one_of(st.none(), st.lists(st.floats(-1, 1), min_size=3, max_size=3)),
+       scale=st.floats(0, 0.3), solver=st.sampled_from(["admm", "pgs"]), relaxed=st.booleans())
+def test_fuzz_the_step_arguments(steps, problems, dt, mu, tol, max_iter, omega, normal, scale, solver, relaxed):
+    """Any arguments end in a one-line DelassusError, or in a status; a converged answer meets
+    its tolerance and equals the NumPy reference on Pinocchio's G and g."""
+    p = problems["go1_slide"]
+    q = p.q.copy()
+    q[7:] += scale * np.sin(np.arange(len(q) - 7))
+    try:
+        r = steps[solver, relaxed](q, p.v, p.tau, dt=dt, mu=mu, tol=tol, max_iter=max_iter, omega=omega, normals=normal)
+    except DelassusError as exc:
+        assert str(exc).strip() and "\n" not in str(exc)
+        return
+    event(r.status)
+    assert r.status in ("converged", "max iterations", "NaN")
+    if r.status != "converged":
+        return
+    assert max(r.residuals.primal, r.residuals.dual, r.residuals.complementarity) <= tol
+    G, g, _, _ = cp.delassus_and_free_velocity(p.model, p.frames, q, p.v, p.tau, dt)
+    B = np.kron(np.eye(4), contact_frames([normal])[0]) if normal is not None else np.eye(12)
+    mus = np.broadcast_to(np.asarray(mu, dtype=float), (4,))
+    ref = SOLVERS[solver](B @ G @ B.T, B @ g, mus, exact=not relaxed,
+                          options=Options(tol=tol, max_iter=max_iter, omega=omega))
+    assert ref.status == "converged"
+    assert np.max(np.abs(r.lam - ref.lam)) <= 1e-6 * max(np.max(np.abs(ref.lam)), 1e-12) + 10 * tol
