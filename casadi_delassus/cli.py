@@ -559,6 +559,34 @@ def _bench_batch(robot, constraints, algorithms, reps, n, results_dir, generate)
         click.echo(f"-> {out / 'batch.md'}, batch.json")
 
 
+@cli.command(epilog=ROBOT_HELP)
+@_robot_arg
+@_base_opt
+@click.option("-c", "--contact", "specs", multiple=True, metavar="SPEC", required=True,
+              help="a point contact LINK:3d-world[@x,y,z] (repeatable; rows [t1, t2, n] = world x, y, z)")
+@click.option("--solver", type=click.Choice(["admm", "pgs"]), default="admm", show_default=True)
+@click.option("--relaxed", is_flag=True, help="the convex relaxation (Anitescu) instead of the exact De Saxcé problem")
+@click.option("--mu", default=0.8, show_default=True, type=float, help="friction coefficient of every contact")
+@click.option("--samples", default=20, show_default=True, help="random states checked against the NumPy reference")
+@_with(_gen_opts[:3])
+def step(robot, fixed_base, specs, solver, relaxed, mu, samples, out_dir, cflags, cc):
+    """Generate, compile and check the contact step <name>_step (contact/step.py): v_free, the
+    Delassus matrix and a frictional-contact ADMM or PGS solve in one C function."""
+    from .contact.check import LAMBDA_TOL, VELOCITY_TOL, check_step
+    from .contact.step import DEFAULT_CFLAGS as STEP_CFLAGS, contact_step
+    s = contact_step(load_robot(robot, floating_base=_floating(fixed_base)), list(specs), solver=solver, mu=mu,
+                     relaxed=relaxed, out_dir=out_dir, cflags=tuple(cflags.split()) if cflags else STEP_CFLAGS, cc=cc)
+    m = s.manifest
+    click.echo(f"{m['function']}_step: m = {m['m']}, Delassus by {m['delassus']}, {solver}"
+               f"{' (relaxed)' if relaxed else ''} -> {s.so}")
+    c = check_step(s, samples=samples)
+    click.echo(f"check against the NumPy reference, {c.samples} random states: max |Δλ|/max|λ| {c.lam_error:.1e} "
+               f"(allowed {LAMBDA_TOL:.0e}), max |Δv_next| {c.velocity_error:.1e} (allowed {VELOCITY_TOL:.0e}), "
+               f"at most {c.iterations} iterations, {c.unconverged} not converged: {'PASS' if c.passed else 'FAIL'}")
+    if not c.passed:
+        sys.exit(1)
+
+
 def _numbers(text, what):
     """Comma-separated numbers as a float array (a UsageError names ``what`` otherwise)."""
     try:

@@ -175,3 +175,24 @@ def test_fuzz_the_step_arguments(steps, problems, dt, mu, tol, max_iter, omega, 
                           options=Options(tol=tol, max_iter=max_iter, omega=omega))
     assert ref.status == "converged"
     assert np.max(np.abs(r.lam - ref.lam)) <= 1e-6 * max(np.max(np.abs(ref.lam)), 1e-12) + 10 * tol
+
+
+def test_cli_step_generates_compiles_and_checks(tmp_path, capsys):
+    from casadi_delassus.cli import main
+    main(["step", "go1", "-c", "FL_foot:3d-world@-0.0173782,0,-0.0098993", "-c", "RR_foot:3d-world", "--solver", "pgs",
+          "--mu", "0.5", "-o", str(tmp_path), "--cflags", "-O1", "--samples", "3"])
+    out = capsys.readouterr().out
+    assert "_step: m = 6" in out and "PASS" in out
+
+
+@pytest.mark.parametrize("args, words", [
+    (["-c", "FL_foot:3d"], "not a world-aligned point contact"), (["-c", "FL_foot:3d-world", "--mu", "-1"], "mu"),
+    (["-c", "nowhere:3d-world"], "nowhere"),
+])
+def test_cli_step_bad_input_is_one_line_and_status_2(tmp_path, capsys, args, words):
+    from casadi_delassus.cli import main
+    with pytest.raises(SystemExit) as e:
+        main(["step", "go1", *args, "-o", str(tmp_path)])
+    err = capsys.readouterr().err
+    assert e.value.code == 2 and words in err and len(err.strip().splitlines()) == 1
+    assert not any(tmp_path.rglob("*.so"))

@@ -1,0 +1,66 @@
+"""Check a compiled contact step against the NumPy path that shares no code with it: M and J
+of verify/reference.py (the CRBA and Jacobians by definition), v_free by its forward dynamics,
+G = J M⁻¹ Jᵀ by dense solves, then the NumPy ADMM / PGS of this package on the same G, g, μ."""
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+
+from ..verify import reference
+from . import SOLVERS
+from .result import Options
+from .step import contact_frames
+
+LAMBDA_TOL = 1e-6      # relative to max |λ| of the reference
+VELOCITY_TOL = 1e-9    # m/s, rad/s
+
+
+def reference_step(robot, contacts, q, v, tau, dt, mu, solver="admm", exact=True, normals=None, options=Options()):
+    """(λ, σ, v_next, Result) of one step by the NumPy reference."""
+    M = reference.mass_matrix(robot, q)
+    J = reference.constraint_jacobian(robot, contacts, q)
+    v_free = v + dt * reference.forward_dynamics(robot, q, v, tau)
+    B = np.eye(contacts.m) if normals is None else _blocks(contact_frames(np.broadcast_to(normals, (contacts.m // 3, 3))))
+    W = np.linalg.solve(M, J.T)
+    r = SOLVERS[solver](B @ J @ W @ B.T, B @ J @ v_free, mu, exact=exact, options=options)
+    return r.lam, r.sigma, v_free + W @ (B.T @ r.lam), r
+
+
+def _blocks(R):
+    """diag(R_1, …, R_n) from n 3×3 blocks."""
+    out = np.zeros((3 * len(R), 3 * len(R)))
+    for i, Ri in enumerate(R):
+        out[3 * i:3 * i + 3, 3 * i:3 * i + 3] = Ri
+    return out
+
+
+@dataclass(frozen=True)
+class StepCheck:
+    """Worst differences over the samples between the compiled step and the NumPy reference."""
+    samples: int
+    lam_error: float           # max |Δλ| / max |λ_ref|
+    velocity_error: float      # max |Δv_next|
+    iterations: int            # most iterations the compiled solve took
+    unconverged: int           # samples whose compiled solve did not converge
+
+    @property
+    def passed(self):
+        return self.unconverged == 0 and self.lam_error <= LAMBDA_TOL and self.velocity_error <= VELOCITY_TOL
+
+
+def check_step(step, samples=20, seed=0, dt=1e-3, tol=1e-10, max_iter=2000):
+    """Compare ``step`` (a ContactStep) with the reference over random states (q from the
+    model's random_q, v and τ normal)."""
+    rng = np.random.default_rng(seed)
+    robot, lam_err, v_err, most, bad = step.robot, 0.0, 0.0, 0, 0
+    for _ in range(samples):
+        q, v, tau = robot.random_q(rng), rng.normal(scale=0.3, size=robot.nv), rng.normal(size=robot.nv)
+        r = step(q, v, tau, dt=dt, tol=tol, max_iter=max_iter)
+        lam, _, v_next, _ = reference_step(robot, step.contacts, q, v, tau, dt, step.mu, step.solver, step.exact,
+                                           options=Options(tol=tol, max_iter=max_iter))
+        bad += not r.converged
+        most = max(most, r.iterations)
+        lam_err = max(lam_err, float(np.max(np.abs(r.lam - lam)) / max(np.max(np.abs(lam)), 1e-300)))
+        v_err = max(v_err, float(np.max(np.abs(r.v_next - v_next))))
+    return StepCheck(samples, lam_err, v_err, most, bad)
