@@ -17,7 +17,8 @@ Each writes bench/results/simulate_<name>.png, .csv and a line in simulate.md.
   solimp), joint damping and friction loss set to 0 (our loop has neither), dt 1e-3, stood on
   hip 0 / thigh 0.9 / calf −1.8 rad, dropped 5 cm, the same PD as go1 applied as joint torques
   (qfrc_applied) in both.  MuJoCo runs its default solver (Newton) with the file's elliptic
-  cones and impratio; our loop treats each foot as a sphere (friction point: its lowest point).
+  cones and impratio; our loop treats each foot as a sphere (friction point: its lowest point)
+  and runs the NumPy reference step, as the compiled step takes Pinocchio's q layout only.
 - talos: talos_full_v2, SRDF ``half_sitting`` on its eight sole corners (issue 25's
   talos_stand), PD on every joint (kp 1000, kd 20) around the balancing torque of that pose.
 """
@@ -131,9 +132,10 @@ def go2(args):
     import mujoco
     m, robot, scene, q0, stand, pd = go2_setup()
     T = args.T or 3.0
-    r = sim.run(scene, q0, np.zeros(robot.nv), T, DT, pd, sim.factory("compiled", args.solver))
+    # the compiled step takes Pinocchio's q layout only: the MJCF model runs on the NumPy step
+    r = sim.run(scene, q0, np.zeros(robot.nv), T, DT, pd, sim.factory("reference", args.solver))
     h_mj, d = mujoco_rollout(m, q0, pd, len(r.statuses))
-    record("go2", r, f"go2 MJCF dropped {DROP} m, PD kp {KP:g} kd {KD:g}: ours ({args.solver}, rigid) {r.status}, final base "
+    record("go2", r, f"go2 MJCF dropped {DROP} m, PD kp {KP:g} kd {KD:g}: ours (NumPy reference step, {args.solver}, rigid) {r.status}, final base "
            f"height {r.base_height()[-1]:.6f} m, drift over the last second {base_drift(r):.2e} m; MuJoCo "
            f"{mujoco.mjtSolver(m.opt.solver).name} final base height "
            f"{h_mj[-1]:.6f} m, drift over the last second {np.abs(h_mj[-1001:] - h_mj[-1]).max():.2e} m (height); "

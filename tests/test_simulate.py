@@ -258,3 +258,16 @@ def test_compiled_step_rollout_equals_reference(box, tmp_path):
     assert np.abs(a.q - b.q).max() < 1e-12 and np.abs(a.forces - b.forces).max() < 1e-8
     with pytest.raises(InputError, match="Baumgarte"):
         cd.simulate(box, CORNERS, q0, np.zeros(6), 0.01, 1e-3, baumgarte=0.2)
+
+
+def test_compiled_step_refuses_mjcf_before_the_first_step(tmp_path):
+    """The compiled step takes Pinocchio's q layout only: an MJCF robot is refused when the
+    rollout starts, not at its first contact."""
+    pytest.importorskip("mujoco")
+    path = tmp_path / "ball.xml"
+    path.write_text('<mujoco><worldbody><body pos="0 0 1"><freejoint/><geom type="sphere" size="0.1" mass="1"/>'
+                    '</body></worldbody></mujoco>')
+    robot = cd.load_robot(str(path))
+    with pytest.raises(cd.ConstraintError, match="q layout"):
+        cd.simulate(robot, [f"{robot.bodies[0].name}@0,0,0/0.1"], robot.neutral_q(),
+                    np.zeros(6), 1.0, 1e-3)

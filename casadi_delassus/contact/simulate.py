@@ -179,6 +179,7 @@ def _largest(residuals):
     return float(np.max(np.asarray(residuals, dtype=float))) if np.size(residuals) else 0.0
 
 
+@functools.lru_cache(maxsize=8)
 def free_step(robot):
     """The step without contacts: v⁺ = v + dt ABA(q, v, τ) (the compiled ABA's SX, evaluated)."""
     from ..codegen.trace import trace
@@ -202,6 +203,8 @@ def compiled_steps(solver="admm", tol=1e-10, max_iter=1000, **build_options):
             r = s(q, v, tau, dt=dt, lam0=lam0, tol=tol, max_iter=max_iter, normals=normals)
             return StepResult(r.v_next, r.lam, r.iterations, _largest(r.residuals), r.status)
         return step
+    from .step import check_contacts
+    factory.check = check_contacts        # refuses what the step cannot take before the first step
     return factory
 
 
@@ -211,6 +214,8 @@ class StepCache:
     def __init__(self, scene, factory, q0):
         self.scene, self.factory = scene, factory
         self.specs = scene.specs(q0)
+        if hasattr(factory, "check"):
+            factory.check(scene.robot, self.specs)
         self.steps = {0: free_step(scene.robot)}
 
     def __call__(self, mask):
@@ -355,13 +360,13 @@ def factory(step, solver="admm", tol=1e-10, max_iter=1000, **build_options):
     return compiled_steps(solver, tol=tol, max_iter=max_iter, **build_options)
 
 
-def run(scene, q0, v0, T, dt, controller=None, step_factory=None, baumgarte=0.0, tau_limit=1e6):
+def run(scene, q0, v0, T, dt, controller=None, step_factory=None, baumgarte=0.0, tau_limit=1e6, steps=None):
     """Roll ``scene`` out from (q0, v0) for T seconds of steps dt under ``controller`` (t, q, v)
-    -> τ, each active set's step from ``step_factory`` (StepCache); returns a Rollout that stops
-    at the first stopping status."""
+    -> τ, each active set's step from ``step_factory`` (or from ``steps``, a StepCache kept
+    between rollouts); returns a Rollout that stops at the first stopping status."""
     robot = scene.robot
     q, v, n = _inputs(robot, q0, v0, T, dt)
-    steps = StepCache(scene, step_factory or compiled_steps(), q)
+    steps = steps or StepCache(scene, step_factory or compiled_steps(), q)
     integrate = integrate_function(robot)
     warm, rec = np.zeros((len(scene.candidates), 3)), _Recorder(q, v)
     for k in range(n):
