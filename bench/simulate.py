@@ -4,7 +4,7 @@ contact step: issue 27's "done when" point 1, and a speed comparison with MuJoCo
     .venv/bin/python bench/simulate.py go1        # dropped 5 cm, PD to the standing pose, 4 s
     .venv/bin/python bench/simulate.py go2        # the Go2 MJCF: our loop and MuJoCo, same scene
     .venv/bin/python bench/simulate.py talos      # 8 sole corners, PD posture control, 5 s
-    .venv/bin/python bench/simulate.py speed      # steps/s of a go2 rollout, ours vs mj_step (one core)
+    taskset -c 0 .venv/bin/python bench/simulate.py speed   # steps/s of go1 standing, ours vs mj_step
 
 Each writes bench/results/simulate_<name>.png, .csv and a line in simulate.md.
 
@@ -160,32 +160,84 @@ def talos(args):
     return r
 
 
-def speed(args):
-    """Steps per second of a 1,000-step go2 rollout: our loop (compiled step) and mj_step,
-    interleaved repetitions, one core (run under taskset -c 0)."""
+def go1_mujoco(solver):
+    """go1.urdf as a MuJoCo model: meshes dropped, the dummy root's inertia made diagonal (its
+    off-diagonal 1e-6 are not positive definite), fixed links fused, a free base, a plane, and
+    1 mm spheres at the four contact points (condim 3, μ 0.8, elliptic cones), dt 1e-3."""
+    import importlib.metadata
+    import re
     import mujoco
-    m, robot, scene, q0, stand, pd = go2_setup()
-    factory = sim.factory("compiled", args.solver)
-    sim.run(scene, q0, np.zeros(robot.nv), 0.2, DT, pd, factory)          # builds the steps first
-    ours, theirs = [], []
-    for _ in range(args.reps):
-        t = time.perf_counter()
-        sim.run(scene, q0, np.zeros(robot.nv), 1.0, DT, pd, factory)
-        ours.append(1000 / (time.perf_counter() - t))
-        t = time.perf_counter()
-        mujoco_rollout(m, q0, pd, 1000)
-        theirs.append(1000 / (time.perf_counter() - t))
-        t = time.perf_counter()
+    from pathlib import Path
+    root = Path(importlib.metadata.distribution("example-robot-data").locate_file(
+        "cmeel.prefix/share/example-robot-data/robots"))
+    txt = (root / "go1_description/urdf/go1.urdf").read_text()
+    txt = txt.replace('ixy="1e-6" ixz="1e-6" iyy="1e-6" iyz="1e-6"', 'ixy="0" ixz="0" iyy="1e-6" iyz="0"')
+    txt = re.sub(r"<(visual|collision)>.*?</\1>", "", txt, flags=re.S)
+    txt = txt.replace('<robot name="go1">', '<robot name="go1"><mujoco><compiler fusestatic="true" '
+                      'discardvisual="true" balanceinertia="false"/></mujoco>')
+    spec = mujoco.MjSpec.from_string(txt)
+    spec.option.timestep, spec.option.cone, spec.option.solver = DT, mujoco.mjtCone.mjCONE_ELLIPTIC, solver
+    spec.body("base").add_freejoint()
+    for leg in ("FL", "FR", "RL", "RR"):
+        spec.body(f"{leg}_foot").add_geom(type=mujoco.mjtGeom.mjGEOM_SPHERE, size=[0.001, 0, 0],
+                                          pos=[-0.0173782, 0, -0.0098993 + 0.001], condim=3, friction=[0.8, 0, 0])
+    spec.worldbody.add_geom(type=mujoco.mjtGeom.mjGEOM_PLANE, size=[5, 5, 0.1])
+    return spec.compile()
+
+
+def _mujoco_pd(m, robot, q_ours):
+    """The same joint PD on MuJoCo's qpos/qvel (its joint order, matched by name)."""
+    import mujoco
+    names = [m.joint(j).name for j in range(m.njnt)]
+    qi = np.array([m.jnt_qposadr[j] for j in range(m.njnt) if m.jnt_type[j] == mujoco.mjtJoint.mjJNT_HINGE])
+    vi = np.array([m.jnt_dofadr[j] for j in range(m.njnt) if m.jnt_type[j] == mujoco.mjtJoint.mjJNT_HINGE])
+    ours = {b.joint.name: b.q_index for b in robot.bodies if b.joint.kind == "revolute"}
+    ref = np.array([q_ours[ours[n]] for j, n in enumerate(names) if m.jnt_type[j] == mujoco.mjtJoint.mjJNT_HINGE])
+
+    def controller(t, q, v):
+        tau = np.zeros(m.nv)
+        tau[vi] = KP * (ref - q[qi]) - KD * v[vi]
+        return tau
+    return controller, qi, ref
+
+
+def speed(args):
+    """Steps per second of a 1,000-step go1 rollout standing under PD: our loop on the compiled
+    step against mj_step on the same robot and contact points with each MuJoCo solver, the same
+    Python PD callback in both; interleaved repetitions; run it under taskset -c 0 (one core)."""
+    import mujoco
+    p = contact_problems.build("go1_stand")
+    robot = cd.load_robot("go1")
+    scene = sim.Scene(robot, [f"{leg}_foot@-0.0173782,0,-0.0098993" for leg in ("FL", "FR", "RL", "RR")])
+    pd = cd.pd_controller(robot, p.q, KP, KD)
+    steps = sim.StepCache(scene, sim.factory("compiled", args.solver), p.q)
+    sim.run(scene, p.q, np.zeros(robot.nv), 0.2, DT, pd, steps=steps)       # builds the steps first
+    solvers = {"PGS": mujoco.mjtSolver.mjSOL_PGS, "CG": mujoco.mjtSolver.mjSOL_CG, "Newton": mujoco.mjtSolver.mjSOL_NEWTON}
+    models = {k: go1_mujoco(v) for k, v in solvers.items()}
+    mj_pd, qi, ref = _mujoco_pd(models["PGS"], robot, p.q)
+
+    def mj(m):
         d = mujoco.MjData(m)
-        d.qpos[:] = q0
-        for _k in range(1000):
+        d.qpos[:3], d.qpos[3:7], d.qpos[qi] = p.q[:3] + [0, 0, 0.001], [1, 0, 0, 0], ref
+        for k in range(1000):
+            d.qfrc_applied[:] = mj_pd(k * DT, d.qpos, d.qvel)
             mujoco.mj_step(m, d)
-        theirs_bare = 1000 / (time.perf_counter() - t)
+        return d.qpos[2]
+
+    def ours():
+        return sim.run(scene, p.q, np.zeros(robot.nv), 1.0, DT, pd, steps=steps).q[-1, 2]
+    rates = {"ours": [], **{f"MuJoCo {k}": [] for k in solvers}}
+    heights = {}
+    for _ in range(args.reps):
+        for name, fn in [("ours", ours)] + [(f"MuJoCo {k}", (lambda m=m: mj(m))) for k, m in models.items()]:
+            t = time.perf_counter()
+            heights[name] = fn()
+            rates[name].append(1000 / (time.perf_counter() - t))
     med = statistics.median
-    line = (f"speed, go2 MJCF, 1,000 steps of {DT} s after a {DROP} m drop, {args.reps} interleaved reps, medians "
-            f"(spread): our loop {med(ours):.0f} steps/s ({min(ours):.0f}-{max(ours):.0f}); MuJoCo mj_step with the "
-            f"same Python PD {med(theirs):.0f} steps/s ({min(theirs):.0f}-{max(theirs):.0f}); bare mj_step (last rep) "
-            f"{theirs_bare:.0f} steps/s; ratio ours/MuJoCo-with-PD {med(ours) / med(theirs):.2f}")
+    parts = [f"{k} {med(v):.0f} ({min(v):.0f}-{max(v):.0f}; final base height {heights[k]:.5f} m)" for k, v in rates.items()]
+    best = max(med(v) for k, v in rates.items() if k != "ours")
+    line = (f"speed, go1 standing under PD, 1,000 steps of {DT} s, the same Python PD callback, {args.reps} interleaved "
+            f"reps, steps/s median (min-max): {'; '.join(parts)}; ours / fastest MuJoCo {med(rates['ours']) / best:.2f}")
     RESULTS.mkdir(parents=True, exist_ok=True)
     with open(RESULTS / "simulate.md", "a") as f:
         f.write(f"- {line}\n")

@@ -37,7 +37,7 @@ import numpy as np
 
 from ..constraints import ConstraintSet, parse_constraint
 from ..errors import InputError
-from ..model.integrate import integrate_function
+from ..model.integrate import integrate_sx
 from ..symbolic.frames import joint_transform
 from .step import contact_frames
 
@@ -104,6 +104,20 @@ class Scene:
             raise InputError(f"friction μ must be finite and ≥ 0 for every candidate; got {self.mu!r}")
         self.mu = mu
         self._positions = candidate_positions(self.robot, tuple((c.body, tuple(c.point)) for c in self.candidates))
+        self._advance = self._advance_function()
+
+    def _advance_function(self):
+        """casadi.Function (q, δ) -> (q ⊕ δ, gaps at q ⊕ δ): the loop's one kinematic call a step."""
+        q, d = ca.SX.sym("q", self.robot.nq), ca.SX.sym("delta", self.robot.nv)
+        qp = integrate_sx(self.robot, q, d)
+        radii = ca.DM([c.radius for c in self.candidates]).T
+        gaps = ca.mtimes(ca.DM(self.normal).T, self._positions(qp)) - self.height - radii
+        return ca.Function("advance", [q, d], [qp, gaps])
+
+    def advance(self, q, delta):
+        """(q ⊕ δ, the candidates' gaps there), numpy."""
+        qp, gaps = self._advance(q, delta)
+        return np.asarray(qp).reshape(-1), np.asarray(gaps).reshape(-1)
 
     @property
     def frame(self):
@@ -197,7 +211,8 @@ def compiled_steps(solver="admm", tol=1e-10, max_iter=1000, **build_options):
     def factory(robot, specs, mu, frame):
         from .step import contact_step
         s = contact_step(robot, specs, solver=solver, mu=mu, **build_options)
-        normals = np.tile(frame[:, 2], (len(specs), 1))
+        # the step's default normal is +z; giving it costs a check per call
+        normals = None if np.allclose(frame, np.eye(3)) else np.tile(frame[:, 2], (len(specs), 1))
 
         def step(q, v, tau, dt, lam0=None, gap=None):
             r = s(q, v, tau, dt=dt, lam0=lam0, tol=tol, max_iter=max_iter, normals=normals)
@@ -297,16 +312,19 @@ class _Recorder:
     def __init__(self, q0, v0):
         self.q, self.v, self.tau, self.gaps, self.forces, self.its, self.res, self.statuses = [q0], [v0], [], [], [], [], [], []
 
-    def add(self, status, tau, gaps, forces, its=0, res=0.0, q=None, v=None):
+    def add(self, status, tau, gaps, forces, its=0, res=0.0):
+        """One step's record."""
         self.statuses.append(status)
         self.tau.append(tau)
         self.gaps.append(gaps)
         self.forces.append(forces)
         self.its.append(its)
         self.res.append(res)
-        if q is not None:
-            self.q.append(q)
-            self.v.append(v)
+
+    def state(self, q, v):
+        """The state a step reached."""
+        self.q.append(q)
+        self.v.append(v)
 
     def rollout(self, scene, dt):
         n, k = len(self.statuses), len(scene.candidates)
@@ -367,10 +385,8 @@ def run(scene, q0, v0, T, dt, controller=None, step_factory=None, baumgarte=0.0,
     robot = scene.robot
     q, v, n = _inputs(robot, q0, v0, T, dt)
     steps = steps or StepCache(scene, step_factory or compiled_steps(), q)
-    integrate = integrate_function(robot)
-    warm, rec = np.zeros((len(scene.candidates), 3)), _Recorder(q, v)
+    warm, rec, gaps = np.zeros((len(scene.candidates), 3)), _Recorder(q, v), scene.gaps(q)
     for k in range(n):
-        gaps = scene.gaps(q)
         tau = np.zeros(robot.nv) if controller is None else np.asarray(controller(k * dt, q, v), dtype=float).reshape(-1)
         stop = _check(q, v, gaps, tau, tau_limit)
         active = gaps <= scene.margin
@@ -385,6 +401,7 @@ def run(scene, q0, v0, T, dt, controller=None, step_factory=None, baumgarte=0.0,
         forces[active] = r.lam.reshape(-1, 3) / dt
         warm = forces * dt
         v = r.v_next
-        q = np.asarray(integrate(q, dt * v)).reshape(-1)
-        rec.add(OK if active.any() else FREE, tau, gaps, forces, r.iterations, r.residual, q, v)
+        rec.add(OK if active.any() else FREE, tau, gaps, forces, r.iterations, r.residual)
+        q, gaps = scene.advance(q, dt * v)
+        rec.state(q, v)
     return rec.rollout(scene, dt)
