@@ -139,7 +139,9 @@ def go2(args):
            f"height {r.base_height()[-1]:.6f} m, drift over the last second {base_drift(r):.2e} m; MuJoCo "
            f"{mujoco.mjtSolver(m.opt.solver).name} final base height "
            f"{h_mj[-1]:.6f} m, drift over the last second {np.abs(h_mj[-1001:] - h_mj[-1]).max():.2e} m (height); "
-           f"difference {r.base_height()[-1] - h_mj[-1]:+.6f} m")
+           f"difference {r.base_height()[-1] - h_mj[-1]:+.6f} m; MuJoCo's foot gaps at its final state (our kinematics) "
+           f"{np.array2string(scene.gaps(d.qpos), precision=5)} m (the file's foot solimp {m.geom_solimp[m.geom('FR').id][:3]}), "
+           f"ours {np.array2string(r.gaps[-1], precision=2)} m")
     np.savetxt(RESULTS / "simulate_go2_mujoco_height.csv", np.column_stack([DT * np.arange(len(h_mj)), h_mj]),
                delimiter=",", header="t,base_height", comments="")
     return r

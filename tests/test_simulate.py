@@ -271,3 +271,42 @@ def test_compiled_step_refuses_mjcf_before_the_first_step(tmp_path):
     with pytest.raises(cd.ConstraintError, match="q layout"):
         cd.simulate(robot, [f"{robot.bodies[0].name}@0,0,0/0.1"], robot.neutral_q(),
                     np.zeros(6), 1.0, 1e-3)
+
+
+def _singles_equal_batch(scene, Q0, V0, T, factory, controller=None, **kw):
+    """run_batch against N single rollouts of the same scene: same statuses, states, forces."""
+    from casadi_delassus.contact.simulate_batch import STOPPED, run_batch
+    b = run_batch(scene, Q0, V0, T, 1e-3, controller, factory, **kw)
+    for e, (q0, v0) in enumerate(zip(Q0, V0)):
+        r = sim.run(scene, q0, v0, T, 1e-3, controller, factory)
+        n = len(r.statuses)
+        assert list(b.statuses[:n, e]) == r.statuses and set(b.statuses[n:, e]) <= {STOPPED}
+        assert b.status[e] == r.status
+        assert np.array_equal(b.q[:len(r.q), e], r.q) and np.array_equal(b.forces[:n, e], r.forces)
+        assert np.all(np.isnan(b.q[len(r.q):, e]))
+    return b
+
+
+def test_batch_equals_single_rollouts(go1, stand):
+    """Four go1 environments (resting, dropped, dropped with a push, falling through) under one
+    batched PD: each equals its own single rollout, bit for bit; the one that fell stops alone."""
+    scene = sim.Scene(go1, FEET)
+    Q0 = np.array([stand.q, sim.place(scene, stand.q, 0.004), sim.place(scene, stand.q, 0.002), stand.q])
+    Q0[3, 2] -= 1.5
+    V0 = np.zeros((4, go1.nv))
+    V0[2, :3] = (0.3, -0.2, -0.1)
+    pd = cd.pd_controller(go1, stand.q, 60.0, 2.0, stand.tau)
+    b = _singles_equal_batch(scene, Q0, V0, 0.03, reference_steps(), pd)
+    assert b.status == [sim.OK, sim.OK, sim.OK, sim.FELL]
+    assert (b.statuses[:, 1] == sim.FREE).any() and b.statuses[0, 3] == sim.FELL
+
+
+def test_batch_on_the_compiled_step(box, tmp_path):
+    """The compiled step's batch entry point (two threads) inside run_batch equals single
+    rollouts on the same compiled steps: boxes sliding down a tilted plane from three heights."""
+    theta = 0.4
+    n = np.array([np.sin(theta), 0.0, np.cos(theta)])
+    scene = sim.Scene(box, CORNERS, normal=n, mu=0.3)
+    Q0 = np.array([_box_on(n, theta) + np.r_[h * n, np.zeros(4)] for h in (0.0, 0.001, 0.003)])
+    factory = sim.factory("compiled", "admm", out_dir=tmp_path, cflags=("-O1",))
+    _singles_equal_batch(scene, Q0, np.zeros((3, 6)), 0.03, factory, threads=2)

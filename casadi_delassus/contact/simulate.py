@@ -104,7 +104,7 @@ class Scene:
             raise InputError(f"friction μ must be finite and ≥ 0 for every candidate; got {self.mu!r}")
         self.mu = mu
         self._positions = candidate_positions(self.robot, tuple((c.body, tuple(c.point)) for c in self.candidates))
-        self._advance = self._advance_function()
+        self._advance, self._mapped = self._advance_function(), {}
 
     def _advance_function(self):
         """casadi.Function (q, δ) -> (q ⊕ δ, gaps at q ⊕ δ): the loop's one kinematic call a step."""
@@ -115,7 +115,12 @@ class Scene:
         return ca.Function("advance", [q, d], [qp, gaps])
 
     def advance(self, q, delta):
-        """(q ⊕ δ, the candidates' gaps there), numpy."""
+        """(q ⊕ δ, the candidates' gaps there), numpy; for a batch (N x nq, N x nv) both come
+        back with the batch first."""
+        if np.ndim(q) == 2:
+            f = self._mapped.setdefault(len(q), self._advance.map(len(q)))
+            qp, gaps = f(np.asarray(q).T, np.asarray(delta).T)
+            return np.asarray(qp).T, np.asarray(gaps).reshape(len(q), -1)      # map puts the 1 x k rows side by side
         qp, gaps = self._advance(q, delta)
         return np.asarray(qp).reshape(-1), np.asarray(gaps).reshape(-1)
 
@@ -217,6 +222,12 @@ def compiled_steps(solver="admm", tol=1e-10, max_iter=1000, **build_options):
         def step(q, v, tau, dt, lam0=None, gap=None):
             r = s(q, v, tau, dt=dt, lam0=lam0, tol=tol, max_iter=max_iter, normals=normals)
             return StepResult(r.v_next, r.lam, r.iterations, _largest(r.residuals), r.status)
+
+        def batch(Q, V, TAU, dt, LAM0, threads=1):
+            """N steps at once (the step's batch entry point, ``threads`` POSIX threads)."""
+            r = s(Q, V, TAU, dt=dt, lam0=LAM0, tol=tol, max_iter=max_iter, normals=normals, threads=threads)
+            return r.v_next, r.lam, np.asarray(r.iterations), np.max(r.residuals, axis=1), list(r.status)
+        step.batch = batch
         return step
     from .step import check_contacts
     factory.check = check_contacts        # refuses what the step cannot take before the first step
@@ -256,7 +267,7 @@ def place(scene, q, clearance):
 # -- controllers -----------------------------------------------------------------------------
 def pd_controller(robot, q_ref, kp, kd, tau_ff=None):
     """τ(t, q, v) = kp (q_ref − q) − kd v (+ τ_ff) on the one-DoF joints; zero on the others
-    (a free base is not actuated)."""
+    (a free base is not actuated).  Takes a batch (N x nq, N x nv) too."""
     q_ref = np.asarray(q_ref, dtype=float)
     qi, vi = [], []
     for b in robot.bodies:
@@ -267,8 +278,8 @@ def pd_controller(robot, q_ref, kp, kd, tau_ff=None):
     ff = np.zeros(robot.nv) if tau_ff is None else np.asarray(tau_ff, dtype=float)
 
     def controller(t, q, v):
-        tau = ff.copy()
-        tau[vi] += kp * (q_ref[qi] - q[qi]) - kd * v[vi]
+        tau = np.broadcast_to(ff, np.shape(v)).copy()           # one row per environment for a batch
+        tau[..., vi] += kp * (q_ref[qi] - q[..., qi]) - kd * v[..., vi]
         return tau
     return controller
 
