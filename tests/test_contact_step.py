@@ -107,6 +107,13 @@ def test_non_convergence_is_a_status_with_residuals(steps, problems):
     assert r.residuals.complementarity > 1e-14 or r.residuals.dual > 1e-14
 
 
+@pytest.mark.parametrize("solver", ["admm", "pgs"])
+def test_overflow_is_a_nan_status_not_an_answer(steps, problems, solver):
+    p = problems["go1_stand"]
+    r = steps[solver, False](p.q, np.full(len(p.v), 1e200), p.tau, dt=p.dt)
+    assert r.status == "NaN" and np.isnan(r.residuals.dual) and not r.converged
+
+
 @pytest.mark.parametrize("change, words", [
     (dict(mu=-0.1), "mu"), (dict(mu=float("nan")), "mu"), (dict(mu=[0.5, 0.5]), "mu"),
     (dict(dt=0.0), "dt"), (dict(dt=-1e-3), "dt"), (dict(dt=float("nan")), "dt"),

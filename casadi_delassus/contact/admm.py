@@ -22,7 +22,9 @@ The linear solve is the damped inverse (G + (ρ+η)I)⁻¹ that the matrix-free 
 with new vectors (each iteration) and new damping (each change of ρ).  ρ starts at
 √(ℓ_max · ℓ_min) of G's diagonal and follows the residual-balancing rule of OSQP: when the
 primal residual ‖x − y‖∞ and the dual one ρ‖y − y_prev‖∞ differ by more than RHO_RATIO, ρ is
-multiplied or divided by RHO_STEP (and the damped inverse refactored).  The iteration stops
+multiplied by √(primal / dual) (at most RHO_CLIP either way) and the damped inverse refactored;
+a contact set that sticks drives ρ down by orders of magnitude, which one jump does where a
+fixed factor would refactor at every iteration.  The iteration stops
 when the answer (λ = y, σ = Gy + g) has all three residuals (residuals.py) ≤ tol, after
 zero iterations when the warm start λ₀ already does.
 """
@@ -34,13 +36,21 @@ from .cones import de_saxce, project_cone
 from .result import Options, finish
 
 RHO_RATIO = 10.0
-RHO_STEP = 5.0
+RHO_CLIP = 1e3      # the most one update multiplies or divides ρ by
+RHO_STEP = 10.0     # the update when one of the two residuals is exactly 0
 
 
 def initial_rho(G, eta):
     """√(max · min) of G's diagonal (a spectral estimate that costs m), at least η."""
     d = np.diag(G)
     return max(float(np.sqrt(np.max(d) * max(np.min(d), eta))), eta)
+
+
+def rho_factor(primal, dual):
+    """What ρ is multiplied by when the residuals are out of balance."""
+    if primal > 0 and dual > 0:
+        return min(max(np.sqrt(primal / dual), 1 / RHO_CLIP), RHO_CLIP)
+    return RHO_STEP if primal > dual else 1 / RHO_STEP
 
 
 def solve(G, g, mu, exact=True, lam0=None, options=Options()):
@@ -67,6 +77,6 @@ def solve(G, g, mu, exact=True, lam0=None, options=Options()):
             return done
         primal, dual = np.max(np.abs(x - y)), rho * np.max(np.abs(y - y_prev))
         if primal > RHO_RATIO * dual or dual > RHO_RATIO * primal:
-            rho = rho * RHO_STEP if primal > dual else rho / RHO_STEP
+            rho *= rho_factor(primal, dual)
             factor = np.linalg.cholesky(G + (rho + eta) * np.eye(m))
     return finish(y, sigma, mu, exact, options.max_iter, options, last=True)

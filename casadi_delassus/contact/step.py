@@ -7,8 +7,9 @@ Carpentier et al. 2024, RSS): v_free = v + dt·ABA(q, v, τ), G = J M⁻¹ Jᵀ,
 ADMM or PGS solve of contact/admm.py or contact/pgs.py for λ (an impulse, N·s) and
 σ = Gλ + g, then v_next = v_free + M⁻¹ Jᵀ λ.  The per-robot parts are SX traced once and
 emitted by CasADi (``<name>_prep``: v_free, G by the registry's cheapest Delassus algorithm,
-g; ``<name>_post``: M⁻¹ Jᵀ λ by ABA with neither velocity nor gravity, PV paper
-../shared/papers/004_52dd6d88d839fc14.txt Sec. IV); the iteration loop is the hand-written C
+g, and the stored q-only part of ``<name>_post``: M⁻¹ Jᵀ λ by ABA with neither velocity nor
+gravity, PV paper ../shared/papers/004_52dd6d88d839fc14.txt Sec. IV; ``<name>_factor`` and
+``<name>_solve``: the damped inverse (G + ρI)⁻¹ by LDLᵀ); the iteration loop is the hand-written C
 of templates/step.c.j2 (and ``<name>_step_batch`` runs it over N states on POSIX threads).
 
 Contacts are world-aligned point constraints ``LINK:3d-world[@x,y,z]`` (rows along world x,
@@ -30,14 +31,18 @@ import numpy as np
 
 from .. import __version__
 from ..codegen import artifact
-from ..codegen.build import compile_shared, find_compiler, source_hash
-from ..codegen.emit import casadi_source
+from ..codegen.build import compile_shared, find_compiler, host_cpu, resolve_cflags, source_hash
+from ..codegen import schedule, sincos
+from ..codegen.emit import TEMPLATES as CODEGEN_TEMPLATES, casadi_source
 from ..codegen.escape import Safe, environment
+from ..codegen.staging import split
 from ..codegen.trace import choose_cheapest
 from ..constraints import ConstraintSet, spec_list
 from ..errors import ConstraintError, InputError
 from ..model import load_robot
+from ..opcount import count_ops
 from ..registry import AUTO, get_algorithm
+from ..symbolic import linalg
 from ..symbolic.frames import local_transforms
 from ..sweeps.joint_space import constraint_jacobian
 from .residuals import Residuals
@@ -47,7 +52,7 @@ TEMPLATES = environment("casadi_delassus", "contact/templates")
 SOLVER_CODES = {"admm": 0, "pgs": 1}
 N_INFO = 5
 DEFAULT_OUT = Path("codegen_out")
-DEFAULT_CFLAGS = ("-O2", "-fno-math-errno")
+DEFAULT_CFLAGS = ("auto",)      # codegen/build.py resolve_cflags: level by size, math flags, the host CPU
 
 
 def contact_frames(normals):
@@ -76,7 +81,10 @@ def check_contacts(robot, contacts):
 
 
 def step_functions(robot, cs, name, delassus=AUTO):
-    """(prep, post, Delassus algorithm): the per-robot casadi.Functions of the step."""
+    """(prep, post, Delassus algorithm): the per-robot casadi.Functions of the step.  M⁻¹Jᵀλ is
+    staged (codegen/staging.py): what it needs of q alone (transforms, articulated inertias) is
+    computed in prep, where cse shares it with ABA and the Delassus algorithm, and handed to
+    post as the vector ``w``."""
     if delassus == AUTO:
         delassus = choose_cheapest(robot, cs)[0]
     q, v, tau, dt, lam = (ca.SX.sym(n, k) for n, k in (("q", robot.nq), ("v", robot.nv), ("tau", robot.nv),
@@ -86,21 +94,42 @@ def step_functions(robot, cs, name, delassus=AUTO):
     v_free = v + dt * aba(robot, cs, q, K_bodies, v, tau)["vdot"]
     G = get_algorithm(delassus).fn(robot, cs, q, K_bodies)["delassus"]
     J = constraint_jacobian(robot, cs, local_transforms(robot, q), K_bodies)    # unslid: v's own frames
-    prep = ca.Function(f"{name}_prep", [q, v, tau, dt], ca.cse([ca.densify(v_free), ca.densify(G), ca.densify(J @ v_free)]),
-                       ["q", "v", "tau", "dt"], ["v_free", "G", "g"])
     still = copy.copy(robot)        # M⁻¹ Jᵀλ: ABA without velocity and gravity
     still.gravity = np.zeros(3)
     dv = aba(still, cs, q, K_bodies, ca.SX.zeros(robot.nv), ca.mtimes(J.T, lam))["vdot"]
-    post = ca.Function(f"{name}_post", [q, lam], ca.cse([ca.densify(dv)]), ["q", "lam"], ["dv"])
+    first, last = split(ca.Function("post", [q, lam], [ca.densify(dv)], ["q", "lam"], ["dv"]),
+                        [("q", ["q"]), ("lam", ["lam"])])
+    prep = ca.Function(f"{name}_prep", [q, v, tau, dt],
+                       ca.cse([ca.densify(v_free), ca.densify(G), ca.densify(J @ v_free), first.function(q)]),
+                       ["q", "v", "tau", "dt"], ["v_free", "G", "g", "w"])
+    post = ca.Function(f"{name}_post", last.function.sx_in(), ca.cse(last.function.call(last.function.sx_in())),
+                       ["lam", "w"], ["dv"])
     return prep, post, delassus
+
+
+def damped_inverse_functions(m, name):
+    """(factor, solve): ``<name>_factor(G, d)`` → the LDLᵀ factors of G + d I packed as one vector
+    (L below the diagonal, row by row, then D⁻¹), by symbolic/linalg.py's ldl over a symbolic m×m
+    G, and ``<name>_solve(factors, b)`` → (G + d I)⁻¹ b: ADMM's linear solve, straight-line code."""
+    G, d = ca.SX.sym("G", m, m), ca.SX.sym("d")
+    L, _, Dinv = linalg.ldl({(i, j): G[i, j] + d if i == j else G[i, j] for i in range(m) for j in range(i, m)}, m)
+    keys = sorted(L)
+    factor = ca.Function(f"{name}_factor", [G, d], [ca.vertcat(*[L[k] for k in keys], *Dinv)], ["G", "d"], ["factors"])
+    fac, b = ca.SX.sym("factors", len(keys) + m), ca.SX.sym("b", m)
+    x = linalg.ldl_solve(({k: fac[n] for n, k in enumerate(keys)}, None, [fac[len(keys) + i] for i in range(m)]),
+                         [b[i] for i in range(m)])
+    return factor, ca.Function(f"{name}_solve", [fac, b], [ca.vertcat(*x)], ["factors", "b"], ["x"])
 
 
 def render(robot, cs, name, prep, post, delassus):
     """The step's C source."""
-    sizes = {k: max(int(getattr(f, k)()) for f in (prep, post)) for k in ("sz_arg", "sz_res", "sz_iw", "sz_w")}
+    factor, solve = damped_inverse_functions(cs.m, name)
+    functions = (prep, post, factor, solve)
+    sizes = {k: max(int(getattr(f, k)()) for f in functions) for k in ("sz_arg", "sz_res", "sz_iw", "sz_w")}
     return TEMPLATES.get_template("step.c.j2").render(
         fname=Safe(name), robot=robot.name, contacts=" ".join(cs.specs), version=__version__, delassus=delassus,
-        casadi_code=Safe(casadi_source(prep, (post,))), nq=robot.nq, nv=robot.nv, m=cs.m, nc=cs.m // 3, **sizes)
+        casadi_code=Safe(sincos.hoist(schedule.reorder(casadi_source(prep, functions[1:])), CODEGEN_TEMPLATES)[0]), nq=robot.nq, nv=robot.nv, m=cs.m, nc=cs.m // 3,
+        nfac=int(factor.numel_out(0)), nw=int(prep.numel_out(3)), **sizes)
 
 
 def build(robot, cs, scenario, out_dir=DEFAULT_OUT, cflags=DEFAULT_CFLAGS, cc=None, delassus=AUTO, model=None):
@@ -108,14 +137,17 @@ def build(robot, cs, scenario, out_dir=DEFAULT_OUT, cflags=DEFAULT_CFLAGS, cc=No
     cc = find_compiler(cc)
     model = artifact.model_name(robot, model)
     name = artifact.function_name(model, scenario, "contact")
+    auto = any(f.startswith("auto") for f in cflags)
     key = hashlib.sha256(json.dumps({"source": source_hash(), "robot": robot.describe(), "contacts": cs.describe(),
-                                     "cflags": list(cflags), "cc": cc, "delassus": delassus, "version": __version__},
-                                    sort_keys=True).encode()).hexdigest()
+                                     "cflags": list(cflags), "cc": cc, "delassus": delassus, "version": __version__,
+                                     "host": host_cpu() if auto else None}, sort_keys=True).encode()).hexdigest()
     folder = artifact.folder(out_dir, model, scenario)
     so, manifest_path = folder / f"contact_{key[:16]}.so", folder / f"contact_{key[:16]}.json"
     if so.is_file() and manifest_path.is_file():
         return so, json.loads(manifest_path.read_text())
     prep, post, chosen = step_functions(robot, cs, name, delassus)
+    if auto:
+        cflags = resolve_cflags(cflags, sum(count_ops(f)["instructions"] for f in (prep, post)), cc)
     folder.mkdir(parents=True, exist_ok=True)
     with tempfile.TemporaryDirectory(dir=folder, prefix=".tmp-contact-") as tmp:
         c_file = Path(tmp) / "contact.c"
