@@ -218,7 +218,7 @@ def test_baumgarte_closes_a_penetration(box):
     r = cd.simulate(box, CORNERS, q0, np.zeros(6), 0.01, 1e-3, step="reference", baumgarte=0.2)
     assert np.abs(r.gaps[1] + 0.8e-3).max() < 1e-12 and r.gaps[-1].min() > 0
     plain = cd.simulate(box, CORNERS, q0, np.zeros(6), 0.01, 1e-3, step="reference")
-    assert np.abs(plain.gaps + 1e-3).max() < 1e-12                  # without it the penetration stays
+    assert np.abs(plain.gaps + 1e-3).max() < 1e-9           # without it the penetration stays (to the solve's tol)
 
 
 def _cli(*args, cwd):
