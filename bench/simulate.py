@@ -51,14 +51,20 @@ def say(msg):
     print(msg, flush=True)
 
 
+def note(name, line):
+    """A line of bench/results/simulate.md, also printed."""
+    RESULTS.mkdir(parents=True, exist_ok=True)
+    with open(RESULTS / "simulate.md", "a") as f:
+        f.write(f"- {name}: {line}\n")
+    say(line)
+
+
 def record(name, rollout, line):
     """Write the rollout's CSV, figure and a line of simulate.md."""
     RESULTS.mkdir(parents=True, exist_ok=True)
     write_csv(rollout, RESULTS / f"simulate_{name}.csv")
     plot(rollout, RESULTS / f"simulate_{name}.png")
-    with open(RESULTS / "simulate.md", "a") as f:
-        f.write(f"- {name}: {line}\n")
-    say(line)
+    note(name, line)
 
 
 def base_drift(rollout, last=1.0):
@@ -145,8 +151,15 @@ def go2(args):
            f"difference {r.base_height()[-1] - h_mj[-1]:+.6f} m; MuJoCo's foot gaps at its final state (our kinematics) "
            f"{np.array2string(scene.gaps(d.qpos), precision=5)} m (the file's foot solimp {m.geom_solimp[m.geom('FR').id][:3]}), "
            f"ours {np.array2string(r.gaps[-1], precision=2)} m")
-    np.savetxt(RESULTS / "simulate_go2_mujoco_height.csv", np.column_stack([DT * np.arange(len(h_mj)), h_mj]),
-               delimiter=",", header="t,base_height", comments="")
+    # the same MuJoCo scene with MuJoCo's default solimp on the feet (stiffer than the file's)
+    feet = [m.geom(n).id for n in ("FR", "FL", "RR", "RL")]
+    m.geom_solimp[feet] = (0.9, 0.95, 0.001, 0.5, 2.0)
+    h_stiff, d_stiff = mujoco_rollout(m, q0, pd, len(r.statuses))
+    note("go2-stiff", f"go2, MuJoCo with its default foot solimp (0.9, 0.95, 0.001): final base height "
+           f"{h_stiff[-1]:.6f} m, foot gaps {np.array2string(scene.gaps(d_stiff.qpos), precision=5)} m, drift over the "
+           f"last second {np.abs(h_stiff[-1001:] - h_stiff[-1]).max():.2e} m; ours - MuJoCo {r.base_height()[-1] - h_stiff[-1]:+.6f} m")
+    np.savetxt(RESULTS / "simulate_go2_mujoco_height.csv", np.column_stack([DT * np.arange(len(h_mj)), h_mj, h_stiff]),
+               delimiter=",", header="t,base_height_file_solimp,base_height_default_solimp", comments="")
     return r
 
 
@@ -247,10 +260,7 @@ def speed(args):
     best = max(med(v) for k, v in rates.items() if k != "ours")
     line = (f"speed, go1 standing under PD, 1,000 steps of {DT} s, the same Python PD callback, {args.reps} interleaved "
             f"reps, steps/s median (min-max): {'; '.join(parts)}; ours / fastest MuJoCo {med(rates['ours']) / best:.2f}")
-    RESULTS.mkdir(parents=True, exist_ok=True)
-    with open(RESULTS / "simulate.md", "a") as f:
-        f.write(f"- {line}\n")
-    say(line)
+    note("speed", line)
 
 
 def main(argv=None):
