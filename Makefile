@@ -16,6 +16,8 @@ $(STAMP): pyproject.toml Makefile
 	-$(PY) -m pip install --quiet --no-deps gym-jiminy-zoo==1.8.13
 	# dm_control's MJCF models (the suite, ball joints, CMU humanoid, dog) are read as files only.
 	-$(PY) -m pip install --quiet --no-deps dm_control==1.0.50
+	# Unitree Go2's MJCF (bench/simulate.py's MuJoCo scene) ships in robosuite-models, read as a file only.
+	-$(PY) -m pip install --quiet --no-deps robosuite-models==1.0.0
 	touch $(STAMP)
 
 demo: $(STAMP)

@@ -1,0 +1,278 @@
+"""Rollouts of the time-stepping loop (casadi_delassus/contact/simulate.py) on the compiled
+contact step: issue 27's "done when" point 1, and a speed comparison with MuJoCo's mj_step.
+
+    .venv/bin/python bench/simulate.py go1        # dropped 5 cm, PD to the standing pose, 4 s
+    .venv/bin/python bench/simulate.py go2        # the Go2 MJCF: our loop and MuJoCo, same scene
+    .venv/bin/python bench/simulate.py talos      # 8 sole corners, PD posture control, 5 s
+    taskset -c 0 .venv/bin/python bench/simulate.py speed   # steps/s of go1 standing, ours vs mj_step
+
+Each writes bench/results/simulate_<name>.png, .csv and a line in simulate.md.
+
+- go1: example-robot-data go1.urdf, the SRDF ``standing`` pose with its feet on z = 0 (issue 25's
+  go1_stand, verify/contact_problems.py), lifted 5 cm; contacts at the foot-sphere bottoms;
+  μ = 0.8; PD on the joints (kp 100, kd 10) to the standing pose, no feedforward.  At rest means:
+  the base position over the last second stays within 1e-6 m of its final value.
+- go2: robosuite-models' Go2 MJCF (Menagerie-derived), gravity turned on (the file sets 0), a
+  ground plane, only the four foot spheres colliding (as shipped: radius 0.022, condim 6, its
+  solimp), joint damping and friction loss set to 0 (our loop has neither), dt 1e-3, stood on
+  hip 0 / thigh 0.9 / calf −1.8 rad, dropped 5 cm, the same PD as go1 applied as joint torques
+  (qfrc_applied) in both.  MuJoCo runs its default solver (Newton) with the file's elliptic
+  cones and impratio; our loop treats each foot as a sphere (friction point: its lowest point)
+  and runs the NumPy reference step, as the compiled step takes Pinocchio's q layout only.
+- talos: talos_full_v2, SRDF ``half_sitting`` on its eight sole corners (issue 25's
+  talos_stand), PD on every joint around the balancing torque of that pose, each joint's gains
+  from its diagonal mass-matrix entry (kp = ω² M_ii, kd = 2ω M_ii, ω = 20 rad/s): one gain for all
+  diverged in 4 steps (controller status), the gripper joints being far lighter than the legs.
+"""
+from __future__ import annotations
+
+import argparse
+import statistics
+import sys
+import time
+
+import numpy as np
+
+from common import RESULTS  # noqa: F401  (puts the repository on sys.path)
+
+import casadi_delassus as cd  # noqa: E402
+from casadi_delassus.contact import simulate as sim  # noqa: E402
+from casadi_delassus.contact.rollout_io import plot, write_csv  # noqa: E402
+from casadi_delassus.verify import contact_problems, reference  # noqa: E402
+
+GO2_STAND = {"hip": 0.0, "thigh": 0.9, "calf": -1.8}
+GO2_FEET = [f"{leg}_calf@-0.002,0,-0.213/0.022" for leg in ("FR", "FL", "RR", "RL")]
+DROP, DT = 0.05, 1e-3
+KP, KD = 100.0, 10.0           # joint PD gains of go1 and go2 (N·m/rad, N·m·s/rad)
+TALOS_OMEGA = 20.0             # talos: each joint's PD bandwidth (rad/s) on its own inertia
+
+
+def say(msg):
+    print(msg, flush=True)
+
+
+def note(name, line):
+    """A line of bench/results/simulate.md, also printed."""
+    RESULTS.mkdir(parents=True, exist_ok=True)
+    with open(RESULTS / "simulate.md", "a") as f:
+        f.write(f"- {name}: {line}\n")
+    say(line)
+
+
+def record(name, rollout, line):
+    """Write the rollout's CSV, figure and a line of simulate.md."""
+    RESULTS.mkdir(parents=True, exist_ok=True)
+    write_csv(rollout, RESULTS / f"simulate_{name}.csv")
+    plot(rollout, RESULTS / f"simulate_{name}.png")
+    note(name, line)
+
+
+def base_drift(rollout, last=1.0):
+    """max ‖p(t) − p(T)‖ of the free base's position over the last ``last`` seconds."""
+    p = rollout.q[:, :3]
+    tail = p[-int(round(last / rollout.dt)) - 1:]
+    return float(np.linalg.norm(tail - p[-1], axis=1).max())
+
+
+def go1(args):
+    """go1 dropped 5 cm under PD to the standing pose: comes to rest."""
+    p = contact_problems.build("go1_stand")
+    robot = cd.load_robot("go1")
+    scene = sim.Scene(robot, [f"{leg}_foot@-0.0173782,0,-0.0098993" for leg in ("FL", "FR", "RL", "RR")])
+    t0 = time.perf_counter()
+    r = sim.run(scene, sim.place(scene, p.q, DROP), np.zeros(robot.nv), args.T or 4.0, DT,
+                cd.pd_controller(robot, p.q, KP, KD), sim.factory("compiled", args.solver))
+    wall = time.perf_counter() - t0
+    record("go1", r, f"go1 dropped {DROP} m, PD kp {KP:g} kd {KD:g}, {args.solver}: {len(r.statuses)} steps, {r.status}; "
+           f"final base height {r.base_height()[-1]:.6f} m (standing pose {p.q[2]:.6f}); base drift over the last "
+           f"second {base_drift(r):.2e} m; most iterations {r.iterations.max()}; wall {wall:.1f} s")
+    return r
+
+
+def go2_spec(mujoco):
+    """The Go2 MJCF scene (module docstring) as an MjSpec."""
+    import importlib.util
+    from pathlib import Path
+    path = Path(importlib.util.find_spec("robosuite_models").origin).parent / "assets/robots/go2/robot.xml"
+    spec = mujoco.MjSpec.from_file(str(path))
+    spec.option.gravity = [0.0, 0.0, -9.81]
+    spec.option.timestep = DT
+    for g in spec.geoms:
+        if g.name not in ("FR", "FL", "RR", "RL"):
+            g.contype, g.conaffinity = 0, 0
+        else:
+            g.friction = [0.8, g.friction[1], g.friction[2]]
+    spec.worldbody.add_geom(type=mujoco.mjtGeom.mjGEOM_PLANE, size=[5, 5, 0.1], contype=1, conaffinity=1)
+    return spec
+
+
+def go2_setup():
+    """(MjModel, our Robot from the same model, Scene, q0 dropped 5 cm, standing q, PD)."""
+    import mujoco
+    from casadi_delassus.model.mjcf import robot_from_mjmodel
+    m = go2_spec(mujoco).compile()
+    m.dof_damping[:], m.dof_frictionloss[:] = 0.0, 0.0
+    robot = robot_from_mjmodel(m, "go2")
+    scene = sim.Scene(robot, GO2_FEET)
+    q = m.qpos0.copy()
+    for b in robot.bodies:
+        part = next((k for k in GO2_STAND if b.name.endswith(f"_{k}")), None)
+        if part:
+            q[b.q_index] = GO2_STAND[part]
+    stand = sim.place(scene, q, 0.0)
+    return m, robot, scene, sim.place(scene, q, DROP), stand, cd.pd_controller(robot, stand, KP, KD)
+
+
+def mujoco_rollout(m, q0, controller, steps):
+    """MuJoCo's rollout of the same scene: base heights (steps + 1) and the final qpos."""
+    import mujoco
+    d = mujoco.MjData(m)
+    d.qpos[:] = q0
+    h = [d.qpos[2]]
+    for k in range(steps):
+        d.qfrc_applied[:] = controller(k * DT, d.qpos, d.qvel)
+        mujoco.mj_step(m, d)
+        h.append(d.qpos[2])
+    return np.array(h), d
+
+
+def go2(args):
+    """The Go2 MJCF dropped 5 cm: our loop and MuJoCo (default solver), final base heights."""
+    import mujoco
+    m, robot, scene, q0, stand, pd = go2_setup()
+    T = args.T or 3.0
+    # the compiled step takes Pinocchio's q layout only: the MJCF model runs on the NumPy step
+    r = sim.run(scene, q0, np.zeros(robot.nv), T, DT, pd, sim.factory("reference", args.solver))
+    h_mj, d = mujoco_rollout(m, q0, pd, len(r.statuses))
+    record("go2", r, f"go2 MJCF dropped {DROP} m, PD kp {KP:g} kd {KD:g}: ours (NumPy reference step, {args.solver}, rigid) {r.status}, final base "
+           f"height {r.base_height()[-1]:.6f} m, drift over the last second {base_drift(r):.2e} m; MuJoCo "
+           f"{mujoco.mjtSolver(m.opt.solver).name} final base height "
+           f"{h_mj[-1]:.6f} m, drift over the last second {np.abs(h_mj[-1001:] - h_mj[-1]).max():.2e} m (height); "
+           f"difference {r.base_height()[-1] - h_mj[-1]:+.6f} m; MuJoCo's foot gaps at its final state (our kinematics) "
+           f"{np.array2string(scene.gaps(d.qpos), precision=5)} m (the file's foot solimp {m.geom_solimp[m.geom('FR').id][:3]}), "
+           f"ours {np.array2string(r.gaps[-1], precision=2)} m")
+    # the same MuJoCo scene with MuJoCo's default solimp on the feet (stiffer than the file's)
+    feet = [m.geom(n).id for n in ("FR", "FL", "RR", "RL")]
+    m.geom_solimp[feet] = (0.9, 0.95, 0.001, 0.5, 2.0)
+    h_stiff, d_stiff = mujoco_rollout(m, q0, pd, len(r.statuses))
+    note("go2-stiff", f"go2, MuJoCo with its default foot solimp (0.9, 0.95, 0.001): final base height "
+           f"{h_stiff[-1]:.6f} m, foot gaps {np.array2string(scene.gaps(d_stiff.qpos), precision=5)} m, drift over the "
+           f"last second {np.abs(h_stiff[-1001:] - h_stiff[-1]).max():.2e} m; ours - MuJoCo {r.base_height()[-1] - h_stiff[-1]:+.6f} m")
+    np.savetxt(RESULTS / "simulate_go2_mujoco_height.csv", np.column_stack([DT * np.arange(len(h_mj)), h_mj, h_stiff]),
+               delimiter=",", header="t,base_height_file_solimp,base_height_default_solimp", comments="")
+    return r
+
+
+def talos(args):
+    """talos on its eight sole corners under PD posture control: stays up for 5 s."""
+    p = contact_problems.build("talos_stand")
+    robot = cd.load_robot("talos")
+    scene = sim.Scene(robot, [s.replace(":3d-world", "") for s in p.specs])
+    # explicit PD is stable only for kd dt / M_ii < 2: light joints (grippers) need their own gains,
+    # so each joint gets kp = ω² M_ii, kd = 2 ω M_ii (critically damped on its own inertia)
+    M = np.diag(reference.mass_matrix(robot, p.q))
+    joints = [b.v_index for b in robot.bodies if b.joint.kind in ("revolute", "prismatic")]
+    pd = cd.pd_controller(robot, p.q, TALOS_OMEGA ** 2 * M[joints], 2 * TALOS_OMEGA * M[joints], p.tau)
+    t0 = time.perf_counter()
+    r = sim.run(scene, p.q, np.zeros(robot.nv), args.T or 5.0, DT, pd, sim.factory("compiled", args.solver))
+    h = r.base_height()
+    record("talos", r, f"talos on 8 sole corners, PD kp ω² M_ii, kd 2ω M_ii (ω {TALOS_OMEGA:g} rad/s) around the balancing torque, {args.solver}: "
+           f"{len(r.statuses)} steps, {r.status}; base height {h[0]:.6f} -> {h[-1]:.6f} m (lowest {h.min():.6f}); "
+           f"base drift over the last second {base_drift(r):.2e} m; wall {time.perf_counter() - t0:.1f} s")
+    return r
+
+
+def go1_mujoco(solver):
+    """go1.urdf as a MuJoCo model: meshes dropped, the dummy root's inertia made diagonal (its
+    off-diagonal 1e-6 are not positive definite), fixed links fused, a free base, a plane, and
+    1 mm spheres at the four contact points (condim 3, μ 0.8, elliptic cones), dt 1e-3."""
+    import importlib.metadata
+    import re
+    import mujoco
+    from pathlib import Path
+    root = Path(importlib.metadata.distribution("example-robot-data").locate_file(
+        "cmeel.prefix/share/example-robot-data/robots"))
+    txt = (root / "go1_description/urdf/go1.urdf").read_text()
+    txt = txt.replace('ixy="1e-6" ixz="1e-6" iyy="1e-6" iyz="1e-6"', 'ixy="0" ixz="0" iyy="1e-6" iyz="0"')
+    txt = re.sub(r"<(visual|collision)>.*?</\1>", "", txt, flags=re.S)
+    txt = txt.replace('<robot name="go1">', '<robot name="go1"><mujoco><compiler fusestatic="true" '
+                      'discardvisual="true" balanceinertia="false"/></mujoco>')
+    spec = mujoco.MjSpec.from_string(txt)
+    spec.option.timestep, spec.option.cone, spec.option.solver = DT, mujoco.mjtCone.mjCONE_ELLIPTIC, solver
+    spec.body("base").add_freejoint()
+    for leg in ("FL", "FR", "RL", "RR"):
+        spec.body(f"{leg}_foot").add_geom(type=mujoco.mjtGeom.mjGEOM_SPHERE, size=[0.001, 0, 0],
+                                          pos=[-0.0173782, 0, -0.0098993 + 0.001], condim=3, friction=[0.8, 0, 0])
+    spec.worldbody.add_geom(type=mujoco.mjtGeom.mjGEOM_PLANE, size=[5, 5, 0.1])
+    return spec.compile()
+
+
+def _mujoco_pd(m, robot, q_ours):
+    """The same joint PD on MuJoCo's qpos/qvel (its joint order, matched by name)."""
+    import mujoco
+    names = [m.joint(j).name for j in range(m.njnt)]
+    qi = np.array([m.jnt_qposadr[j] for j in range(m.njnt) if m.jnt_type[j] == mujoco.mjtJoint.mjJNT_HINGE])
+    vi = np.array([m.jnt_dofadr[j] for j in range(m.njnt) if m.jnt_type[j] == mujoco.mjtJoint.mjJNT_HINGE])
+    ours = {b.joint.name: b.q_index for b in robot.bodies if b.joint.kind == "revolute"}
+    ref = np.array([q_ours[ours[n]] for j, n in enumerate(names) if m.jnt_type[j] == mujoco.mjtJoint.mjJNT_HINGE])
+
+    def controller(t, q, v):
+        tau = np.zeros(m.nv)
+        tau[vi] = KP * (ref - q[qi]) - KD * v[vi]
+        return tau
+    return controller, qi, ref
+
+
+def speed(args):
+    """Steps per second of a 1,000-step go1 rollout standing under PD: our loop on the compiled
+    step against mj_step on the same robot and contact points with each MuJoCo solver, the same
+    Python PD callback in both; interleaved repetitions; run it under taskset -c 0 (one core)."""
+    import mujoco
+    p = contact_problems.build("go1_stand")
+    robot = cd.load_robot("go1")
+    scene = sim.Scene(robot, [f"{leg}_foot@-0.0173782,0,-0.0098993" for leg in ("FL", "FR", "RL", "RR")])
+    pd = cd.pd_controller(robot, p.q, KP, KD)
+    steps = sim.StepCache(scene, sim.factory("compiled", args.solver), p.q)
+    sim.run(scene, p.q, np.zeros(robot.nv), 0.2, DT, pd, steps=steps)       # builds the steps first
+    solvers = {"PGS": mujoco.mjtSolver.mjSOL_PGS, "CG": mujoco.mjtSolver.mjSOL_CG, "Newton": mujoco.mjtSolver.mjSOL_NEWTON}
+    models = {k: go1_mujoco(v) for k, v in solvers.items()}
+    mj_pd, qi, ref = _mujoco_pd(models["PGS"], robot, p.q)
+
+    def mj(m):
+        d = mujoco.MjData(m)
+        d.qpos[:3], d.qpos[3:7], d.qpos[qi] = p.q[:3] + [0, 0, 0.001], [1, 0, 0, 0], ref
+        for k in range(1000):
+            d.qfrc_applied[:] = mj_pd(k * DT, d.qpos, d.qvel)
+            mujoco.mj_step(m, d)
+        return d.qpos[2]
+
+    def ours():
+        return sim.run(scene, p.q, np.zeros(robot.nv), 1.0, DT, pd, steps=steps).q[-1, 2]
+    rates = {"ours": [], **{f"MuJoCo {k}": [] for k in solvers}}
+    heights = {}
+    for _ in range(args.reps):
+        for name, fn in [("ours", ours)] + [(f"MuJoCo {k}", (lambda m=m: mj(m))) for k, m in models.items()]:
+            t = time.perf_counter()
+            heights[name] = fn()
+            rates[name].append(1000 / (time.perf_counter() - t))
+    med = statistics.median
+    parts = [f"{k} {med(v):.0f} ({min(v):.0f}-{max(v):.0f}; final base height {heights[k]:.5f} m)" for k, v in rates.items()]
+    best = max(med(v) for k, v in rates.items() if k != "ours")
+    line = (f"speed, go1 standing under PD, 1,000 steps of {DT} s, the same Python PD callback, {args.reps} interleaved "
+            f"reps, steps/s median (min-max): {'; '.join(parts)}; ours / fastest MuJoCo {med(rates['ours']) / best:.2f}")
+    note("speed", line)
+
+
+def main(argv=None):
+    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    ap.add_argument("runs", nargs="+", choices=["go1", "go2", "talos", "speed"])
+    ap.add_argument("-T", type=float, default=None, help="simulated time (s; default per run)")
+    ap.add_argument("--solver", choices=["admm", "pgs"], default="admm")
+    ap.add_argument("--reps", type=int, default=7)
+    args = ap.parse_args(argv)
+    for name in args.runs:
+        {"go1": go1, "go2": go2, "talos": talos, "speed": speed}[name](args)
+
+
+if __name__ == "__main__":
+    sys.exit(main())

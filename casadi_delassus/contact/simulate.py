@@ -1,0 +1,418 @@
+"""Time stepping on the contact step: semi-implicit Euler with an active set per step.
+
+One step (issue 27; the velocity-level scheme of Carpentier et al. 2024, "From compliant to
+rigid contact simulation: a unified and efficient approach", RSS, Sec. III, which Pinocchio 4's
+solvers and the compiled step of issue 25 solve), for the time t = k dt:
+
+    d   = signed distances of the contact candidates to the ground (forward kinematics)
+    A   = {i : d_i ≤ margin}                                  the active set
+    τ   = controller(t, q, v)
+    v⁺  = step_A(q, v, τ, dt, λ₀ = the previous impulses of A)   frictional contact solve
+    q⁺  = q ⊕ dt v⁺                                          the model's own integrate
+
+The velocity v⁺ is the end-of-step one (semi-implicit, or symplectic, Euler); ⊕ is
+model/integrate.py (Pinocchio's convention for URDF, mj_integratePos for MJCF).  The ground
+is the halfspace {x : n·x ≥ h} of any unit normal n; a candidate is a point fixed on a body, or a
+sphere (centre and radius) whose friction point is its lowest point at q₀, fixed on the body.
+Baumgarte stabilisation (β > 0) asks the normal contact velocity to close the penetration in
+1/β steps: σ_n ≥ −β d⁻/dt (d⁻ = min(d, 0)), the gap term of issue 25's g.
+
+The step of each active set comes from a factory (``step_factory``): the compiled step
+``contact_step`` of this package by default, or the NumPy reference (reference_steps) that
+tests and benches use as an oracle.  One step is built per active set seen and cached by
+its mask, so a rollout that revisits a set never builds again.
+
+Every step records a status; a step that is not ``ok`` (contacts solved) or ``free`` (no active
+contact) ends the rollout with what it has: a non-finite state, a body through the ground
+(a gap below FALL_DEPTH), a controller torque that is not finite or beyond ``tau_limit``,
+a solve that did not converge (its own status and residual are kept).
+"""
+from __future__ import annotations
+
+import functools
+from dataclasses import dataclass, field
+
+import casadi as ca
+import numpy as np
+
+from ..constraints import ConstraintSet, parse_constraint
+from ..errors import InputError
+from ..model.integrate import integrate_sx
+from ..symbolic.frames import joint_transform
+from .step import contact_frames
+
+FALL_DEPTH = -1.0          # a gap below this (m) is a body through the ground, not a contact
+# Default activation margin (m): a resting contact's gap rounds to ±1e-16 and must stay active
+MARGIN = 1e-6
+OK, FREE = "ok", "free"
+NAN_STATE, FELL, CONTROLLER, NOT_CONVERGED = "nan state", "fell through", "controller diverged", "not converged"
+STOPPING = (NAN_STATE, FELL, CONTROLLER, NOT_CONVERGED)
+
+
+# -- the scene -------------------------------------------------------------------------------
+@dataclass(frozen=True)
+class Candidate:
+    """A contact candidate: a point ``point`` (body coordinates) on ``link``'s body, with
+    ``radius`` > 0 for a sphere centred there.  ``spec`` is how the user wrote it."""
+    spec: str
+    link: str
+    body: int
+    point: np.ndarray
+    radius: float = 0.0
+
+
+def parse_candidate(robot, text):
+    """``LINK[@x,y,z][/radius]`` (offset in the link's frame) as a Candidate."""
+    text = str(text).strip()
+    where, _, radius = text.partition("/")
+    try:
+        r = float(radius) if radius else 0.0
+    except ValueError:
+        r = -1.0
+    if not (np.isfinite(r) and r >= 0):
+        raise InputError(f"bad contact candidate {text!r}: the radius after '/' must be a number ≥ 0")
+    link, _, offset = where.partition("@")
+    c = parse_constraint(robot, f"{link}:3d-world" + (f"@{offset}" if offset else ""))
+    return Candidate(text, link, c.body, np.asarray(c.point, dtype=float), r)
+
+
+def _unit(normal):
+    n = np.asarray(normal, dtype=float).reshape(-1)
+    if n.shape != (3,) or not np.all(np.isfinite(n)) or np.linalg.norm(n) == 0:
+        raise InputError(f"ground normal must be three finite numbers, not all zero; got {normal!r}")
+    return n / np.linalg.norm(n)
+
+
+@dataclass
+class Scene:
+    """A robot, its contact candidates and the ground {x : normal·x ≥ height}; friction ``mu``
+    (one value or one per candidate); a candidate is active when its gap ≤ ``margin``."""
+    robot: object
+    candidates: list
+    normal: np.ndarray = field(default_factory=lambda: np.array([0.0, 0.0, 1.0]))
+    height: float = 0.0
+    mu: object = 0.8
+    margin: float = MARGIN
+
+    def __post_init__(self):
+        self.candidates = [c if isinstance(c, Candidate) else parse_candidate(self.robot, c) for c in self.candidates]
+        if not self.candidates:
+            raise InputError("no contact candidates given (e.g. FL_foot@0,0,-0.02): nothing can touch the ground")
+        self.normal = _unit(self.normal)
+        mu = np.broadcast_to(np.asarray(self.mu, dtype=float), (len(self.candidates),)).copy()
+        if not np.all(np.isfinite(mu)) or np.any(mu < 0):
+            raise InputError(f"friction μ must be finite and ≥ 0 for every candidate; got {self.mu!r}")
+        self.mu = mu
+        self._positions = candidate_positions(self.robot, tuple((c.body, tuple(c.point)) for c in self.candidates))
+        self._advance, self._mapped = self._advance_function(), {}
+
+    def _advance_function(self):
+        """casadi.Function (q, δ) -> (q ⊕ δ, gaps at q ⊕ δ): the loop's one kinematic call a step."""
+        q, d = ca.SX.sym("q", self.robot.nq), ca.SX.sym("delta", self.robot.nv)
+        qp = integrate_sx(self.robot, q, d)
+        radii = ca.DM([c.radius for c in self.candidates]).T
+        gaps = ca.mtimes(ca.DM(self.normal).T, self._positions(qp)) - self.height - radii
+        return ca.Function("advance", [q, d], [qp, gaps])
+
+    def advance(self, q, delta):
+        """(q ⊕ δ, the candidates' gaps there), numpy; for a batch (N x nq, N x nv) both come
+        back with the batch first."""
+        if np.ndim(q) == 2:
+            f = self._mapped.setdefault(len(q), self._advance.map(len(q)))
+            qp, gaps = f(np.asarray(q).T, np.asarray(delta).T)
+            return np.asarray(qp).T, np.asarray(gaps).reshape(len(q), -1)      # map puts the 1 x k rows side by side
+        qp, gaps = self._advance(q, delta)
+        return np.asarray(qp).reshape(-1), np.asarray(gaps).reshape(-1)
+
+    @property
+    def frame(self):
+        """[t₁, t₂, n] (columns) of the contact frame, the compiled step's (step.contact_frames)."""
+        return contact_frames(self.normal)[0].T
+
+    def positions(self, q):
+        """World positions (k x 3) of the candidates' points (sphere centres) at q."""
+        return np.asarray(self._positions(q)).reshape(3, -1).T
+
+    def gaps(self, q):
+        """Signed distances (k,) of the candidates to the ground at q (spheres: to their surface)."""
+        return self.positions(q) @ self.normal - self.height - np.array([c.radius for c in self.candidates])
+
+    def friction_points(self, q0):
+        """Each candidate's friction point in body coordinates: its point, or a sphere's lowest
+        point toward the ground at q0, fixed to the body from then on."""
+        R = sphere_rotations(self.robot, q0, [c.body for c in self.candidates])
+        return [c.point - c.radius * (R_i.T @ self.normal) for c, R_i in zip(self.candidates, R)]
+
+    def specs(self, q0):
+        """The constraint specs (world-aligned points, offsets in the link's frame) of every
+        candidate, in order."""
+        out = []
+        for c, p in zip(self.candidates, self.friction_points(q0)):
+            f = self.robot.frame(c.link)
+            out.append(f"{c.link}:3d-world@{','.join(repr(float(x)) for x in f.rotation.T @ (p - f.translation))}")
+        return out
+
+
+def _world_transforms(robot, q, bodies):
+    """{body: ^bX_0} (spatial.Transform) for ``bodies`` and their ancestors, each product once."""
+    out = {}
+    for i in sorted({a for b in bodies for a in robot.ancestors(b)}):      # parents precede children
+        X = joint_transform(robot.bodies[i], q)
+        out[i] = X if robot.parent(i) < 0 else X @ out[robot.parent(i)]
+    return out
+
+
+@functools.lru_cache(maxsize=16)
+def candidate_positions(robot, points):
+    """casadi.Function q -> 3 x k world positions of ``points`` ((body, (x, y, z)) pairs)."""
+    q = ca.SX.sym("q", robot.nq)
+    X = _world_transforms(robot, q, [b for b, _ in points])
+    cols = [X[b].r + ca.mtimes(X[b].E.T, ca.DM(p)) for b, p in points]
+    return ca.Function("candidate_positions", [q], [ca.horzcat(*cols)])
+
+
+def sphere_rotations(robot, q, bodies):
+    """The world rotations (body to world, numpy 3 x 3) of ``bodies`` at q."""
+    qs = ca.SX.sym("q", robot.nq)
+    X = _world_transforms(robot, qs, bodies)
+    f = ca.Function("rotations", [qs], [ca.vertcat(*[X[b].E.T for b in bodies])])
+    return np.asarray(f(np.asarray(q, dtype=float))).reshape(len(bodies), 3, 3)
+
+
+# -- steps -----------------------------------------------------------------------------------
+@dataclass(frozen=True)
+class StepResult:
+    """What the loop reads from a step: v⁺, impulses λ (3 per active contact, [t₁, t₂, n]),
+    iterations, the largest residual and the solver's status ("converged" when solved)."""
+    v_next: np.ndarray
+    lam: np.ndarray
+    iterations: int = 0
+    residual: float = 0.0
+    status: str = "converged"
+
+
+def _largest(residuals):
+    """The largest of a step's residuals (a Residuals object, an array or a number)."""
+    if hasattr(residuals, "max"):
+        return float(residuals.max())
+    return float(np.max(np.asarray(residuals, dtype=float))) if np.size(residuals) else 0.0
+
+
+@functools.lru_cache(maxsize=8)
+def free_step(robot):
+    """The step without contacts: v⁺ = v + dt ABA(q, v, τ) (the compiled ABA's SX, evaluated)."""
+    from ..codegen.trace import trace
+    aba = trace(robot, ConstraintSet(robot, [], allow_empty=True), "aba", cse=True)[0]
+
+    def step(q, v, tau, dt, lam0=None, gap=None):
+        return StepResult(v + dt * np.asarray(aba(q, v, tau)).reshape(-1), np.zeros(0))
+    return step
+
+
+def compiled_steps(solver="admm", tol=1e-10, max_iter=1000, **build_options):
+    """A step factory on the compiled step (issue 25, step.py): ``factory(robot, specs, mu,
+    frame)`` returns ``step(q, v, τ, dt, lam0, gap)`` for one active set; ``build_options`` go
+    to ``contact_step`` (out_dir, cflags, …)."""
+    def factory(robot, specs, mu, frame):
+        from .step import contact_step
+        s = contact_step(robot, specs, solver=solver, mu=mu, **build_options)
+        # the step's default normal is +z; giving it costs a check per call
+        normals = None if np.allclose(frame, np.eye(3)) else np.tile(frame[:, 2], (len(specs), 1))
+
+        def step(q, v, tau, dt, lam0=None, gap=None):
+            r = s(q, v, tau, dt=dt, lam0=lam0, tol=tol, max_iter=max_iter, normals=normals)
+            return StepResult(r.v_next, r.lam, r.iterations, _largest(r.residuals), r.status)
+
+        def batch(Q, V, TAU, dt, LAM0, threads=1):
+            """N steps at once (the step's batch entry point, ``threads`` POSIX threads)."""
+            r = s(Q, V, TAU, dt=dt, lam0=LAM0, tol=tol, max_iter=max_iter, normals=normals, threads=threads)
+            return r.v_next, r.lam, np.asarray(r.iterations), np.max(r.residuals, axis=1), list(r.status)
+        step.batch = batch
+        return step
+    from .step import check_contacts
+    factory.check = check_contacts        # refuses what the step cannot take before the first step
+    return factory
+
+
+class StepCache:
+    """One step per active set (mask of candidates), built on first use by ``factory``."""
+
+    def __init__(self, scene, factory, q0):
+        self.scene, self.factory = scene, factory
+        self.specs = scene.specs(q0)
+        if hasattr(factory, "check"):
+            factory.check(scene.robot, self.specs)
+        self.steps = {0: free_step(scene.robot)}
+
+    def __call__(self, mask):
+        key = int(sum(1 << i for i, a in enumerate(mask) if a))
+        if key not in self.steps:
+            idx = np.flatnonzero(mask)
+            self.steps[key] = self.factory(self.scene.robot, [self.specs[i] for i in idx], self.scene.mu[idx],
+                                           self.scene.frame)
+        return self.steps[key]
+
+
+def place(scene, q, clearance):
+    """q with its free base moved along the ground normal so that the lowest candidate's gap is
+    ``clearance`` (0: touching; > 0: a drop from that height)."""
+    b = next((b for b in scene.robot.bodies if b.joint.kind == "free"), None)
+    if b is None:
+        raise InputError(f"robot {scene.robot.name!r} has no free base to place above the ground")
+    q = np.array(q, dtype=float)
+    q[b.q_index:b.q_index + 3] += (clearance - scene.gaps(q).min()) * scene.normal
+    return q
+
+
+# -- controllers -----------------------------------------------------------------------------
+def pd_controller(robot, q_ref, kp, kd, tau_ff=None):
+    """τ(t, q, v) = kp (q_ref − q) − kd v (+ τ_ff) on the one-DoF joints; zero on the others
+    (a free base is not actuated).  Takes a batch (N x nq, N x nv) too."""
+    q_ref = np.asarray(q_ref, dtype=float)
+    qi, vi = [], []
+    for b in robot.bodies:
+        if b.joint.kind in ("revolute", "prismatic"):
+            qi.append(b.q_index)
+            vi.append(b.v_index)
+    qi, vi = np.array(qi, dtype=int), np.array(vi, dtype=int)
+    ff = np.zeros(robot.nv) if tau_ff is None else np.asarray(tau_ff, dtype=float)
+
+    def controller(t, q, v):
+        tau = np.broadcast_to(ff, np.shape(v)).copy()           # one row per environment for a batch
+        tau[..., vi] += kp * (q_ref[qi] - q[..., qi]) - kd * v[..., vi]
+        return tau
+    return controller
+
+
+# -- the rollout -----------------------------------------------------------------------------
+@dataclass
+class Rollout:
+    """A trajectory: times t (n), states q (n+1 x nq), v (n+1 x nv), torques τ (n x nv),
+    per candidate gaps (n x k) and contact forces λ/dt (n x k x 3, [t₁, t₂, n] of the contact
+    frame), solver iterations and residuals (n), a status per step, and the final status."""
+    scene: Scene
+    dt: float
+    t: np.ndarray
+    q: np.ndarray
+    v: np.ndarray
+    tau: np.ndarray
+    gaps: np.ndarray
+    forces: np.ndarray
+    iterations: np.ndarray
+    residuals: np.ndarray
+    statuses: list
+
+    @property
+    def status(self):
+        """The last step's status: "ok" or "free" for a rollout that ran to the end."""
+        return self.statuses[-1] if self.statuses else OK
+
+    @property
+    def completed(self):
+        return self.status not in STOPPING
+
+    def base_height(self):
+        """The free base's height along the ground normal (the first free joint's position)."""
+        b = next((b for b in self.scene.robot.bodies if b.joint.kind == "free"), None)
+        return None if b is None else self.q[:, b.q_index:b.q_index + 3] @ self.scene.normal
+
+
+class _Recorder:
+    """Lists that become a Rollout."""
+
+    def __init__(self, q0, v0):
+        self.q, self.v, self.tau, self.gaps, self.forces, self.its, self.res, self.statuses = [q0], [v0], [], [], [], [], [], []
+
+    def add(self, status, tau, gaps, forces, its=0, res=0.0):
+        """One step's record."""
+        self.statuses.append(status)
+        self.tau.append(tau)
+        self.gaps.append(gaps)
+        self.forces.append(forces)
+        self.its.append(its)
+        self.res.append(res)
+
+    def state(self, q, v):
+        """The state a step reached."""
+        self.q.append(q)
+        self.v.append(v)
+
+    def rollout(self, scene, dt):
+        n, k = len(self.statuses), len(scene.candidates)
+        return Rollout(scene, dt, dt * np.arange(n), np.array(self.q), np.array(self.v),
+                       np.array(self.tau).reshape(n, -1), np.array(self.gaps).reshape(n, k),
+                       np.array(self.forces).reshape(n, k, 3), np.array(self.its), np.array(self.res), self.statuses)
+
+
+def _check(q, v, gaps, tau, tau_limit):
+    """The stopping status of a step about to be taken, or None."""
+    if not (np.all(np.isfinite(q)) and np.all(np.isfinite(v))):
+        return NAN_STATE
+    if np.any(gaps < FALL_DEPTH):
+        return FELL
+    if not np.all(np.isfinite(tau)) or np.max(np.abs(tau), initial=0.0) > tau_limit:
+        return CONTROLLER
+    return None
+
+
+def _inputs(robot, q0, v0, T, dt):
+    q0, v0 = np.array(q0, dtype=float).reshape(-1), np.array(v0, dtype=float).reshape(-1)
+    if q0.shape != (robot.nq,) or v0.shape != (robot.nv,):
+        raise InputError(f"q0 must have {robot.nq} entries and v0 {robot.nv}; got {q0.size} and {v0.size}")
+    if not (np.isfinite(dt) and dt > 0 and np.isfinite(T) and T >= 0):
+        raise InputError(f"dt must be > 0 and T ≥ 0 (finite); got dt = {dt!r}, T = {T!r}")
+    return q0, v0, int(round(T / dt))
+
+
+def simulate(robot, contacts, q0, v0, T, dt, controller=None, normal=(0.0, 0.0, 1.0), height=0.0, mu=0.8,
+             margin=MARGIN, solver="admm", step="compiled", baumgarte=0.0, tau_limit=1e6, tol=1e-10, max_iter=1000):
+    """Roll ``robot`` (a Robot or a name) out from (q0, v0) for T seconds of steps dt, its
+    ``contacts`` (candidates ``LINK[@x,y,z][/radius]``) against the ground {x : normal·x ≥
+    height}, under ``controller(t, q, v) -> τ`` (zero torque when None).  ``step``: "compiled"
+    (issue 25's compiled step) or "reference" (the NumPy step), solved by ``solver`` ("admm" |
+    "pgs") to ``tol``.  Returns a Rollout that stops at the first stopping status."""
+    from ..model import load_robot
+    scene = Scene(load_robot(robot), list(contacts), np.asarray(normal, dtype=float), float(height), mu, float(margin))
+    if baumgarte and step == "compiled":
+        raise InputError("the compiled contact step has no gap term: Baumgarte needs step='reference'")
+    return run(scene, q0, v0, T, dt, controller, factory(step, solver, tol, max_iter), baumgarte, tau_limit)
+
+
+def factory(step, solver="admm", tol=1e-10, max_iter=1000, **build_options):
+    """The step factory by name: "compiled" (issue 25's step, built with ``build_options``)
+    or "reference" (NumPy)."""
+    if step not in ("compiled", "reference"):
+        raise InputError(f"step must be 'compiled' or 'reference', not {step!r}")
+    if step == "reference":
+        from .reference_step import reference_steps
+        return reference_steps(solver, tol=tol, max_iter=max_iter)
+    return compiled_steps(solver, tol=tol, max_iter=max_iter, **build_options)
+
+
+def run(scene, q0, v0, T, dt, controller=None, step_factory=None, baumgarte=0.0, tau_limit=1e6, steps=None):
+    """Roll ``scene`` out from (q0, v0) for T seconds of steps dt under ``controller`` (t, q, v)
+    -> τ, each active set's step from ``step_factory`` (or from ``steps``, a StepCache kept
+    between rollouts); returns a Rollout that stops at the first stopping status."""
+    robot = scene.robot
+    q, v, n = _inputs(robot, q0, v0, T, dt)
+    steps = steps or StepCache(scene, step_factory or compiled_steps(), q)
+    warm, rec, gaps = np.zeros((len(scene.candidates), 3)), _Recorder(q, v), scene.gaps(q)
+    for k in range(n):
+        tau = np.zeros(robot.nv) if controller is None else np.asarray(controller(k * dt, q, v), dtype=float).reshape(-1)
+        stop = _check(q, v, gaps, tau, tau_limit)
+        active = gaps <= scene.margin
+        if stop is None:
+            r = steps(active)(q, v, tau, dt, lam0=warm[active].reshape(-1),
+                              gap=baumgarte * np.minimum(gaps[active], 0.0) if baumgarte else None)
+            stop = NOT_CONVERGED if r.status != "converged" else None
+        forces = np.zeros_like(warm)
+        if stop is not None:
+            rec.add(stop, tau, gaps, forces, *((r.iterations, r.residual) if stop == NOT_CONVERGED else ()))
+            break
+        forces[active] = r.lam.reshape(-1, 3) / dt
+        warm = forces * dt
+        v = r.v_next
+        rec.add(OK if active.any() else FREE, tau, gaps, forces, r.iterations, r.residual)
+        q, gaps = scene.advance(q, dt * v)
+        rec.state(q, v)
+    return rec.rollout(scene, dt)

@@ -1,0 +1,127 @@
+"""N environments stepped together: the loop of simulate.py over a batch, the RL use.
+
+Each time step (simulate.py's scheme, per environment): the controller is called once on the
+whole batch (τ = controller(t, Q, V), N x nv), the stopping checks run per environment, the
+live environments are grouped by their active set and each group goes through its step's batch
+entry point in one call (the compiled step's ``<name>_step_batch`` on POSIX threads; the NumPy
+and contact-free steps one environment after another), and q ⊕ dt v⁺ with the new gaps is one
+mapped SX call.  An environment that stops keeps its status and stays frozen; the others go on.
+Results equal N single rollouts (tests/test_simulate.py).
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+
+from ..errors import InputError
+from .simulate import CONTROLLER, FALL_DEPTH, FELL, FREE, NAN_STATE, NOT_CONVERGED, OK, StepCache, compiled_steps
+
+STOPPED = ""          # the status of an environment after the step that stopped it
+
+
+@dataclass
+class BatchRollout:
+    """N trajectories, batch second: q (n+1 x N x nq), v (n+1 x N x nv), τ (n x N x nv), gaps
+    (n x N x k), forces (n x N x k x 3), iterations and residuals (n x N), statuses (n x N
+    strings; "" after an environment stopped; NaN states there too)."""
+    scene: object
+    dt: float
+    q: np.ndarray
+    v: np.ndarray
+    tau: np.ndarray
+    gaps: np.ndarray
+    forces: np.ndarray
+    iterations: np.ndarray
+    residuals: np.ndarray
+    statuses: np.ndarray
+
+    @property
+    def status(self):
+        """Each environment's last status (N,)."""
+        out = []
+        for col in self.statuses.T:
+            seen = [s for s in col if s != STOPPED]
+            out.append(seen[-1] if seen else OK)
+        return out
+
+
+def _one_by_one(step, Q, V, TAU, dt, LAM0, threads=1):
+    """A step without a batch entry point, called per environment."""
+    rs = [step(q, v, tau, dt, lam0=lam) for q, v, tau, lam in zip(Q, V, TAU, LAM0)]
+    return (np.array([r.v_next for r in rs]), np.array([r.lam for r in rs]), np.array([r.iterations for r in rs]),
+            np.array([r.residual for r in rs]), [r.status for r in rs])
+
+
+def _stops(Q, V, G, TAU, tau_limit):
+    """Per environment: the stopping status before its step, or None."""
+    bad_state = ~(np.isfinite(Q).all(1) & np.isfinite(V).all(1))
+    fell = (G < FALL_DEPTH).any(1)
+    with np.errstate(invalid="ignore"):
+        bad_tau = ~np.isfinite(TAU).all(1) | (np.nan_to_num(np.abs(TAU), nan=np.inf).max(1, initial=0.0) > tau_limit)
+    return np.where(bad_state, NAN_STATE, np.where(fell, FELL, np.where(bad_tau, CONTROLLER, None)))
+
+
+def _inputs(robot, Q0, V0, T, dt):
+    Q0, V0 = np.array(Q0, dtype=float), np.array(V0, dtype=float)
+    if Q0.ndim != 2 or Q0.shape[1] != robot.nq or V0.shape != (len(Q0), robot.nv) or len(Q0) == 0:
+        raise InputError(f"Q0 must be N x {robot.nq} and V0 N x {robot.nv} with N ≥ 1; got {Q0.shape} and {V0.shape}")
+    if not (np.isfinite(dt) and dt > 0 and np.isfinite(T) and T >= 0):
+        raise InputError(f"dt must be > 0 and T ≥ 0 (finite); got dt = {dt!r}, T = {T!r}")
+    return Q0, V0, int(round(T / dt))
+
+
+class _Batch:
+    """Preallocated arrays of a batch rollout."""
+
+    def __init__(self, scene, Q0, V0, n):
+        N, k, r = len(Q0), len(scene.candidates), scene.robot
+        self.q, self.v = np.full((n + 1, N, r.nq), np.nan), np.full((n + 1, N, r.nv), np.nan)
+        self.q[0], self.v[0] = Q0, V0
+        self.tau, self.gaps = np.full((n, N, r.nv), np.nan), np.full((n, N, k), np.nan)
+        self.forces = np.zeros((n, N, k, 3))
+        self.iterations, self.residuals = np.zeros((n, N), dtype=int), np.zeros((n, N))
+        self.statuses = np.full((n, N), STOPPED, dtype=object)
+
+
+def run_batch(scene, Q0, V0, T, dt, controller=None, step_factory=None, tau_limit=1e6, steps=None, threads=1):
+    """Roll N environments of ``scene`` out from (Q0, V0) (N x nq, N x nv) for T seconds of steps
+    dt under ``controller(t, Q, V) -> N x nv``; returns a BatchRollout."""
+    robot = scene.robot
+    Q, V, n = _inputs(robot, Q0, V0, T, dt)
+    steps = steps or StepCache(scene, step_factory or compiled_steps(), Q[0])
+    out, alive = _Batch(scene, Q, V, n), np.ones(len(Q), dtype=bool)
+    G, warm = scene.advance(Q, np.zeros_like(V))[1], np.zeros((len(Q), len(scene.candidates), 3))
+    for k in range(n):
+        idx = np.flatnonzero(alive)
+        if not len(idx):
+            break
+        TAU = np.zeros((len(idx), robot.nv)) if controller is None else \
+            np.asarray(controller(k * dt, Q[idx], V[idx]), dtype=float).reshape(len(idx), robot.nv)
+        out.tau[k, idx], out.gaps[k, idx] = TAU, G[idx]
+        stop = _stops(Q[idx], V[idx], G[idx], TAU, tau_limit)
+        out.statuses[k, idx[stop != None]] = stop[stop != None]          # noqa: E711  (object array)
+        go, TAU = idx[stop == None], TAU[stop == None]                   # noqa: E711
+        active = G[go] <= scene.margin
+        keys = active @ (1 << np.arange(active.shape[1]))
+        for key in np.unique(keys):
+            rows, mask = go[keys == key], active[keys == key][0]
+            step = steps(mask)
+            call = getattr(step, "batch", None) or (lambda *a, s=step, **kw: _one_by_one(s, *a, **kw))
+            v_next, lam, its, res, status = call(Q[rows], V[rows], TAU[keys == key], dt,
+                                                 warm[rows][:, mask].reshape(len(rows), -1), threads=threads)
+            ok = np.array([s == "converged" for s in status])
+            out.iterations[k, rows], out.residuals[k, rows] = its, res
+            out.statuses[k, rows] = np.where(ok, OK if mask.any() else FREE, NOT_CONVERGED)
+            f = np.zeros((len(rows), len(mask), 3))
+            f[:, mask] = np.asarray(lam).reshape(len(rows), -1, 3) / dt
+            out.forces[k, rows[ok]] = f[ok]
+            warm[rows[ok]] = f[ok] * dt
+            V[rows[ok]] = v_next[ok]
+        moved = go[np.isin(out.statuses[k, go], (OK, FREE))]
+        alive[idx] = np.isin(out.statuses[k, idx], (OK, FREE))
+        if len(moved):
+            Q[moved], G[moved] = scene.advance(Q[moved], dt * V[moved])
+        out.q[k + 1, moved], out.v[k + 1, moved] = Q[moved], V[moved]
+    return BatchRollout(scene, dt, out.q, out.v, out.tau, out.gaps, out.forces, out.iterations, out.residuals,
+                        out.statuses)

@@ -1,0 +1,312 @@
+"""The time-stepping loop (contact/simulate.py): kinematics of the candidates against the NumPy
+reference, free fall against semi-implicit Euler in closed form and against MuJoCo's mj_step
+(MJCF), a box on a tilted plane (sticking and sliding as Coulomb says), a robot at rest, a
+drop, every stopping status, and the CSV / figure outputs.  Rollouts are short and use the
+NumPy reference step (contact/reference_step.py), which needs no compiler."""
+import csv
+
+import numpy as np
+import pytest
+
+import casadi_delassus as cd
+from casadi_delassus.contact import simulate as sim
+from casadi_delassus.contact.reference_step import reference_steps
+from casadi_delassus.contact.rollout_io import plot, write_csv
+from casadi_delassus.errors import InputError
+from casadi_delassus.verify import reference
+
+G = 9.81
+FEET = [f"{leg}_foot@-0.0173782,0,-0.0098993" for leg in ("FL", "FR", "RL", "RR")]
+BOX = """<robot name="box"><link name="box"><inertial><origin xyz="0 0 0"/><mass value="2.0"/>
+<inertia ixx="0.02" iyy="0.03" izz="0.04" ixy="0" ixz="0" iyz="0"/></inertial></link></robot>"""
+CORNERS = [f"box@{x},{y},-0.05" for x in (0.1, -0.1) for y in (0.08, -0.08)]
+
+
+@pytest.fixture(scope="module")
+def go1():
+    return cd.load_robot("go1")
+
+
+@pytest.fixture(scope="module")
+def box():
+    return cd.load_robot(BOX)
+
+
+@pytest.fixture(scope="module")
+def stand():
+    pytest.importorskip("pinocchio")
+    from casadi_delassus.verify import contact_problems
+    return contact_problems.build("go1_stand")
+
+
+def _box_on(normal, theta):
+    """The box's q resting on the plane through the origin with this normal (turned by θ about y)."""
+    q = np.zeros(7)
+    q[3:7] = (0.0, np.sin(theta / 2), 0.0, np.cos(theta / 2))
+    q[:3] = 0.05 * np.asarray(normal)
+    return q
+
+
+def test_candidate_positions_match_reference(go1):
+    """World positions of points (and gaps of spheres against a tilted ground) from the SX
+    kinematics equal the NumPy reference's body transforms at random q."""
+    rng = np.random.default_rng(1)
+    n = np.array([0.3, -0.2, 1.0])
+    scene = sim.Scene(go1, FEET + ["FL_calf@0.01,0.02,-0.1/0.03"], normal=n, height=0.1)
+    for _ in range(5):
+        q = go1.perturbed_q(go1.neutral_q(), 0.7, rng)
+        q[:3] = rng.normal(size=3)
+        q[3:7] = rng.normal(size=4) / 1.0
+        q[3:7] /= np.linalg.norm(q[3:7])
+        want = []
+        for c in scene.candidates:
+            X = reference.world_transform(go1, q, c.body)
+            want.append(reference._origin(X) + X[:3, :3].T @ c.point)
+        want = np.array(want)
+        assert np.abs(scene.positions(q) - want).max() < 1e-12
+        radii = np.array([0, 0, 0, 0, 0.03])
+        assert np.abs(scene.gaps(q) - (want @ n / np.linalg.norm(n) - 0.1 - radii)).max() < 1e-12
+
+
+def test_free_fall_is_semi_implicit_euler(go1):
+    """Far above the ground: every step "free", the base height h₀ − g dt² k(k+1)/2 exactly."""
+    q0 = go1.neutral_q()
+    q0[2] = 2.0
+    r = cd.simulate(go1, FEET, q0, np.zeros(go1.nv), 0.05, 1e-3)
+    k = np.arange(51)
+    assert r.statuses == [sim.FREE] * 50 and r.completed
+    assert np.abs(r.base_height() - (2.0 - G * 1e-6 * k * (k + 1) / 2)).max() < 1e-12
+
+
+def test_mjcf_free_fall_matches_mujoco(tmp_path):
+    """An MJCF body spinning and falling: our loop's q (mj_integratePos convention, MuJoCo's
+    quaternion order) equals mj_step with the semi-implicit Euler integrator."""
+    mujoco = pytest.importorskip("mujoco")
+    xml = """<mujoco><option integrator="Euler" timestep="0.001"/><worldbody><body name="b" pos="0 0 1">
+    <freejoint/><geom type="box" size=".1 .2 .3" mass="1" contype="0" conaffinity="0"/>
+    <body name="arm" pos="0.1 0 0"><joint name="h" type="hinge" axis="0 1 0"/>
+    <geom type="capsule" fromto="0 0 0 0.3 0 0" size="0.02" mass="0.3" contype="0" conaffinity="0"/></body>
+    </body></worldbody></mujoco>"""
+    path = tmp_path / "spin.xml"
+    path.write_text(xml)
+    robot = cd.load_robot(str(path))
+    m = mujoco.MjModel.from_xml_path(str(path))
+    d = mujoco.MjData(m)
+    d.qvel[:] = [0.3, -0.2, 0.5, 1.0, -2.0, 3.0, 4.0]
+    r = cd.simulate(robot, ["b@0,0,-0.3"], d.qpos.copy(), d.qvel.copy(), 0.1, 1e-3, step="reference")
+    for _ in range(100):
+        mujoco.mj_step(m, d)
+    assert r.statuses[-1] == sim.FREE
+    assert np.abs(r.q[-1] - d.qpos).max() < 1e-10 and np.abs(r.v[-1] - d.qvel).max() < 1e-10
+
+
+@pytest.mark.parametrize("mu, slides", [(0.6, False), (0.3, True)])
+def test_box_on_tilted_plane(box, mu, slides):
+    """A box on a plane tilted by θ = 0.4 rad (tan θ = 0.42): at rest when μ > tan θ; else it
+    slides with acceleration g (sin θ − μ cos θ) along the slope, per step to 1e-9."""
+    theta = 0.4
+    n = np.array([np.sin(theta), 0.0, np.cos(theta)])
+    r = cd.simulate(box, CORNERS, _box_on(n, theta), np.zeros(6), 0.03, 1e-3, normal=n, mu=mu, step="reference")
+    assert r.completed and set(r.statuses) == {sim.OK}
+    down = np.array([np.cos(theta), 0.0, -np.sin(theta)])             # along the slope, downhill
+    R = np.array([[np.cos(theta), 0, np.sin(theta)], [0, 1, 0], [-np.sin(theta), 0, np.cos(theta)]])
+    speed = (r.v[:, :3] @ R.T) @ down                                    # local linear velocity to world
+    a = max(G * (np.sin(theta) - mu * np.cos(theta)), 0.0)
+    assert (a > 0) == slides
+    assert np.abs(np.diff(speed) - a * 1e-3).max() < 1e-9
+    assert np.abs(r.gaps).max() < 1e-9
+
+
+def test_go1_at_rest_stays(go1, stand):
+    """go1 standing under its balancing torque with zero velocity: no drift above 1e-9 m."""
+    r = cd.simulate(go1, FEET, stand.q, np.zeros(go1.nv), 0.02, 1e-3, controller=lambda t, q, v: stand.tau,
+                    step="reference")
+    assert set(r.statuses) == {sim.OK}
+    assert np.abs(r.q - stand.q).max() < 1e-9
+    # warm started from the previous impulses: the later solves stop at once or after one iteration
+    assert r.iterations[0] > 5 and r.iterations[1:].max() <= 1
+
+
+def test_drop_lands_and_caches_one_step_per_active_set(go1, stand):
+    """Dropped from 1 cm under a PD controller: free steps, then contact; the step cache holds
+    the empty set and the sets seen; forces on the ground are compressive."""
+    q0 = stand.q.copy()
+    q0[2] += 0.01
+    scene = sim.Scene(go1, FEET)
+    made = []
+    factory = reference_steps()
+    cache_factory = lambda *a: made.append(len(a[1])) or factory(*a)      # noqa: E731
+    r = sim.run(scene, q0, np.zeros(go1.nv), 0.08, 1e-3, cd.pd_controller(go1, stand.q, 60.0, 2.0, stand.tau),
+                cache_factory)
+    assert r.completed and r.statuses[0] == sim.FREE and r.statuses[-1] == sim.OK
+    assert len(made) == len(set(map(tuple, r.gaps <= 0))) - 1            # one build per non-empty set
+    assert r.forces[:, :, 2].min() >= 0 and r.forces[-1, :, 2].sum() > 0
+
+
+def _fake(status="converged"):
+    """A step factory whose steps keep v and report ``status``."""
+    return lambda robot, specs, mu, frame: (
+        lambda q, v, tau, dt, lam0=None, gap=None: sim.StepResult(v, np.zeros(3 * len(specs)), 7, 0.5, status))
+
+
+def test_stopping_statuses(go1, stand):
+    """Each stopping status ends the rollout at the step it names, keeps what came before, and
+    records the solver's iterations and residual when the solve failed."""
+    v0 = np.zeros(go1.nv)
+    scene = sim.Scene(go1, FEET)
+    bad = v0.copy()
+    bad[3] = np.nan
+    r = sim.run(scene, stand.q, bad, 0.01, 1e-3, step_factory=_fake())
+    assert r.statuses == [sim.NAN_STATE] and len(r.q) == 1 and not r.completed
+    deep = stand.q.copy()
+    deep[2] -= 1.5
+    assert sim.run(scene, deep, v0, 0.01, 1e-3, step_factory=_fake()).statuses == [sim.FELL]
+    growing = sim.run(scene, stand.q, v0, 0.01, 1e-3, lambda t, q, v: np.full(go1.nv, 10.0 ** (1e3 * t)),
+                      _fake(), tau_limit=1e5)
+    assert growing.statuses == [sim.OK] * 6 + [sim.CONTROLLER] and len(growing.q) == 7
+    assert sim.run(scene, stand.q, v0, 0.01, 1e-3, lambda t, q, v: np.full(go1.nv, np.inf),
+                   _fake()).status == sim.CONTROLLER
+    stuck = sim.run(scene, stand.q, v0, 0.01, 1e-3, step_factory=_fake("max iterations"))
+    assert stuck.statuses == [sim.NOT_CONVERGED] and stuck.iterations[0] == 7 and stuck.residuals[0] == 0.5
+
+
+def test_real_solver_non_convergence_stops(go1, stand):
+    """One ADMM iteration cannot solve a landing: the rollout stops with its residual."""
+    v0 = np.random.default_rng(0).normal(size=go1.nv)
+    v0[2] = -0.5
+    r = cd.simulate(go1, FEET, stand.q, v0, 0.01, 1e-3, step="reference", max_iter=1)
+    assert r.status == sim.NOT_CONVERGED and r.residuals[-1] > 1e-10 and len(r.statuses) == 1
+
+
+@pytest.mark.parametrize("kwargs, message", [
+    ({"contacts": []}, "no contact candidates"),
+    ({"dt": 0.0}, "dt must be > 0"),
+    ({"contacts": ["FL_foot/-1"]}, "radius"),
+    ({"normal": (0, 0, 0)}, "ground normal"),
+    ({"mu": -0.1}, "friction"),
+    ({"q0": np.zeros(3)}, "q0 must have 19"),
+    ({"step": "mujoco"}, "step must be"),
+])
+def test_bad_inputs_raise(go1, kwargs, message):
+    args = {"contacts": FEET, "q0": go1.neutral_q(), "v0": np.zeros(go1.nv), "T": 0.01, "dt": 1e-3}
+    extra = {k: kwargs.pop(k) for k in ("normal", "mu", "step") if k in kwargs}
+    args.update(kwargs)
+    with pytest.raises(InputError, match=message):
+        cd.simulate(go1, args["contacts"], args["q0"], args["v0"], args["T"], args["dt"], **extra)
+
+
+def test_csv_and_figure(go1, tmp_path):
+    q0 = go1.neutral_q()
+    q0[2] = 1.0
+    r = cd.simulate(go1, FEET, q0, np.zeros(go1.nv), 0.01, 1e-3)
+    with open(write_csv(r, tmp_path / "out" / "roll.csv")) as f:
+        rows = list(csv.reader(f))
+    assert len(rows) == 11 and len(rows[0]) == 4 + go1.nq + 2 * go1.nv + 16
+    assert rows[1][1] == sim.FREE and float(rows[-1][0]) == pytest.approx(0.009)
+    assert float(rows[-1][rows[0].index("q2")]) == pytest.approx(r.q[9][2], abs=1e-15)
+    png = plot(r, tmp_path / "roll.png")
+    assert png.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
+    assert sorted(p.name for p in tmp_path.rglob("*")) == ["out", "roll.csv", "roll.png"]
+
+
+def test_baumgarte_closes_a_penetration(box):
+    """A box 1 mm into flat ground with β = 0.2: the first step closes β of the gap exactly (its
+    normal velocity bound σ_n ≥ −β d/dt is active from rest); the velocity it gained then carries
+    it out of the ground; without β the penetration stays."""
+    q0 = _box_on(np.array([0.0, 0.0, 1.0]), 0.0)
+    q0[2] -= 1e-3
+    r = cd.simulate(box, CORNERS, q0, np.zeros(6), 0.01, 1e-3, step="reference", baumgarte=0.2)
+    assert np.abs(r.gaps[1] + 0.8e-3).max() < 1e-12 and r.gaps[-1].min() > 0
+    plain = cd.simulate(box, CORNERS, q0, np.zeros(6), 0.01, 1e-3, step="reference")
+    assert np.abs(plain.gaps + 1e-3).max() < 1e-9           # without it the penetration stays (to the solve's tol)
+
+
+def _cli(*args, cwd):
+    import subprocess
+    import sys
+    return subprocess.run([sys.executable, "-m", "casadi_delassus", "simulate", *args], capture_output=True, text=True,
+                          cwd=cwd)
+
+
+def test_cli_simulate(tmp_path):
+    """A short drop writes both files and says how it ended; a rollout that stops exits 1 with
+    its files; bad input is one line on stderr, exit 2, nothing written."""
+    feet = [a for f in FEET for a in ("--contact", f)]
+    ok = _cli("go1", *feet, "-T", "0.01", "--drop", "0.5", "--step", "reference", "-o", "a", cwd=tmp_path)
+    assert ok.returncode == 0 and "10 steps of 0.001 s, free" in ok.stdout
+    assert (tmp_path / "a" / "rollout.csv").is_file() and (tmp_path / "a" / "rollout.png").is_file()
+    fell = _cli("go1", *feet, "-T", "0.01", "--drop", "-1.5", "--step", "reference", "-o", "b", cwd=tmp_path)
+    assert fell.returncode == 1 and "1 steps of 0.001 s, fell through" in fell.stdout
+    assert (tmp_path / "b" / "rollout.csv").is_file()
+    bad = _cli("go1", "--contact", "nosuchlink", "--step", "reference", "-o", "c", cwd=tmp_path)
+    assert bad.returncode == 2 and bad.stderr.count("\n") == 1 and "nosuchlink" in bad.stderr
+    assert not (tmp_path / "c").exists()
+
+
+def test_compiled_step_rollout_equals_reference(box, tmp_path):
+    """The rollout on the compiled step (one -O1 build per active set) equals the NumPy
+    reference step's on a sliding box on a tilted plane, and Baumgarte is refused there."""
+    theta = 0.4
+    n = np.array([np.sin(theta), 0.0, np.cos(theta)])
+    q0 = _box_on(n, theta)
+    q0[:3] += 0.002 * n                                                  # a short drop first
+    compiled = sim.factory("compiled", "admm", out_dir=tmp_path, cflags=("-O1",))
+    scene = sim.Scene(box, CORNERS, normal=n, mu=0.3)
+    a = sim.run(scene, q0, np.zeros(6), 0.04, 1e-3, step_factory=compiled)
+    b = sim.run(scene, q0, np.zeros(6), 0.04, 1e-3, step_factory=sim.factory("reference"))
+    assert a.statuses == b.statuses and a.statuses[0] == sim.FREE and a.statuses[-1] == sim.OK
+    assert np.abs(a.q - b.q).max() < 1e-12 and np.abs(a.forces - b.forces).max() < 1e-8
+    with pytest.raises(InputError, match="Baumgarte"):
+        cd.simulate(box, CORNERS, q0, np.zeros(6), 0.01, 1e-3, baumgarte=0.2)
+
+
+def test_compiled_step_refuses_mjcf_before_the_first_step(tmp_path):
+    """The compiled step takes Pinocchio's q layout only: an MJCF robot is refused when the
+    rollout starts, not at its first contact."""
+    pytest.importorskip("mujoco")
+    path = tmp_path / "ball.xml"
+    path.write_text('<mujoco><worldbody><body pos="0 0 1"><freejoint/><geom type="sphere" size="0.1" mass="1"/>'
+                    '</body></worldbody></mujoco>')
+    robot = cd.load_robot(str(path))
+    with pytest.raises(cd.ConstraintError, match="q layout"):
+        cd.simulate(robot, [f"{robot.bodies[0].name}@0,0,0/0.1"], robot.neutral_q(),
+                    np.zeros(6), 1.0, 1e-3)
+
+
+def _singles_equal_batch(scene, Q0, V0, T, factory, controller=None, **kw):
+    """run_batch against N single rollouts of the same scene: same statuses, states, forces."""
+    from casadi_delassus.contact.simulate_batch import STOPPED, run_batch
+    b = run_batch(scene, Q0, V0, T, 1e-3, controller, factory, **kw)
+    for e, (q0, v0) in enumerate(zip(Q0, V0)):
+        r = sim.run(scene, q0, v0, T, 1e-3, controller, factory)
+        n = len(r.statuses)
+        assert list(b.statuses[:n, e]) == r.statuses and set(b.statuses[n:, e]) <= {STOPPED}
+        assert b.status[e] == r.status
+        assert np.array_equal(b.q[:len(r.q), e], r.q) and np.array_equal(b.forces[:n, e], r.forces)
+        assert np.all(np.isnan(b.q[len(r.q):, e]))
+    return b
+
+
+def test_batch_equals_single_rollouts(go1, stand):
+    """Four go1 environments (resting, dropped, dropped with a push, falling through) under one
+    batched PD: each equals its own single rollout, bit for bit; the one that fell stops alone."""
+    scene = sim.Scene(go1, FEET)
+    Q0 = np.array([stand.q, sim.place(scene, stand.q, 0.004), sim.place(scene, stand.q, 0.002), stand.q])
+    Q0[3, 2] -= 1.5
+    V0 = np.zeros((4, go1.nv))
+    V0[2, :3] = (0.3, -0.2, -0.1)
+    pd = cd.pd_controller(go1, stand.q, 60.0, 2.0, stand.tau)
+    b = _singles_equal_batch(scene, Q0, V0, 0.03, reference_steps(), pd)
+    assert b.status == [sim.OK, sim.OK, sim.OK, sim.FELL]
+    assert (b.statuses[:, 1] == sim.FREE).any() and b.statuses[0, 3] == sim.FELL
+
+
+def test_batch_on_the_compiled_step(box, tmp_path):
+    """The compiled step's batch entry point (two threads) inside run_batch equals single
+    rollouts on the same compiled steps: boxes sliding down a tilted plane from three heights."""
+    theta = 0.4
+    n = np.array([np.sin(theta), 0.0, np.cos(theta)])
+    scene = sim.Scene(box, CORNERS, normal=n, mu=0.3)
+    Q0 = np.array([_box_on(n, theta) + np.r_[h * n, np.zeros(4)] for h in (0.0, 0.001, 0.003)])
+    factory = sim.factory("compiled", "admm", out_dir=tmp_path, cflags=("-O1",))
+    _singles_equal_batch(scene, Q0, np.zeros((3, 6)), 0.03, factory, threads=2)
