@@ -552,7 +552,7 @@ def soft_terms(tree, R, k):
 def world_row_drift(robot, constraints, q, v):
     """K̇ v (SX column, m): the rotation-rate part of J̇ v of world-aligned rows, whose K_i turn
     with the frame (constraints.py); zero elsewhere.  The solvers enforce K_i a_i = k_i on the
-    body's spatial acceleration, so they take k − K̇ v in place of k (registry.py).  The
+    body's spatial acceleration, so they take k − K̇ v in place of k (codegen/trace.py).  The
     velocities are the solvers' own first sweep (``Tree.velocities``, in the same frames, so
     common-subexpression elimination shares them)."""
     tree = Tree(robot, constraints, q)
