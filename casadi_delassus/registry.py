@@ -1,10 +1,12 @@
-"""The algorithm registry: one module per algorithm, each exposing a function
+"""The algorithm registry, plain data: one module per algorithm, each exposing a function
 ``fn(robot, constraints, q, K_bodies, **inputs) -> {output name: SX}``, where ``inputs`` are
-the vector inputs the algorithm declares (names from ``VECTOR_INPUTS``), as SX symbols."""
+the vector inputs the algorithm declares (names from ``VECTOR_INPUTS``), as SX symbols.  The
+registry lists ``fn`` as the module defines it; what the tracer does around the call (refusing
+constraints an algorithm does not handle, k − K̇ v for world-aligned rows) is in
+codegen/trace.py, ``traced_outputs``."""
 from __future__ import annotations
 
 import functools
-import inspect
 from dataclasses import dataclass, field
 from typing import Callable
 
@@ -12,7 +14,6 @@ import casadi as ca
 
 from .errors import ConstraintError, DelassusError, unknown_name
 from .opcount import count_ops
-from .sweeps.tree import world_row_drift
 
 
 # name -> (size: "nv" or "m", meaning); generated functions take them after q, before any K
@@ -59,49 +60,20 @@ class Algorithm:
     # b_tau, b_k) -> (v̇, λ) = [[M, −Jᵀ], [J, 0]]⁻¹ [b_τ; b_k] (codegen/derivatives.py)
     kkt_solve: Callable | None = None
 
-    def __post_init__(self):
-        if not self.loops:      # the one place that rejects them, for every caller of fn
-            object.__setattr__(self, "fn", _unary_only(self.name, self.fn))
-            if self.derivative is not None:
-                object.__setattr__(self, "derivative", _unary_only(self.name, self.derivative))
-        if "k" in self.inputs:  # the one place that turns k for world-aligned rows
-            object.__setattr__(self, "fn", _world_rows_k(self.fn))
-
     def input_meaning(self, name):
         return self.input_meanings.get(name, VECTOR_INPUTS[name][1])
 
     def accepts(self, constraints):
         return self.loops or not constraints.non_unary
 
-
-def _unary_only(name, fn):
-    """``fn`` behind a ConstraintError for constraints it does not handle (A|B, JOINT:NAME)."""
-    @functools.wraps(fn)
-    def checked(robot, constraints, *args, **kwargs):
-        if constraints.non_unary:
+    def require(self, constraints):
+        """ConstraintError, naming the algorithms that take them, for constraints ``fn`` does not
+        handle (A|B, JOINT:NAME); the tracer asks before calling ``fn`` (codegen/trace.py)."""
+        if not self.accepts(constraints):
             raise ConstraintError(
-                f"algorithm {name!r} handles constraints between one link and the world only, not "
+                f"algorithm {self.name!r} handles constraints between one link and the world only, not "
                 f"{', '.join(c.spec for c in constraints.non_unary)}; link-to-link (A|B) and joint (JOINT:NAME) "
                 f"constraints need one of: {', '.join(loop_algorithms())}")
-        return fn(robot, constraints, *args, **kwargs)
-    return checked
-
-
-def _world_rows_k(fn):
-    """``fn`` (a solver taking desired accelerations k) given k − K̇ v when rows are world-aligned:
-    their K_i(q) turn with the frame, so J v̇ + J̇ v = k reads K_i a_i = k_i − K̇_i v_i for the
-    solver, which constrains the body's spatial acceleration a_i (tree.world_row_drift)."""
-    signature = inspect.signature(fn)
-
-    @functools.wraps(fn)
-    def shifted(robot, constraints, *args, **kwargs):
-        if not getattr(constraints, "world", None):
-            return fn(robot, constraints, *args, **kwargs)
-        bound = signature.bind(robot, constraints, *args, **kwargs)
-        x = bound.arguments
-        x["k"] = x["k"] - world_row_drift(robot, constraints, x["q"], x["v"])
-        return fn(*bound.args, **bound.kwargs)
-    return shifted
 
 
 # ``auto`` traces the Delassus algorithms whose tracing time and size grow linearly with the

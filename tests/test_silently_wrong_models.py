@@ -17,6 +17,7 @@ from casadi_delassus.registry import delassus_algorithms
 from casadi_delassus.sweeps.articulated import articulated_inertias
 from casadi_delassus.sweeps.constraint_space import rows_to_bases
 from casadi_delassus.symbolic.frames import slid_transforms
+from casadi_delassus.symbolic.probe import SAMPLES, SINGULAR_BLOCK, Probe
 from casadi_delassus.verify import reference as ref
 from casadi_delassus.verify.check import DEFAULT_TOL, allowed_error
 from casadi_delassus.codegen.trace import choose_cheapest, trace
@@ -109,8 +110,9 @@ def test_pv_osim_fast_finds_singular_branch_blocks(name, singular):
     q = ca.SX.sym("q", robot.nq)
     T = slid_transforms(robot, cs, q)
     Lb, stack, via = rows_to_bases(robot, cs, T, articulated_inertias(robot, T), cs.K_body())
-    ratio = pv_osim_fast.branch_conditioning(robot, q, Lb, {0: pv_osim_fast._branches(stack[0][0], via[0])})[0]
-    assert (ratio <= pv_osim_fast.SINGULAR_RATIO) == singular
+    probe = Probe(robot, q, cs.K_body(), SAMPLES)
+    ratio = pv_osim_fast.branch_conditioning(probe, Lb, {0: pv_osim_fast._branches(stack[0][0], via[0])})[0]
+    assert (ratio <= SINGULAR_BLOCK) == singular
     assert ratio < 1e-14 if singular else ratio > 1e-6
 
 

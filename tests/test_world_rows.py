@@ -126,7 +126,7 @@ DYNAMICS = ([(GO1, a) for a in dynamics_algorithms()] + [(MIXED, "pv"), (MIXED, 
 
 @pytest.mark.parametrize("target, algo", DYNAMICS, ids=[f"{t[0]}-{t[1][0].split(':')[1]}-{a}" for t, a in DYNAMICS])
 def test_dynamics_world_rows(target, algo):
-    """The solvers take k − K̇v (registry.py): against the NumPy reference (dense KKT / soft solve,
+    """The solvers take k − K̇v (codegen/trace.py): against the NumPy reference (dense KKT / soft solve,
     its own drift) over random k, and, for the hard ones, against Pinocchio's constraintDynamics
     with LOCAL_WORLD_ALIGNED contacts at our k for its zero constraint acceleration."""
     from casadi_delassus.verify.oracles import get_oracle

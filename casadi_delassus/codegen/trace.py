@@ -6,6 +6,7 @@ import casadi as ca
 from ..progress import step
 from ..registry import AUTO, VECTOR_INPUTS, Algorithm, auto_candidates, cheapest_delassus, get_algorithm
 from ..symbolic import linalg
+from ..sweeps.tree import world_row_drift
 from ..opcount import count_ops
 
 
@@ -23,17 +24,30 @@ def entry(algorithm):
 
 
 def traced_outputs(robot, constraints, algorithm, osim=False):
+<<<<<<< HEAD
     """The algorithm (a name or its registry entry) over fresh symbols: ({input name: SX
     symbol}, in the generated function's order: q, vectors, runtime K), {output name: SX},
     and the K_i each constraint acts with.  ``osim`` adds Λ, the inverse of the Delassus
     matrix, through its LDLᵀ (PV paper Fig. 2 counts both)."""
     algo = entry(algorithm)
+=======
+    """The algorithm over fresh symbols: ({input name: SX symbol}, in the generated function's
+    order: q, vectors, runtime K), {output name: SX}, and the K_i each constraint acts with.
+    ``osim`` adds Λ, the inverse of the Delassus matrix, through its LDLᵀ (PV paper Fig. 2
+    counts both).  The guard and the row shift around the algorithm's ``fn`` are here, once, for
+    every caller."""
+    algo = get_algorithm(algorithm)
+>>>>>>> math
     q = ca.SX.sym("q", robot.nq)
     sizes = {"nv": robot.nv, "m": constraints.m}
     vectors = {n: ca.SX.sym(n, sizes[VECTOR_INPUTS[n][0]]) for n in algo.inputs}
     K_syms = {c.input_name: ca.SX.sym(c.input_name, c.rows, 6) for c in constraints.inputs}
     K_bodies = constraints.symbolic_K_bodies(q, K_syms)
-    outputs = algo.fn(robot, constraints, q, K_bodies, **vectors)
+    algo.require(constraints)                   # A|B and JOINT:NAME rows: the loop algorithms only
+    given = dict(vectors)
+    if "k" in given and constraints.world:      # world-aligned K_i(q) turn with the frame: the solvers
+        given["k"] = given["k"] - world_row_drift(robot, constraints, q, given["v"])   # enforce K_i a_i = k_i − K̇_i v_i
+    outputs = algo.fn(robot, constraints, q, K_bodies, **given)
     if osim and "osim" not in outputs and "delassus" in outputs:     # Λ only where Λ⁻¹ is an output
         m = constraints.m
         outputs["osim"] = linalg.to_sx(linalg.spd_inverse(linalg.upper_entries(outputs["delassus"]), m), m)

@@ -18,7 +18,7 @@ products.  ``delassus`` (Λ⁻¹, eq. 48) and ``osim`` (Λ) are assembled for ch
 Limitation (the paper's): every branch block of L_b^A must be invertible.  A tree whose base
 is fixed, or carries a constraint itself, puts its whole block of Λ⁻¹ into Lb_ldl instead
 (no lemma there).  So does a tree with a branch whose block is singular at every
-configuration, found numerically when the code is traced (``branch_conditioning``): a branch
+configuration, found at the trace-time probe (``branch_conditioning``, symbolic/probe.py): a branch
 with fewer DoF than its constraint rows (a biped's 3-DoF leg under a 6D sole) or a point on
 a joint axis (a quadruped's 3D point at its knee), where Λ⁻¹ itself can be well conditioned.
 The lemma would divide by the zero pivots of that block; the whole tree's LDLᵀ does not.
@@ -37,6 +37,7 @@ from ..sweeps.articulated import articulated_inertias
 from ..sweeps.constraint_space import free_update, lead_rows, rows_to_bases
 from ..symbolic import linalg, passes
 from ..symbolic.frames import slid_transforms
+from ..symbolic.probe import SAMPLES, SINGULAR_BLOCK, Probe
 
 
 def _packed(L, D, n):
@@ -62,8 +63,8 @@ def delassus(robot, constraints, q, K_bodies):
     full = dict(Lb)                                  # Λ⁻¹ (PV eq. 48), for checking
     own = {c.body for c in constraints.constraints}
     mil = [i for i in bases if i not in own]        # L_b^A has only branch blocks there
-    ratios = branch_conditioning(robot, q, Lb, {i: _branches(stack[i][0], via[i]) for i in mil})
-    mil = [i for i in mil if ratios[i] > SINGULAR_RATIO]
+    ratios = branch_conditioning(Probe(robot, q, K_bodies, SAMPLES), Lb, {i: _branches(stack[i][0], via[i]) for i in mil})
+    mil = [i for i in mil if ratios[i] > SINGULAR_BLOCK]
     for i in bases:
         free_update(full, stack[i][0], abi[i], stack[i][1], lead_rows(T, abi, via[i]))
         if i not in mil:                             # no lemma: this tree's Λ⁻¹ goes to Lb
@@ -104,32 +105,18 @@ def _branches(rows, via):
     return list(groups.values())
 
 
-# A branch block whose smallest eigenvalue stays below this fraction of its largest at every
-# sampled configuration is singular by structure: rounding leaves < 1e-16 there (Go1's calf
-# points, Bolt's 6D soles); the registry robots' generic blocks are above 2e-5.
-SINGULAR_RATIO = 1e-10
-SAMPLES = 3
-
-
-def branch_conditioning(robot, q, Lb, branches):
-    """{base: λmin/λmax of its worst-conditioned branch block of L_b^A, the best of SAMPLES
-    random configurations (and random runtime K)}: evaluated numerically at trace time, with a
-    fixed seed so the same robot and constraints always give the same code."""
+def branch_conditioning(probe, Lb, branches):
+    """{base: λmin/λmax of its worst-conditioned branch block of L_b^A, the best over the probe's
+    samples (configurations and runtime K)}."""
     blocks = [(base, rows) for base, groups in branches.items() for rows in groups]
     if not blocks:
         return {}
-    exprs = ca.vertcat(*[Lb.get((min(a, b), max(a, b)), 0) for _, rows in blocks for a in rows for b in rows])
-    q = ca.SX(q)
-    symbolic_q = q.is_valid_input()
-    others = [x for x in ca.symvar(exprs) if not (symbolic_q and ca.depends_on(x, q))]   # runtime K
-    fn = ca.Function("branch_blocks", [q] * symbolic_q + [ca.vertcat(*others)], [exprs])
-    rng = np.random.default_rng(0)
+    values = probe.at_samples([Lb.get((min(a, b), max(a, b)), 0) for _, rows in blocks for a in rows for b in rows])
     best = {base: 0.0 for base, _ in blocks}          # over samples, of the worst block's λmin/λmax
-    for _ in range(SAMPLES):
-        values = np.asarray(fn(*[robot.random_q(rng)] * symbolic_q, rng.normal(size=len(others)))).ravel()
+    for sample in values:
         worst, k = {}, 0
         for base, rows in blocks:
-            eig = np.linalg.eigvalsh(values[k:k + len(rows) ** 2].reshape(len(rows), len(rows)))
+            eig = np.linalg.eigvalsh(sample[k:k + len(rows) ** 2].reshape(len(rows), len(rows)))
             k += len(rows) ** 2
             ratio = eig[0] / eig[-1] if np.all(np.isfinite(eig)) and eig[-1] > 0 else 0.0
             worst[base] = min(worst.get(base, 1.0), ratio)

@@ -32,7 +32,8 @@ from __future__ import annotations
 
 from ..symbolic.scalar import add, column, dot, is_zero, mul, sub
 from ..sweeps.dynamics_derivatives import hard_derivative
-from ..sweeps.tree import Probe, Tree, check_regular, newton_euler
+from ..sweeps.tree import Tree, check_regular, newton_euler
+from ..symbolic.probe import Probe
 from ..symbolic import passes
 from ..symbolic import linalg
 from ..sweeps import joint_space

@@ -50,9 +50,10 @@ import numpy as np
 
 from ..errors import ConstraintError
 from ..sweeps.dynamics_derivatives import hard_derivative
-from ..sweeps.tree import (Probe, Tree, axis_g, check_regular, joint_backward, joint_backward_multi, joint_forward,
+from ..sweeps.tree import (Tree, axis_g, check_regular, joint_backward, joint_backward_multi, joint_forward,
                            joint_forward_multi, root_accel)
 from ..symbolic import passes
+from ..symbolic.probe import DEPENDENT, ZERO, Probe
 from ..sweeps.articulated import articulated_inertias
 from ..symbolic import linalg
 from ..symbolic.frames import transform_force, transform_motion
@@ -69,8 +70,6 @@ def never_vanishing(tree, i, st, kt, nonzero):
 
 EPS = 1e-300          # keeps 1/(‖k‖(‖k‖ + |k₁|)) finite when k = 0 exactly (then w = 0)
 
-
-ZERO = 1e-9           # relative size below which a probed quantity is identically zero
 
 
 class Stack:
@@ -388,14 +387,14 @@ class Sweeps:
         hand_back(st, [lam_b.get(r, 0.0) for r in st.ids], self.lam, self.mu)
         return mat_vec(S, a)
 
-    def independent(self, rows, rcond=1e-9):
+    def independent(self, rows):
         """Indices of a maximal linearly independent subset of ``rows`` (6-lists) at the probe,
         earlier rows first (Gram-Schmidt on their values)."""
         vals = self.probe([x for row in rows for x in row]).reshape(len(rows), 6) if rows else np.zeros((0, 6))
         basis, keep = [], []
         for j, x in enumerate(vals):
             y = x - sum((x @ e) * e for e in basis) if basis else x
-            if np.linalg.norm(y) > rcond * max(np.abs(vals).max(), 1e-300):
+            if np.linalg.norm(y) > DEPENDENT * max(np.abs(vals).max(), 1e-300):
                 basis.append(y / np.linalg.norm(y))
                 keep.append(j)
         return keep

@@ -24,7 +24,7 @@ step (pv.eliminate) is PV's too: pv uses it where the pivot provably never vanis
 accumulates L^A = Σ k_i D_i⁻¹ k_iᵀ (Alg. 1 line 11) for the rows that pass a joint without
 elimination; pv_early eliminates wherever k̃ is not identically zero.
 
-Structure decided at trace time, from one seeded random configuration (tree.Probe):
+Structure decided at trace time, from one seeded random configuration (symbolic/probe.py):
 a joint eliminates a row only if k̃ is not identically zero there (Remark 8: e.g. a point on
 the joint's own axis); rows whose entries are identically zero (the left-over of redundant
 constraints, e.g. two welds on one link, Remark 9) are dropped with multiplier 0.  So redundant
@@ -54,7 +54,8 @@ from __future__ import annotations
 import casadi as ca
 
 from ..symbolic.scalar import column, neg
-from ..sweeps.tree import Probe, Tree, check_regular
+from ..sweeps.tree import Tree, check_regular
+from ..symbolic.probe import Probe
 from ..sweeps.dynamics_derivatives import hard_derivative
 from .pv import is_numeric, never_vanishing, solve
 

@@ -5,8 +5,8 @@ joint transforms, link velocities v_i (eq. 10), bias accelerations a_b,i = v_i �
 (eq. 11), bias forces v_i ×* H_i v_i (eq. 23)), the force recursion of the backward sweep
 (eq. 42b, line 8), the roll-out (lines 16-17), the recursive Newton-Euler passes (``newton_euler``:
 rnea, ltl, ltl_soft), well-conditioned constraint rows (``Tree.orthonormalize``: pv, ltl), the
-soft constraints' terms (pv_soft, ltl_soft), and the trace-time probe of generically valid
-structure with its check for redundant constraints (``Probe``, ``check_regular``).  The hard
+soft constraints' terms (pv_soft, ltl_soft), and the check for redundant constraints at the
+trace-time probe (``check_regular``, symbolic/probe.py).  The hard
 solvers' base solve is linalg.saddle_solve.  Everything is in
 local link frames (frames.local_transforms, bodies slid along their joint axes by
 frames.choose_offsets, which changes neither S_i nor any joint-space quantity), Featherstone's
@@ -41,6 +41,7 @@ import numpy as np
 
 from ..errors import ConstraintError, DelassusError
 from ..symbolic.scalar import add, column, cross, cross_num, dot, lin, mat_vec, mul, neg, sub, sym_vec, vadd, vsub
+from ..symbolic.probe import SINGULAR_PIVOT
 from ..symbolic.spatial import symmetric
 from .articulated import unit_axis
 from ..symbolic.frames import (choose_offsets, local_transforms, rotate_vector, transform_force,
@@ -551,7 +552,7 @@ def soft_terms(tree, R, k):
 def world_row_drift(robot, constraints, q, v):
     """K̇ v (SX column, m): the rotation-rate part of J̇ v of world-aligned rows, whose K_i turn
     with the frame (constraints.py); zero elsewhere.  The solvers enforce K_i a_i = k_i on the
-    body's spatial acceleration, so they take k − K̇ v in place of k (registry.py).  The
+    body's spatial acceleration, so they take k − K̇ v in place of k (codegen/trace.py).  The
     velocities are the solvers' own first sweep (``Tree.velocities``, in the same frames, so
     common-subexpression elimination shares them)."""
     tree = Tree(robot, constraints, q)
@@ -561,41 +562,11 @@ def world_row_drift(robot, constraints, q, v):
                         for c in constraints.constraints])
 
 
-# -- numeric probe (structural decisions at trace time) ---------------------------------------------
-class Probe:
-    """Numeric values of SX expressions of q (and runtime K inputs) at seeded random inputs:
-    used at trace time to decide generically-valid structure (e.g. whether a block of L_b^A is
-    invertible, or whether rows passed through a joint are generically zero)."""
-
-    def __init__(self, robot, q, K_bodies, seed=12345):
-        rng = np.random.default_rng(seed)
-        syms = []
-        for K in K_bodies:
-            if isinstance(K, ca.SX):
-                syms += [s for s in ca.symvar(K) if not any(ca.depends_on(s, q[j]) for j in range(q.shape[0]))]
-        seen, self.syms = set(), []
-        for s in syms:
-            h = s.element_hash() if hasattr(s, "element_hash") else id(s)
-            if h not in seen:
-                seen.add(h)
-                self.syms.append(s)
-        self.q = q
-        self.values = [robot.random_q(rng)] + [rng.normal() for _ in self.syms]
-
-    def __call__(self, exprs):
-        exprs = [e if isinstance(e, ca.SX) else ca.SX(float(e)) for e in exprs]
-        f = ca.Function("probe", [self.q, *self.syms], [ca.vertcat(*exprs)] if exprs else [ca.SX(0, 1)])
-        return np.array(f(*self.values)).reshape(-1)
-
-
-RCOND = 1e-12          # a pivot this small against the largest: Λ⁻¹ singular at the probe
-
-
 def check_regular(probe, pivots, name, constraints):
     """ConstraintError when the Delassus solve meets a (numerically) zero pivot at the probe:
     redundant or conflicting constraints, for which the hard multipliers are not unique."""
     vals = probe(pivots) if pivots else np.ones(1)
-    if np.all(np.isfinite(vals)) and vals.min() > RCOND * vals.max():
+    if np.all(np.isfinite(vals)) and vals.min() > SINGULAR_PIVOT * vals.max():
         return
     ok = vals[np.isfinite(vals)]                  # after a zero pivot the rest is inf / nan
     raise ConstraintError(
