@@ -24,20 +24,12 @@ def entry(algorithm):
 
 
 def traced_outputs(robot, constraints, algorithm, osim=False):
-<<<<<<< HEAD
     """The algorithm (a name or its registry entry) over fresh symbols: ({input name: SX
     symbol}, in the generated function's order: q, vectors, runtime K), {output name: SX},
     and the K_i each constraint acts with.  ``osim`` adds Λ, the inverse of the Delassus
-    matrix, through its LDLᵀ (PV paper Fig. 2 counts both)."""
+    matrix, through its LDLᵀ (PV paper Fig. 2 counts both).  The guard and the row shift
+    around the algorithm's ``fn`` are here, once, for every caller."""
     algo = entry(algorithm)
-=======
-    """The algorithm over fresh symbols: ({input name: SX symbol}, in the generated function's
-    order: q, vectors, runtime K), {output name: SX}, and the K_i each constraint acts with.
-    ``osim`` adds Λ, the inverse of the Delassus matrix, through its LDLᵀ (PV paper Fig. 2
-    counts both).  The guard and the row shift around the algorithm's ``fn`` are here, once, for
-    every caller."""
-    algo = get_algorithm(algorithm)
->>>>>>> math
     q = ca.SX.sym("q", robot.nq)
     sizes = {"nv": robot.nv, "m": constraints.m}
     vectors = {n: ca.SX.sym(n, sizes[VECTOR_INPUTS[n][0]]) for n in algo.inputs}
