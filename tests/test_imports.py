@@ -171,3 +171,19 @@ def test_the_graph_sees_relative_and_absolute_imports():
     assert "dynamics.pv" in GRAPH["dynamics.pv_early"]
     assert {"delassus.naive", "dynamics.aba", "operators.delassus_apply"} <= GRAPH["registry"]
     assert {"api", "errors", "model"} <= GRAPH["__init__"]
+
+
+@pytest.mark.parametrize("old, new", [(f"codegen.{m}", f"runtime.{m}")
+                                      for m in ("loader", "door", "inputs", "artifact", "distributed")])
+def test_the_old_codegen_names_warn_and_are_the_runtime_modules(old, new):
+    """The runtime's modules left codegen/ (issue 24): their old names still import, as the
+    same module (monkeypatching either reaches both), with a DeprecationWarning."""
+    import subprocess
+    import sys
+    script = (f"import warnings, importlib\nwarnings.simplefilter('always')\n"
+              f"with warnings.catch_warnings(record=True) as w:\n"
+              f"    old = importlib.import_module('casadi_delassus.{old}')\n"
+              f"print(old is importlib.import_module('casadi_delassus.{new}'), "
+              f"[x.category.__name__ for x in w if '{old}' in str(x.message)])")
+    r = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True)
+    assert r.stdout.strip() == "True ['DeprecationWarning']", r.stderr
