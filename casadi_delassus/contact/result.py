@@ -34,6 +34,7 @@ class Result:
 
     @property
     def converged(self):
+        """Whether the solve met its tolerance."""
         return self.status == STATUS[CONVERGED]
 
 
