@@ -6,6 +6,7 @@ import functools
 import importlib.metadata
 from pathlib import Path
 
+import casadi as ca
 import numpy as np
 import pytest
 
@@ -129,7 +130,12 @@ CASES = {
     "g1-8F3": ("g1", "8F3"),
     "swimmer5": ("swimmer:n=5", "default"),
     "boxes3": ("boxes:n=3", "default"),
+    # small trees for the tests of sweeps/ and symbolic/ (tests/sweeps, tests/symbolic): a fixed-base
+    # chain, and a floating base with two branches and generic joint axes
+    "chain3": ("chain:n=3", ["link3:3d@0.1,0.2,0.3"]),
+    "tilted-small": ("tilted", ["t5:3d", "t7:3d@0.1,0,0.05"]),
 }
+SMALL_TREES = ["chain3", "tilted-small"]
 LOOP_CASES = ["cassie-loops", "cassie-loops+2F", "talos-hands-welded", "go2-foot-to-foot", "tilted-joint-rows"]
 
 
@@ -166,3 +172,9 @@ def kappa_kkt(robot, cs, q, K=None, R=None):
     J = reference.constraint_jacobian(robot, cs, q, K)
     C = -np.diag(np.broadcast_to(0.0 if R is None else R, cs.m))
     return float(np.linalg.cond(np.block([[M, J.T], [J, C]])))
+
+
+def evaluate(inputs, outputs, values):
+    """The numeric values (arrays) of the SX ``outputs`` at ``values`` of the SX ``inputs``."""
+    f = ca.Function("evaluate", list(inputs), [ca.densify(ca.SX(o)) for o in outputs])
+    return [np.array(x) for x in f.call(list(values))]

@@ -226,9 +226,9 @@ def test_pv_early_zero_pivots():
     """At q = 0 many Householder pivots k̃_1 are exactly zero (sign(0) = +1 is needed, Remark 7):
     no NaN, and the result is exact where every joint still sees its row (ladder, floating
     chain); the ``pivot`` output stays at a generic configuration's order there."""
-    from casadi_delassus.dynamics import pv   # the driver pv_early composes
+    from casadi_delassus.sweeps import elimination   # the step pv's driver takes at each joint
     pivots = []
-    orig = pv.householder
+    orig = elimination.householder
 
     def spy(kt):
         pivots.append(kt[0])
@@ -236,11 +236,11 @@ def test_pv_early_zero_pivots():
     for name in ("ladder", "chain-base"):
         robot, cs, xs = samples(name)
         pivots.clear()
-        pv.householder = spy
+        elimination.householder = spy
         try:
             f = trace(robot, cs, "pv_early")[0]
         finally:
-            pv.householder = orig
+            elimination.householder = orig
         q = robot.neutral_q()
         x = dict(xs[0], q=q)
         vd, lam = _call(f, x)

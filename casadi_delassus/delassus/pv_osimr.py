@@ -12,7 +12,8 @@ the closest branching descendant.  In local link frames:
                                 starting from ^iK_i = 1, ^iΩ_i = 0 at i ∈ N and K_j, 0 at EEs;
                                 articulated inertias in articulated.py
   forward over N (lines 16-17): ^0Ω_i = ^A(i)Ω_i + ^A(i)K_i ^0Ω_A(i) ^A(i)K_iᵀ   (eq. 18)
-  backward over N (18-22):      ^A(j)K_i = ^jK_i ^A(j)K_j                         (eq. 19)
+  backward over N (18-22):      ^cK_i = ^A(i)K_i ^cK_A(i) for every branching    (eq. 19)
+                                ancestor c above A(i), from the top down (``Products``)
   assembly (23-28):             Λ⁻¹_ij = ^cK_i ^0Ω_c ^cK_jᵀ, c = cca(i, j)        (eq. 13)
 
 Local-frame choices: Ω_D is expressed in D's own frame, so no similarity transforms; at a
@@ -180,38 +181,48 @@ def backward(robot, constraints, tree, T, abi, Ks):
     return top, omega0, via
 
 
-class Blocks:
-    """^cK_a ^0Ω_c ^cK_bᵀ (eq. 13) with every product computed once: ^cK composed along N
-    (eq. 19), Y = ^0Ω_c ^cK_bᵀ for an explicit ^0Ω_c, Z = L⁻¹ Sᵀ ^cK_bᵀ for a factored one."""
+class Products:
+    """The rows ^cK_n of a node n (an EE or an N-member) at a branching ancestor c, in the form
+    eq. (13)'s products with ^0Ω_c take, each computed once: K = ^cK_n and Y = ^0Ω_c ^cK_nᵀ where
+    ^0Ω_c is explicit; Z = L⁻¹ Sᵀ ^cK_nᵀ and Zs = D⁻¹ Z where it is a free root's factored one.
+    ``direct`` fills c = A(n) (what the backward sweep left, read by lines 16-17), ``compose`` the
+    ancestors above it (eq. 19, lines 18-22); ``block`` reads them (lines 17, 25)."""
 
     def __init__(self, A, top, omega0, rows, via):
         self.A, self.top, self.omega0, self.rows, self.via = A, top, omega0, rows, via
-        self.cache = {}
+        self.K, self.Y, self.Z, self.Zs = {}, {}, {}, {}
 
-    def _memo(self, key, make):
-        if key not in self.cache:
-            self.cache[key] = make()
-        return self.cache[key]
+    def factored(self, c):
+        return isinstance(self.omega0[c], FactoredOmega)
 
-    def Z(self, c, n):
-        R = self.top[n].K
-        return self._memo(("Z", c, n), lambda: self.omega0[c].z(R, self.via[n]) if self.A[n] == c
-                          else ca.mtimes(self.Z(c, self.A[n]), R.T))
+    def direct(self, n):
+        """^A(n)K_n, the rows n's backward sweep carried to its branching ancestor."""
+        c, R = self.A[n], self.top[n].K
+        if self.factored(c):
+            self._z(c, n, self.omega0[c].z(R, self.via[n]))
+        else:
+            self._k(c, n, R)
 
-    def Zs(self, c, n):
+    def compose(self, c, n):
+        """Eq. (19): ^cK_n = ^A(n)K_n ^cK_A(n) for a branching ancestor c above A(n)."""
+        R, up = self.top[n].K, (c, self.A[n])
+        if self.factored(c):
+            self._z(c, n, ca.mtimes(self.Z[up], R.T))
+        else:
+            self._k(c, n, ca.mtimes(R, self.K[up]))
+
+    def _z(self, c, n, Z):
         dinv = self.omega0[c].art.ldl[2]
-        return self._memo(("Zs", c, n), lambda: ca.vertcat(*[self.Z(c, n)[r, :] * dinv[r] for r in range(6)]))
+        self.Z[c, n] = Z
+        self.Zs[c, n] = ca.vertcat(*[Z[r, :] * dinv[r] for r in range(6)])
 
-    def K(self, c, n):
-        R = self.top[n].K
-        return self._memo(("K", c, n), lambda: R if self.A[n] == c else ca.mtimes(R, self.K(c, self.A[n])))
-
-    def Y(self, c, n):
-        return self._memo(("Y", c, n), lambda: ca.mtimes(linalg.to_sx(self.omega0[c], 6), self.K(c, n).T))
+    def _k(self, c, n, K):
+        self.K[c, n] = K
+        self.Y[c, n] = ca.mtimes(linalg.to_sx(self.omega0[c], 6), K.T)
 
     def block(self, c, a, b, upper):
-        Pa, Pb = ((self.Zs(c, a), self.Z(c, b)) if isinstance(self.omega0[c], FactoredOmega)
-                  else (self.K(c, a).T, self.Y(c, b)))
+        """^cK_a ^0Ω_c ^cK_bᵀ (eq. 13; upper entries only when a is b)."""
+        Pa, Pb = (self.Zs[c, a], self.Z[c, b]) if self.factored(c) else (self.K[c, a].T, self.Y[c, b])
         return {(p, q): ca.dot(Pa[:, p], Pb[:, q]) for p in range(self.rows(a))
                 for q in range(p if upper else 0, self.rows(b))}
 
@@ -226,12 +237,17 @@ def delassus(robot, constraints, q, K_bodies):
                                              for i in range(robot.n_bodies) if tree.carries[i]])
     passes.done("backward: ^λK_D, ^λΩ_D between branching links (16-17)",
                 [(c.K, c.Omega) for c in top.values()], [_entries(om) for om in omega0.values()])
-    blocks = Blocks(tree.A, top, omega0, lambda n: Ks[n.ee].shape[0] if n.is_ee else 6, via)
-    # forward sweep over N (lines 16-17), parents first
-    for n in sorted((k for k in tree.A if k not in omega0), key=lambda k: (k.body, k.is_ee)):
-        if tree.A[n] is not None:
-            omega0[n] = _add(top[n].Omega, blocks.block(tree.A[n], n, n, True))      # eq. (18)
+    blocks = Products(tree.A, top, omega0, lambda n: Ks[n.ee].shape[0] if n.is_ee else 6, via)
+    below = sorted((n for n in tree.A if tree.A[n] is not None), key=lambda n: (n.body, n.is_ee))   # parents first
+    for n in below:                                    # forward sweep over N (lines 16-17)
+        blocks.direct(n)
+        omega0[n] = _add(top[n].Omega, blocks.block(tree.A[n], n, n, True))          # eq. (18)
     passes.done("forward over N: ^0Ω_i (eq. 18)", [_entries(om) for om in omega0.values()])
+    for n in below:                                    # backward sweep over N (lines 18-22)
+        c = tree.A[tree.A[n]]
+        while c is not None:                           # every branching ancestor above A(n)
+            blocks.compose(c, n)                       # eq. (19), line 20
+            c = tree.A[c]
     # assembly (lines 23-28): line 28 for diagonal blocks, line 25 off the diagonal
     L = {}
     ees = [Node(c.body, j) for j, c in enumerate(constraints.constraints)]

@@ -28,7 +28,7 @@ roll-out, roots first:                                                          
     q̈_i = D_i⁻¹ (u_i − U_iᵀ (^iX_λ a_λ + a_b,i) − k_iᵀ λ_i^A),  a_i = ^iX_λ a_λ + a_b,i + S_i q̈_i
 
 Two refinements that compute the same result:
-- Early elimination (Sec. VIII, eqs. 60-64: ``eliminate``, derived in pv_early.py) only where
+- Early elimination (Sec. VIII, eqs. 60-64: sweeps/elimination.py, derived in pv_early.py) only where
   the pivot Σ = ‖k̃‖²/D_i provably never
   vanishes: at the constrained link's own joint when k̃ = K_i S_i is a nonzero constant (numeric
   K_i), and at its parent for a numeric full-rank 6-row K_i (the 5 rows left annihilate exactly
@@ -54,6 +54,7 @@ from ..sweeps.tree import (Tree, axis_g, check_regular, joint_backward, joint_ba
                            joint_forward_multi, root_accel)
 from ..symbolic import passes
 from ..symbolic.probe import DEPENDENT, ZERO, Probe
+from ..sweeps.elimination import eliminate, is_numeric, rebuild
 from ..sweeps.articulated import articulated_inertias
 from ..symbolic import linalg
 from ..symbolic.frames import transform_force, transform_motion
@@ -66,10 +67,6 @@ def never_vanishing(tree, i, st, kt, nonzero):
     if all(is_numeric(x) for x in kt):
         return any(float(x) != 0 for x in kt)
     return st.weld == "reduced" and nonzero(kt)
-
-
-EPS = 1e-300          # keeps 1/(‖k‖(‖k‖ + |k₁|)) finite when k = 0 exactly (then w = 0)
-
 
 
 class Stack:
@@ -91,89 +88,6 @@ class Stack:
         self.ids += ids
         self.segments.append(segment)
         self.fresh = self.fresh and fresh
-
-
-class Elimination:
-    """What the roll-out needs at a joint that eliminated a row: K̃, l̃, Σ⁻¹, Q (applied by
-    ``reflect``) and cs with (Q k̃)_1 = −cs; and ‖k̃‖² (a number where k̃ is constant)."""
-
-    def __init__(self, Kt, lt, sig, Q, cs, nrm2):
-        self.Kt, self.lt, self.sig, self.Q, self.cs, self.nrm2 = Kt, lt, sig, Q, cs, nrm2
-
-
-def householder(kt):
-    """Q as (w, β = 2 / wᵀw) and cs = copysign(‖k̃‖, k̃_1) (sign(0) = +1), ‖k̃‖²; Q k̃ = −cs e_1."""
-    nrm2 = dot(kt, kt)
-    nrm = ca.sqrt(nrm2)
-    cs = ca.copysign(nrm, kt[0]) if not is_zero(kt[0]) else nrm
-    w = [add(kt[0], cs)] + list(kt[1:])
-    beta = 1 / (nrm * (nrm + (ca.fabs(kt[0]) if not is_zero(kt[0]) else 0.0)) + EPS)   # wᵀw = 2‖k‖(‖k‖ + |k₁|)
-    return (w, beta), cs, nrm2
-
-
-def numeric_reflection(kv):
-    """A numeric orthogonal Q with Q k = −cs e_1 for a numeric k (a row swap when k = ±e_r, so
-    that applying it costs nothing), and cs."""
-    m = len(kv)
-    nz = np.flatnonzero(kv)
-    Q = np.eye(m)
-    if len(nz) == 1 and abs(abs(kv[nz[0]]) - 1) < 1e-15:
-        r = int(nz[0])
-        Q[[0, r]] = Q[[r, 0]]
-        return Q, -float(kv[r])
-    nrm = float(np.linalg.norm(kv))
-    cs = nrm if kv[0] >= 0 else -nrm
-    w = kv.copy()
-    w[0] += cs
-    return np.eye(m) - 2 * np.outer(w, w) / (w @ w), cs
-
-
-def reflect(Q, cols):
-    """Q x for each column x: Q numeric (a matrix) or (w, β) with Q = 1 − β w wᵀ."""
-    if isinstance(Q, np.ndarray):
-        return [mat_vec(Q, x) for x in cols]
-    w, beta = Q
-    out = []
-    for x in cols:
-        bt = mul(beta, dot(w, x))
-        out.append([sub(xi, mul(wi, bt)) for xi, wi in zip(x, w)])
-    return out
-
-
-def is_numeric(x):
-    return not isinstance(x, ca.SX) or x.is_constant()
-
-
-def eliminate(kt, K, l0, gb, t, a, D):
-    """Eqs. (60)-(63) at one 1-DoF joint: (Elimination, K̂, l̂, H^a update (upper entries), Σ⁻¹ l̃).
-
-    K are the rows K_i^A that reach the joint (not yet projected), l0 = l_i + K_i^A a_b,i, and
-    (with k_i = ±k̃ for S_i = ±e_a, else k̃ = k_i = K_i^A S_i) the projection is K_i^A P_iᵀ =
-    K − k̃ gbᵀ and the shifted l is l0 + k̃ t (eq. 42d; gb = Ū_i without the sign of S_i,
-    t = ±D_i⁻¹ u_i − gbᵀ a_b,i, passed as (t, sign) below).  Since Q k̃ = −cs e_1, Q K P_iᵀ =
-    Q K + cs e_1 gbᵀ and Q (l0 + k̃ t) = Q l0 − cs t e_1: only the eliminated first row needs the
-    projection; the rows passed on are rows 2.. of Q K (their component along S_i is exactly 0)."""
-    m = len(kt)
-    if all(is_numeric(x) for x in kt):
-        Q, cs = numeric_reflection(np.array([float(x) for x in kt]))
-        nrm2 = cs * cs
-        sig = mul(D, 1.0 / nrm2)
-    elif m == 1:                                     # Q = 1: Σ⁻¹ = D / k², (Q k)_1 = k
-        Q, cs, nrm2 = np.eye(1), -kt[0], mul(kt[0], kt[0])
-        sig = ca.if_else(nrm2 > 0, D / nrm2, 0)
-    else:
-        Q, cs, nrm2 = householder(kt)
-        sig = ca.if_else(nrm2 > 0, D / nrm2, 0)      # Σ⁻¹ = D / ‖k‖² (0 if k = 0 exactly)
-    cols = {col: [row[col] for row in K] for col in range(6) if col != a}
-    QK = dict(zip(cols, reflect(Q, list(cols.values()))))
-    Ql = reflect(Q, [l0])[0]
-    Kt = [0.0 if col == a else add(QK[col][0], mul(cs, gb[col])) for col in range(6)]
-    tv, tsign = t
-    lt = (sub if tsign > 0 else add)(Ql[0], mul(cs, tv))
-    sK = [mul(sig, x) for x in Kt]
-    more = {(x, y): mul(sK[x], Kt[y]) for x in range(6) for y in range(x, 6)}
-    up = [[0.0 if col == a else QK[col][r] for col in range(6)] for r in range(1, m)]
-    return Elimination(Kt, lt, sig, Q, cs, nrm2), up, Ql[1:], more, mul(sig, lt)
 
 
 def propagate(tree, i, art, K, l, u_i, c_i):
@@ -215,19 +129,26 @@ def solve(tree, v, tau, k, probe, early, drop=True):
     solves for a trace-time redundancy check, the Elimination per body or None); each sweep is a
     named pass (symbolic/passes.py)."""
     sw = Sweeps(tree, probe, early, drop)
+    # first forward sweep, lines 1-5, for i in S (roots first): X_i (line 2, tree.T), v_i, a_b,i
+    # (lines 3-4), f_i^A = −p_i (line 5)
     vel, c, _ = tree.velocities(v)
     p = tree.bias_forces(vel)
     passes.done("first forward sweep: v_i, a_b,i, p_i", vel, c, p)
-    sw.start(k, c, p, tau)
+    sw.start(k, c, p, tau)                          # line 5: K_i^A ← K_i, l_i ← −k_i (with gravity)
+    # backward sweep, lines 6-12, for i in S_r (leaves first): D_i, P_i and H^A_λ(i) (lines 7, 9) by
+    # articulated_inertias, which calls sw.backward at each joint for f^A (line 8), K^A (line 10),
+    # L^A (line 11, or an early elimination) and l (line 12)
     abi = articulated_inertias(tree.robot, tree.T, post=sw.backward)
     bases = [i for i in range(tree.n) if abi[i].free]
     passes.done("backward: H^A, D (with the rows and Σ⁻¹, K̃ of the eliminations they depend on)", [art.HA for art in abi])
     passes.done("backward: forces p^A, u (with l̃ of the eliminations)", [sw.pA[b] for b in bases], sw.u)
     passes.done("backward: the other rows K^A, l, L^A", [sw.stacks[b].K for b in bases], [sw.stacks[b].l for b in bases], sw.L)
-    acc = sw.resolve(abi)
+    acc = sw.resolve(abi)                           # lines 13-14: a_b and λ_b^A (eq. 47), fixed roots (eq. 43)
     passes.done("base solve (eq. 47, block elimination) / root solve (eq. 43)", [acc[b] for b in bases],
         [m for m in sw.mu if m is not None])
-    qdd = sw.rollout(abi, acc)
+    qdd = [None] * tree.n
+    for i in range(tree.n):                         # roll-out, lines 15-17, for i in S (roots first)
+        qdd[i] = sw.rollout(i, abi[i], acc)         # q̈_i (line 16), a_i (line 17)
     passes.done("roll-out: q̈_i, λ_i, a_i", qdd, sw.lam)
     return qdd, sw.lam, sw.pivots, sw.elim
 
@@ -411,36 +332,30 @@ class Sweeps:
             return None
         return [dot([row[c] for row in self.ks[i]], vec) for c in range(len(self.ks[i][0]))]
 
-    def rollout(self, abi, acc):
-        """Alg. 1 lines 15-17, rebuilding λ_i^A joint by joint (eq. 64 where eliminated)."""
-        tree, qdd = self.tree, [None] * self.tree.n
-        for i in range(tree.n):
-            art, par, st = abi[i], tree.parent[i], self.stacks[i]
-            if art.free:
-                qdd[i] = tree.base_qdd(i, acc[i], self.g[i])
-                continue
-            y = root_accel(tree, i, self.g) if par < 0 else transform_motion(tree.T[i], acc[par])
-            if art.multi:
-                qdd[i], acc[i] = joint_forward_multi(tree, i, art, y, self.c[i], self.u[i],
-                                                     self.multipliers_through(i))
-                continue
-            e = self.elim[i]
-            extra, sign = 0.0, axis_g(tree, i, art)[1]
-            if st.K:
-                it = iter(self.mu[i] if self.mu[i] is not None else [])
-                full = [next(it, 0.0) if kp else 0.0 for kp in st.keep]    # dropped rows: μ = 0
-                if e is not None:
-                    mu1 = mul(e.sig, add(dot(e.Kt, y), e.lt))      # eq. (62)
-                    vec = reflect(e.Q, [[mu1] + full])[0]                   # eq. (64): λ^A = Q [μ̃; μ̂]
-                    extra, sign = mul(e.cs, mu1), -sign                  # k_iᵀ λ^A = ∓ cs μ̃
-                else:
-                    vec = full
-                    if self.ks[i] is not None:                              # ± k_iᵀ λ_i^A (line 16)
-                        extra = dot(self.ks[i], vec)
-                hand_back(st, vec, self.lam, self.mu)
-            q1, acc[i] = joint_forward(tree, i, art, y, self.c[i], self.u[i], extra, sign)
-            qdd[i] = [q1]
-        return qdd
+    def rollout(self, i, art, acc):
+        """Alg. 1 lines 16-17 at joint i: q̈_i (a list) and a_i (into ``acc``), handing λ_i^A back
+        to the rows (eq. 64 where the joint eliminated one)."""
+        tree, par, st = self.tree, self.tree.parent[i], self.stacks[i]
+        if art.free:
+            return tree.base_qdd(i, acc[i], self.g[i])
+        y = root_accel(tree, i, self.g) if par < 0 else transform_motion(tree.T[i], acc[par])
+        if art.multi:
+            qdd, acc[i] = joint_forward_multi(tree, i, art, y, self.c[i], self.u[i], self.multipliers_through(i))
+            return qdd
+        e = self.elim[i]
+        extra, sign = 0.0, axis_g(tree, i, art)[1]
+        if st.K:
+            it = iter(self.mu[i] if self.mu[i] is not None else [])
+            full = [next(it, 0.0) if kp else 0.0 for kp in st.keep]    # dropped rows: μ = 0
+            if e is not None:                                           # k_iᵀ λ^A = ∓ cs μ̃
+                (vec, extra), sign = rebuild(e, y, full), -sign
+            else:
+                vec = full
+                if self.ks[i] is not None:                              # ± k_iᵀ λ_i^A (line 16)
+                    extra = dot(self.ks[i], vec)
+            hand_back(st, vec, self.lam, self.mu)
+        q1, acc[i] = joint_forward(tree, i, art, y, self.c[i], self.u[i], extra, sign)
+        return [q1]
 
 
 def hand_back(st, vec, lam, mu):

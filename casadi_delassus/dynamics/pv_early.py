@@ -20,7 +20,7 @@ pivot k̃_1 = 0 (common at q = 0) needs no row permutation (Remark 7).  In the r
 parent.  The roll-out rebuilds λ_i^A = Q [μ̃; μ̂] (eq. 64) with μ̂ from the parent, and the
 joint term k_iᵀ λ_i^A = ±(Q k̃)ᵀ[μ̃; μ̂] is one product.  Rows that reach the floating base are
 resolved there with its 6 DoF (eq. 47 with L_b^A = 0, linalg.saddle_solve).  The elimination
-step (pv.eliminate) is PV's too: pv uses it where the pivot provably never vanishes and
+step (sweeps/elimination.py: ``eliminate``, eqs. 60-63, and ``rebuild``, eqs. 62 and 64) is PV's too: pv uses it where the pivot provably never vanishes and
 accumulates L^A = Σ k_i D_i⁻¹ k_iᵀ (Alg. 1 line 11) for the rows that pass a joint without
 elimination; pv_early eliminates wherever k̃ is not identically zero.
 
@@ -57,7 +57,8 @@ from ..symbolic.scalar import column, neg
 from ..sweeps.tree import Tree, check_regular
 from ..symbolic.probe import Probe
 from ..sweeps.dynamics_derivatives import hard_derivative
-from .pv import is_numeric, never_vanishing, solve
+from ..sweeps.elimination import is_numeric
+from .pv import never_vanishing, solve
 
 
 def every_joint(tree, i, st, kt, nonzero):
