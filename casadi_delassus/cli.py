@@ -24,6 +24,7 @@ from .codegen.trace import choose_cheapest, trace
 from .errors import DelassusError
 from .executor import Job, in_order, run
 from .model import FORMATS, load_robot, registry
+from .names import printable
 from .progress import step
 
 _robot_arg = click.argument("robot")
@@ -144,7 +145,7 @@ def links(robot, fixed_base, fmt):
     if fmt == "json":
         click.echo(report.dumps(info))
         return
-    click.echo(report.printable(f"{info['robot']}: nq = {info['nq']}, nv = {info['nv']}, "
+    click.echo(printable(f"{info['robot']}: nq = {info['nq']}, nv = {info['nv']}, "
                                 f"{'floating' if info['floating_base'] else 'fixed'} base ({info['source']})"))
     click.echo("joints (q layout):")
     click.echo(report.table(joint_rows(info), JOINT_HEADERS))
@@ -189,7 +190,7 @@ def count(robot, fixed_base, scenario, specs, algorithms, cse, fmt, derivatives,
     if fmt == "csv":
         click.echo(report.to_csv(rows, headers))
     else:
-        click.echo(report.printable(f"{robot.name}: nv = {robot.nv}, m = {cs.m} ({', '.join(cs.specs)}), cse = {cse}"))
+        click.echo(printable(f"{robot.name}: nv = {robot.nv}, m = {cs.m} ({', '.join(cs.specs)}), cse = {cse}"))
         click.echo(report.table(rows, headers))
 
 
@@ -446,11 +447,11 @@ def check(robot, fixed_base, scenario, specs, algorithms, cse, osim, oracle_opts
             for line in lines:
                 if (r.name, o, line) not in said:
                     said.add((r.name, o, line))
-                    click.echo(report.printable(f"  {r.name}: {o}: {line}"), err=True)
+                    click.echo(printable(f"  {r.name}: {o}: {line}"), err=True)
         for row in new_rows:
             err = f"{row[9]}" if row[7] is None else \
                 f"{row[6]} max rel. error {row[7]:.2e}, worst error/allowed {row[8]}"
-            click.echo(report.printable(f"  {row[0]}/{row[1]} {row[2]} vs {row[3]}: {err} ({row[10]})"), err=True)
+            click.echo(printable(f"  {row[0]}/{row[1]} {row[2]} vs {row[3]}: {err} ({row[10]})"), err=True)
     run([Job(f"{r.name}/{c if isinstance(c, str) else 'custom constraints'}", _check_one,
              (r, c, algos, oracles.oracle_names(oracle_opts, r), samples, DEFAULT_TOL if tol is None else tol, out_dir, cflags, cc, cse, force, osim,
               name)) for r, c in targets],
@@ -632,13 +633,13 @@ def _main(argv):
         sys.exit(130)
     except click.UsageError as exc:         # one line, as every other refusal
         where = exc.ctx.command_path if exc.ctx else "casadi-delassus"
-        click.echo(f"error: {report.printable(exc.format_message())} (see {where} --help)", err=True)
+        click.echo(f"error: {printable(exc.format_message())} (see {where} --help)", err=True)
         sys.exit(2)
     except click.ClickException as exc:
         exc.show()
         sys.exit(2)
     except DelassusError as exc:
-        click.echo(f"error: {report.printable(exc)}", err=True)
+        click.echo(f"error: {printable(exc)}", err=True)
         sys.exit(2)
     except click.exceptions.Exit as exc:
         sys.exit(exc.exit_code)
