@@ -499,7 +499,8 @@ def library(robot, fixed_base, scenario, specs, algorithm, modes, osim, cse, out
     click.echo(report.table(rows, ["mode", "mask", "active constraints", "m", "algorithm", "instructions", ".so bytes", ""]))
     b = m["build"]
     click.echo(f"library {m['library']}: {len(rows)} modes ({b['functions']} functions), {b['built']} built"
-               + (f" in {b['seconds']:.1f} s on {b['where']}" if b["built"] else "") + f", {b['reused']} from the cache")
+               + (f" in {b['seconds']:.1f} s on {b['where']}" if b["built"] else "") + f", {b['reused']} from the cache"
+               + (f" ({b['kept']} modes kept from the library already there)" if b.get("kept") else ""))
     click.echo(f"-> {lib.manifest_path.with_suffix('.{c,h,json}')}")
     if package_dir:
         click.echo(f"C package -> {package_dir} (make -j, or cmake -S {package_dir} -B build; see its README.md)")
