@@ -32,8 +32,9 @@ The mapping onto the Robot (model/robot.py: a body frame is its joint's frame):
 
 A hinge or slide joint's ``ref`` (MuJoCo measures its qpos from it: hopper's ``rootz``) is a
 fixed motion in the tree transform.  A model whose mesh files are missing is compiled again
-without its meshes (and the geoms that use them); what was dropped is said on stderr, since
-MuJoCo then computes those bodies' inertias without them.
+without its meshes (the geoms that use them made massless and contact-free, each mesh a
+placeholder: the inertias of deleting them, in one pass); what was dropped is said on stderr,
+since MuJoCo then computes those bodies' inertias without them.
 """
 from __future__ import annotations
 
@@ -100,7 +101,7 @@ _PLACEHOLDER_VERTICES = [0, 0, 0, 1e-3, 0, 0, 0, 1e-3, 0, 0, 0, 1e-3]
 def _without_meshes(spec, mujoco):
     """(mesh names, geoms changed): every geom that uses a mesh made a massless sphere without
     contacts and every mesh a placeholder, in place.  The same inertias as deleting them, in
-    one pass: MjSpec.delete walks the model each time (1,000 meshes took seconds)."""
+    one pass: MjSpec.delete walks the model each time, quadratic in the number of meshes."""
     geoms = [g for g in spec.geoms if g.type == mujoco.mjtGeom.mjGEOM_MESH or g.meshname]
     for g in geoms:
         g.type, g.meshname, g.size = mujoco.mjtGeom.mjGEOM_SPHERE, "", [1e-3, 0, 0]
