@@ -7,7 +7,9 @@ Each mode is an ordinary generated function (codegen/build.py), written atomical
 belongs as soon as it is done, so an interrupted build keeps every finished mode and the next
 run builds only the missing ones; a mode that fails fails the build, naming it, once the
 others are done.  The library manifest and the dispatcher are written last, after every mode
-is there.
+is there, under a lock file: a run into a folder that holds this library already keeps the
+earlier modes still in the cache (``--modes all`` then ``--modes 0x1`` leaves all of them), and
+runs at the same time into one folder merge one after another.
 
 Local workers write their mode's files themselves (the same file system).  Dask workers build
 in a temporary folder of their own and send the files back as bytes, which this process
