@@ -477,7 +477,8 @@ def check(robot, fixed_base, scenario, specs, algorithms, cse, osim, oracle_opts
 @_with(_gen_opts)
 @_jobs_opt
 @click.option("--cluster", default=None, metavar="ADDRESS",
-              help="build on the Dask cluster whose scheduler is at ADDRESS (tcp://host:8786); results come back here")
+              help="build on the Dask cluster whose scheduler is at ADDRESS (tcp://host:8786); results come back here (a "
+                   "peer that does not answer as a Dask scheduler within 10 s is refused)")
 @click.option("--package", "package_dir", default=None, metavar="DIR",
               help="also write the library's C package (dispatcher, every mode, Makefile, CMakeLists.txt, example) to DIR")
 def library(robot, fixed_base, scenario, specs, algorithm, modes, osim, cse, out_dir, cflags, cc, force, name, jobs, cluster,
