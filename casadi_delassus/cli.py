@@ -25,6 +25,7 @@ from .codegen.trace import choose_cheapest, trace
 from .errors import DelassusError
 from .executor import Job, in_order, run
 from .model import FORMATS, load_robot, registry
+from .names import printable
 from .progress import step
 
 _robot_arg = click.argument("robot")
@@ -145,7 +146,7 @@ def links(robot, fixed_base, fmt):
     if fmt == "json":
         click.echo(report.dumps(info))
         return
-    click.echo(report.printable(f"{info['robot']}: nq = {info['nq']}, nv = {info['nv']}, "
+    click.echo(printable(f"{info['robot']}: nq = {info['nq']}, nv = {info['nv']}, "
                                 f"{'floating' if info['floating_base'] else 'fixed'} base ({info['source']})"))
     click.echo("joints (q layout):")
     click.echo(report.table(joint_rows(info), JOINT_HEADERS))
@@ -190,7 +191,7 @@ def count(robot, fixed_base, scenario, specs, algorithms, cse, fmt, derivatives,
     if fmt == "csv":
         click.echo(report.to_csv(rows, headers))
     else:
-        click.echo(report.printable(f"{robot.name}: nv = {robot.nv}, m = {cs.m} ({', '.join(cs.specs)}), cse = {cse}"))
+        click.echo(printable(f"{robot.name}: nv = {robot.nv}, m = {cs.m} ({', '.join(cs.specs)}), cse = {cse}"))
         click.echo(report.table(rows, headers))
 
 
@@ -447,11 +448,11 @@ def check(robot, fixed_base, scenario, specs, algorithms, cse, osim, oracle_opts
             for line in lines:
                 if (r.name, o, line) not in said:
                     said.add((r.name, o, line))
-                    click.echo(report.printable(f"  {r.name}: {o}: {line}"), err=True)
+                    click.echo(printable(f"  {r.name}: {o}: {line}"), err=True)
         for row in new_rows:
             err = f"{row[9]}" if row[7] is None else \
                 f"{row[6]} max rel. error {row[7]:.2e}, worst error/allowed {row[8]}"
-            click.echo(report.printable(f"  {row[0]}/{row[1]} {row[2]} vs {row[3]}: {err} ({row[10]})"), err=True)
+            click.echo(printable(f"  {row[0]}/{row[1]} {row[2]} vs {row[3]}: {err} ({row[10]})"), err=True)
     run([Job(f"{r.name}/{c if isinstance(c, str) else 'custom constraints'}", _check_one,
              (r, c, algos, oracles.oracle_names(oracle_opts, r), samples, DEFAULT_TOL if tol is None else tol, out_dir, cflags, cc, cse, force, osim,
               name)) for r, c in targets],
@@ -477,7 +478,8 @@ def check(robot, fixed_base, scenario, specs, algorithms, cse, osim, oracle_opts
 @_with(_gen_opts)
 @_jobs_opt
 @click.option("--cluster", default=None, metavar="ADDRESS",
-              help="build on the Dask cluster whose scheduler is at ADDRESS (tcp://host:8786); results come back here")
+              help="build on the Dask cluster whose scheduler is at ADDRESS (tcp://host:8786); results come back here (a "
+                   "peer that does not answer as a Dask scheduler within 10 s is refused)")
 @click.option("--package", "package_dir", default=None, metavar="DIR",
               help="also write the library's C package (dispatcher, every mode, Makefile, CMakeLists.txt, example) to DIR")
 def library(robot, fixed_base, scenario, specs, algorithm, modes, osim, cse, out_dir, cflags, cc, force, name, jobs, cluster,
@@ -499,7 +501,8 @@ def library(robot, fixed_base, scenario, specs, algorithm, modes, osim, cse, out
     click.echo(report.table(rows, ["mode", "mask", "active constraints", "m", "algorithm", "instructions", ".so bytes", ""]))
     b = m["build"]
     click.echo(f"library {m['library']}: {len(rows)} modes ({b['functions']} functions), {b['built']} built"
-               + (f" in {b['seconds']:.1f} s on {b['where']}" if b["built"] else "") + f", {b['reused']} from the cache")
+               + (f" in {b['seconds']:.1f} s on {b['where']}" if b["built"] else "") + f", {b['reused']} from the cache"
+               + (f" ({b['kept']} modes kept from the library already there)" if b.get("kept") else ""))
     click.echo(f"-> {lib.manifest_path.with_suffix('.{c,h,json}')}")
     if package_dir:
         click.echo(f"C package -> {package_dir} (make -j, or cmake -S {package_dir} -B build; see its README.md)")
@@ -712,13 +715,13 @@ def _main(argv):
         sys.exit(130)
     except click.UsageError as exc:         # one line, as every other refusal
         where = exc.ctx.command_path if exc.ctx else "casadi-delassus"
-        click.echo(f"error: {report.printable(exc.format_message())} (see {where} --help)", err=True)
+        click.echo(f"error: {printable(exc.format_message())} (see {where} --help)", err=True)
         sys.exit(2)
     except click.ClickException as exc:
         exc.show()
         sys.exit(2)
     except DelassusError as exc:
-        click.echo(f"error: {report.printable(exc)}", err=True)
+        click.echo(f"error: {printable(exc)}", err=True)
         sys.exit(2)
     except click.exceptions.Exit as exc:
         sys.exit(exc.exit_code)

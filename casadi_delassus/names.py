@@ -4,8 +4,8 @@ library, include-guard and ``K_<link>`` input names): it is injective (a changed
 a hash of the original, and a name that merely looks hashed is hashed again) and its parts,
 joined by "_" after a leading letter, are valid C identifiers and valid CasADi names
 (``casadi.Function.check_name``: a letter first, then [A-Za-z0-9_], no double underscore).
-:func:`path_part` does the same for one file-name component.  Escaping text for generated
-files is codegen/escape.py's."""
+:func:`path_part` does the same for one file-name component; :func:`printable` escapes a name
+for a terminal or a log.  Escaping text for generated files is codegen/escape.py's."""
 from __future__ import annotations
 
 import hashlib
@@ -52,3 +52,13 @@ def path_part(name: str) -> str:
     if re.fullmatch(r"[A-Za-z0-9_][A-Za-z0-9_+.-]*", name) and not _HASHED.fullmatch(name) and len(name) <= PART_LIMIT:
         return name
     return ident_part(name)
+
+
+def printable(text):
+    """``text`` with each character that is not printable (CR, LF, ESC, U+2028, …) written as
+    its escape (\\r, \\x1b, \\u2028): a name read from a model cannot start a line of its own
+    in a log or move a terminal's cursor."""
+    text = str(text)
+    if text.isprintable():
+        return text
+    return "".join(c if c.isprintable() else c.encode("unicode_escape").decode("ascii") for c in text)

@@ -15,7 +15,7 @@ import threading
 import time
 from contextlib import contextmanager
 
-from .report import printable
+from .names import printable
 
 AFTER = 5.0
 _state = {"t0": None, "on": True}

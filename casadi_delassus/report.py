@@ -5,15 +5,7 @@ import csv
 import io
 import json
 
-
-def printable(text):
-    """``text`` with each character that is not printable (CR, LF, ESC, U+2028, …) written as
-    its escape (\\r, \\x1b, \\u2028): a name read from a model cannot start a line of its own
-    in a log or move a terminal's cursor."""
-    text = str(text)
-    if text.isprintable():
-        return text
-    return "".join(c if c.isprintable() else c.encode("unicode_escape").decode("ascii") for c in text)
+from .names import printable
 
 
 def table(rows, headers):

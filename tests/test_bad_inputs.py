@@ -8,7 +8,7 @@ import pytest
 
 import casadi_delassus as cd
 from casadi_delassus.api import constraint_set
-from casadi_delassus.codegen.inputs import UNIT_TOL, as_input
+from casadi_delassus.runtime.inputs import UNIT_TOL, as_input
 from casadi_delassus.constraints import ConstraintSet, parse_constraint
 from casadi_delassus.errors import ConstraintError, InputError
 

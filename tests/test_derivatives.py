@@ -15,7 +15,7 @@ import pytest
 
 import casadi_delassus as cd
 from casadi_delassus.cli import main
-from casadi_delassus.codegen import artifact
+from casadi_delassus.runtime import artifact
 from casadi_delassus.codegen.derivatives import trace_derivative
 from casadi_delassus.codegen.trace import trace
 from casadi_delassus.errors import DelassusError

@@ -111,7 +111,7 @@ def _finished(out):
 _TWICE = """
 import os, shutil, signal, sys
 from casadi_delassus import executor
-from casadi_delassus.codegen import artifact
+from casadi_delassus.runtime import artifact
 executor._init_worker(True)
 remove = shutil.rmtree
 def interrupted_rmtree(path, **kw):     # the pool's second SIGTERM lands while the first unwinds
@@ -225,7 +225,7 @@ def test_workers_with_other_sources_or_cpus_are_refused():
 
 
 def test_shipped_files_are_verified_before_they_are_installed(tmp_path):
-    from casadi_delassus.codegen import artifact
+    from casadi_delassus.runtime import artifact
     f = cd.generate("go1", ["FL_foot:3d"], "pv_osim", out_dir=tmp_path / "src")
     files = {ext: f.so_path.with_suffix("." + ext).read_bytes() for ext in ("c", "h", "so", "json")}
     target = tmp_path / "dst"

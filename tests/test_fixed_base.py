@@ -10,7 +10,7 @@ import numpy as np
 import pytest
 
 import casadi_delassus as cd
-from casadi_delassus.codegen.artifact import model_name
+from casadi_delassus.runtime.artifact import model_name
 from casadi_delassus.verify.check import check_delassus, relative_error
 
 from conftest import model_for

@@ -1,16 +1,22 @@
-"""Property-based fuzzing (issue 11, "Done when" 5) of everything a user hands us: constraint
-specs, the three model loaders (URDF, SDF, spatial_v2 JSON: random trees with non-finite and
-huge numbers, odd names, missing fields, cycles) and the numeric inputs of one compiled
-function.  Every example ends in one of two ways:
+"""Property-based fuzzing (issue 11, "Done when" 5; issue 23) of everything a user hands us:
+constraint specs and their offsets, the three model loaders (URDF, SDF, spatial_v2 JSON: random
+trees with non-finite and huge numbers, odd names, missing fields, cycles), the numeric inputs
+of one compiled function and ``out=`` arrays over them, the modes and calls of a contact-mode
+library, and peers at a ``--cluster`` address that are no Dask scheduler.  Every example
+ends in one of two ways:
 
 - a DelassusError subclass whose message is one non-empty line, or
 - a result checked against an independent oracle: Pinocchio's own URDF parse (mass matrix),
   the masses and joint counts written in the document, the document's own matrices (spatial_v2
-  round trip), the NumPy reference (specs and numbers).
+  round trip), the NumPy reference (specs and numbers), the single call (out= and library
+  calls), the rule the input breaks (offsets, masks).
 
-Deterministic for CI (derandomized, no example database) and bounded to about a minute."""
+Deterministic for CI (derandomized, no example database) and bounded to a few minutes."""
 import json
 import math
+import socket
+import threading
+import time
 from xml.sax.saxutils import escape, quoteattr
 
 import numpy as np
@@ -21,8 +27,12 @@ from hypothesis import strategies as st
 import casadi_delassus as cd
 from casadi_delassus.verify import reference as ref
 from casadi_delassus.constraints import KINDS, ConstraintSet
+from casadi_delassus.contact_modes import library
+from casadi_delassus.contact_modes.modes import parse_modes
 from casadi_delassus.errors import DelassusError
+from casadi_delassus.executor import connect
 from casadi_delassus.model import load_robot
+from casadi_delassus.model.robot import MAX_MAGNITUDE
 from casadi_delassus.model.spatial_v2 import JTYPES, plucker, to_spatial_v2
 
 from conftest import model_for
@@ -392,3 +402,180 @@ def test_fuzz_numeric_batches(compiled, xs, threads):
         return
     for i, s in enumerate(singles):
         assert np.abs(D[i] - s).max() <= 1e-14 * max(np.abs(s).max(), 1e-300) or np.array_equal(D[i], s)
+
+
+
+# -- spec offsets ----------------------------------------------------------------------------
+OFFSET_WORDS = ["0.1", "-0.05", "0", "1e12", "-1e12", "1.0000001e12", "1e13", "1e300", "-1e308", "1_0", "0x1",
+                "inf", "nan", "1e-300", "", " 1", "1e", "+2"]
+offset_word = st.one_of(sane.map(repr), st.sampled_from(OFFSET_WORDS))
+
+
+def plain_in_range(word):
+    """Whether ``word`` is a number a spec offset may be: float() reads it, no underscore,
+    finite, |x| <= MAX_MAGNITUDE."""
+    try:
+        x = float(word)
+    except ValueError:
+        return False
+    return "_" not in word and math.isfinite(x) and abs(x) <= MAX_MAGNITUDE
+
+
+@fuzz(150)
+@given(words=st.lists(offset_word, min_size=3, max_size=3), form=st.sampled_from(["3d", "3d-world", "pair a", "pair b"]),
+       seed=st.integers(0, 2 ** 16))
+def test_fuzz_spec_offsets(go1, words, form, seed):
+    """An offset is taken exactly when its three numbers are plain, finite and within the
+    model numbers' range; then D is finite."""
+    point = ",".join(words)
+    spec = {"3d": f"FL_foot:3d@{point}", "3d-world": f"FL_foot:3d-world@{point}",
+            "pair a": f"FL_foot|RR_foot:3d@{point}", "pair b": f"FL_foot|RR_foot:3d@0,0,0;{point}"}[form]
+    cs = outcome(lambda: cd.constraint_set(go1, [spec])[0])
+    assert (cs is not None) == all(plain_in_range(w) for w in words), spec
+    if cs is not None:
+        rng = np.random.default_rng(seed)
+        assert np.all(np.isfinite(ref.delassus(go1, cs, go1.random_q(rng), cs.random_inputs(rng))))
+
+
+# -- out= over the inputs of a batch ---------------------------------------------------------
+@fuzz(40)
+@given(n=st.integers(1, 12), q_at=st.integers(0, 300), d_at=st.integers(0, 300), threads=st.sampled_from([None, 1, 2]),
+       seed=st.integers(0, 2 ** 16))
+def test_fuzz_out_over_the_batch_input(compiled, n, q_at, d_at, threads, seed):
+    """Q (n x 19) and D (n x 12 x 12) at any places of one buffer, overlapping or not: D holds
+    each instance's single call, as with separate arrays."""
+    f, _ = compiled
+    rng = np.random.default_rng(seed)
+    go1 = model_for("go1")
+    K = rng.normal(size=(3, 6))
+    buf = np.zeros(max(q_at + 19 * n, d_at + 144 * n))
+    Q = buf[q_at:q_at + 19 * n].reshape(n, 19)
+    Q[:] = [go1.random_q(rng) for _ in range(n)]
+    want = [f(q, K_FL_foot=K) for q in Q.copy()]
+    D = buf[d_at:d_at + 144 * n].reshape(n, 12, 12)
+    event("overlapping" if np.shares_memory(Q, D) else "apart")
+    got = f(Q, K_FL_foot=K, out=D, threads=threads)
+    assert got is D
+    for i, w in enumerate(want):        # the batched code rounds like the single call, up to its lanes' order
+        assert np.abs(D[i] - w).max() <= 1e-14 * np.abs(w).max()
+
+
+# -- a contact-mode library: modes and calls -------------------------------------------------
+TWO_FEET = ["FL_foot:3d", "RR_foot:3d"]
+
+
+@pytest.fixture(scope="module")
+def two_feet(tmp_path_factory):
+    """go1's two feet, every mode (4), pv_osim at -O0, and each mode's own function."""
+    out = tmp_path_factory.mktemp("fuzz_lib")
+    lib = library("go1", TWO_FEET, "pv_osim", out_dir=out, cflags=("-O0",), jobs=1)
+    return lib, {mask: lib.function(mask) for mask in range(4)}
+
+
+MODE_WORDS = ["all", "1-of-2", "2-of-2", "3-of-2", "0x3", "0b10", "4", "-", "", " ", "FL_foot", "RR_foot:3d",
+              "FL_foot,RR_foot", "FL_foot RR_foot", "nope", "1_0", "9" * 30, "0x" + "f" * 40, "a" * 300]
+mode_value = st.one_of(st.sampled_from(MODE_WORDS), st.text(max_size=12), st.integers(-3, 2 ** 70), st.booleans(),
+                       st.none(), st.lists(st.sampled_from(["FL_foot", "RR_foot", "RR_foot:3d", 3, b"x"]), max_size=3))
+
+
+@fuzz(200)
+@given(modes=st.one_of(mode_value, st.lists(mode_value, max_size=3)))
+def test_fuzz_library_modes(modes):
+    """--modes values: one-line refusals, or sorted masks of the two constraints."""
+    masks = outcome(lambda: parse_modes(modes, TWO_FEET))
+    if masks is not None:
+        assert masks == sorted(set(masks)) and masks and all(0 <= m < 4 for m in masks)
+
+
+@st.composite
+def library_calls(draw):
+    """(mode, positional, keywords, expected mask or None): a call of the library, sometimes
+    with a stray argument, threads of the wrong kind, a masked array or odd shapes."""
+    rng = np.random.default_rng(draw(st.integers(0, 2 ** 16)))
+    go1 = model_for("go1")
+    n = draw(st.sampled_from([None, 1, 3]))
+    q = go1.random_q(rng) if n is None else np.array([go1.random_q(rng) for _ in range(n)])
+    mode = draw(st.sampled_from([0, 1, 2, 3, "FL_foot", ["RR_foot", "FL_foot"], 4, -1, True, "nope", None]))
+    change = draw(st.sampled_from(["none", "none", "none", "extra", "threads", "masked", "shape", "out"]))
+    args, kw = [q], {}
+    if change == "extra":
+        args.append(q)
+    elif change == "threads":
+        kw["threads"] = draw(st.sampled_from([True, False, 0, -1, 1.5, "2", 1, 2]))
+    elif change == "masked":
+        args[0] = np.ma.masked_array(q, mask=np.zeros(q.shape, bool))
+    elif change == "shape":
+        args[0] = draw(st.sampled_from([q[..., :-1], np.zeros((2, 5)), q.astype(str), []]))
+    good_mode = 3 if isinstance(mode, list) else mode if type(mode) is int and 0 <= mode < 4 else \
+        1 if mode == "FL_foot" else None
+    if change == "out" and good_mode:
+        rows = 3 * bin(good_mode).count("1")
+        kw["out"] = np.zeros((rows, rows) if n is None else (n, rows, rows))
+    ok_threads = change != "threads" or (type(kw["threads"]) is int and kw["threads"] >= 1)
+    valid = good_mode is not None and change in ("none", "out") or (change == "threads" and good_mode is not None and ok_threads)
+    return mode, args, kw, (good_mode if valid else None)
+
+
+@fuzz(150)
+@given(call=library_calls())
+def test_fuzz_library_calls(two_feet, call):
+    """A library call gives its mode's function's result, or a one-line refusal; a call the
+    single function takes is never refused, one it refuses never answered."""
+    lib, functions = two_feet
+    mode, args, kw, mask = call
+    got = outcome(lambda: lib(mode, *args, **kw))
+    assert (got is not None) == (mask is not None), (mode, kw, mask)
+    if got is None:
+        return
+    q = np.asarray(args[0])
+    if mask == 0:
+        assert got.shape == ((0, 0) if q.ndim == 1 else (len(q), 0, 0))
+        return
+    want = functions[mask](q)
+    assert np.abs(got - want).max() <= 1e-14 * np.abs(want).max() and ("out" not in kw or got is kw["out"])
+
+
+# -- peers at a --cluster address ------------------------------------------------------------
+def serve_once(sock, reply, hold, stop):
+    """Accept connections on ``sock`` until ``stop``; send ``reply`` to each, then hold it open
+    or close it."""
+    held = []
+    while not stop.is_set():
+        try:
+            c, _ = sock.accept()
+        except OSError:
+            continue
+        try:
+            c.sendall(reply)
+        except OSError:
+            pass
+        (held.append if hold else lambda x: x.close())(c)
+    for c in held:
+        c.close()
+
+
+PEER_REPLIES = [b"", b"HTTP/1.1 400 Bad Request\r\n\r\n", b"\x00" * 8, b"\x08" + b"\x00" * 7 + b"\x00" * 8,
+                b"\xff" * 8, b"SSH-2.0-OpenSSH_9.6\r\n", (1 << 60).to_bytes(8, "little")]
+
+
+@fuzz(12)
+@given(reply=st.one_of(st.sampled_from(PEER_REPLIES), st.binary(max_size=64)), hold=st.booleans())
+def test_fuzz_cluster_peers(reply, hold):
+    """Whatever a peer that is not a Dask scheduler sends (or not), connecting ends in one
+    line within a bounded time, never a hang or an allocation sized by the peer's bytes."""
+    sock = socket.create_server(("127.0.0.1", 0))
+    sock.settimeout(0.1)
+    stop = threading.Event()
+    server = threading.Thread(target=serve_once, args=(sock, reply, hold, stop), daemon=True)
+    server.start()
+    t0 = time.perf_counter()
+    try:
+        with pytest.raises(DelassusError) as err:
+            with connect(f"tcp://127.0.0.1:{sock.getsockname()[1]}", timeout_s=1):
+                pass
+    finally:
+        stop.set()
+        server.join(5)
+        sock.close()
+    one_line(err.value)
+    assert time.perf_counter() - t0 < 15

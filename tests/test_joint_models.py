@@ -12,7 +12,7 @@ import pytest
 
 import casadi_delassus as cd
 from casadi_delassus.codegen import staging
-from casadi_delassus.codegen.inputs import as_input
+from casadi_delassus.runtime.inputs import as_input
 from casadi_delassus.codegen.package import neutral_q as package_neutral_q
 from casadi_delassus.codegen.trace import trace
 from casadi_delassus.constraints import ConstraintSet

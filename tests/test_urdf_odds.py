@@ -8,7 +8,7 @@ import numpy as np
 import pytest
 
 import casadi_delassus as cd
-from casadi_delassus.codegen.artifact import model_name
+from casadi_delassus.runtime.artifact import model_name
 from casadi_delassus.errors import ModelError
 from casadi_delassus.verify import reference
 

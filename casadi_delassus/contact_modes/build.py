@@ -7,7 +7,9 @@ Each mode is an ordinary generated function (codegen/build.py), written atomical
 belongs as soon as it is done, so an interrupted build keeps every finished mode and the next
 run builds only the missing ones; a mode that fails fails the build, naming it, once the
 others are done.  The library manifest and the dispatcher are written last, after every mode
-is there.
+is there, under a lock file: a run into a folder that holds this library already keeps the
+earlier modes still in the cache (``--modes all`` then ``--modes 0x1`` leaves all of them), and
+runs at the same time into one folder merge one after another.
 
 Local workers write their mode's files themselves (the same file system).  Dask workers build
 in a temporary folder of their own and send the files back as bytes, which this process
@@ -18,10 +20,12 @@ process's: a mode built elsewhere must be the very function this machine would b
 """
 from __future__ import annotations
 
+import fcntl
 import hashlib
 import json
 import tempfile
 import time
+from contextlib import contextmanager
 from dataclasses import dataclass
 
 from .. import __version__, executor
@@ -29,7 +33,7 @@ from ..api import DEFAULT_OUT, constraint_set, default_constraints
 from ..runtime import artifact
 from ..codegen.build import (DEFAULT_CFLAGS, NATIVE, build, find_compiler, host_cpu, is_cached,
                               source_hash)
-from ..errors import ArtifactError, DelassusError
+from ..errors import ArtifactError, DelassusError, OutputError
 from ..model import load_robot
 from ..progress import Bar
 from .dispatch import LIBRARY_FORMAT, render_dispatcher
@@ -135,6 +139,33 @@ def _write(lib_folder, lib, manifest):
         return artifact.move_in(tmp, lib_folder, lib, kinds=("c", "h"))
 
 
+@contextmanager
+def _locked(lib_folder, lib):
+    """The library's lock (a file beside its manifest): runs into one folder read the earlier
+    manifest and write theirs one at a time, so that none loses the modes of another."""
+    try:
+        lib_folder.mkdir(parents=True, exist_ok=True)
+        fh = open(lib_folder / f".{lib}.lock", "a")
+    except OSError as exc:
+        raise OutputError(f"cannot write the library folder {lib_folder}: {exc.strerror or exc}") from None
+    with fh:
+        fcntl.flock(fh, fcntl.LOCK_EX)
+        yield
+
+
+def _earlier_masks(lib_folder, lib, cs, cse):
+    """The masks of the manifest of this library already in ``lib_folder`` (same constraints
+    and cse; none when there is none or it is damaged): a run for fewer modes adds its modes
+    to them instead of replacing the library with a narrower one."""
+    try:
+        m = artifact.verify(lib_folder / f"{lib}.json", kinds=("c", "h"))
+        if [c["spec"] for c in m["constraints"]] != list(cs.specs) or m["cse"] != cse:
+            return set()
+        return {mask for mask in (int(md["mask"]) for md in m["modes"]) if 0 <= mask < 1 << len(cs.specs)}
+    except (DelassusError, KeyError, TypeError, ValueError):
+        return set()
+
+
 def build_library(robot, constraints=None, algorithm="auto", modes="all", out_dir=DEFAULT_OUT, cflags=DEFAULT_CFLAGS,
                   cc=None, cse=True, osim=False, force=False, name=None, jobs=None, client=None):
     """Generate a contact-mode library (casadi_delassus/contact_modes/); returns the path of its
@@ -149,8 +180,8 @@ def build_library(robot, constraints=None, algorithm="auto", modes="all", out_di
     lib_folder = library_folder(out_dir, model, scenario, algorithm, osim)
     inputs, outputs = library_io(robot, cs, algorithm, osim)
     cflags = tuple(cflags)
-    planned = plan_modes(robot, cs, scenario, model, algorithm, osim, masks, lib_folder, cflags, find_compiler(cc),
-                         cse, inputs)
+    compiler = find_compiler(cc)
+    planned = plan_modes(robot, cs, scenario, model, algorithm, osim, masks, lib_folder, cflags, compiler, cse, inputs)
     todo = [md for md in planned if md.algorithm and (force or not is_cached(md.manifest_path, md.key))]
     if client is not None:
         check_workers(client.run(worker_identity), _uses_native(cflags))
@@ -176,18 +207,26 @@ def build_library(robot, constraints=None, algorithm="auto", modes="all", out_di
     finally:
         bar.close()
     built = {md.mask for md in todo}
-    manifest = {
-        "library": lib, "library_format": LIBRARY_FORMAT, "kind": kind_of(algorithm), "algorithm": algorithm,
-        "osim": osim, "cse": cse, "cflags": list(cflags), "robot": robot.name, "model_name": model, "scenario": scenario, "source": robot.source,
-        "nq": robot.nq, "nv": robot.nv, "q_layout": robot.q_layout(), "q_convention": robot.q_convention,
-        "constraints": [{"bit": i, "spec": c.spec, "rows": c.rows} for i, c in enumerate(cs.constraints)],
-        "inputs": inputs, "outputs": outputs,
-        "modes": [_mode_record(md, lib_folder, outputs, md.mask not in built) for md in planned],
-        "build": {"seconds": round(time.perf_counter() - t0, 2), "where": executor.where(jobs, client),
-                  "functions": len(functions), "built": len(todo), "reused": len(functions) - len(todo)},
-        "version": __version__,
-    }
-    return _write(lib_folder, lib, manifest)
+    with _locked(lib_folder, lib):
+        kept = [md for md in plan_modes(robot, cs, scenario, model, algorithm, osim,
+                                        sorted(_earlier_masks(lib_folder, lib, cs, cse) - set(masks)), lib_folder,
+                                        cflags, compiler, cse, inputs)
+                if not md.algorithm or is_cached(md.manifest_path, md.key)]
+        planned = sorted(planned + kept, key=lambda md: md.mask)
+        functions = [md for md in planned if md.algorithm]
+        manifest = {
+            "library": lib, "library_format": LIBRARY_FORMAT, "kind": kind_of(algorithm), "algorithm": algorithm,
+            "osim": osim, "cse": cse, "cflags": list(cflags), "robot": robot.name, "model_name": model, "scenario": scenario, "source": robot.source,
+            "nq": robot.nq, "nv": robot.nv, "q_layout": robot.q_layout(), "q_convention": robot.q_convention,
+            "constraints": [{"bit": i, "spec": c.spec, "rows": c.rows} for i, c in enumerate(cs.constraints)],
+            "inputs": inputs, "outputs": outputs,
+            "modes": [_mode_record(md, lib_folder, outputs, md.mask not in built) for md in planned],
+            "build": {"seconds": round(time.perf_counter() - t0, 2), "where": executor.where(jobs, client),
+                      "functions": len(functions), "built": len(todo), "reused": len(functions) - len(todo),
+                      "kept": len(kept)},
+            "version": __version__,
+        }
+        return _write(lib_folder, lib, manifest)
 
 
 def _check_shipped(manifest, mode):

@@ -15,6 +15,8 @@ from pathlib import Path
 import numpy as np
 
 from ..runtime import artifact
+from ..runtime.batch import check_threads
+from ..runtime.inputs import as_input, refuse_masked
 from ..codegen.vectorise import signature
 from ..codegen.emit import TEMPLATES
 from ..codegen.escape import Safe, c_ident
@@ -131,9 +133,14 @@ class Library:
             raise InputError(f"unexpected inputs {sorted(unknown)}; library {self.name} takes {sorted(names)}")
         if "q" not in inputs:
             raise InputError("missing input q")
+        check_threads(threads)
+        refuse_masked("q", inputs["q"])
         q = np.asarray(inputs["q"])
         n = q.shape[0] if q.ndim == 2 and q.shape != (self.manifest["nq"], 1) else None
         f = self.function(mask)
+        if f is None:           # nothing to compute: q is checked as a mode's function checks it
+            for row in (q if n is not None else [q]):
+                as_input({"name": "q", "shape": [self.manifest["nq"]]}, row, self.manifest)
         given = {k: v for k, v in inputs.items() if k in md["inputs"]}
         for k, v in inputs.items():
             if k not in md["inputs"] and k != "q" and np.size(v) and not k.startswith("K_"):

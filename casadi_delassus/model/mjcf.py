@@ -32,8 +32,9 @@ The mapping onto the Robot (model/robot.py: a body frame is its joint's frame):
 
 A hinge or slide joint's ``ref`` (MuJoCo measures its qpos from it: hopper's ``rootz``) is a
 fixed motion in the tree transform.  A model whose mesh files are missing is compiled again
-without its meshes (and the geoms that use them); what was dropped is said on stderr, since
-MuJoCo then computes those bodies' inertias without them.
+without its meshes (the geoms that use them made massless and contact-free, each mesh a
+placeholder: the inertias of deleting them, in one pass); what was dropped is said on stderr,
+since MuJoCo then computes those bodies' inertias without them.
 """
 from __future__ import annotations
 
@@ -81,12 +82,7 @@ def compile_mjcf(path=None, text=None):
         raise ModelError(first) from None
     if not spec.meshes:
         raise ModelError(first) from None
-    meshes = [m.name for m in spec.meshes]
-    geoms = [g for g in spec.geoms if g.type == mujoco.mjtGeom.mjGEOM_MESH]
-    for g in geoms:
-        spec.delete(g)
-    for m in list(spec.meshes):
-        spec.delete(m)
+    meshes, geoms = _without_meshes(spec, mujoco)
     try:
         model = spec.compile()
     except Exception as exc:
@@ -95,6 +91,26 @@ def compile_mjcf(path=None, text=None):
           f"{' ...' if len(meshes) > 6 else ''}) and the {len(geoms)} geoms using them: the inertias of bodies "
           f"that took them from those geoms differ from the full model's", file=sys.stderr)
     return model
+
+
+# a tetrahedron of 1 mm: what a mesh is read as once its file is known to be missing (no geom
+# uses it any more, but MuJoCo compiles every mesh asset)
+_PLACEHOLDER_VERTICES = [0, 0, 0, 1e-3, 0, 0, 0, 1e-3, 0, 0, 0, 1e-3]
+
+
+def _without_meshes(spec, mujoco):
+    """(mesh names, geoms changed): every geom that uses a mesh made a massless sphere without
+    contacts and every mesh a placeholder, in place.  The same inertias as deleting them, in
+    one pass: MjSpec.delete walks the model each time, quadratic in the number of meshes."""
+    geoms = [g for g in spec.geoms if g.type == mujoco.mjtGeom.mjGEOM_MESH or g.meshname]
+    for g in geoms:
+        g.type, g.meshname, g.size = mujoco.mjtGeom.mjGEOM_SPHERE, "", [1e-3, 0, 0]
+        g.mass = g.density = 0
+        g.contype = g.conaffinity = 0
+    meshes = list(spec.meshes)
+    for m in meshes:
+        m.file, m.uservert = "", _PLACEHOLDER_VERTICES
+    return [m.name for m in meshes], geoms
 
 
 def _quat(q):

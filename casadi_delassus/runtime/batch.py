@@ -101,10 +101,15 @@ def is_batched(f, first, inputs, threads=None):
         shape = np.shape(x)
     except ValueError:          # ragged: not a batch; the single call's checks name the problem
         shape = ()
+    check_threads(threads)
+    return len(shape) == len(spec) + 1 and not (len(spec) == 1 and shape == (spec[0], 1))
+
+
+def check_threads(threads):
+    """An InputError unless ``threads`` is None or a count (an integer >= 1; a bool is no count)."""
     if threads is not None and (not isinstance(threads, (int, np.integer)) or isinstance(threads, (bool, np.bool_))
                                 or threads < 1):
         raise InputError(f"threads must be a positive integer, got {threads!r}")
-    return len(shape) == len(spec) + 1 and not (len(spec) == 1 and shape == (spec[0], 1))
 
 
 def _canonical_one(f, spec, value, n, lead):
