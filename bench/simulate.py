@@ -3,7 +3,8 @@ contact step: issue 27's "done when" point 1, and a speed comparison with MuJoCo
 
     .venv/bin/python bench/simulate.py go1        # dropped 5 cm, PD to the standing pose, 4 s
     .venv/bin/python bench/simulate.py go2        # the Go2 MJCF: our loop and MuJoCo, same scene
-    .venv/bin/python bench/simulate.py talos      # 8 sole corners, PD posture control, 5 s
+    .venv/bin/python bench/simulate.py talos --solver pgs   # 8 sole corners, PD posture control, 5 s
+                                                  # (ADMM stops at step 4: "not converged", 6 contacts)
     taskset -c 0 .venv/bin/python bench/simulate.py speed   # steps/s of go1 standing, ours vs mj_step
 
 Each writes bench/results/simulate_<name>.png, .csv and a line in simulate.md.
