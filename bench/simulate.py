@@ -6,6 +6,7 @@ contact step: issue 27's "done when" point 1, and a speed comparison with MuJoCo
     .venv/bin/python bench/simulate.py talos --solver pgs   # 8 sole corners, PD posture control, 5 s
                                                   # (ADMM stops at step 4: "not converged", 6 contacts)
     taskset -c 0 .venv/bin/python bench/simulate.py speed   # steps/s of go1 standing, ours vs mj_step
+    .venv/bin/python bench/simulate.py batch      # 64 go1 environments: run_batch vs single rollouts
 
 Each writes bench/results/simulate_<name>.png, .csv and a line in simulate.md.
 
@@ -264,15 +265,46 @@ def speed(args):
     note("speed", line)
 
 
+def batch(args):
+    """Environment-steps per second of N go1 environments standing under PD (q perturbed by
+    0.02 rad on the joints): run_batch on 1 and 2 threads against N single rollouts,
+    interleaved repetitions."""
+    from casadi_delassus.contact.simulate_batch import run_batch
+    p = contact_problems.build("go1_stand")
+    robot = cd.load_robot("go1")
+    scene = sim.Scene(robot, [f"{leg}_foot@-0.0173782,0,-0.0098993" for leg in ("FL", "FR", "RL", "RR")])
+    pd = cd.pd_controller(robot, p.q, KP, KD)
+    rng = np.random.default_rng(0)
+    N, T = args.envs, 0.2
+    Q0 = np.array([sim.place(scene, robot.perturbed_q(p.q, 0.02, rng), 0.0) for _ in range(N)])
+    V0 = np.zeros((N, robot.nv))
+    steps = sim.StepCache(scene, sim.factory("compiled", args.solver), p.q)
+    run_batch(scene, Q0, V0, T, DT, pd, steps=steps)                        # builds the steps first
+    runs = {"single rollouts": lambda: [sim.run(scene, q, v, T, DT, pd, steps=steps) for q, v in zip(Q0, V0)],
+            "run_batch, 1 thread": lambda: run_batch(scene, Q0, V0, T, DT, pd, steps=steps),
+            "run_batch, 2 threads": lambda: run_batch(scene, Q0, V0, T, DT, pd, steps=steps, threads=2)}
+    rates = {k: [] for k in runs}
+    for _ in range(args.reps):
+        for k, fn in runs.items():
+            t = time.perf_counter()
+            fn()
+            rates[k].append(N * round(T / DT) / (time.perf_counter() - t))
+    med = statistics.median
+    note("batch", f"batch, {N} go1 environments standing under PD, {round(T / DT)} steps, {args.reps} interleaved reps, "
+         f"environment-steps/s median (min-max): " + "; ".join(
+             f"{k} {med(v):.0f} ({min(v):.0f}-{max(v):.0f})" for k, v in rates.items()))
+
+
 def main(argv=None):
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    ap.add_argument("runs", nargs="+", choices=["go1", "go2", "talos", "speed"])
+    ap.add_argument("runs", nargs="+", choices=["go1", "go2", "talos", "speed", "batch"])
     ap.add_argument("-T", type=float, default=None, help="simulated time (s; default per run)")
     ap.add_argument("--solver", choices=["admm", "pgs"], default="admm")
     ap.add_argument("--reps", type=int, default=7)
+    ap.add_argument("--envs", type=int, default=64, help="environments of the batch run")
     args = ap.parse_args(argv)
     for name in args.runs:
-        {"go1": go1, "go2": go2, "talos": talos, "speed": speed}[name](args)
+        {"go1": go1, "go2": go2, "talos": talos, "speed": speed, "batch": batch}[name](args)
 
 
 if __name__ == "__main__":
