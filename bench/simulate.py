@@ -3,7 +3,7 @@ contact step: issue 27's "done when" point 1, and a speed comparison with MuJoCo
 
     .venv/bin/python bench/simulate.py go1        # dropped 5 cm, PD to the standing pose, 4 s
     .venv/bin/python bench/simulate.py go2        # the Go2 MJCF: our loop and MuJoCo, same scene
-    .venv/bin/python bench/simulate.py talos --solver pgs   # 8 sole corners, PD posture control, 5 s
+    .venv/bin/python bench/simulate.py talos --solver pgs --max-iter 20000   # 8 sole corners, PD, 5 s
                                                   # (ADMM stops at step 4: "not converged", 6 contacts)
     taskset -c 0 .venv/bin/python bench/simulate.py speed   # steps/s of go1 standing, ours vs mj_step
     .venv/bin/python bench/simulate.py batch      # 64 go1 environments: run_batch vs single rollouts
@@ -83,7 +83,7 @@ def go1(args):
     scene = sim.Scene(robot, [f"{leg}_foot@-0.0173782,0,-0.0098993" for leg in ("FL", "FR", "RL", "RR")])
     t0 = time.perf_counter()
     r = sim.run(scene, sim.place(scene, p.q, DROP), np.zeros(robot.nv), args.T or 4.0, DT,
-                cd.pd_controller(robot, p.q, KP, KD), sim.factory("compiled", args.solver))
+                cd.pd_controller(robot, p.q, KP, KD), sim.factory("compiled", args.solver, max_iter=args.max_iter))
     wall = time.perf_counter() - t0
     record("go1", r, f"go1 dropped {DROP} m, PD kp {KP:g} kd {KD:g}, {args.solver}: {len(r.statuses)} steps, {r.status}; "
            f"final base height {r.base_height()[-1]:.6f} m (standing pose {p.q[2]:.6f}); base drift over the last "
@@ -144,7 +144,7 @@ def go2(args):
     m, robot, scene, q0, stand, pd = go2_setup()
     T = args.T or 3.0
     # the compiled step takes Pinocchio's q layout only: the MJCF model runs on the NumPy step
-    r = sim.run(scene, q0, np.zeros(robot.nv), T, DT, pd, sim.factory("reference", args.solver))
+    r = sim.run(scene, q0, np.zeros(robot.nv), T, DT, pd, sim.factory("reference", args.solver, max_iter=args.max_iter))
     h_mj, d = mujoco_rollout(m, q0, pd, len(r.statuses))
     record("go2", r, f"go2 MJCF dropped {DROP} m, PD kp {KP:g} kd {KD:g}: ours (NumPy reference step, {args.solver}, rigid) {r.status}, final base "
            f"height {r.base_height()[-1]:.6f} m, drift over the last second {base_drift(r):.2e} m; MuJoCo "
@@ -176,10 +176,10 @@ def talos(args):
     joints = [b.v_index for b in robot.bodies if b.joint.kind in ("revolute", "prismatic")]
     pd = cd.pd_controller(robot, p.q, TALOS_OMEGA ** 2 * M[joints], 2 * TALOS_OMEGA * M[joints], p.tau)
     t0 = time.perf_counter()
-    r = sim.run(scene, p.q, np.zeros(robot.nv), args.T or 5.0, DT, pd, sim.factory("compiled", args.solver))
+    r = sim.run(scene, p.q, np.zeros(robot.nv), args.T or 5.0, DT, pd, sim.factory("compiled", args.solver, max_iter=args.max_iter))
     h = r.base_height()
     record("talos", r, f"talos on 8 sole corners, PD kp ω² M_ii, kd 2ω M_ii (ω {TALOS_OMEGA:g} rad/s) around the balancing torque, {args.solver}: "
-           f"{len(r.statuses)} steps, {r.status}; base height {h[0]:.6f} -> {h[-1]:.6f} m (lowest {h.min():.6f}); "
+           f"max_iter {args.max_iter}: {len(r.statuses)} steps, {r.status}; most iterations {r.iterations.max()}; base height {h[0]:.6f} -> {h[-1]:.6f} m (lowest {h.min():.6f}); "
            f"base drift over the last second {base_drift(r):.2e} m; wall {time.perf_counter() - t0:.1f} s")
     return r
 
@@ -234,7 +234,7 @@ def speed(args):
     robot = cd.load_robot("go1")
     scene = sim.Scene(robot, [f"{leg}_foot@-0.0173782,0,-0.0098993" for leg in ("FL", "FR", "RL", "RR")])
     pd = cd.pd_controller(robot, p.q, KP, KD)
-    steps = sim.StepCache(scene, sim.factory("compiled", args.solver), p.q)
+    steps = sim.StepCache(scene, sim.factory("compiled", args.solver, max_iter=args.max_iter), p.q)
     sim.run(scene, p.q, np.zeros(robot.nv), 0.2, DT, pd, steps=steps)       # builds the steps first
     solvers = {"PGS": mujoco.mjtSolver.mjSOL_PGS, "CG": mujoco.mjtSolver.mjSOL_CG, "Newton": mujoco.mjtSolver.mjSOL_NEWTON}
     models = {k: go1_mujoco(v) for k, v in solvers.items()}
@@ -278,7 +278,7 @@ def batch(args):
     N, T = args.envs, 0.2
     Q0 = np.array([sim.place(scene, robot.perturbed_q(p.q, 0.02, rng), 0.0) for _ in range(N)])
     V0 = np.zeros((N, robot.nv))
-    steps = sim.StepCache(scene, sim.factory("compiled", args.solver), p.q)
+    steps = sim.StepCache(scene, sim.factory("compiled", args.solver, max_iter=args.max_iter), p.q)
     run_batch(scene, Q0, V0, T, DT, pd, steps=steps)                        # builds the steps first
     runs = {"single rollouts": lambda: [sim.run(scene, q, v, T, DT, pd, steps=steps) for q, v in zip(Q0, V0)],
             "run_batch, 1 thread": lambda: run_batch(scene, Q0, V0, T, DT, pd, steps=steps),
@@ -301,6 +301,7 @@ def main(argv=None):
     ap.add_argument("-T", type=float, default=None, help="simulated time (s; default per run)")
     ap.add_argument("--solver", choices=["admm", "pgs"], default="admm")
     ap.add_argument("--reps", type=int, default=7)
+    ap.add_argument("--max-iter", type=int, default=1000, help="solver iterations per step")
     ap.add_argument("--envs", type=int, default=64, help="environments of the batch run")
     args = ap.parse_args(argv)
     for name in args.runs:
