@@ -146,20 +146,21 @@ def go2(args):
     # the compiled step takes Pinocchio's q layout only: the MJCF model runs on the NumPy step
     r = sim.run(scene, q0, np.zeros(robot.nv), T, DT, pd, sim.factory("reference", args.solver, max_iter=args.max_iter))
     h_mj, d = mujoco_rollout(m, q0, pd, len(r.statuses))
-    record("go2", r, f"go2 MJCF dropped {DROP} m, PD kp {KP:g} kd {KD:g}: ours (NumPy reference step, {args.solver}, rigid) {r.status}, final base "
-           f"height {r.base_height()[-1]:.6f} m, drift over the last second {base_drift(r):.2e} m; MuJoCo "
-           f"{mujoco.mjtSolver(m.opt.solver).name} final base height "
-           f"{h_mj[-1]:.6f} m, drift over the last second {np.abs(h_mj[-1001:] - h_mj[-1]).max():.2e} m (height); "
-           f"difference {r.base_height()[-1] - h_mj[-1]:+.6f} m; MuJoCo's foot gaps at its final state (our kinematics) "
-           f"{np.array2string(scene.gaps(d.qpos), precision=5)} m (the file's foot solimp {m.geom_solimp[m.geom('FR').id][:3]}), "
-           f"ours {np.array2string(r.gaps[-1], precision=2)} m")
+    h = r.base_height()[-1]
+    record("go2", r, f"go2 MJCF dropped {DROP} m, PD kp {KP:g} kd {KD:g}: ours (NumPy reference step, {args.solver}, "
+           f"rigid) {r.status}, final base height {h:.6f} m, drift over the last second {base_drift(r):.2e} m; "
+           f"MuJoCo {mujoco.mjtSolver(m.opt.solver).name} final base height {h_mj[-1]:.6f} m, drift over the last "
+           f"second {np.abs(h_mj[-1001:] - h_mj[-1]).max():.2e} m (height); difference {h - h_mj[-1]:+.6f} m; "
+           f"MuJoCo's foot gaps at its final state (our kinematics) {np.array2string(scene.gaps(d.qpos), precision=5)} "
+           f"m (the file's foot solimp {m.geom_solimp[m.geom('FR').id][:3]}), ours "
+           f"{np.array2string(r.gaps[-1], precision=2)} m")
     # the same MuJoCo scene with MuJoCo's default solimp on the feet (stiffer than the file's)
     feet = [m.geom(n).id for n in ("FR", "FL", "RR", "RL")]
     m.geom_solimp[feet] = (0.9, 0.95, 0.001, 0.5, 2.0)
     h_stiff, d_stiff = mujoco_rollout(m, q0, pd, len(r.statuses))
     note("go2-stiff", f"go2, MuJoCo with its default foot solimp (0.9, 0.95, 0.001): final base height "
-           f"{h_stiff[-1]:.6f} m, foot gaps {np.array2string(scene.gaps(d_stiff.qpos), precision=5)} m, drift over the "
-           f"last second {np.abs(h_stiff[-1001:] - h_stiff[-1]).max():.2e} m; ours - MuJoCo {r.base_height()[-1] - h_stiff[-1]:+.6f} m")
+         f"{h_stiff[-1]:.6f} m, foot gaps {np.array2string(scene.gaps(d_stiff.qpos), precision=5)} m, drift over the "
+         f"last second {np.abs(h_stiff[-1001:] - h_stiff[-1]).max():.2e} m; ours - MuJoCo {h - h_stiff[-1]:+.6f} m")
     np.savetxt(RESULTS / "simulate_go2_mujoco_height.csv", np.column_stack([DT * np.arange(len(h_mj)), h_mj, h_stiff]),
                delimiter=",", header="t,base_height_file_solimp,base_height_default_solimp", comments="")
     return r
@@ -176,10 +177,12 @@ def talos(args):
     joints = [b.v_index for b in robot.bodies if b.joint.kind in ("revolute", "prismatic")]
     pd = cd.pd_controller(robot, p.q, TALOS_OMEGA ** 2 * M[joints], 2 * TALOS_OMEGA * M[joints], p.tau)
     t0 = time.perf_counter()
-    r = sim.run(scene, p.q, np.zeros(robot.nv), args.T or 5.0, DT, pd, sim.factory("compiled", args.solver, max_iter=args.max_iter))
+    r = sim.run(scene, p.q, np.zeros(robot.nv), args.T or 5.0, DT, pd,
+                sim.factory("compiled", args.solver, max_iter=args.max_iter))
     h = r.base_height()
-    record("talos", r, f"talos on 8 sole corners, PD kp ω² M_ii, kd 2ω M_ii (ω {TALOS_OMEGA:g} rad/s) around the balancing torque, {args.solver}: "
-           f"max_iter {args.max_iter}: {len(r.statuses)} steps, {r.status}; most iterations {r.iterations.max()}; base height {h[0]:.6f} -> {h[-1]:.6f} m (lowest {h.min():.6f}); "
+    record("talos", r, f"talos on 8 sole corners, PD kp ω² M_ii, kd 2ω M_ii (ω {TALOS_OMEGA:g} rad/s) around the "
+           f"balancing torque, {args.solver}, max_iter {args.max_iter}: {len(r.statuses)} steps, {r.status}; most "
+           f"iterations {r.iterations.max()}; base height {h[0]:.6f} -> {h[-1]:.6f} m (lowest {h.min():.6f}); "
            f"base drift over the last second {base_drift(r):.2e} m; wall {time.perf_counter() - t0:.1f} s")
     return r
 
