@@ -23,7 +23,7 @@ Each writes bench/results/simulate_<name>.png, .csv and a line in simulate.md.
   and runs the NumPy reference step, as the compiled step takes Pinocchio's q layout only.
 - talos: talos_full_v2, SRDF ``half_sitting`` on its eight sole corners (issue 25's
   talos_stand), PD on every joint around the balancing torque of that pose, each joint's gains
-  from its diagonal mass-matrix entry (kp = ω² M_ii, kd = 2ω M_ii, ω = 20 rad/s): one gain for all
+  from its diagonal mass-matrix entry (kp = ω² M_ii, kd = 2ω M_ii, ω = 100 rad/s; ω = 20 fell after 2.5 s): one gain for all
   diverged in 4 steps (controller status), the gripper joints being far lighter than the legs.
 """
 from __future__ import annotations
@@ -46,7 +46,7 @@ GO2_STAND = {"hip": 0.0, "thigh": 0.9, "calf": -1.8}
 GO2_FEET = [f"{leg}_calf@-0.002,0,-0.213/0.022" for leg in ("FR", "FL", "RR", "RL")]
 DROP, DT = 0.05, 1e-3
 KP, KD = 100.0, 10.0           # joint PD gains of go1 and go2 (N·m/rad, N·m·s/rad)
-TALOS_OMEGA = 20.0             # talos: each joint's PD bandwidth (rad/s) on its own inertia
+TALOS_OMEGA = 100.0            # talos: each joint's PD bandwidth (rad/s) on its own inertia
 
 
 def say(msg):
