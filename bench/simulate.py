@@ -22,9 +22,13 @@ Each writes bench/results/simulate_<name>.png, .csv and a line in simulate.md.
   cones and impratio; our loop treats each foot as a sphere (friction point: its lowest point)
   and runs the NumPy reference step, as the compiled step takes Pinocchio's q layout only.
 - talos: talos_full_v2, SRDF ``half_sitting`` on its eight sole corners (issue 25's
-  talos_stand), PD on every joint around the balancing torque of that pose, each joint's gains
-  from its diagonal mass-matrix entry (kp = ω² M_ii, kd = 2ω M_ii, ω = 100 rad/s; ω = 20 fell after 2.5 s): one gain for all
-  diverged in 4 steps (controller status), the gripper joints being far lighter than the legs.
+  talos_stand), PD on every joint around the balancing torque of that pose, with gains from each
+  joint's inertia with the feet held (``stance_gains``, ω = 20 rad/s) and an activation margin of
+  0.2 mm (the pose's soles are rolled 1.7 mrad: with the default 1e-6 m margin only four corners
+  touch at first, and these gains diverged in 5 steps).  Tried first: gains from
+  the mass-matrix diagonal M_ii (ω = 20: tipped over after 2.5 s, the ankles being nearly as
+  light as a foot in the floating-base tree; ω = 100: the controller status after 13 steps), and
+  one gain for all joints (kp 1000, kd 20: the controller status after 4 steps, on the grippers).
 """
 from __future__ import annotations
 
@@ -46,7 +50,8 @@ GO2_STAND = {"hip": 0.0, "thigh": 0.9, "calf": -1.8}
 GO2_FEET = [f"{leg}_calf@-0.002,0,-0.213/0.022" for leg in ("FR", "FL", "RR", "RL")]
 DROP, DT = 0.05, 1e-3
 KP, KD = 100.0, 10.0           # joint PD gains of go1 and go2 (N·m/rad, N·m·s/rad)
-TALOS_OMEGA = 100.0            # talos: each joint's PD bandwidth (rad/s) on its own inertia
+TALOS_OMEGA = 20.0             # talos: each joint's PD bandwidth (rad/s) on its stance inertia
+TALOS_MARGIN = 2e-4            # talos: contact activation margin (m)
 
 
 def say(msg):
@@ -166,21 +171,32 @@ def go2(args):
     return r
 
 
+def stance_gains(robot, problem):
+    """Per-joint PD gains kp = ω² m_i, kd = 2ω m_i on each joint's inertia m_i = 1 / (M_c⁻¹)_ii
+    with the feet held (M_c⁻¹ = M⁻¹ − M⁻¹Jᵀ (J M⁻¹ Jᵀ)⁺ J M⁻¹, J the eight sole corners): the
+    explicit PD then meets kd dt / m_i = 2ω dt ≪ 2 in stance, where the ankles carry the body."""
+    from casadi_delassus.constraints import ConstraintSet
+    Minv = np.linalg.inv(reference.mass_matrix(robot, problem.q))
+    J = reference.constraint_jacobian(robot, ConstraintSet.parse(robot, problem.specs), problem.q)
+    W = Minv @ J.T
+    mobility = np.diag(Minv - W @ np.linalg.pinv(J @ W, rcond=1e-10) @ W.T)
+    m = 1.0 / mobility[[b.v_index for b in robot.bodies if b.joint.kind in ("revolute", "prismatic")]]
+    return TALOS_OMEGA ** 2 * m, 2 * TALOS_OMEGA * m
+
+
 def talos(args):
     """talos on its eight sole corners under PD posture control: stays up for 5 s."""
     p = contact_problems.build("talos_stand")
     robot = cd.load_robot("talos")
-    scene = sim.Scene(robot, [s.replace(":3d-world", "") for s in p.specs])
-    # explicit PD is stable only for kd dt / M_ii < 2: light joints (grippers) need their own gains,
-    # so each joint gets kp = ω² M_ii, kd = 2 ω M_ii (critically damped on its own inertia)
-    M = np.diag(reference.mass_matrix(robot, p.q))
-    joints = [b.v_index for b in robot.bodies if b.joint.kind in ("revolute", "prismatic")]
-    pd = cd.pd_controller(robot, p.q, TALOS_OMEGA ** 2 * M[joints], 2 * TALOS_OMEGA * M[joints], p.tau)
+    # the SRDF pose rolls each sole by 1.7 mrad (two corners 0.17 mm up): a 0.2 mm activation
+    # margin holds all eight from the start, as the stance gains assume
+    scene = sim.Scene(robot, [s.replace(":3d-world", "") for s in p.specs], margin=TALOS_MARGIN)
+    pd = cd.pd_controller(robot, p.q, *stance_gains(robot, p), p.tau)
     t0 = time.perf_counter()
     r = sim.run(scene, p.q, np.zeros(robot.nv), args.T or 5.0, DT, pd,
                 sim.factory("compiled", args.solver, max_iter=args.max_iter))
     h = r.base_height()
-    record("talos", r, f"talos on 8 sole corners, PD kp ω² M_ii, kd 2ω M_ii (ω {TALOS_OMEGA:g} rad/s) around the "
+    record("talos", r, f"talos on 8 sole corners, PD kp ω² m_i, kd 2ω m_i on stance inertias (ω {TALOS_OMEGA:g} rad/s) around the "
            f"balancing torque, {args.solver}, max_iter {args.max_iter}: {len(r.statuses)} steps, {r.status}; most "
            f"iterations {r.iterations.max()}; base height {h[0]:.6f} -> {h[-1]:.6f} m (lowest {h.min():.6f}); "
            f"base drift over the last second {base_drift(r):.2e} m; wall {time.perf_counter() - t0:.1f} s")
