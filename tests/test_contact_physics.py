@@ -62,3 +62,14 @@ def test_go1_balanced_stays_put_over_1000_steps(tmp_path):
         q, v, lam = integrate(robot, q, DT * r.v_next), r.v_next, r.lam
     assert np.max(np.abs(q[:3] - p.q[:3])) <= 1e-9
     assert np.max(np.abs(q[7:] - p.q[7:])) <= 1e-9
+
+
+def test_model_names_reach_the_c_file_escaped(tmp_path):
+    """A robot and link name that would close the C comment compile (the template escapes them)."""
+    evil = BOX.replace('robot name="box"', 'robot name="b*/ox"').replace('link name="box"', 'link name="b*/ox"')
+    s = contact_step(evil, [c.replace("box:", "b*/ox:") for c in CORNERS], out_dir=tmp_path, cflags=("-O1",),
+                     delassus="naive")
+    text = s.so.with_suffix(".c").read_text()
+    assert "b*/ox" not in text and "b* /ox" in text
+    q, v, tau = rest_state()
+    assert s(q, v, tau, dt=DT).converged

@@ -15,17 +15,24 @@ multiplier (a velocity, in K_μ* at the solution):
     x⁺ = (G + (ρ + η) I)⁻¹ (η x + ρ y + z − g − s)      proximal term η (G may be singular)
     y⁺ = Π_K(x⁺ − z/ρ)
     z⁺ = z − ρ (x⁺ − y⁺)
-    s⁺ = Γ(G y⁺ + g)                                      De Saxcé fixed point, re-evaluated
+    s⁺ = Γ(z⁺)                                            De Saxcé fixed point, re-evaluated
+
+z converges to σ + Γ(σ), whose tangential part is σ_t, so Γ(z) is the correction at the
+iteration's own velocity estimate; re-evaluating it at G y + g instead cycled without converging
+on some Talos stances (bench/contact_sweep.py).
 
 The linear solve is the damped inverse (G + (ρ+η)I)⁻¹ that the matrix-free paper
 ../shared/papers/001_a194bdf892a0cc2c.txt gives as its reason to re-evaluate a damped inverse
 with new vectors (each iteration) and new damping (each change of ρ).  ρ starts at
 √(ℓ_max · ℓ_min) of G's diagonal and follows the residual-balancing rule of OSQP: when the
 primal residual ‖x − y‖∞ and the dual one ρ‖y − y_prev‖∞ differ by more than RHO_RATIO, ρ is
-multiplied by √(primal / dual) (at most RHO_CLIP either way) and the damped inverse refactored;
+multiplied by √(primal / dual) (at most RHO_CLIP either way, and kept within RHO_RANGE of G's
+largest diagonal entry: on a singular G a ρ driven towards 0 overflows) and the damped inverse
+refactored;
 a contact set that sticks drives ρ down by orders of magnitude, which one jump does where a
 fixed factor would refactor at every iteration.  The iteration stops
-when the answer (λ = y, σ = Gy + g) has all three residuals (residuals.py) ≤ tol, after
+when the answer (λ = y, σ = Gy + g) has all three residuals (residuals.py) and the last change
+of σ ≤ tol, after
 zero iterations when the warm start λ₀ already does.
 """
 from __future__ import annotations
@@ -38,6 +45,7 @@ from .result import Options, finish
 RHO_RATIO = 10.0
 RHO_CLIP = 1e3      # the most one update multiplies or divides ρ by
 RHO_STEP = 10.0     # the update when one of the two residuals is exactly 0
+RHO_RANGE = 1e6     # ρ stays within this factor of G's largest diagonal entry, either way
 
 
 def initial_rho(G, eta):
@@ -58,6 +66,7 @@ def solve(G, g, mu, exact=True, lam0=None, options=Options()):
     G, g = np.asarray(G, dtype=float), np.asarray(g, dtype=float)
     m, eta = len(g), options.eta
     rho = options.rho if options.rho > 0 else initial_rho(G, eta)
+    scale = max(float(np.max(np.diag(G))), eta)
     y = project_cone(np.zeros(m) if lam0 is None else np.asarray(lam0, dtype=float), mu)
     sigma = G @ y + g
     s = de_saxce(sigma, mu) if exact else np.zeros(m)
@@ -70,13 +79,13 @@ def solve(G, g, mu, exact=True, lam0=None, options=Options()):
         x = np.linalg.solve(factor.T, np.linalg.solve(factor, eta * x + rho * y + z - g - s))
         y_prev, y = y, project_cone(x - z / rho, mu)
         z = z - rho * (x - y)
-        sigma = G @ y + g
-        s = de_saxce(sigma, mu) if exact else s
-        done = finish(y, sigma, mu, exact, k, options)
+        sigma_prev, sigma = sigma, G @ y + g
+        s = de_saxce(z, mu) if exact else s
+        done = finish(y, sigma, mu, exact, k, options, step=np.max(np.abs(sigma - sigma_prev)))
         if done is not None:
             return done
         primal, dual = np.max(np.abs(x - y)), rho * np.max(np.abs(y - y_prev))
         if primal > RHO_RATIO * dual or dual > RHO_RATIO * primal:
-            rho *= rho_factor(primal, dual)
+            rho = min(max(rho * rho_factor(primal, dual), scale / RHO_RANGE), scale * RHO_RANGE)
             factor = np.linalg.cholesky(G + (rho + eta) * np.eye(m))
     return finish(y, sigma, mu, exact, options.max_iter, options, last=True)

@@ -46,6 +46,7 @@ class StepCheck:
 
     @property
     def passed(self):
+        """Converged everywhere and within LAMBDA_TOL and VELOCITY_TOL."""
         return self.unconverged == 0 and self.lam_error <= LAMBDA_TOL and self.velocity_error <= VELOCITY_TOL
 
 

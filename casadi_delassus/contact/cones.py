@@ -37,12 +37,6 @@ def project_cone(x, mu):
     return b.reshape(-1)
 
 
-def project_dual_cone(x, mu):
-    """Projection onto the dual cone K_μ* = K_{1/μ} (μ = 0: the half-space σ_n ≥ 0 is not a
-    cone of this family, so μ must be positive here)."""
-    return project_cone(x, 1.0 / np.asarray(mu, dtype=float))
-
-
 def project_disk(t, radius):
     """Each 2-vector of ``t`` (n_c, 2) shrunk onto the disk of its ``radius`` (≥ 0)."""
     r = np.hypot(t[:, 0], t[:, 1])

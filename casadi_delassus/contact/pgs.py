@@ -13,7 +13,8 @@ non-smooth contact dynamics): each sweep visits the contacts in order with the l
 - convex relaxation: λ_i ← Π_K(λ_i − ω σ_i / tr G_ii) (the trace bounds the block's largest
   eigenvalue).
 
-The sweep stops when the answer's three residuals (residuals.py) are ≤ tol (after zero\nsweeps when the warm start λ₀ already solves it).
+The sweep stops when the answer's three residuals (residuals.py) and the sweep's largest change
+of σ are ≤ tol (after zero\nsweeps when the warm start λ₀ already solves it).
 """
 from __future__ import annotations
 
@@ -49,10 +50,13 @@ def solve(G, g, mu, exact=True, lam0=None, options=Options()):
     G, g = np.asarray(G, dtype=float), np.asarray(g, dtype=float)
     mu = np.asarray(mu, dtype=float)
     lam = project_cone(np.zeros(len(g)) if lam0 is None else np.asarray(lam0, dtype=float), mu)
+    sigma = G @ lam + g
     for k in range(options.max_iter + 1):
+        before = sigma
         if k:
             sweep(G, g, mu, lam, exact, options.omega)
-        done = finish(lam.copy(), G @ lam + g, mu, exact, k, options)
+        sigma = G @ lam + g
+        done = finish(lam.copy(), sigma, mu, exact, k, options, step=np.max(np.abs(sigma - before)))
         if done is not None:
             return done
-    return finish(lam.copy(), G @ lam + g, mu, exact, options.max_iter, options, last=True)
+    return finish(lam.copy(), sigma, mu, exact, options.max_iter, options, last=True)

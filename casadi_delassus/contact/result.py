@@ -1,5 +1,5 @@
 """What a contact solve returns and is told: options, statuses, and the one stopping test the
-NumPy solvers and the compiled loop (step.c.j2) share."""
+NumPy solvers and the compiled loop (templates/step.c.j2) share."""
 from __future__ import annotations
 
 from dataclasses import dataclass
@@ -34,14 +34,18 @@ class Result:
 
     @property
     def converged(self):
+        """Whether the solve met its tolerance."""
         return self.status == STATUS[CONVERGED]
 
 
-def finish(lam, sigma, mu, exact, k, options, last=False):
-    """The Result at iteration k if it is final (converged, not finite, or ``last``), else None."""
+def finish(lam, sigma, mu, exact, k, options, last=False, step=0.0):
+    """The Result at iteration k if it is final (converged, not finite, or ``last``), else None.
+    Converged: the three residuals and ``step``, the iteration's largest change of σ = Gλ + g,
+    all ≤ tol (the residuals alone let λ stop far from the solution where λ or σ is small:
+    complementarity is a product; σ, unlike λ, is unique where G is singular)."""
     if not (np.all(np.isfinite(lam)) and np.all(np.isfinite(sigma))):
         return Result(lam, sigma, k, Residuals(np.nan, np.nan, np.nan), STATUS[NOT_FINITE])
     r = residuals(lam, sigma, mu, exact)
-    if r.max() <= options.tol:
+    if r.max() <= options.tol and step <= options.tol:
         return Result(lam, sigma, k, r, STATUS[CONVERGED])
     return Result(lam, sigma, k, r, STATUS[MAX_ITERATIONS]) if last else None

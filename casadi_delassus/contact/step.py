@@ -175,6 +175,7 @@ class StepResult:
 
     @property
     def converged(self):
+        """Whether the solve (every solve of a batch) met its tolerance."""
         return np.all(np.asarray(self.status) == STATUS[0])
 
 
@@ -212,6 +213,7 @@ class ContactStep:
         return np.ascontiguousarray(np.broadcast_to(a, (self.nc,)), dtype=float)
 
     def _state(self, name, x, size, batch):
+        """``x`` as a contiguous float array of shape (size,) or (batch, size), finite."""
         a = np.ascontiguousarray(x, dtype=float)
         want = (batch, size) if batch else (size,)
         if a.shape != want:
@@ -221,6 +223,7 @@ class ContactStep:
         return a
 
     def _normals(self, normals, batch):
+        """The normals as (batch or 1, n_c, 3) unit vectors, or None for +z."""
         if normals is None:
             return None
         n = np.ascontiguousarray(np.broadcast_to(np.asarray(normals, dtype=float), (batch or 1, self.nc, 3)))
@@ -229,6 +232,7 @@ class ContactStep:
         return n
 
     def _opts(self, tol, max_iter, rho, eta, omega):
+        """The C loop's opts[] (layout in templates/step.c.j2), each value checked."""
         if not (np.isfinite(tol) and tol > 0):
             raise InputError(f"tol: must be finite and > 0, got {tol!r}")
         if int(max_iter) != max_iter or max_iter < 0:

@@ -28,6 +28,7 @@ ROBOTS = {"go1": ("go1_description/urdf/go1.urdf", "go1_description/srdf/go1.srd
 
 
 def _robots_dir():
+    """example-robot-data's robots/ folder, found without importing the package."""
     return Path(importlib.metadata.distribution("example-robot-data").locate_file(
         "cmeel.prefix/share/example-robot-data/robots"))
 
@@ -62,6 +63,7 @@ CONTACTS = {"go1": [(f"{leg}_foot", FOOT) for leg in ("FL", "FR", "RL", "RR")],
 
 
 def _model(robot):
+    """(Pinocchio model with one frame per contact point, those frames, the SRDF pose with identity base orientation)."""
     import pinocchio as pin
     urdf, srdf, pose = ROBOTS[robot]
     model = pin.buildModelFromUrdf(str(_robots_dir() / urdf), pin.JointModelFreeFlyer())
@@ -77,6 +79,7 @@ def _model(robot):
 
 
 def _jacobian(model, data, frames, q):
+    """The stacked LOCAL_WORLD_ALIGNED point Jacobians of the contact frames (3 rows each)."""
     import pinocchio as pin
     pin.computeJointJacobians(model, data, q)
     pin.updateFramePlacements(model, data)
