@@ -3,8 +3,7 @@ contact step: issue 27's "done when" point 1, and a speed comparison with MuJoCo
 
     .venv/bin/python bench/simulate.py go1        # dropped 5 cm, PD to the standing pose, 4 s
     .venv/bin/python bench/simulate.py go2        # the Go2 MJCF: our loop and MuJoCo, same scene
-    .venv/bin/python bench/simulate.py talos --solver pgs --max-iter 20000   # 8 sole corners, PD, 5 s
-                                                  # (ADMM stops at step 4: "not converged", 6 contacts)
+    .venv/bin/python bench/simulate.py talos --max-iter 20000   # 8 sole corners, PD, 5 s (--solver pgs too)
     taskset -c 0 .venv/bin/python bench/simulate.py speed   # steps/s of go1 standing, ours vs mj_step
     .venv/bin/python bench/simulate.py batch      # 64 go1 environments: run_batch vs single rollouts
 
