@@ -3,8 +3,9 @@ contact step: issue 27's "done when" point 1, and a speed comparison with MuJoCo
 
     .venv/bin/python bench/simulate.py go1        # dropped 5 cm, PD to the standing pose, 4 s
     .venv/bin/python bench/simulate.py go2        # the Go2 MJCF: our loop and MuJoCo, same scene
-    .venv/bin/python bench/simulate.py talos      # 8 sole corners, PD posture control, 5 s
+    .venv/bin/python bench/simulate.py talos --max-iter 20000   # 8 sole corners, PD, 5 s (--solver pgs too)
     taskset -c 0 .venv/bin/python bench/simulate.py speed   # steps/s of go1 standing, ours vs mj_step
+    .venv/bin/python bench/simulate.py batch      # 64 go1 environments: run_batch vs single rollouts
 
 Each writes bench/results/simulate_<name>.png, .csv and a line in simulate.md.
 
@@ -20,9 +21,13 @@ Each writes bench/results/simulate_<name>.png, .csv and a line in simulate.md.
   cones and impratio; our loop treats each foot as a sphere (friction point: its lowest point)
   and runs the NumPy reference step, as the compiled step takes Pinocchio's q layout only.
 - talos: talos_full_v2, SRDF ``half_sitting`` on its eight sole corners (issue 25's
-  talos_stand), PD on every joint around the balancing torque of that pose, each joint's gains
-  from its diagonal mass-matrix entry (kp = ω² M_ii, kd = 2ω M_ii, ω = 20 rad/s): one gain for all
-  diverged in 4 steps (controller status), the gripper joints being far lighter than the legs.
+  talos_stand), PD on every joint around the balancing torque of that pose, with gains from each
+  joint's inertia with the feet held (``stance_gains``, ω = 20 rad/s) and an activation margin of
+  0.2 mm (the pose's soles are rolled 1.7 mrad: with the default 1e-6 m margin only four corners
+  touch at first, and these gains diverged in 5 steps).  Tried first: gains from
+  the mass-matrix diagonal M_ii (ω = 20: tipped over after 2.5 s, the ankles being nearly as
+  light as a foot in the floating-base tree; ω = 100: the controller status after 13 steps), and
+  one gain for all joints (kp 1000, kd 20: the controller status after 4 steps, on the grippers).
 """
 from __future__ import annotations
 
@@ -44,7 +49,8 @@ GO2_STAND = {"hip": 0.0, "thigh": 0.9, "calf": -1.8}
 GO2_FEET = [f"{leg}_calf@-0.002,0,-0.213/0.022" for leg in ("FR", "FL", "RR", "RL")]
 DROP, DT = 0.05, 1e-3
 KP, KD = 100.0, 10.0           # joint PD gains of go1 and go2 (N·m/rad, N·m·s/rad)
-TALOS_OMEGA = 20.0             # talos: each joint's PD bandwidth (rad/s) on its own inertia
+TALOS_OMEGA = 20.0             # talos: each joint's PD bandwidth (rad/s) on its stance inertia
+TALOS_MARGIN = 2e-4            # talos: contact activation margin (m)
 
 
 def say(msg):
@@ -81,7 +87,7 @@ def go1(args):
     scene = sim.Scene(robot, [f"{leg}_foot@-0.0173782,0,-0.0098993" for leg in ("FL", "FR", "RL", "RR")])
     t0 = time.perf_counter()
     r = sim.run(scene, sim.place(scene, p.q, DROP), np.zeros(robot.nv), args.T or 4.0, DT,
-                cd.pd_controller(robot, p.q, KP, KD), sim.factory("compiled", args.solver))
+                cd.pd_controller(robot, p.q, KP, KD), sim.factory("compiled", args.solver, max_iter=args.max_iter))
     wall = time.perf_counter() - t0
     record("go1", r, f"go1 dropped {DROP} m, PD kp {KP:g} kd {KD:g}, {args.solver}: {len(r.statuses)} steps, {r.status}; "
            f"final base height {r.base_height()[-1]:.6f} m (standing pose {p.q[2]:.6f}); base drift over the last "
@@ -142,42 +148,56 @@ def go2(args):
     m, robot, scene, q0, stand, pd = go2_setup()
     T = args.T or 3.0
     # the compiled step takes Pinocchio's q layout only: the MJCF model runs on the NumPy step
-    r = sim.run(scene, q0, np.zeros(robot.nv), T, DT, pd, sim.factory("reference", args.solver))
+    r = sim.run(scene, q0, np.zeros(robot.nv), T, DT, pd, sim.factory("reference", args.solver, max_iter=args.max_iter))
     h_mj, d = mujoco_rollout(m, q0, pd, len(r.statuses))
-    record("go2", r, f"go2 MJCF dropped {DROP} m, PD kp {KP:g} kd {KD:g}: ours (NumPy reference step, {args.solver}, rigid) {r.status}, final base "
-           f"height {r.base_height()[-1]:.6f} m, drift over the last second {base_drift(r):.2e} m; MuJoCo "
-           f"{mujoco.mjtSolver(m.opt.solver).name} final base height "
-           f"{h_mj[-1]:.6f} m, drift over the last second {np.abs(h_mj[-1001:] - h_mj[-1]).max():.2e} m (height); "
-           f"difference {r.base_height()[-1] - h_mj[-1]:+.6f} m; MuJoCo's foot gaps at its final state (our kinematics) "
-           f"{np.array2string(scene.gaps(d.qpos), precision=5)} m (the file's foot solimp {m.geom_solimp[m.geom('FR').id][:3]}), "
-           f"ours {np.array2string(r.gaps[-1], precision=2)} m")
+    h = r.base_height()[-1]
+    record("go2", r, f"go2 MJCF dropped {DROP} m, PD kp {KP:g} kd {KD:g}: ours (NumPy reference step, {args.solver}, "
+           f"rigid) {r.status}, final base height {h:.6f} m, drift over the last second {base_drift(r):.2e} m; "
+           f"MuJoCo {mujoco.mjtSolver(m.opt.solver).name} final base height {h_mj[-1]:.6f} m, drift over the last "
+           f"second {np.abs(h_mj[-1001:] - h_mj[-1]).max():.2e} m (height); difference {h - h_mj[-1]:+.6f} m; "
+           f"MuJoCo's foot gaps at its final state (our kinematics) {np.array2string(scene.gaps(d.qpos), precision=5)} "
+           f"m (the file's foot solimp {m.geom_solimp[m.geom('FR').id][:3]}), ours "
+           f"{np.array2string(r.gaps[-1], precision=2)} m")
     # the same MuJoCo scene with MuJoCo's default solimp on the feet (stiffer than the file's)
     feet = [m.geom(n).id for n in ("FR", "FL", "RR", "RL")]
     m.geom_solimp[feet] = (0.9, 0.95, 0.001, 0.5, 2.0)
     h_stiff, d_stiff = mujoco_rollout(m, q0, pd, len(r.statuses))
     note("go2-stiff", f"go2, MuJoCo with its default foot solimp (0.9, 0.95, 0.001): final base height "
-           f"{h_stiff[-1]:.6f} m, foot gaps {np.array2string(scene.gaps(d_stiff.qpos), precision=5)} m, drift over the "
-           f"last second {np.abs(h_stiff[-1001:] - h_stiff[-1]).max():.2e} m; ours - MuJoCo {r.base_height()[-1] - h_stiff[-1]:+.6f} m")
+         f"{h_stiff[-1]:.6f} m, foot gaps {np.array2string(scene.gaps(d_stiff.qpos), precision=5)} m, drift over the "
+         f"last second {np.abs(h_stiff[-1001:] - h_stiff[-1]).max():.2e} m; ours - MuJoCo {h - h_stiff[-1]:+.6f} m")
     np.savetxt(RESULTS / "simulate_go2_mujoco_height.csv", np.column_stack([DT * np.arange(len(h_mj)), h_mj, h_stiff]),
                delimiter=",", header="t,base_height_file_solimp,base_height_default_solimp", comments="")
     return r
+
+
+def stance_gains(robot, problem):
+    """Per-joint PD gains kp = ω² m_i, kd = 2ω m_i on each joint's inertia m_i = 1 / (M_c⁻¹)_ii
+    with the feet held (M_c⁻¹ = M⁻¹ − M⁻¹Jᵀ (J M⁻¹ Jᵀ)⁺ J M⁻¹, J the eight sole corners): the
+    explicit PD then meets kd dt / m_i = 2ω dt ≪ 2 in stance, where the ankles carry the body."""
+    from casadi_delassus.constraints import ConstraintSet
+    Minv = np.linalg.inv(reference.mass_matrix(robot, problem.q))
+    J = reference.constraint_jacobian(robot, ConstraintSet.parse(robot, problem.specs), problem.q)
+    W = Minv @ J.T
+    mobility = np.diag(Minv - W @ np.linalg.pinv(J @ W, rcond=1e-10) @ W.T)
+    m = 1.0 / mobility[[b.v_index for b in robot.bodies if b.joint.kind in ("revolute", "prismatic")]]
+    return TALOS_OMEGA ** 2 * m, 2 * TALOS_OMEGA * m
 
 
 def talos(args):
     """talos on its eight sole corners under PD posture control: stays up for 5 s."""
     p = contact_problems.build("talos_stand")
     robot = cd.load_robot("talos")
-    scene = sim.Scene(robot, [s.replace(":3d-world", "") for s in p.specs])
-    # explicit PD is stable only for kd dt / M_ii < 2: light joints (grippers) need their own gains,
-    # so each joint gets kp = ω² M_ii, kd = 2 ω M_ii (critically damped on its own inertia)
-    M = np.diag(reference.mass_matrix(robot, p.q))
-    joints = [b.v_index for b in robot.bodies if b.joint.kind in ("revolute", "prismatic")]
-    pd = cd.pd_controller(robot, p.q, TALOS_OMEGA ** 2 * M[joints], 2 * TALOS_OMEGA * M[joints], p.tau)
+    # the SRDF pose rolls each sole by 1.7 mrad (two corners 0.17 mm up): a 0.2 mm activation
+    # margin holds all eight from the start, as the stance gains assume
+    scene = sim.Scene(robot, [s.replace(":3d-world", "") for s in p.specs], margin=TALOS_MARGIN)
+    pd = cd.pd_controller(robot, p.q, *stance_gains(robot, p), p.tau)
     t0 = time.perf_counter()
-    r = sim.run(scene, p.q, np.zeros(robot.nv), args.T or 5.0, DT, pd, sim.factory("compiled", args.solver))
+    r = sim.run(scene, p.q, np.zeros(robot.nv), args.T or 5.0, DT, pd,
+                sim.factory("compiled", args.solver, max_iter=args.max_iter))
     h = r.base_height()
-    record("talos", r, f"talos on 8 sole corners, PD kp ω² M_ii, kd 2ω M_ii (ω {TALOS_OMEGA:g} rad/s) around the balancing torque, {args.solver}: "
-           f"{len(r.statuses)} steps, {r.status}; base height {h[0]:.6f} -> {h[-1]:.6f} m (lowest {h.min():.6f}); "
+    record("talos", r, f"talos on 8 sole corners, PD kp ω² m_i, kd 2ω m_i on stance inertias (ω {TALOS_OMEGA:g} rad/s) around the "
+           f"balancing torque, {args.solver}, max_iter {args.max_iter}: {len(r.statuses)} steps, {r.status}; most "
+           f"iterations {r.iterations.max()}; base height {h[0]:.6f} -> {h[-1]:.6f} m (lowest {h.min():.6f}); "
            f"base drift over the last second {base_drift(r):.2e} m; wall {time.perf_counter() - t0:.1f} s")
     return r
 
@@ -232,7 +252,7 @@ def speed(args):
     robot = cd.load_robot("go1")
     scene = sim.Scene(robot, [f"{leg}_foot@-0.0173782,0,-0.0098993" for leg in ("FL", "FR", "RL", "RR")])
     pd = cd.pd_controller(robot, p.q, KP, KD)
-    steps = sim.StepCache(scene, sim.factory("compiled", args.solver), p.q)
+    steps = sim.StepCache(scene, sim.factory("compiled", args.solver, max_iter=args.max_iter), p.q)
     sim.run(scene, p.q, np.zeros(robot.nv), 0.2, DT, pd, steps=steps)       # builds the steps first
     solvers = {"PGS": mujoco.mjtSolver.mjSOL_PGS, "CG": mujoco.mjtSolver.mjSOL_CG, "Newton": mujoco.mjtSolver.mjSOL_NEWTON}
     models = {k: go1_mujoco(v) for k, v in solvers.items()}
@@ -263,15 +283,49 @@ def speed(args):
     note("speed", line)
 
 
+def batch(args):
+    """Environment-steps per second of N go1 environments under PD, dropped from 0 to 2 cm:
+    run_batch on 1 and 2 threads against N single rollouts, interleaved repetitions."""
+    from casadi_delassus.contact.simulate_batch import run_batch
+    p = contact_problems.build("go1_stand")
+    robot = cd.load_robot("go1")
+    scene = sim.Scene(robot, [f"{leg}_foot@-0.0173782,0,-0.0098993" for leg in ("FL", "FR", "RL", "RR")])
+    pd = cd.pd_controller(robot, p.q, KP, KD)
+    N, T = args.envs, 0.2
+    # dropped from 0 to 2 cm: perturbed joints diverged in flight under this explicit PD (status
+    # "controller diverged"), and a rollout that stops early would inflate the rates
+    Q0 = np.array([sim.place(scene, p.q, h) for h in np.linspace(0.0, 0.02, N)])
+    V0 = np.zeros((N, robot.nv))
+    steps = sim.StepCache(scene, sim.factory("compiled", args.solver, max_iter=args.max_iter), p.q)
+    first = run_batch(scene, Q0, V0, T, DT, pd, steps=steps)                # builds the steps first
+    if not all(st in (sim.OK, sim.FREE) for st in first.status):
+        raise SystemExit(f"the batch did not run to the end: {sorted(set(first.status))}")
+    runs = {"single rollouts": lambda: [sim.run(scene, q, v, T, DT, pd, steps=steps) for q, v in zip(Q0, V0)],
+            "run_batch, 1 thread": lambda: run_batch(scene, Q0, V0, T, DT, pd, steps=steps),
+            "run_batch, 2 threads": lambda: run_batch(scene, Q0, V0, T, DT, pd, steps=steps, threads=2)}
+    rates = {k: [] for k in runs}
+    for _ in range(args.reps):
+        for k, fn in runs.items():
+            t = time.perf_counter()
+            fn()
+            rates[k].append(N * round(T / DT) / (time.perf_counter() - t))
+    med = statistics.median
+    note("batch", f"batch, {N} go1 environments under PD dropped from 0-2 cm, {round(T / DT)} steps, {args.reps} interleaved reps, "
+         f"environment-steps/s median (min-max): " + "; ".join(
+             f"{k} {med(v):.0f} ({min(v):.0f}-{max(v):.0f})" for k, v in rates.items()))
+
+
 def main(argv=None):
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    ap.add_argument("runs", nargs="+", choices=["go1", "go2", "talos", "speed"])
+    ap.add_argument("runs", nargs="+", choices=["go1", "go2", "talos", "speed", "batch"])
     ap.add_argument("-T", type=float, default=None, help="simulated time (s; default per run)")
     ap.add_argument("--solver", choices=["admm", "pgs"], default="admm")
     ap.add_argument("--reps", type=int, default=7)
+    ap.add_argument("--max-iter", type=int, default=1000, help="solver iterations per step")
+    ap.add_argument("--envs", type=int, default=64, help="environments of the batch run")
     args = ap.parse_args(argv)
     for name in args.runs:
-        {"go1": go1, "go2": go2, "talos": talos, "speed": speed}[name](args)
+        {"go1": go1, "go2": go2, "talos": talos, "speed": speed, "batch": batch}[name](args)
 
 
 if __name__ == "__main__":

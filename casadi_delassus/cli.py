@@ -575,7 +575,7 @@ def _bench_batch(robot, constraints, algorithms, reps, n, results_dir, generate)
         click.echo(f"-> {out / 'batch.md'}, batch.json")
 
 
-@cli.command(epilog=ROBOT_HELP)
+@cli.command("step", epilog=ROBOT_HELP)
 @_robot_arg
 @_base_opt
 @click.option("-c", "--contact", "specs", multiple=True, metavar="SPEC", required=True,
@@ -585,7 +585,7 @@ def _bench_batch(robot, constraints, algorithms, reps, n, results_dir, generate)
 @click.option("--mu", default=0.8, show_default=True, type=float, help="friction coefficient of every contact")
 @click.option("--samples", default=20, show_default=True, help="random states checked against the NumPy reference")
 @_with(_gen_opts[:3])
-def step(robot, fixed_base, specs, solver, relaxed, mu, samples, out_dir, cflags, cc):
+def step_command(robot, fixed_base, specs, solver, relaxed, mu, samples, out_dir, cflags, cc):  # not `step`: progress.step
     """Generate, compile and check the contact step <name>_step (contact/step.py): v_free, the
     Delassus matrix and a frictional-contact ADMM or PGS solve in one C function."""
     from .contact.check import LAMBDA_TOL, VELOCITY_TOL, check_step

@@ -310,3 +310,22 @@ def test_batch_on_the_compiled_step(box, tmp_path):
     Q0 = np.array([_box_on(n, theta) + np.r_[h * n, np.zeros(4)] for h in (0.0, 0.001, 0.003)])
     factory = sim.factory("compiled", "admm", out_dir=tmp_path, cflags=("-O1",))
     _singles_equal_batch(scene, Q0, np.zeros((3, 6)), 0.03, factory, threads=2)
+
+
+def test_sphere_friction_point_and_place(go1):
+    """A sphere's friction point is its lowest point toward the ground at q0 (world position
+    centre − r n), fixed to its body; place() puts the lowest candidate at the clearance asked."""
+    rng = np.random.default_rng(3)
+    n = np.array([0.2, 0.1, 1.0])
+    scene = sim.Scene(go1, ["FL_calf@0.01,0,-0.2/0.02", "RR_foot/0.03"], normal=n)
+    q = go1.perturbed_q(go1.neutral_q(), 0.5, rng)
+    q[3:7] = (0.1, -0.2, 0.05, 0.97) / np.linalg.norm((0.1, -0.2, 0.05, 0.97))
+    points = scene.friction_points(q)
+    for c, p in zip(scene.candidates, points):
+        X = reference.world_transform(go1, q, c.body)
+        world = reference._origin(X) + X[:3, :3].T @ p
+        centre = reference._origin(X) + X[:3, :3].T @ c.point
+        assert np.abs(world - (centre - c.radius * scene.normal)).max() < 1e-12
+    placed = sim.place(scene, q, 0.07)
+    assert scene.gaps(placed).min() == pytest.approx(0.07, abs=1e-12)
+    assert np.array_equal(placed[3:], q[3:])

@@ -286,13 +286,12 @@ def pd_controller(robot, q_ref, kp, kd, tau_ff=None):
 
 # -- the rollout -----------------------------------------------------------------------------
 @dataclass
-class Rollout:
-    """A trajectory: times t (n), states q (n+1 x nq), v (n+1 x nv), torques τ (n x nv),
-    per candidate gaps (n x k) and contact forces λ/dt (n x k x 3, [t₁, t₂, n] of the contact
-    frame), solver iterations and residuals (n), a status per step, and the final status."""
+class Trajectory:
+    """What a rollout records, per step: states q, v (one more than the steps), torques τ, the
+    candidates' gaps and contact forces λ/dt ([t₁, t₂, n] of the contact frame), solver
+    iterations and residuals, statuses."""
     scene: Scene
     dt: float
-    t: np.ndarray
     q: np.ndarray
     v: np.ndarray
     tau: np.ndarray
@@ -301,6 +300,17 @@ class Rollout:
     iterations: np.ndarray
     residuals: np.ndarray
     statuses: list
+
+
+@dataclass
+class Rollout(Trajectory):
+    """One trajectory: q (n+1 x nq), v (n+1 x nv), τ (n x nv), gaps (n x k), forces
+    (n x k x 3), iterations and residuals (n), a status per step, and the final status."""
+
+    @property
+    def t(self):
+        """The time at the start of each step (n)."""
+        return self.dt * np.arange(len(self.statuses))
 
     @property
     def status(self):
@@ -339,7 +349,7 @@ class _Recorder:
 
     def rollout(self, scene, dt):
         n, k = len(self.statuses), len(scene.candidates)
-        return Rollout(scene, dt, dt * np.arange(n), np.array(self.q), np.array(self.v),
+        return Rollout(scene, dt, np.array(self.q), np.array(self.v),
                        np.array(self.tau).reshape(n, -1), np.array(self.gaps).reshape(n, k),
                        np.array(self.forces).reshape(n, k, 3), np.array(self.its), np.array(self.res), self.statuses)
 

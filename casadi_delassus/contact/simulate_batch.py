@@ -15,26 +15,17 @@ from dataclasses import dataclass
 import numpy as np
 
 from ..errors import InputError
-from .simulate import CONTROLLER, FALL_DEPTH, FELL, FREE, NAN_STATE, NOT_CONVERGED, OK, StepCache, compiled_steps
+from .simulate import (CONTROLLER, FALL_DEPTH, FELL, FREE, NAN_STATE, NOT_CONVERGED, OK, StepCache, Trajectory,
+                       compiled_steps)
 
 STOPPED = ""          # the status of an environment after the step that stopped it
 
 
 @dataclass
-class BatchRollout:
+class BatchRollout(Trajectory):
     """N trajectories, batch second: q (n+1 x N x nq), v (n+1 x N x nv), τ (n x N x nv), gaps
     (n x N x k), forces (n x N x k x 3), iterations and residuals (n x N), statuses (n x N
     strings; "" after an environment stopped; NaN states there too)."""
-    scene: object
-    dt: float
-    q: np.ndarray
-    v: np.ndarray
-    tau: np.ndarray
-    gaps: np.ndarray
-    forces: np.ndarray
-    iterations: np.ndarray
-    residuals: np.ndarray
-    statuses: np.ndarray
 
     @property
     def status(self):
