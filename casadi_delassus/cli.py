@@ -74,12 +74,16 @@ def _floating(fixed_base):
     return None if fixed_base is None else not fixed_base
 
 
-def _resolve(robot_spec, scenario, specs, fixed_base=None):
+def _resolve(robot_spec, scenario, specs, fixed_base=None, say_base=True):
+    """(robot, constraint set, scenario name); ``say_base``: the first line of the output says
+    which base the robot has and how to change it (output meant for machines leaves it out)."""
     robot = load_robot(robot_spec, floating_base=_floating(fixed_base))
     if specs and scenario:
         raise click.UsageError("give either --scenario or -c constraints, not both")
     constraints = list(specs) if specs else (scenario or api.default_constraints(robot))
     cs, name = api.constraint_set(robot, constraints)
+    if say_base:
+        click.echo(f"{robot.name}: {robot.base_note()}")
     return robot, cs, name
 
 
@@ -133,8 +137,7 @@ def links(robot, fixed_base, fmt):
     if fmt == "json":
         click.echo(report.dumps(info))
         return
-    click.echo(f"{info['robot']}: nq = {info['nq']}, nv = {info['nv']}, "
-               f"{'floating' if info['floating_base'] else 'fixed'} base ({info['source']})")
+    click.echo(f"{info['robot']}: nq = {info['nq']}, nv = {info['nv']}, {info['base']} ({info['source']})")
     click.echo("joints (q layout):")
     click.echo(report.table(joint_rows(info), JOINT_HEADERS))
     click.echo("bodies, frames and sites (constraint names, e.g. -c NAME:6d):")
@@ -148,7 +151,7 @@ def links(robot, fixed_base, fmt):
 def count(robot, fixed_base, scenario, specs, algorithms, cse, fmt, derivatives, wrt, method):
     """Count the operations of each algorithm (traced, not compiled); with --derivative, of its
     derivatives too (and how many times the value's count they are)."""
-    robot, cs, _ = _resolve(robot, scenario, specs, fixed_base)
+    robot, cs, _ = _resolve(robot, scenario, specs, fixed_base, say_base=fmt == "table")
     counts = {}
     for a in _algorithms(algorithms):
         if a == AUTO:

@@ -49,7 +49,7 @@ def describe_links(robot):
     order = {"body": 0}
     frames.sort(key=lambda f: (order.get(f["kind"], 1), robot_body_index(robot, f["body"]), f["name"]))
     return {"robot": robot.name, "nq": robot.nq, "nv": robot.nv, "floating_base": robot.floating_base,
-            "source": str(robot.source) if robot.source else None, "joints": joints, "frames": frames}
+            "base": robot.base_note(), "source": str(robot.source) if robot.source else None, "joints": joints, "frames": frames}
 
 
 def robot_body_index(robot, name):

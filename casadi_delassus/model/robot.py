@@ -487,9 +487,30 @@ class Robot:
     def fingerprint(self):
         return hashlib.sha256(json.dumps(self.describe(), sort_keys=True).encode()).hexdigest()
 
+    def base_change(self, python=False):
+        """How to get the other base, where the model's format lets the user choose (URDF):
+        ``--fixed-base fixes it to the world`` (``python``: ``floating_base=False …``), else None."""
+        if getattr(self, "model_format", None) != "urdf":
+            return None
+        other = not self.floating_base
+        how = f"floating_base={other}" if python else f"--{'floating' if other else 'fixed'}-base"
+        return f"{how} {'puts it on a free joint' if other else 'fixes it to the world'}"
+
+    def base_note(self):
+        """Which base the robot has and how to change it (or where it is set), in one phrase:
+        what every command says first, and the manifest's ``base``."""
+        kind = "floating base (a free joint at the root)" if self.floating_base else \
+            "fixed base (the root welded to the world)"
+        change = self.base_change()
+        if change:
+            return f"{kind}; {change}"
+        where = {"synthetic": "the spec", None: "the Robot"}.get(getattr(self, "model_format", None), "the model")
+        return f"{kind}, set in {where}"
+
     def __repr__(self):
+        change = self.base_change(python=True)
         return (f"Robot({self.name!r}, nq={self.nq}, nv={self.nv}, bodies={self.n_bodies}, "
-                f"floating_base={self.floating_base})")
+                f"floating_base={self.floating_base}{'; ' + change if change else ''})")
 
 
 CONVENTIONS = ("pinocchio", "mujoco")
