@@ -437,8 +437,10 @@ class Robot:
             out.append(entry)
         return out
 
-    def random_q(self, rng):
-        return random_q(self.q_layout(), rng)
+    def random_q(self, rng, n=None):
+        """A random configuration (see :func:`random_q`), or ``n`` of them as an n x nq array
+        (drawn joint by joint for all n at once: a batch's input without a Python loop)."""
+        return random_q(self.q_layout(), rng, n)
 
     def neutral_q(self):
         return neutral_q(self.q_layout())
@@ -547,24 +549,26 @@ def neutral_q(layout):
     return q
 
 
-def random_q(layout, rng):
+def random_q(layout, rng, n=None):
     """A random q: uniform angles in [−π, π], prismatic offsets in [−0.5, 0.5], free positions
     in [−1, 1]³, uniformly random unit quaternions (drawn as x, y, z, w whatever their order in q,
-    so both orders give the same rotations from one generator)."""
-    q = np.zeros(sum(j["nq"] for j in layout))
+    so both orders give the same rotations from one generator); ``n`` of them as rows of an
+    n x nq array (n None: one q, the same draws as n = 1)."""
+    rows = 1 if n is None else int(n)
+    q = np.zeros((rows, sum(j["nq"] for j in layout)))
     for j in layout:
         k, kind, quat = j["q_index"], j["kind"], _quaternion_slice(j)
         if quat is not None:
-            x = rng.normal(size=4)
+            x = rng.normal(size=(rows, 4))
             if kind == "free":
-                q[k:k + 3] = rng.uniform(-1, 1, 3)
-            x = x / np.linalg.norm(x)
-            q[quat[0]:quat[0] + 4] = np.roll(x, 1) if quat[1] else x
+                q[:, k:k + 3] = rng.uniform(-1, 1, (rows, 3))
+            x = x / np.linalg.norm(x, axis=1, keepdims=True)
+            q[:, quat[0]:quat[0] + 4] = np.roll(x, 1, axis=1) if quat[1] else x
         elif kind == "continuous":
-            a = rng.uniform(-np.pi, np.pi)
-            q[k:k + 2] = np.cos(a), np.sin(a)
+            a = rng.uniform(-np.pi, np.pi, rows)
+            q[:, k], q[:, k + 1] = np.cos(a), np.sin(a)
         elif kind == "revolute":
-            q[k] = rng.uniform(-np.pi, np.pi)
+            q[:, k] = rng.uniform(-np.pi, np.pi, rows)
         else:
-            q[k] = rng.uniform(-0.5, 0.5)
-    return q
+            q[:, k] = rng.uniform(-0.5, 0.5, rows)
+    return q[0] if n is None else q
