@@ -51,6 +51,12 @@ def step(what, now=False):
             _say(f"{what}: done in {time.perf_counter() - t0:.1f} s")
 
 
+def note(text):
+    """One line on stderr that the user should read whatever the step timing (what a model
+    loader ignored, for example): ``note: <text>``."""
+    print(f"note: {text}", file=sys.stderr, flush=True)
+
+
 def quiet(off=True):
     """Turn progress lines off (``quiet(False)`` turns them back on)."""
     _state["on"] = not off
