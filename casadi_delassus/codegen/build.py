@@ -204,19 +204,28 @@ def make_manifest(f, robot, constraints, scenario, inputs, outputs, cflags, cc, 
     }
 
 
+def _size_text(manifest):
+    """What a .c holds, for progress lines: the function's instructions, plus those of CasADi's
+    derivative functions compiled with it."""
+    extra = sum(c["op_count"]["instructions"] for c in manifest.get("casadi_derivatives", []))
+    return f"{manifest['op_count']['instructions']:,} instructions" + \
+        (f" + {extra:,} in its CasADi derivative functions" if extra else "")
+
+
 def write_compiled(f, manifest, out_dir, stem, t_trace, companions=()):
     """Emit ``stem``.c/.h (with the ``companions`` after f), compile ``stem``.so and write
     ``stem``.json (with the timings, compile command and file records added to ``manifest``),
     atomically: built in this run's own temporary folder (artifact.build_folder), moved in
     with the manifest last."""
     out_dir = Path(out_dir)
+    size = _size_text(manifest)
     with artifact.build_folder(out_dir, stem) as tmp:
         t0 = time.perf_counter()
-        with step(f"writing {stem}.c ({manifest['op_count']['instructions']:,} instructions)"):
+        with step(f"writing {stem}.c ({size})"):
             for name, text in render(f, manifest, stem, companions).items():
                 (tmp / name).write_text(text)
         t_emit = time.perf_counter() - t0
-        with step(f"compiling {stem}.c ({manifest['op_count']['instructions']:,} instructions, {' '.join(manifest['cflags'])})"):
+        with step(f"compiling {stem}.c ({size}, {' '.join(manifest['cflags'])})"):
             t_cc, cmd = compile_shared(tmp / f"{stem}.c", tmp / f"{stem}.so", manifest["cflags"], manifest["compiler"])
         macros = batch.macros(tmp / f"{stem}.c", manifest["cflags"], manifest["compiler"])
         manifest["batch"], manifest["sincos"] = batch.target(manifest, macros), sincos.target(macros)
