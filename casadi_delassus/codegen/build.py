@@ -26,6 +26,7 @@ from .emit import render, work_sizes
 from ..opcount import count_ops
 from .derivatives import casadi_companions, check_request, input_names, resolve_wrt, trace_derivative
 from .trace import choose_cheapest, trace
+from .trace_cache import source_hash
 
 DEFAULT_CFLAGS = ("auto",)
 # gcc's register allocation grows faster than linear in the size of one straight-line
@@ -145,16 +146,6 @@ def compile_shared(c_file, so_file, cflags, cc):
     if not Path(so_file).is_file() or Path(so_file).stat().st_size == 0:
         raise CompilerError(f"{what} exited with status 0 but wrote no {Path(so_file).name} (is it a C compiler?)")
     return time.perf_counter() - t0, cmd
-
-
-def source_hash():
-    """Hash of the package's own code and templates: editing an algorithm invalidates the cache."""
-    root = Path(__file__).resolve().parents[1]
-    h = hashlib.sha256()
-    for p in sorted([*root.rglob("*.py"), *root.rglob("*.j2")]):
-        h.update(p.relative_to(root).as_posix().encode())
-        h.update(p.read_bytes())
-    return h.hexdigest()
 
 
 def _compiler_key(cc):
