@@ -14,7 +14,7 @@ from .verify.check import DEFAULT_TOL, KAPPA_FREE, TOLERANCE_RULE, check_delassu
 from .verify import oracles
 from .verify.derivatives import (DOT_TOL, FD_RULE, FD_TOL, PIVOT_MIN, Checkable, compare_derivative, dot_errors,
                                  dot_products, evaluate)
-from .verify.derivative_oracle import PIN_RULE, PIN_TOL, comparable, pinocchio_errors
+from .verify.derivative_oracle import PIN_RULE, PIN_TOL, not_comparable, pinocchio_errors
 from .codegen.build import DEFAULT_CFLAGS, check_osim, gives_osim
 from .codegen.door import DoorWarning
 from .opcount import count_ops
@@ -346,8 +346,9 @@ def _check_derivatives(robot, constraints, algorithms, derivatives, wrt, method,
 def _against_pinocchio(f, robot, constraints, algorithm, samples):
     """The worst error of the compiled Jacobian ``f`` against Pinocchio's derivatives, or why
     there is no comparison (verify/derivative_oracle.py)."""
-    if not comparable(algorithm, f.manifest["derivative"]["wrt"]):
-        return "n/a"
+    why = not_comparable(algorithm, f.manifest["derivative"]["wrt"])
+    if why:
+        return f"n/a ({why})"
     try:
         with step(f"checking the jacobian of {algorithm} for {robot.name} against Pinocchio over {samples} samples"):
             worst, k_err = pinocchio_errors(lambda x: evaluate(f, x), robot, constraints, algorithm, samples)

@@ -117,3 +117,17 @@ def test_ill_conditioned_passes_and_a_perturbed_result_fails():
 def test_allowed_error_rule():
     assert allowed_error(1e-10, 1.0) == allowed_error(1e-10, 1e4) == 1e-10
     assert allowed_error(1e-10, 1e6) == pytest.approx(1e-8)
+
+
+def test_a_jacobian_not_compared_with_pinocchio_says_why():
+    """check --derivative jacobian: 'vs Pinocchio' is a number or n/a with its true reason: the
+    inputs Pinocchio's derivatives need that --wrt left out, or an algorithm it has none of."""
+    import subprocess
+    import sys
+    def row(*args):
+        r = subprocess.run([sys.executable, "-m", "casadi_delassus", "check", "chain:n=6", "-c", "link6:3d", "--derivative", "jacobian",
+                            "--samples", "2", *args], capture_output=True, text=True)
+        assert r.returncode in (0, 1), r.stderr
+        return r.stdout.splitlines()[-1]
+    assert "n/a (Pinocchio's pv Jacobian needs k in --wrt)" in row("-a", "pv", "--wrt", "q,v,tau")
+    assert "n/a (Pinocchio has no derivatives of naive" in row("-a", "naive")
