@@ -132,7 +132,7 @@ def links(robot, fixed_base, fmt):
     """List the model's joints in q order (type, nq, nv, their q and v ranges and q entries) and
     the names constraints may use: bodies, frames (links merged by fixed joints, named frames)
     and sites, each with the body it rides on."""
-    from .model.links import FRAME_HEADERS, JOINT_HEADERS, describe_links, frame_rows, joint_rows
+    from .model.links import FRAME_HEADERS, JOINT_HEADERS, MIMIC_NOTE, describe_links, frame_rows, joint_rows
     info = describe_links(load_robot(robot, floating_base=_floating(fixed_base)))
     if fmt == "json":
         click.echo(report.dumps(info))
@@ -140,6 +140,8 @@ def links(robot, fixed_base, fmt):
     click.echo(f"{info['robot']}: nq = {info['nq']}, nv = {info['nv']}, {info['base']} ({info['source']})")
     click.echo("joints (q layout):")
     click.echo(report.table(joint_rows(info), JOINT_HEADERS))
+    if any(j["mimic"] for j in info["joints"]):
+        click.echo(MIMIC_NOTE)
     click.echo("bodies, frames and sites (constraint names, e.g. -c NAME:6d):")
     click.echo(report.table(frame_rows(info), FRAME_HEADERS))
 

@@ -108,6 +108,9 @@ class Joint:
     axis: np.ndarray | None = None
     quaternion: str = "xyzw"
     velocity: str = "local"
+    # a URDF <mimic>: {"joint", "multiplier", "offset"}, shown by `links`; the joint stays an
+    # independent DoF (as Pinocchio's mimic=False), so it is no part of the model's identity
+    mimic: dict | None = None
 
     NQ = {"free": 7, "ball": 4, "revolute": 1, "continuous": 2, "prismatic": 1}
     NV = {"free": 6, "ball": 3, "revolute": 1, "continuous": 1, "prismatic": 1}

@@ -1,7 +1,8 @@
 """URDF loading through yourdfpy (no meshes).  Bodies come out in Pinocchio's order:
 depth-first from the root link, the child joints of each link in alphabetical order of
 joint name (urdfdom keeps joints in a name-sorted map).  Fixed joints are merged into the
-parent body; mimic joints are ordinary joints; an optional 6-DoF free joint named
+parent body; mimic joints are ordinary joints (independent DoFs, as Pinocchio's mimic=False;
+``Joint.mimic`` records the <mimic>); an optional 6-DoF free joint named
 ``root_joint`` carries the root link, as ``pinocchio.JointModelFreeFlyer()`` does."""
 from __future__ import annotations
 
@@ -181,6 +182,13 @@ def _yourdfpy_silenced():
         logger.disabled = before
 
 
+def _mimic(joint):
+    """A joint's <mimic> as plain data (None without one)."""
+    m = joint.mimic
+    return None if m is None else {"joint": m.joint, "multiplier": float(1.0 if m.multiplier is None else m.multiplier),
+                                   "offset": float(0.0 if m.offset is None else m.offset)}
+
+
 def _build(source, path, floating_base, name, label):
     """The Robot of the URDF in ``source`` (a file name or a file object), ``path`` naming it in
     messages and ``label`` as the Robot's source."""
@@ -234,7 +242,8 @@ def _build(source, path, floating_base, name, label):
             here = (body, Rc, pc)
         elif j.type in _MOVING:
             axis = np.array([1.0, 0, 0]) if j.axis is None else np.asarray(j.axis, float)
-            here = (add_body(j.child, body, Joint(j.name, _MOVING[j.type], axis), Rc, pc), np.eye(3), np.zeros(3))
+            joint = Joint(j.name, _MOVING[j.type], axis, mimic=_mimic(j))
+            here = (add_body(j.child, body, joint, Rc, pc), np.eye(3), np.zeros(3))
         else:
             raise ModelError(f"joint {j.name!r} in {path}: unsupported type {j.type!r}")
         add_link(j.child, *here)
