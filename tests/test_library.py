@@ -303,3 +303,20 @@ def test_a_mask_call_goes_straight_to_the_mode_function(go1_lib, go1, monkeypatc
     assert close(go1_lib(0b0110, Q)[1], first, 1e-13)          # the batch's own arithmetic
     with pytest.raises(BaseException, match="not the direct path"):
         go1_lib(0b0110, q, lam=np.zeros(6))
+
+
+def test_a_full_set_function_generated_before_is_reused(tmp_path, monkeypatch):
+    """generate() of the scenario, then a library of its modes: the full mode is that very
+    function (its files, not a rebuild), loaded through the library."""
+    from casadi_delassus.codegen import build as build_module
+    specs = ["FL_foot:3d", "RR_foot:3d"]
+    f = cd.generate("go1", specs, "pv_osim", out_dir=tmp_path)
+    compiled = []
+    real = build_module.write_compiled
+    monkeypatch.setattr(build_module, "write_compiled", lambda *a, **k: compiled.append(a[3]) or real(*a, **k))
+    lib = library("go1", specs, "pv_osim", out_dir=tmp_path, jobs=1)
+    assert sorted(compiled) == ["pv_osim", "pv_osim"] and len(lib.modes) == 4          # the two one-foot modes only
+    full = lib.function(0b11)
+    assert full.manifest_path == f.manifest_path and full.manifest["function"] == f.manifest["function"]
+    q = cd.load_robot("go1").random_q(np.random.default_rng(6))
+    assert np.array_equal(lib(0b11, q), f(q))

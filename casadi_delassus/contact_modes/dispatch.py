@@ -9,6 +9,7 @@ writes only its active constraints' rows, in the order the constraints were give
 """
 from __future__ import annotations
 
+import os
 import threading
 from pathlib import Path
 
@@ -113,8 +114,9 @@ class Library:
         with self._lock:
             if mask not in self._functions:
                 rel = md["manifest"]
-                path = self.manifest_path.parent / rel
-                if Path(rel).is_absolute() or ".." in Path(rel).parts:
+                path = Path(os.path.normpath(self.manifest_path.parent / rel))
+                parts = Path(rel).parts      # a mode's folder, or ../ for the full set (the scenario's function)
+                if Path(rel).is_absolute() or ".." in parts[1:] or (parts[:1] == ("..",) and len(parts) != 2):
                     raise ArtifactError(f"library manifest {self.manifest_path} points outside its folder: {rel!r}")
                 f = CompiledFunction(path, self.backend)
                 if f.manifest.get("manifest_sha256") != md["manifest_sha256"] or f.manifest["function"] != md["function"]:
@@ -169,9 +171,8 @@ class Library:
         """The first output of ``mode`` (see :meth:`outputs`).  A mask called before with q and
         exactly its mode's other inputs goes straight to the mode's function: the checks and
         renaming of outputs() cost ten times the call of a small function."""
-        direct = self._direct.get(mode)
-        if direct is not None and type(mode) is int and len(first) == 1 and threads is None and out is None and \
-                direct[1] == inputs.keys():
+        direct = self._direct.get(mode) if type(mode) is int else None
+        if direct is not None and len(first) == 1 and threads is None and out is None and direct[1] == inputs.keys():
             return direct[0](*first, **inputs)
         name = self.output_specs[0]["name"]
         value = self.outputs(mode, *first, threads=threads, out=None if out is None else {name: out}, **inputs)[name]
