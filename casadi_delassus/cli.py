@@ -16,7 +16,7 @@ from .verify.check import DEFAULT_TOL, KAPPA_FREE, TOLERANCE_RULE, check_delassu
 from .verify import oracles
 from .verify.derivatives import (DOT_TOL, FD_RULE, FD_TOL, PIVOT_MIN, Checkable, compare_derivative, dot_errors,
                                  dot_products, evaluate)
-from .verify.derivative_oracle import PIN_RULE, PIN_TOL, comparable, pinocchio_errors
+from .verify.derivative_oracle import PIN_RULE, PIN_TOL, not_comparable, pinocchio_errors
 from .codegen.build import DEFAULT_CFLAGS, check_osim, gives_osim
 from .runtime.door import DoorWarning
 from .opcount import count_ops
@@ -87,12 +87,16 @@ def _floating(fixed_base):
     return None if fixed_base is None else not fixed_base
 
 
-def _resolve(robot_spec, scenario, specs, fixed_base=None):
+def _resolve(robot_spec, scenario, specs, fixed_base=None, say_base=True):
+    """(robot, constraint set, scenario name); ``say_base``: the first line of the output says
+    which base the robot has and how to change it (output meant for machines leaves it out)."""
     robot = load_robot(robot_spec, floating_base=_floating(fixed_base))
     if specs and scenario:
         raise click.UsageError("give either --scenario or -c constraints, not both")
     constraints = list(specs) if specs else (scenario or api.default_constraints(robot))
     cs, name = api.constraint_set(robot, constraints)
+    if say_base:
+        click.echo(f"{robot.name}: {robot.base_note()}")
     return robot, cs, name
 
 
@@ -141,15 +145,16 @@ def links(robot, fixed_base, fmt):
     """List the model's joints in q order (type, nq, nv, their q and v ranges and q entries) and
     the names constraints may use: bodies, frames (links merged by fixed joints, named frames)
     and sites, each with the body it rides on."""
-    from .model.links import FRAME_HEADERS, JOINT_HEADERS, describe_links, frame_rows, joint_rows
+    from .model.links import FRAME_HEADERS, JOINT_HEADERS, MIMIC_NOTE, describe_links, frame_rows, joint_rows
     info = describe_links(load_robot(robot, floating_base=_floating(fixed_base)))
     if fmt == "json":
         click.echo(report.dumps(info))
         return
-    click.echo(printable(f"{info['robot']}: nq = {info['nq']}, nv = {info['nv']}, "
-                                f"{'floating' if info['floating_base'] else 'fixed'} base ({info['source']})"))
+    click.echo(printable(f"{info['robot']}: nq = {info['nq']}, nv = {info['nv']}, {info['base']} ({info['source']})"))
     click.echo("joints (q layout):")
     click.echo(report.table(joint_rows(info), JOINT_HEADERS))
+    if any(j["mimic"] for j in info["joints"]):
+        click.echo(MIMIC_NOTE)
     click.echo("bodies, frames and sites (constraint names, e.g. -c NAME:6d):")
     click.echo(report.table(frame_rows(info), FRAME_HEADERS))
 
@@ -162,7 +167,7 @@ def count(robot, fixed_base, scenario, specs, algorithms, cse, fmt, derivatives,
     """Count the operations of each algorithm (traced, not compiled); with --derivative, of its
     derivatives too (and how many times the value's count they are)."""
     derivatives = _derivatives(derivatives, wrt)
-    robot, cs, _ = _resolve(robot, scenario, specs, fixed_base)
+    robot, cs, _ = _resolve(robot, scenario, specs, fixed_base, say_base=fmt == "table")
     counts = {}
     for a in _algorithms(algorithms):
         if a == AUTO:
@@ -358,8 +363,9 @@ def _check_derivatives(robot, constraints, algorithms, derivatives, wrt, method,
 def _against_pinocchio(f, robot, constraints, algorithm, samples):
     """The worst error of the compiled Jacobian ``f`` against Pinocchio's derivatives, or why
     there is no comparison (verify/derivative_oracle.py)."""
-    if not comparable(algorithm, f.manifest["derivative"]["wrt"]):
-        return "n/a"
+    why = not_comparable(algorithm, f.manifest["derivative"]["wrt"])
+    if why:
+        return f"n/a ({why})"
     try:
         with step(f"checking the jacobian of {algorithm} for {robot.name} against Pinocchio over {samples} samples"):
             worst, k_err = pinocchio_errors(lambda x: evaluate(f, x), robot, constraints, algorithm, samples)

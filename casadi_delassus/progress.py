@@ -4,10 +4,11 @@ when the step is quick; once it has run AFTER seconds it prints
     [  5.0 s] tracing naive for chain_n300 ...
 
 and when it ends ``[ 48.2 s] tracing naive for chain_n300: done in 43.2 s`` (times since the
-first step of the process).  A timer thread does the printing, so a Python loop that runs
-for minutes is announced on time; a single long C++ call (CasADi's cse or code generation on
-a huge graph) holds the GIL and would delay it, so a step known to be big passes
-``now=True`` and is announced when it starts.  ``quiet()`` turns it off (tests of output)."""
+first step of the process; the first line's is the step's start, though it is printed AFTER
+seconds later).  A timer thread does the printing, so a Python loop that runs for minutes is
+announced on time; a single long C++ call (CasADi's cse or code generation on a huge graph)
+holds the GIL and would delay it, so a step known to be big passes ``now=True`` and is
+announced when it starts.  ``quiet()`` turns it off (tests of output)."""
 from __future__ import annotations
 
 import sys
@@ -21,8 +22,10 @@ AFTER = 5.0
 _state = {"t0": None, "on": True}
 
 
-def _say(text):
-    print(f"[{time.perf_counter() - _state['t0']:6.1f} s] {printable(text)}", file=sys.stderr, flush=True)
+def _say(text, at=None):
+    """``text`` stamped with the time since the first step: now, or ``at`` (a perf_counter time)."""
+    print(f"[{(time.perf_counter() if at is None else at) - _state['t0']:6.1f} s] {printable(text)}", file=sys.stderr,
+          flush=True)
 
 
 @contextmanager
@@ -35,9 +38,9 @@ def step(what, now=False):
         return
     t0, said = time.perf_counter(), threading.Event()
 
-    def announce():
+    def announce():         # stamped with the step's start, though said AFTER seconds into it
         said.set()
-        _say(f"{what} ...")
+        _say(f"{what} ...", at=t0)
 
     timer = threading.Timer(AFTER, announce)
     timer.daemon = True
@@ -51,6 +54,12 @@ def step(what, now=False):
         timer.cancel()
         if said.is_set():
             _say(f"{what}: done in {time.perf_counter() - t0:.1f} s")
+
+
+def note(text):
+    """One line on stderr that the user should read whatever the step timing (what a model
+    loader ignored, for example): ``note: <text>``."""
+    print(f"note: {text}", file=sys.stderr, flush=True)
 
 
 def quiet(off=True):

@@ -533,3 +533,15 @@ def test_big_functions_batch_as_a_loop_over_the_scalar_code():
         big = resolve_cflags(flags, SIMD_BATCH_LIMIT + 1, "gcc")
         assert SCALAR_BATCH in big and "-Og" in big
     assert "-march=native" not in resolve_cflags(("auto-portable",), 1000, "gcc")
+
+
+def test_random_q_gives_a_batch_of_configurations():
+    """robot.random_q(rng, n): an n x nq array of valid configurations (unit quaternions,
+    angles and positions in range) without a Python loop;
+    without n, the one q it always gave (the same draws as before)."""
+    robot = cd.load_robot("go1")
+    Q = robot.random_q(np.random.default_rng(1), 1000)
+    assert Q.shape == (1000, robot.nq) and len({tuple(r) for r in Q}) == 1000
+    np.testing.assert_allclose(np.linalg.norm(Q[:, 3:7], axis=1), 1, rtol=0, atol=1e-15)
+    assert np.all(np.abs(Q[:, :3]) <= 1) and np.all(np.abs(Q[:, 7:]) <= np.pi)
+    assert np.array_equal(robot.random_q(np.random.default_rng(2), 1)[0], robot.random_q(np.random.default_rng(2)))

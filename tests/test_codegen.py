@@ -138,3 +138,27 @@ def test_auto_picks_the_fewest_instructions_and_says_why(go1, out_dir):
     assert auto["chosen"] == min(counts, key=counts.get) and auto["instructions"] == counts
     assert f.op_count["instructions"] == counts[auto["chosen"]] and auto["chosen"] in auto["reason"]
     assert check_delassus(f, go1, f.constraints, samples=20) <= TOL
+
+
+def test_a_trace_is_kept_for_the_next_command(tmp_path, monkeypatch):
+    """A traced function is kept on disk by what determines it: the next trace of the same
+    algorithm, robot and constraints (count, then generate, in another process) reads it back
+    under its own name, with the same instructions and values, without tracing again; another
+    cse setting is another trace."""
+    import casadi as ca
+    from casadi_delassus.codegen import trace as trace_module
+    from casadi_delassus.codegen import trace_cache
+    from casadi_delassus.opcount import count_ops
+    monkeypatch.setenv("CASADI_DELASSUS_CACHE", str(tmp_path))
+    monkeypatch.setattr(trace_cache, "KEEP_AFTER_S", -1.0)
+    robot = cd.load_robot("go1")
+    cs, _ = cd.constraint_set(robot, "4F3")
+    f = trace_module.trace(robot, cs, "pv_osim", name="counted")[0]
+    monkeypatch.setattr(trace_module, "traced_outputs", lambda *a: pytest.fail("traced again"))
+    g, inputs, outputs = trace_module.trace(robot, cs, "pv_osim", name="cd_go1_4F3_pv_osim")
+    assert g.name() == "cd_go1_4F3_pv_osim" and inputs[0]["name"] == "q" and outputs[0]["name"] == "delassus"
+    assert count_ops(g) == count_ops(f)
+    q = robot.random_q(np.random.default_rng(0))
+    assert np.array_equal(np.array(g(q)), np.array(f(q)))
+    with pytest.raises(BaseException, match="traced again"):
+        trace_module.trace(robot, cs, "pv_osim", cse=False)

@@ -402,3 +402,16 @@ def test_casadi_function_says_what_derivatives_it_offers(out_dir):
     assert f.casadi_derivative_order == 0
     with pytest.warns(cd.DerivativeWarning, match="casadi_derivatives=True"):
         f.casadi_function()
+
+
+def test_progress_lines_count_what_the_so_carries(tmp_path, monkeypatch, capsys):
+    """The writing and compiling lines of a .so with CasADi's derivative functions count those
+    too (the value alone is a small part of what gcc compiles)."""
+    from casadi_delassus import progress
+    monkeypatch.setattr(progress, "AFTER", 0.0)
+    progress.quiet(False)
+    f = cd.generate("chain:n=3", "default", "aba", out_dir=tmp_path, casadi_derivatives=True)
+    extra = sum(c["op_count"]["instructions"] for c in f.manifest["casadi_derivatives"])
+    err = capsys.readouterr().err
+    line = next(l for l in err.splitlines() if "compiling aba-casadi.c" in l)
+    assert f"{f.op_count['instructions']:,} instructions + {extra:,} in its CasADi derivative functions" in line

@@ -98,3 +98,31 @@ def test_a_worker_rebuilds_the_fixed_build(tmp_path, ur5_path):
     assert f.manifest["floating_base"] is False
     g = cd.load(rebuild(f.manifest, tmp_path / "b"))
     assert g.manifest["function"] == f.manifest["function"] and g.manifest["nv"] == 6
+
+
+def test_the_base_is_stated_everywhere(tmp_path):
+    """A URDF arm floats by default (a free joint at its root): every command's first line, the
+    manifest and the Robot's repr say which base it has and how to change it."""
+    import subprocess
+    import sys
+    from xml.sax.saxutils import quoteattr
+    links = "".join(f'<link name="{n}"><inertial><mass value="1"/><inertia ixx="0.01" iyy="0.01" izz="0.01" '
+                    f'ixy="0" ixz="0" iyz="0"/></inertial></link>' for n in ("base", "l1"))
+    urdf = tmp_path / "model.urdf"
+    urdf.write_text(f'<robot name={quoteattr("arm")}>{links}<joint name="j1" type="revolute"><parent link="base"/>'
+                    '<child link="l1"/><axis xyz="0 0 1"/><limit lower="-1" upper="1" effort="1" velocity="1"/>'
+                    '</joint></robot>')
+    for args in (["links", urdf], ["count", urdf, "-c", "l1:3d", "-a", "naive"],
+                 ["generate", urdf, "-c", "l1:3d", "-a", "naive", "-o", tmp_path / "out"],
+                 ["check", urdf, "-c", "l1:3d", "-a", "naive", "--samples", "3", "-o", tmp_path / "out"]):
+        r = subprocess.run([sys.executable, "-m", "casadi_delassus", *map(str, args)], capture_output=True, text=True)
+        assert r.returncode == 0, r.stderr
+        first = r.stdout.splitlines()[0]
+        assert "floating base" in first and "--fixed-base" in first, (args[0], first)
+    fixed = subprocess.run([sys.executable, "-m", "casadi_delassus", "count", str(urdf), "--fixed-base", "-c", "l1:3d",
+                            "-a", "naive"], capture_output=True, text=True)
+    assert "fixed base" in fixed.stdout.splitlines()[0] and "--floating-base" in fixed.stdout.splitlines()[0]
+    manifest = cd.load(next((tmp_path / "out").rglob("naive.json"))).manifest
+    assert "floating base" in manifest["base"] and "--fixed-base" in manifest["base"]
+    assert "floating_base=False" in repr(cd.load_robot(str(urdf)))
+    assert "floating_base=True" in repr(cd.load_robot(str(urdf), floating_base=False))

@@ -117,3 +117,36 @@ def test_ill_conditioned_passes_and_a_perturbed_result_fails():
 def test_allowed_error_rule():
     assert allowed_error(1e-10, 1.0) == allowed_error(1e-10, 1e4) == 1e-10
     assert allowed_error(1e-10, 1e6) == pytest.approx(1e-8)
+
+
+def test_a_jacobian_not_compared_with_pinocchio_says_why():
+    """check --derivative jacobian: 'vs Pinocchio' is a number or n/a with its true reason: the
+    inputs Pinocchio's derivatives need that --wrt left out, or an algorithm it has none of."""
+    import subprocess
+    import sys
+    def row(*args):
+        r = subprocess.run([sys.executable, "-m", "casadi_delassus", "check", "chain:n=6", "-c", "link6:3d", "--derivative", "jacobian",
+                            "--samples", "2", *args], capture_output=True, text=True)
+        assert r.returncode in (0, 1), r.stderr
+        return r.stdout.splitlines()[-1]
+    assert "n/a (Pinocchio's pv Jacobian needs k in --wrt)" in row("-a", "pv", "--wrt", "q,v,tau")
+    assert "n/a (Pinocchio has no derivatives of naive" in row("-a", "naive")
+
+
+def test_ill_conditioned_rows_are_not_called_redundant():
+    """Light end links make J M⁻¹ Jᵀ numerically singular (κ ~ 1e10) though J has full row rank:
+    the reference says ill-conditioned, with κ; the same point twice is redundant."""
+    import numpy as np
+    import casadi_delassus as cd
+    from casadi_delassus.verify import reference
+    robot = cd.load_robot("chain:n=6")
+    for b in robot.bodies[3:]:
+        b.mass, b.inertia = b.mass * 1e-11, b.inertia * 1e-11
+    q, zero = robot.random_q(np.random.default_rng(0)), np.zeros(robot.nv)
+    light, _ = cd.constraint_set(robot, ["link6:3d"])
+    with pytest.raises(cd.ConstraintError, match=r"ill-conditioned.*κ = [0-9.]+e\+1[0-9]") as err:
+        reference.constrained_dynamics(robot, light, q, zero, zero, np.zeros(3))
+    assert "redundant" not in str(err.value)
+    twice, _ = cd.constraint_set(robot, ["link6:3d", "link6:3d"])
+    with pytest.raises(cd.ConstraintError, match="redundant or conflicting: J has rank 3 < m = 6"):
+        reference.constrained_dynamics(robot, twice, q, zero, zero, np.zeros(6))

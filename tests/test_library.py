@@ -279,3 +279,44 @@ def test_library_errors(tmp_path):
     with pytest.raises(ConstraintError, match="the library has 2 constraints, not 4"):
         library("go1", "2F3", "pv_osim", modes="1-of-4", out_dir=tmp_path)
     assert not list(tmp_path.iterdir())
+
+
+def test_names_out_of_library_order_are_refused(go1_lib, go1):
+    """The rows come in library order; names given in another order are refused in one line
+    naming that order, not silently answered in a different one."""
+    q = go1.random_q(np.random.default_rng(4))
+    with pytest.raises(InputError, match=r"library order.*FL_foot, RL_foot"):
+        go1_lib(["RL_foot", "FL_foot"], q)
+    assert np.array_equal(go1_lib(["FL_foot", "RL_foot"], q), go1_lib(0b0101, q))
+
+
+def test_a_mask_call_goes_straight_to_the_mode_function(go1_lib, go1, monkeypatch):
+    """After the first call of a mask, lib(mask, q) calls the mode's function directly (its
+    overhead is the function's own, bench/library_call.py), with the same result; other
+    inputs, names or out= take the checked path again."""
+    q = go1.random_q(np.random.default_rng(5))
+    first = go1_lib(0b0110, q)
+    monkeypatch.setattr(type(go1_lib), "outputs", lambda *a, **k: pytest.fail("not the direct path"))
+    assert np.array_equal(go1_lib(0b0110, q), first)
+    assert np.array_equal(go1_lib(0b0110, q), go1_lib.function(0b0110)(q))
+    Q = np.stack([q, q])
+    assert close(go1_lib(0b0110, Q)[1], first, 1e-13)          # the batch's own arithmetic
+    with pytest.raises(BaseException, match="not the direct path"):
+        go1_lib(0b0110, q, lam=np.zeros(6))
+
+
+def test_a_full_set_function_generated_before_is_reused(tmp_path, monkeypatch):
+    """generate() of the scenario, then a library of its modes: the full mode is that very
+    function (its files, not a rebuild), loaded through the library."""
+    from casadi_delassus.codegen import build as build_module
+    specs = ["FL_foot:3d", "RR_foot:3d"]
+    f = cd.generate("go1", specs, "pv_osim", out_dir=tmp_path)
+    compiled = []
+    real = build_module.write_compiled
+    monkeypatch.setattr(build_module, "write_compiled", lambda *a, **k: compiled.append(a[3]) or real(*a, **k))
+    lib = library("go1", specs, "pv_osim", out_dir=tmp_path, jobs=1)
+    assert sorted(compiled) == ["pv_osim", "pv_osim"] and len(lib.modes) == 4          # the two one-foot modes only
+    full = lib.function(0b11)
+    assert full.manifest_path == f.manifest_path and full.manifest["function"] == f.manifest["function"]
+    q = cd.load_robot("go1").random_q(np.random.default_rng(6))
+    assert np.array_equal(lib(0b11, q), f(q))

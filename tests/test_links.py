@@ -64,3 +64,26 @@ def test_python_links_matches_the_cli():
     info = cd.links("chain:n=3")
     assert [j["joint"] for j in info["joints"]] == [b.joint.name for b in cd.load_robot("chain:n=3").bodies]
     assert json.loads(run("links", "chain:n=3", "--format", "json").stdout) == info
+
+
+def test_links_marks_mimic_joints(tmp_path):
+    """A gripper's mimic joint (panda's finger, xArm's gripper) is marked: the joint it follows,
+    the multiplier and offset, in the table and the JSON, and a note says it is an
+    independent DoF here (as Pinocchio's mimic=False)."""
+    inertial = ('<inertial><mass value="0.1"/><inertia ixx="1e-4" iyy="1e-4" izz="1e-4" ixy="0" ixz="0" iyz="0"/>'
+                '</inertial>')
+    links = "".join(f'<link name="{n}">{inertial}</link>' for n in ("hand", "left", "right"))
+    joint = ('<joint name="{n}" type="prismatic"><parent link="hand"/><child link="{c}"/><axis xyz="0 {s} 0"/>'
+             '<limit lower="0" upper="0.04" effort="1" velocity="1"/>{m}</joint>')
+    urdf = tmp_path / "gripper.urdf"
+    urdf.write_text('<robot name="gripper">' + links + joint.format(n="finger1", c="left", s=1, m="") +
+                    joint.format(n="finger2", c="right", s=-1, m='<mimic joint="finger1" multiplier="1" offset="0"/>')
+                    + "</robot>")
+    info = json.loads(run("links", urdf, "--fixed-base", "--format", "json").stdout)
+    by_name = {j["joint"]: j for j in info["joints"]}
+    assert by_name["finger2"]["mimic"] == {"joint": "finger1", "multiplier": 1.0, "offset": 0.0}
+    assert by_name["finger1"]["mimic"] is None
+    table = run("links", urdf, "--fixed-base")
+    line = next(l for l in table.stdout.splitlines() if l.startswith("finger2"))
+    assert "finger1 × 1 + 0" in line
+    assert "mimic joints are independent" in table.stdout

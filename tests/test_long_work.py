@@ -64,3 +64,18 @@ def test_count_of_a_long_chain_uses_a_scalable_default():
     chosen = r.stderr.split("auto -> ")[1].split(":")[0]
     assert chosen in LINEAR_TIME and "naive" not in r.stderr
     assert time.perf_counter() - t0 < 90
+
+
+def test_a_step_line_is_stamped_with_the_step_start(fast_progress, capsys, monkeypatch):
+    """The announcement, printed AFTER seconds into the step, carries the time the step began:
+    its stamp plus the 'done in' duration is the closing line's stamp."""
+    import re
+    monkeypatch.setattr(progress, "AFTER", 0.5)
+    with progress.step("first"):
+        pass
+    with progress.step("stamped"):
+        time.sleep(0.8)
+    err = capsys.readouterr().err.splitlines()
+    start, end = (float(re.match(r"\[\s*([0-9.]+) s\]", line).group(1)) for line in err)
+    took = float(re.search(r"done in ([0-9.]+) s", err[1]).group(1))
+    assert abs(start + took - end) <= 0.15, err

@@ -26,6 +26,7 @@ from .emit import render, work_sizes
 from ..opcount import count_ops
 from .derivatives import casadi_companions, check_request, input_names, resolve_wrt, trace_derivative
 from .trace import cheapest_traced, trace
+from .trace_cache import source_hash
 
 DEFAULT_CFLAGS = ("auto",)
 # gcc's register allocation grows faster than linear in the size of one straight-line
@@ -127,16 +128,6 @@ def compile_shared(c_file, so_file, cflags, cc):
     return time.perf_counter() - t0, cmd
 
 
-def source_hash():
-    """Hash of the package's own code and templates: editing an algorithm invalidates the cache."""
-    root = Path(__file__).resolve().parents[1]
-    h = hashlib.sha256()
-    for p in sorted([*root.rglob("*.py"), *root.rglob("*.j2")]):
-        h.update(p.relative_to(root).as_posix().encode())
-        h.update(p.read_bytes())
-    return h.hexdigest()
-
-
 def _compiler_key(cc):
     """The compiler's name and arguments, not where it is installed."""
     words = shlex.split(cc)
@@ -174,7 +165,8 @@ def make_manifest(f, robot, constraints, scenario, inputs, outputs, cflags, cc, 
     return {
         **head, "robot": robot.name, "scenario": scenario,
         "source": robot.source, **({"model_file": str(model_file)} if model_file else {}),
-        "nq": robot.nq, "nv": robot.nv, "floating_base": robot.floating_base, "m": constraints.m,
+        "nq": robot.nq, "nv": robot.nv, "floating_base": robot.floating_base, "base": robot.base_note(),
+        "m": constraints.m,
         "q_layout": robot.q_layout(), "q_convention": robot.q_convention, "constraints": constraints.describe(),
         "row_names": constraints.row_names, "inputs": inputs, "outputs": outputs,
         "op_count": counts, **({"casadi_derivatives": extra} if extra else {}),
@@ -183,19 +175,28 @@ def make_manifest(f, robot, constraints, scenario, inputs, outputs, cflags, cc, 
     }
 
 
+def _size_text(manifest):
+    """What a .c holds, for progress lines: the function's instructions, plus those of CasADi's
+    derivative functions compiled with it."""
+    extra = sum(c["op_count"]["instructions"] for c in manifest.get("casadi_derivatives", []))
+    return f"{manifest['op_count']['instructions']:,} instructions" + \
+        (f" + {extra:,} in its CasADi derivative functions" if extra else "")
+
+
 def write_compiled(f, manifest, out_dir, stem, t_trace, companions=()):
     """Emit ``stem``.c/.h (with the ``companions`` after f), compile ``stem``.so and write
     ``stem``.json (with the timings, compile command and file records added to ``manifest``),
     atomically: built in this run's own temporary folder (artifact.build_folder), moved in
     with the manifest last."""
     out_dir = Path(out_dir)
+    size = _size_text(manifest)
     with artifact.build_folder(out_dir, stem) as tmp:
         t0 = time.perf_counter()
-        with step(f"writing {stem}.c ({manifest['op_count']['instructions']:,} instructions)"):
+        with step(f"writing {stem}.c ({size})"):
             for name, text in render(f, manifest, stem, companions).items():
                 (tmp / name).write_text(text)
         t_emit = time.perf_counter() - t0
-        with step(f"compiling {stem}.c ({manifest['op_count']['instructions']:,} instructions, {' '.join(manifest['cflags'])})"):
+        with step(f"compiling {stem}.c ({size}, {' '.join(manifest['cflags'])})"):
             t_cc, cmd = compile_shared(tmp / f"{stem}.c", tmp / f"{stem}.so", manifest["cflags"], manifest["compiler"])
         macros = vectorise.macros(tmp / f"{stem}.c", manifest["cflags"], manifest["compiler"])
         manifest["batch"], manifest["sincos"] = vectorise.target(manifest, macros), sincos.target(macros)

@@ -1,9 +1,12 @@
 """Trace an algorithm for one robot and constraint set into a casadi.Function."""
 from __future__ import annotations
 
+import time
+
 import casadi as ca
 
 from ..progress import step
+from . import trace_cache
 from ..registry import AUTO, VECTOR_INPUTS, Algorithm, auto_candidates, cheapest_delassus, get_algorithm
 from ..symbolic import linalg
 from ..sweeps.tree import world_row_drift
@@ -76,9 +79,14 @@ def trace(robot, constraints, algorithm, name=None, cse=True, osim=False):
     ``algorithm``: a name or its registry entry."""
     algo = entry(algorithm)
     what = f"{algo.name}{' with Λ' if osim else ''} for {robot.name} (nv = {robot.nv}, m = {constraints.m})"
-    with step(f"tracing {what}"):
-        symbols, outputs, _ = traced_outputs(robot, constraints, algo, osim)
-    f = function_of(name or algo.name, symbols, outputs, cse, what)
+    cache_key = trace_cache.key(robot, constraints, algo.name, cse, osim)
+    f = trace_cache.load(cache_key, name or algo.name)
+    if f is None:           # not traced before (by another command: count, then generate)
+        t0 = time.perf_counter()
+        with step(f"tracing {what}"):
+            symbols, outputs, _ = traced_outputs(robot, constraints, algo, osim)
+        f = function_of(name or algo.name, symbols, outputs, cse, what)
+        trace_cache.store(cache_key, f, time.perf_counter() - t0)
     outs = [{"name": n, "shape": [int(f.size1_out(k)), int(f.size2_out(k))],
              "meaning": algo.outputs.get(n, OSIM_MEANING if n == "osim" else n),
              "row_names": constraints.row_names if f.size1_out(k) == constraints.m else None}

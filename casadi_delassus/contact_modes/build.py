@@ -23,10 +23,12 @@ from __future__ import annotations
 import fcntl
 import hashlib
 import json
+import os
 import tempfile
 import time
 from contextlib import contextmanager
 from dataclasses import dataclass
+from pathlib import Path
 
 from .. import __version__, executor
 from ..api import DEFAULT_OUT, constraint_set, default_constraints
@@ -116,7 +118,7 @@ def _mode_record(mode, lib_folder, outputs, reused):
     return record | {
         "algorithm": m.get("auto", {}).get("chosen", m["algorithm"]), "requested": m["algorithm"],
         "function": m["function"], "instructions": m["op_count"]["instructions"], "flops": m["op_count"]["flops"],
-        "manifest": mode.manifest_path.relative_to(lib_folder).as_posix(), "manifest_sha256": m["manifest_sha256"],
+        "manifest": Path(os.path.relpath(mode.manifest_path, lib_folder)).as_posix(), "manifest_sha256": m["manifest_sha256"],
         "so_bytes": m["so_bytes"], "timings_s": m["timings_s"], "cflags": m["cflags"],
         "inputs": mode.inputs, "function_inputs": names, "function_outputs": [o["name"] for o in m["outputs"]],
         "outputs": mapped, "constants": _constants(outputs, mapped),

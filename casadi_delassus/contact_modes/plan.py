@@ -18,7 +18,9 @@ compute (Λ⁻¹ is 0 × 0, Λ⁻¹λ has no rows) and no function; a dynamics l
 
 Every mode with a function is an ordinary generated function (codegen/build.py) with its own
 manifest and cache key, in ``<library folder>/<mode>/<algorithm>.*``; its scenario is the
-library's plus the mode (``4F3_m5``), so its C name is ``cd_<model>_4F3_m5_<algorithm>``.
+library's plus the mode (``4F3_m5``), so its C name is ``cd_<model>_4F3_m5_<algorithm>``.  The
+full set is the exception: it is the scenario's own function, the one ``generate`` makes
+(``<library folder>/../<algorithm>.*``, ``cd_<model>_4F3_<algorithm>``), built once for both.
 """
 from __future__ import annotations
 
@@ -151,7 +153,10 @@ def plan_modes(robot, cs, scenario, model, algorithm, osim, masks, folder, cflag
         algo = algorithm if specs else EMPTY_MODE_ALGORITHM if kind == "dynamics" else None
         sub = mode_constraints(robot, specs)
         bits = [i for i in range(len(cs.specs)) if mask >> i & 1]
-        scen = f"{ident_part(scenario)}_{name}"
+        # the full set is the scenario's own function (generate's: a library after generate, or
+        # generate after a library, builds it once); the other modes live in the library folder
+        full = bool(specs) and len(bits) == len(cs.specs)
+        scen = scenario if full else f"{ident_part(scenario)}_{name}"
         function = key = None
         inputs = []
         if algo:
@@ -160,5 +165,6 @@ def plan_modes(robot, cs, scenario, model, algorithm, osim, masks, folder, cflag
             algo_inputs = get_algorithm(prototype(algo)).inputs if algo != AUTO else ()
             inputs = ["q", *[v for v in vectors if v in algo_inputs]]
             inputs += [k_inputs[bits[j]] for j, c in enumerate(sub.constraints) if c.is_input]
-        modes.append(Mode(mask, name, specs, sub.m, algo, scen, Path(folder) / name, function, key, inputs))
+        modes.append(Mode(mask, name, specs, sub.m, algo, scen, Path(folder).parent if full else Path(folder) / name,
+                          function, key, inputs))
     return modes

@@ -41,7 +41,7 @@ def describe_links(robot):
                        "parent": "world" if b.parent < 0 else robot.bodies[b.parent].name,
                        "nq": j.nq, "nv": j.nv, "q": [b.q_index, b.q_index + j.nq], "v": [b.v_index, b.v_index + j.nv],
                        "q_entries": q_labels(j),
-                       "axis": None if j.axis is None else [float(x) for x in j.axis]})
+                       "axis": None if j.axis is None else [float(x) for x in j.axis], "mimic": j.mimic})
     frames = [{"name": f.name, "kind": frame_kind(robot, f), "body": robot.bodies[f.body].name,
                "translation": [float(x) for x in np.round(f.translation, 12)],
                "rotation": [[float(x) for x in row] for row in np.round(f.rotation, 12)]}
@@ -49,7 +49,7 @@ def describe_links(robot):
     order = {"body": 0}
     frames.sort(key=lambda f: (order.get(f["kind"], 1), robot_body_index(robot, f["body"]), f["name"]))
     return {"robot": robot.name, "nq": robot.nq, "nv": robot.nv, "floating_base": robot.floating_base,
-            "source": str(robot.source) if robot.source else None, "joints": joints, "frames": frames}
+            "base": robot.base_note(), "source": str(robot.source) if robot.source else None, "joints": joints, "frames": frames}
 
 
 def robot_body_index(robot, name):
@@ -63,10 +63,16 @@ def _range(r):
 def joint_rows(info):
     """Table rows of ``describe_links``'s joints: the q layout."""
     return [[j["joint"], j["type"], j["body"], j["parent"], j["nq"], j["nv"], _range(j["q"]), _range(j["v"]),
-             ", ".join(j["q_entries"])] for j in info["joints"]]
+             ", ".join(j["q_entries"]), _mimic_text(j["mimic"])] for j in info["joints"]]
 
 
-JOINT_HEADERS = ["joint", "type", "body", "parent", "nq", "nv", "q", "v", "q entries"]
+def _mimic_text(mimic):
+    return "" if mimic is None else f"{mimic['joint']} × {mimic['multiplier']:g} + {mimic['offset']:g}"
+
+
+JOINT_HEADERS = ["joint", "type", "body", "parent", "nq", "nv", "q", "v", "q entries", "mimics"]
+MIMIC_NOTE = ("mimic joints are independent DoFs here (as Pinocchio's buildModelFromUrdf(..., mimic=False)): "
+              "their q and v are not tied to the joint they mimic")
 
 
 def frame_rows(info):

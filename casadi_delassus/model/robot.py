@@ -108,6 +108,9 @@ class Joint:
     axis: np.ndarray | None = None
     quaternion: str = "xyzw"
     velocity: str = "local"
+    # a URDF <mimic>: {"joint", "multiplier", "offset"}, shown by `links`; the joint stays an
+    # independent DoF (as Pinocchio's mimic=False), so it is no part of the model's identity
+    mimic: dict | None = None
 
     NQ = {"free": 7, "ball": 4, "revolute": 1, "continuous": 2, "prismatic": 1}
     NV = {"free": 6, "ball": 3, "revolute": 1, "continuous": 1, "prismatic": 1}
@@ -437,8 +440,10 @@ class Robot:
             out.append(entry)
         return out
 
-    def random_q(self, rng):
-        return random_q(self.q_layout(), rng)
+    def random_q(self, rng, n=None):
+        """A random configuration (see :func:`random_q`), or ``n`` of them as an n x nq array
+        (drawn joint by joint for all n at once: a batch's input without a Python loop)."""
+        return random_q(self.q_layout(), rng, n)
 
     def neutral_q(self):
         return neutral_q(self.q_layout())
@@ -487,9 +492,30 @@ class Robot:
     def fingerprint(self):
         return hashlib.sha256(json.dumps(self.describe(), sort_keys=True).encode()).hexdigest()
 
+    def base_change(self, python=False):
+        """How to get the other base, where the model's format lets the user choose (URDF):
+        ``--fixed-base fixes it to the world`` (``python``: ``floating_base=False …``), else None."""
+        if getattr(self, "model_format", None) != "urdf":
+            return None
+        other = not self.floating_base
+        how = f"floating_base={other}" if python else f"--{'floating' if other else 'fixed'}-base"
+        return f"{how} {'puts it on a free joint' if other else 'fixes it to the world'}"
+
+    def base_note(self):
+        """Which base the robot has and how to change it (or where it is set), in one phrase:
+        what every command says first, and the manifest's ``base``."""
+        kind = "floating base (a free joint at the root)" if self.floating_base else \
+            "fixed base (the root welded to the world)"
+        change = self.base_change()
+        if change:
+            return f"{kind}; {change}"
+        where = {"synthetic": "the spec", None: "the Robot"}.get(getattr(self, "model_format", None), "the model")
+        return f"{kind}, set in {where}"
+
     def __repr__(self):
+        change = self.base_change(python=True)
         return (f"Robot({self.name!r}, nq={self.nq}, nv={self.nv}, bodies={self.n_bodies}, "
-                f"floating_base={self.floating_base})")
+                f"floating_base={self.floating_base}{'; ' + change if change else ''})")
 
 
 CONVENTIONS = ("pinocchio", "mujoco")
@@ -526,24 +552,26 @@ def neutral_q(layout):
     return q
 
 
-def random_q(layout, rng):
+def random_q(layout, rng, n=None):
     """A random q: uniform angles in [−π, π], prismatic offsets in [−0.5, 0.5], free positions
     in [−1, 1]³, uniformly random unit quaternions (drawn as x, y, z, w whatever their order in q,
-    so both orders give the same rotations from one generator)."""
-    q = np.zeros(sum(j["nq"] for j in layout))
+    so both orders give the same rotations from one generator); ``n`` of them as rows of an
+    n x nq array (n None: one q, the same draws as n = 1)."""
+    rows = 1 if n is None else int(n)
+    q = np.zeros((rows, sum(j["nq"] for j in layout)))
     for j in layout:
         k, kind, quat = j["q_index"], j["kind"], _quaternion_slice(j)
         if quat is not None:
-            x = rng.normal(size=4)
+            x = rng.normal(size=(rows, 4))
             if kind == "free":
-                q[k:k + 3] = rng.uniform(-1, 1, 3)
-            x = x / np.linalg.norm(x)
-            q[quat[0]:quat[0] + 4] = np.roll(x, 1) if quat[1] else x
+                q[:, k:k + 3] = rng.uniform(-1, 1, (rows, 3))
+            x = x / np.linalg.norm(x, axis=1, keepdims=True)
+            q[:, quat[0]:quat[0] + 4] = np.roll(x, 1, axis=1) if quat[1] else x
         elif kind == "continuous":
-            a = rng.uniform(-np.pi, np.pi)
-            q[k:k + 2] = np.cos(a), np.sin(a)
+            a = rng.uniform(-np.pi, np.pi, rows)
+            q[:, k], q[:, k + 1] = np.cos(a), np.sin(a)
         elif kind == "revolute":
-            q[k] = rng.uniform(-np.pi, np.pi)
+            q[:, k] = rng.uniform(-np.pi, np.pi, rows)
         else:
-            q[k] = rng.uniform(-0.5, 0.5)
-    return q
+            q[:, k] = rng.uniform(-0.5, 0.5, rows)
+    return q[0] if n is None else q

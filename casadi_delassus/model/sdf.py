@@ -91,6 +91,22 @@ class _Reader:
         return elem.text.strip()
 
 
+def _the_model(rd, root):
+    """The <model> of an SDF document: <sdf><model>, or the one <model> of an <sdf><world> (as
+    Gazebo saves a scene; its <include>s, such as a ground plane, are not models)."""
+    if root.tag != "sdf":
+        rd.fail(f"expected <sdf><model>, found <{root.tag}>")
+    model = root.find("model")
+    if model is not None:
+        return model
+    models = [m for w in root.findall("world") for m in w.findall("model")]
+    if len(models) != 1:
+        rd.fail("expected <sdf><model> or one <model> in an <sdf><world>, found " +
+                (f"{len(models)} models in the world ({', '.join(repr(m.get('name')) for m in models)})"
+                 if models else "no <model>"))
+    return models[0]
+
+
 def load_sdf(path, name=None):
     path = Path(path)
     if not path.is_file():
@@ -100,9 +116,7 @@ def load_sdf(path, name=None):
     except ElementTree.ParseError as exc:
         raise ModelError(f"malformed SDF {path}: {exc}") from None
     rd = _Reader(path)
-    model = root.find("model") if root.tag == "sdf" else None
-    if model is None:
-        rd.fail(f"expected <sdf><model>, found <{root.tag}>" + ("" if root.tag != "sdf" else " without <model>"))
+    model = _the_model(rd, root)
     world = rd.pose(model, "the model")
     links = {}
     for link in model.findall("link"):

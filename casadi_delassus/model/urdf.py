@@ -1,18 +1,22 @@
 """URDF loading through yourdfpy (no meshes).  Bodies come out in Pinocchio's order:
 depth-first from the root link, the child joints of each link in alphabetical order of
 joint name (urdfdom keeps joints in a name-sorted map).  Fixed joints are merged into the
-parent body; mimic joints are ordinary joints; an optional 6-DoF free joint named
+parent body; mimic joints are ordinary joints (independent DoFs, as Pinocchio's mimic=False;
+``Joint.mimic`` records the <mimic>); an optional 6-DoF free joint named
 ``root_joint`` carries the root link, as ``pinocchio.JointModelFreeFlyer()`` does."""
 from __future__ import annotations
 
 import io
+import logging
 import warnings
+from contextlib import contextmanager
 from pathlib import Path
 from xml.etree import ElementTree
 
 import numpy as np
 
 from ..errors import ModelError
+from ..progress import note
 from .robot import Body, Frame, Joint, Robot, check_numbers, cross_matrix
 
 _MOVING = {"revolute": "revolute", "continuous": "continuous", "prismatic": "prismatic"}
@@ -47,11 +51,15 @@ def _pose(origin):
     return T[:3, :3], T[:3, 3]
 
 
+READABLE_SHAPES = ("box", "cylinder", "sphere", "mesh")     # what yourdfpy reads in a <geometry>
+
+
 def _pre_parse(path, source=None):
     """The strict ElementTree parse (yourdfpy silently recovers from broken XML and keeps the
     last of two links or joints with one name): the root element, its name, unique names.
     ``source``: what to read (a file object for a URDF given as text), ``path`` by default.
-    Returns the robot's name."""
+    Returns (the robot's name, the document without the geometry yourdfpy cannot read, as
+    bytes, or None when there was none: see _drop_unreadable_geometry)."""
     try:
         root = ElementTree.parse(path if source is None else source).getroot()
     except ElementTree.ParseError as exc:
@@ -69,7 +77,28 @@ def _pre_parse(path, source=None):
             if name in seen:
                 raise ModelError(f"malformed URDF {path}: two <{tag}> elements are named {name!r}")
             seen.add(name)
-    return root.get("name").strip()
+    return root.get("name").strip(), _drop_unreadable_geometry(root, path)
+
+
+def _drop_unreadable_geometry(root, path):
+    """Dynamics reads no geometry, and yourdfpy refuses a whole file for one shape it does not
+    know (``<capsule>``, in pybullet's files): such <visual> and <collision> elements are
+    removed, said in one note naming the links.  Returns the document without them (bytes),
+    or None when every shape is readable."""
+    dropped = []
+    for link in root.findall("link"):
+        for tag in ("visual", "collision"):
+            for elem in link.findall(tag):
+                geometry = elem.find("geometry")
+                shape = geometry[0].tag if geometry is not None and len(geometry) else None
+                if shape not in READABLE_SHAPES:
+                    link.remove(elem)
+                    dropped.append(f"link {link.get('name')!r}: <{shape or 'no geometry'}> {tag}")
+    if not dropped:
+        return None
+    more = f" and {len(dropped) - 3} more" if len(dropped) > 3 else ""
+    note(f"URDF {path}: ignored geometry casadi_delassus does not need and cannot read ({'; '.join(dropped[:3])}{more})")
+    return ElementTree.tostring(root)
 
 
 def _check_values(model, where):
@@ -125,8 +154,9 @@ def load_urdf(path, floating_base=True, name=None):
     path = Path(path)
     if not path.is_file():
         raise ModelError(f"model file not found: {path}")
-    robot_name = _pre_parse(path)
-    return _build(str(path), path, floating_base, name or robot_name, str(path))
+    robot_name, cleaned = _pre_parse(path)
+    return _build(str(path) if cleaned is None else io.BytesIO(cleaned), path, floating_base, name or robot_name,
+                  str(path))
 
 
 URDF_TEXT = "<URDF text>"      # how a URDF given as a string is named in messages
@@ -134,8 +164,29 @@ URDF_TEXT = "<URDF text>"      # how a URDF given as a string is named in messag
 
 def load_urdf_string(text, floating_base=True, name=None):
     """The Robot of a URDF document given as a string (named ``name``, default its <robot name>)."""
-    robot_name = _pre_parse(URDF_TEXT, io.BytesIO(text.encode()))
-    return _build(io.BytesIO(text.encode()), URDF_TEXT, floating_base, name or robot_name, URDF_TEXT)
+    robot_name, cleaned = _pre_parse(URDF_TEXT, io.BytesIO(text.encode()))
+    return _build(io.BytesIO(text.encode() if cleaned is None else cleaned), URDF_TEXT, floating_base,
+                  name or robot_name, URDF_TEXT)
+
+
+@contextmanager
+def _yourdfpy_silenced():
+    """yourdfpy's log off while it reads: it logs its parser's fallback on an XML declaration
+    of version "0.0" (pybullet's Minitaur) as two errors though it reads the file; what it
+    cannot read raises, and is reported as one ModelError line."""
+    logger = logging.getLogger("yourdfpy.urdf")
+    before, logger.disabled = logger.disabled, True
+    try:
+        yield
+    finally:
+        logger.disabled = before
+
+
+def _mimic(joint):
+    """A joint's <mimic> as plain data (None without one)."""
+    m = joint.mimic
+    return None if m is None else {"joint": m.joint, "multiplier": float(1.0 if m.multiplier is None else m.multiplier),
+                                   "offset": float(0.0 if m.offset is None else m.offset)}
 
 
 def _build(source, path, floating_base, name, label):
@@ -145,7 +196,7 @@ def _build(source, path, floating_base, name, label):
 
     where = f"malformed URDF {path}: "
     try:
-        with warnings.catch_warnings():     # sin(inf) in an rpy: reported below, as one line
+        with warnings.catch_warnings(), _yourdfpy_silenced():   # sin(inf) in an rpy: reported below, as one line
             warnings.simplefilter("ignore", RuntimeWarning)
             model = yourdfpy.URDF.load(source, load_meshes=False, build_scene_graph=False,
                                        load_collision_meshes=False, build_collision_scene_graph=False).robot
@@ -191,7 +242,8 @@ def _build(source, path, floating_base, name, label):
             here = (body, Rc, pc)
         elif j.type in _MOVING:
             axis = np.array([1.0, 0, 0]) if j.axis is None else np.asarray(j.axis, float)
-            here = (add_body(j.child, body, Joint(j.name, _MOVING[j.type], axis), Rc, pc), np.eye(3), np.zeros(3))
+            joint = Joint(j.name, _MOVING[j.type], axis, mimic=_mimic(j))
+            here = (add_body(j.child, body, joint, Rc, pc), np.eye(3), np.zeros(3))
         else:
             raise ModelError(f"joint {j.name!r} in {path}: unsupported type {j.type!r}")
         add_link(j.child, *here)

@@ -32,7 +32,6 @@ import importlib.util
 import os
 import shlex
 import shutil
-import stat
 import subprocess
 import sys
 import sysconfig
@@ -46,6 +45,7 @@ import numpy as np
 from ..errors import CompilerError, DelassusError
 from ..progress import step
 from .compiler import find_compiler
+from .cache_dirs import cache_dir, private_folder
 from ..model.robot import unit_blocks
 from .inputs import UNIT_TOL
 
@@ -57,24 +57,6 @@ ENV = "CASADI_DELASSUS_DOOR"
 
 _lock = threading.Lock()
 _state = {"module": None, "why": None}
-
-
-def _cache_dir():
-    base = os.environ.get("CASADI_DELASSUS_CACHE")
-    if base:
-        return Path(base) / "door"
-    xdg = os.environ.get("XDG_CACHE_HOME") or Path.home() / ".cache"
-    return Path(xdg) / "casadi_delassus" / "door"
-
-
-def _private(folder):
-    """``folder`` created if needed, when it is this user's and no one else can write it."""
-    try:
-        folder.mkdir(parents=True, exist_ok=True, mode=0o700)
-        st = folder.stat()
-    except OSError:
-        return False
-    return st.st_uid == os.getuid() and not st.st_mode & (stat.S_IWGRP | stat.S_IWOTH)
 
 
 def _key():
@@ -113,8 +95,8 @@ def _import(path):
 
 def _build():
     name = f"{MODULE}-{_key()}{sysconfig.get_config_var('EXT_SUFFIX') or '.so'}"
-    folder = _cache_dir()
-    if _private(folder):
+    folder = cache_dir("door")
+    if private_folder(folder):
         target = folder / name
         if target.is_file():
             try:

@@ -77,8 +77,8 @@ class CompiledFunction:
                 super().__init__(*binding)
                 if batch_binding := batch.door_binding(self):
                     self._door_bind_batch(*batch_binding)
-            if backend == "casadi":
-                self._fn = self.casadi_function()
+            if backend == "casadi":         # evaluated, not differentiated: no word about derivatives
+                self._fn = self._external()
         except DelassusError:
             raise
         except (KeyError, TypeError, ValueError, IndexError) as exc:
@@ -102,7 +102,6 @@ class CompiledFunction:
         differentiates it with the derivative functions the .so carries (``generate(...,
         casadi_derivatives=True)``: first and second derivatives, in the stored coordinates of
         q); a .so with fewer says so here (a DerivativeWarning), not later inside the solver."""
-        import casadi as ca
         m, order = self.manifest, self.casadi_derivative_order
         if order < artifact.CASADI_ORDER:
             offers = "no derivatives" if order == 0 else "first derivatives only (no exact Hessian)"
@@ -110,6 +109,12 @@ class CompiledFunction:
                     "set IPOPT's hessian_approximation='limited-memory'")
             warnings.warn(f"{m['function']}: the .so carries {offers}: {need}, or regenerate with "
                           f"generate(..., casadi_derivatives=True)", DerivativeWarning, stacklevel=2)
+        return self._external()
+
+    def _external(self):
+        """casadi.external on a verified private copy of the .so."""
+        import casadi as ca
+        m = self.manifest
         return open_library(self.so_path, m["files"]["so"], lambda p: ca.external(m["function"], p))[0]
 
     @property

@@ -49,9 +49,16 @@ def _k0_function(robot, constraints):
     return ca.Function("k0", [q, v], [k0, ca.mtimes(ca.jacobian(k0, q), tangent_map_sx(robot, q)), ca.jacobian(k0, v)])
 
 
-def comparable(algorithm, wrt):
-    """Whether Pinocchio has this algorithm's derivatives and ``wrt`` holds what they need."""
-    return algorithm in ORACLE_WRT and set(ORACLE_WRT[algorithm]) <= set(wrt)
+def not_comparable(algorithm, wrt):
+    """Why a Jacobian of ``algorithm`` with respect to ``wrt`` cannot be compared with
+    Pinocchio's (an algorithm it has no derivatives of, or inputs its derivatives need that
+    ``wrt`` leaves out), or None when it can."""
+    if algorithm not in ORACLE_WRT:
+        return f"Pinocchio has no derivatives of {algorithm} (it has {', '.join(ORACLE_WRT)})"
+    missing = [w for w in ORACLE_WRT[algorithm] if w not in wrt]
+    if missing:
+        return f"Pinocchio's {algorithm} Jacobian needs {', '.join(missing)} in --wrt"
+    return None
 
 
 def pinocchio_errors(jacobian, robot, constraints, algorithm, samples=20, seed=6):

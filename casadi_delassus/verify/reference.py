@@ -373,15 +373,23 @@ def constraint_drift(robot, constraints, q, v, K_inputs=None):
                            else K @ acc[c.body] for c, K in zip(constraints.constraints, Ks)])
 
 
-def _redundancy(D, constraints, rcond):
-    """None, or a message when the Delassus matrix D = J M⁻¹ Jᵀ is (numerically) singular."""
+def _redundancy(J, D, constraints, rcond):
+    """None, or a message when the Delassus matrix D = J M⁻¹ Jᵀ is (numerically) singular:
+    redundant or conflicting rows when J itself has lower row rank (its singular values below
+    √rcond of the largest: κ(D) grows as κ(J)²), else ill-conditioned rows (full-rank J, a
+    mass matrix that makes D near singular: a very light body)."""
     eig = np.linalg.eigvalsh(0.5 * (D + D.T))
     if eig.max() > 0 and eig.min() > rcond * eig.max():
         return None
-    rank = int(np.sum(eig > rcond * max(eig.max(), 1e-300)))
-    return (f"the constraints {constraints.specs} are redundant or conflicting: J M⁻¹ Jᵀ has rank "
-            f"{rank} < m = {constraints.m} (eigenvalues {eig.min():.3g} .. {eig.max():.3g}), so the "
-            f"multipliers λ are not unique (and no v̇ satisfies J v̇ + J̇ v = k unless k is consistent)")
+    sv = np.linalg.svd(J, compute_uv=False)
+    rank = int(np.sum(sv > np.sqrt(rcond) * max(sv.max(initial=0), 1e-300)))
+    if rank < constraints.m:
+        return (f"the constraints {constraints.specs} are redundant or conflicting: J has rank {rank} < m = "
+                f"{constraints.m} (J M⁻¹ Jᵀ eigenvalues {eig.min():.3g} .. {eig.max():.3g}), so the multipliers λ "
+                f"are not unique (and no v̇ satisfies J v̇ + J̇ v = k unless k is consistent)")
+    return (f"the constraints {constraints.specs} are ill-conditioned: J has full row rank but J M⁻¹ Jᵀ has "
+            f"κ = {eig.max() / max(eig.min(), 1e-300 * eig.max()):.1e} (eigenvalues {eig.min():.3g} .. {eig.max():.3g}; a "
+            f"very light or thin body), beyond the {1 / rcond:.0e} the dense KKT solve resolves")
 
 
 def constrained_dynamics(robot, constraints, q, v, tau, k, K_inputs=None, redundant="raise", rcond=1e-10):
@@ -398,7 +406,7 @@ def constrained_dynamics(robot, constraints, q, v, tau, k, K_inputs=None, redund
     m, n = J.shape
     A = np.block([[M, -J.T], [J, np.zeros((m, m))]])
     y = np.concatenate([b, rhs])
-    msg = _redundancy(J @ np.linalg.solve(M, J.T), constraints, rcond)
+    msg = _redundancy(J, J @ np.linalg.solve(M, J.T), constraints, rcond)
     if msg is None:
         sol = np.linalg.solve(A, y)
     elif redundant == "lstsq":

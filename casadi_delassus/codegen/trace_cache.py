@@ -1,0 +1,73 @@
+"""Traced functions kept on disk by what determines them, so that ``count`` then ``generate``
+(two processes) trace a big model once: the casadi.Function serialised by CasADi
+(``Function.serialize``) in the cache folder ``traces`` (runtime/cache_dirs.py), named by the sha256 of the package's source, CasADi's
+version, the robot, the constraints, the algorithm, cse and osim.  Only traces that took
+longer than KEEP_AFTER_S are kept (a quick one costs less than its file), and a file is written under a temporary name and moved in, so readers never see half of one."""
+from __future__ import annotations
+
+import functools
+import hashlib
+import json
+import os
+import tempfile
+from pathlib import Path
+
+import casadi as ca
+
+from .. import __version__
+from ..runtime.cache_dirs import cache_dir, private_folder
+
+KEEP_AFTER_S = 1.0
+
+
+@functools.lru_cache(maxsize=1)
+def source_hash():
+    """Hash of the package's own code and templates: editing an algorithm invalidates the
+    caches (generated files, traces); read once per process."""
+    root = Path(__file__).resolve().parents[1]
+    h = hashlib.sha256()
+    for p in sorted([*root.rglob("*.py"), *root.rglob("*.j2")]):
+        h.update(p.relative_to(root).as_posix().encode())
+        h.update(p.read_bytes())
+    return h.hexdigest()
+
+
+def key(robot, constraints, algorithm, cse, osim):
+    """The file name of a trace: what the traced function depends on (not its name)."""
+    data = {"source": source_hash(), "version": __version__, "casadi": ca.__version__, "robot": robot.describe(),
+            "constraints": constraints.describe(), "algorithm": algorithm, "cse": cse, "osim": osim}
+    return hashlib.sha256(json.dumps(data, sort_keys=True).encode()).hexdigest()
+
+
+def _folder():
+    folder = cache_dir("traces")
+    return folder if private_folder(folder) else None
+
+
+def load(trace_key, name):
+    """The cached function of ``trace_key`` under the name ``name``, or None."""
+    folder = _folder()
+    path = folder / f"{trace_key}.casadi" if folder else None
+    if path is None or not path.is_file():
+        return None
+    try:
+        f = ca.Function.deserialize(path.read_text())
+    except (OSError, RuntimeError, UnicodeDecodeError):
+        return None         # damaged or from another CasADi: trace again (and overwrite it)
+    if f.name() == name:
+        return f
+    x = f.sx_in()
+    return ca.Function(name, x, f.call(x), f.name_in(), f.name_out())
+
+
+def store(trace_key, f, seconds):
+    """Keep ``f`` under ``trace_key`` when tracing it took longer than KEEP_AFTER_S."""
+    folder = _folder()
+    if folder is None or seconds <= KEEP_AFTER_S:
+        return
+    try:
+        with tempfile.NamedTemporaryFile("w", dir=folder, suffix=".tmp", delete=False) as tmp:
+            tmp.write(f.serialize())
+        os.replace(tmp.name, folder / f"{trace_key}.casadi")
+    except OSError:
+        pass                # a full or read-only cache only costs the next run a trace
