@@ -4,7 +4,7 @@ VENV   := .venv
 PY     := $(VENV)/bin/python
 STAMP  := $(VENV)/.installed
 
-.PHONY: setup demo test bench clean
+.PHONY: setup demo test test-all bench clean
 
 setup: $(STAMP)
 
@@ -23,8 +23,16 @@ $(STAMP): pyproject.toml Makefile
 demo: $(STAMP)
 	$(PY) -m casadi_delassus demo
 
+# One worker per core; --dist loadfile keeps a test file (and the functions it compiles once per
+# session) on one worker.  `make test` leaves out the tests marked slow (compile-heavy or robot-scale
+# repeats of a check a fast test also makes); `make test-all` runs them too.
+PYTEST := $(PY) -m pytest -q -x -n auto --dist loadfile
+
 test: $(STAMP)
-	$(PY) -m pytest -q -x
+	$(PYTEST) -m "not slow"
+
+test-all: $(STAMP)
+	$(PYTEST)
 
 bench: $(STAMP)
 	$(PY) bench/opcount_figures.py

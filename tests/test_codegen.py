@@ -47,8 +47,8 @@ def test_regeneration_is_skipped_when_nothing_changed(go1, out_dir):
     stamp = f.so_path.stat().st_mtime_ns
     g = cd.generate(go1, "4F3", "naive", out_dir=out_dir)
     assert g.so_path.stat().st_mtime_ns == stamp
-    h = cd.generate(go1, "4F3", "naive", out_dir=out_dir, cflags=("-O1",))
-    assert h.manifest["cflags"] == ["-O1"] and h.so_path.stat().st_mtime_ns != stamp
+    h = cd.generate(go1, "4F3", "naive", out_dir=out_dir, cflags=("-O0",))
+    assert h.manifest["cflags"] == ["-O0"] and h.so_path.stat().st_mtime_ns != stamp
 
 
 def test_runtime_input_K_on_a_fixed_base_arm(out_dir):
@@ -58,8 +58,10 @@ def test_runtime_input_K_on_a_fixed_base_arm(out_dir):
     assert check_delassus(f, panda, f.constraints, samples=100) <= TOL
 
 
-@pytest.mark.parametrize("spec", ["chain:n=6,floating=1", "stem:n=3,branches=2,length=3",
-                                  "kchain:k=3", "ladder:rungs=2"])
+# stem and ladder (15k-23k instructions to compile) are slow: the traced functions of both are
+# checked in test_delassus.py, the compiled path on the chain and kchain here
+@pytest.mark.parametrize("spec", ["chain:n=6,floating=1", pytest.param("stem:n=3,branches=2,length=3", marks=pytest.mark.slow),
+                                  "kchain:k=3", pytest.param("ladder:rungs=2", marks=pytest.mark.slow)])
 def test_synthetic_mechanisms(spec, out_dir):
     robot = cd.load_robot(spec)
     f = cd.generate(robot, None, "naive", out_dir=out_dir)
@@ -103,9 +105,9 @@ def test_auto_targets_the_host_cpu_and_keys_the_cache_on_it(monkeypatch):
     assert keys["cpu A"][0] != keys["cpu B"][0] and keys["cpu A"][1] == keys["cpu B"][1]
 
 
-def test_symmetric_positive_definite_and_base_pose_invariant(out_dir):
-    robot = cd.load_robot("talos_reduced")
-    f = cd.generate(robot, "2F", "naive", out_dir=out_dir)
+def test_symmetric_positive_definite_and_base_pose_invariant(go1, out_dir):
+    robot = go1
+    f = cd.generate(robot, "4F3", "naive", out_dir=out_dir)
     rng = np.random.default_rng(7)
     q = robot.random_q(rng)
     D = f(q)

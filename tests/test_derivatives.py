@@ -23,7 +23,7 @@ from casadi_delassus.opcount import count_ops
 from casadi_delassus.verify.derivatives import (DOT_TOL, PIVOT_MIN, Checkable, compare_derivative, compare_derivatives,
                                                 conditioning, dot_errors, dot_products, dot_test, evaluate, points)
 
-from conftest import case
+from conftest import case, rounding_tol
 
 @functools.lru_cache(maxsize=None)
 def traced(case_name, algorithm, mode, wrt=None):
@@ -102,9 +102,10 @@ def test_kkt_residual_and_solve(case_name):
         K_inputs = {n: x[n] for n in x if n.startswith("K_")}
         M, J = ref.mass_matrix(robot, x["q"]), ref.constraint_jacobian(robot, cs, x["q"], K_inputs)
         kkt = np.block([[M, -J.T], [J, np.zeros((cs.m, cs.m))]])
-        assert np.abs(got["r"]).max() <= 1e-11 * max(1.0, np.abs(got["vdot"]).max())
+        tol = rounding_tol(np.linalg.cond(kkt))     # κ 1.7e3 .. 3.4e6 over these samples
+        assert np.abs(got["r"]).max() <= tol * max(1.0, np.abs(got["vdot"]).max())
         assert np.abs(got["kkt"] - kkt).max() <= 1e-10 * np.abs(kkt).max()
-        assert np.abs(got["inverse"] @ kkt - np.eye(len(kkt))).max() <= 1e-9
+        assert np.abs(got["inverse"] @ kkt - np.eye(len(kkt))).max() <= tol
 
 
 def test_pv_early_derivatives_go_through_the_kkt_solve():
