@@ -563,7 +563,8 @@ def _bench_batch(robot, constraints, algorithms, reps, n, results_dir, generate)
 @_base_opt
 @click.option("-c", "--contact", "specs", multiple=True, metavar="SPEC", required=True,
               help="a point contact LINK:3d-world[@x,y,z] (repeatable; rows [t1, t2, n] = world x, y, z)")
-@click.option("--solver", type=click.Choice(["admm", "pgs"]), default="admm", show_default=True)
+@click.option("--solver", type=click.Choice(["auto", "admm", "pgs"]), default="admm", show_default=True,
+              help="auto: ADMM when a body carries more than two contacts, else PGS (contact/step.py auto_solver)")
 @click.option("--relaxed", is_flag=True, help="the convex relaxation (Anitescu) instead of the exact De Saxcé problem")
 @click.option("--mu", default=0.8, show_default=True, type=float, help="friction coefficient of every contact")
 @click.option("--samples", default=20, show_default=True, help="random states checked against the NumPy reference")
@@ -576,7 +577,7 @@ def step(robot, fixed_base, specs, solver, relaxed, mu, samples, out_dir, cflags
     s = contact_step(load_robot(robot, floating_base=_floating(fixed_base)), list(specs), solver=solver, mu=mu,
                      relaxed=relaxed, out_dir=out_dir, cflags=tuple(cflags.split()) if cflags else STEP_CFLAGS, cc=cc)
     m = s.manifest
-    click.echo(f"{m['function']}_step: m = {m['m']}, Delassus by {m['delassus']}, {solver}"
+    click.echo(f"{m['function']}_step: m = {m['m']}, Delassus by {m['delassus']}, {s.solver}"
                f"{' (relaxed)' if relaxed else ''} -> {s.so}")
     c = check_step(s, samples=samples)
     click.echo(f"check against the NumPy reference, {c.samples} random states: max |Δλ|/max|λ| {c.lam_error:.1e} "

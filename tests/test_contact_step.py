@@ -203,3 +203,15 @@ def test_cli_step_bad_input_is_one_line_and_status_2(tmp_path, capsys, args, wor
     err = capsys.readouterr().err
     assert e.value.code == 2 and words in err and len(err.strip().splitlines()) == 1
     assert not any(tmp_path.rglob("*.so"))
+
+
+@pytest.mark.parametrize("contacts, chosen", [
+    (["FL_foot:3d-world", "FR_foot:3d-world", "RL_foot:3d-world", "RR_foot:3d-world"], "pgs"),
+    (["FL_foot:3d-world@0,0,0", "FL_foot:3d-world@0.01,0,0"], "pgs"),
+    ([f"FL_foot:3d-world@{x},0,0" for x in (0.0, 0.01, 0.02)], "admm"),
+])
+def test_auto_solver_takes_admm_when_a_body_carries_more_than_two_contacts(contacts, chosen):
+    from casadi_delassus.contact.step import auto_solver, check_contacts
+    from casadi_delassus.model import load_robot
+    robot = load_robot("go1")
+    assert auto_solver(check_contacts(robot, contacts)) == chosen
