@@ -20,7 +20,7 @@ from .codegen.door import DoorWarning
 from .opcount import count_ops
 from .codegen.derivatives import DERIVATIVES, METHODS, trace_derivative
 from .codegen.trace import choose_cheapest, trace
-from .errors import DelassusError
+from .errors import DelassusError, InputError
 from .executor import Job, in_order, run
 from .model import FORMATS, load_robot, registry
 from .progress import step
@@ -505,14 +505,22 @@ def library(robot, fixed_base, scenario, specs, algorithm, modes, osim, cse, out
 @click.option("--batch", "batch_n", type=click.IntRange(min=1), default=None, metavar="N",
               help="instead: configurations per µs of the single call, the batch of N on one and on all cores "
                    "(C and Python), Pinocchio and MuJoCo, against the measured peaks (DIR/batch.md with --results)")
+@click.option("--contact", is_flag=True,
+              help="instead: issue 25's frictional contact step on ROBOT's problems (go1: go1_stand, go1_slide; talos: "
+                   "talos_stand) against Pinocchio's ADMM and PGS routes and MuJoCo (DIR/contact.md with --results)")
 @_with(_gen_opts)
-def bench(robot, fixed_base, scenario, specs, algorithms, reps, calls, samples, pin_method, results_dir, batch_n, out_dir,
-          cflags, cc, force, name):
+def bench(robot, fixed_base, scenario, specs, algorithms, reps, calls, samples, pin_method, results_dir, batch_n, contact,
+          out_dir, cflags, cc, force, name):
     """Time the generated C (a C harness calling the compiled .so) against Pinocchio's
     computeDelassusMatrix (constraintDynamics for the constrained-dynamics solvers, aba for
-    aba) on the same inputs; with --batch N the batched evaluation (casadi_delassus/timing/batch_bench.py)."""
+    aba) on the same inputs; with --batch N the batched evaluation (casadi_delassus/timing/batch_bench.py);
+    with --contact the contact step (casadi_delassus/timing/contact_bench.py)."""
     from . import timing
     from .registry import delassus_algorithms, dynamics_algorithms
+    if contact:
+        if specs or scenario or batch_n or algorithms:
+            raise click.UsageError("--contact times issue 25's contact problems: not with -c, --scenario, --batch or -a")
+        return _bench_contact(robot, reps, calls, results_dir, out_dir)
     robot, cs, _ = _resolve(robot, scenario, specs, fixed_base)
     if batch_n:
         return _bench_batch(robot, cs if specs else (scenario or api.default_constraints(robot)), algorithms, reps,
@@ -556,6 +564,27 @@ def _bench_batch(robot, constraints, algorithms, reps, n, results_dir, generate)
         (out / "batch.md").write_text(text)
         (out / "batch.json").write_text(json.dumps(batch_bench.as_json([res], peaks), indent=1))
         click.echo(f"-> {out / 'batch.md'}, batch.json")
+
+
+def _bench_contact(robot, reps, calls, results_dir, out_dir):
+    import os
+    import shlex
+    from pathlib import Path
+    from .timing import contact_bench
+    problems = contact_bench.problems_of(robot)
+    if not problems:
+        raise InputError(f"bench --contact: issue 25's contact problems are on go1 and talos, not {robot!r}")
+    say = lambda s: click.echo(s, err=True)     # noqa: E731
+    times, notes = contact_bench.measure(problems, reps, calls, out_dir, say)
+    say("batched throughput")
+    rows = contact_bench.batch_rows(problems[0], out_dir, reps, threads=(1, len(os.sched_getaffinity(0))))
+    text = contact_bench.markdown(problems, times, notes, shlex.join(["casadi-delassus", *sys.argv[1:]]), reps, rows)
+    click.echo(text)
+    if results_dir:
+        out = Path(results_dir)
+        out.mkdir(parents=True, exist_ok=True)
+        (out / "contact.md").write_text(text)
+        click.echo(f"-> {out / 'contact.md'}")
 
 
 @cli.command(epilog=ROBOT_HELP)

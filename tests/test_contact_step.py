@@ -215,3 +215,23 @@ def test_auto_solver_takes_admm_when_a_body_carries_more_than_two_contacts(conta
     from casadi_delassus.model import load_robot
     robot = load_robot("go1")
     assert auto_solver(check_contacts(robot, contacts)) == chosen
+
+
+@pytest.mark.parametrize("args, words", [
+    (["ur5", "--contact"], "go1 and talos, not 'ur5'"), (["go1", "--contact", "-a", "aba"], "not with -c"),
+])
+def test_cli_bench_contact_bad_input_is_status_2(capsys, args, words):
+    from casadi_delassus.cli import main
+    with pytest.raises(SystemExit) as e:
+        main(["bench", *args])
+    assert e.value.code == 2 and words in capsys.readouterr().err
+
+
+def test_cli_bench_contact_times_go1s_problems(tmp_path, capsys):
+    from casadi_delassus.cli import main
+    main(["bench", "go1", "--contact", "--reps", "1", "--calls", "2", "-o", str(tmp_path / "gen"),
+          "--results", str(tmp_path / "res")])
+    text = (tmp_path / "res" / "contact.md").read_text()
+    for row in ("| go1_stand | ours pgs |", "| go1_slide | Pinocchio admm |", "| go1_slide | MuJoCo newton |", "| pgs | 1 |"):
+        assert row in text
+    assert "auto's choice" in text and "talos" not in text
