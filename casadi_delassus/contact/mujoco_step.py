@@ -1,0 +1,203 @@
+"""MuJoCo's soft contact model on the compiled step: for one MJCF robot and its contact points,
+a C function
+
+    <name>_soft(q, v, tau, frames, mu, R, B, Kr, force_warm, opts, out qacc, out force, out info)
+
+that returns MuJoCo's contact forces (``efc_force``, condim-3 contacts, elliptic or pyramidal
+cone) and ``qacc``: the unconstrained acceleration a₀, G = J M⁻¹ Jᵀ, J v and J a₀ come from the
+contact step's per-robot SX (step.py, ``step_functions``: ABA, the registry's cheapest Delassus
+algorithm, the staged M⁻¹ Jᵀ λ), and templates/mujoco_step.c.j2 forms MuJoCo's efc rows and
+solves min ½ fᵀ(A + R)f + fᵀ(E J a₀ − a_ref) over the cone by ADMM (mujoco_soft.py has the
+problem and MuJoCo's R and a_ref; Todorov 2014, ICRA).
+
+q, v and τ are MuJoCo's qpos, qvel and qfrc_applied.  Contacts are the world-aligned points
+``LINK:3d-world@x,y,z`` at MuJoCo's contact positions (in the link's frame); each contact's
+frame, distance and solver parameters are run-time inputs (``mujoco_contacts``)."""
+from __future__ import annotations
+
+import ctypes
+import hashlib
+import json
+import os
+import tempfile
+from dataclasses import dataclass
+from pathlib import Path
+
+import casadi as ca
+import numpy as np
+
+from .. import __version__
+from ..codegen import schedule, sincos
+from ..codegen.build import compile_shared, source_hash
+from ..codegen.emit import TEMPLATES as CODEGEN_TEMPLATES, casadi_source
+from ..codegen.escape import Safe
+from ..constraints import ConstraintSet
+from ..errors import ConstraintError, InputError
+from ..model.mjcf import body_name, mujoco_module, robot_from_mjmodel
+from ..registry import AUTO
+from ..runtime import artifact
+from ..runtime.compiler import find_compiler
+from .mujoco_soft import soft_rows
+from .step import DEFAULT_OUT, TEMPLATES, step_functions
+
+STATUS = ("converged", "max iterations", "not finite")
+
+
+@dataclass(frozen=True)
+class MujocoContacts:
+    """MuJoCo's active contacts against the world, one entry each: our spec, the frame whose rows
+    (n, t₁, t₂) act on the robot point's world velocity, and MuJoCo's contact parameters."""
+    specs: list
+    frames: np.ndarray
+    mu: np.ndarray
+    dist: np.ndarray
+    margin: np.ndarray
+    solref: np.ndarray
+    solimp: np.ndarray
+    weight: np.ndarray
+
+
+def mujoco_contacts(model, data):
+    """The MujocoContacts of ``data.contact`` (after ``mj_forward`` or ``mj_collision``): condim-3
+    contacts between one robot body and the world; anything else is a ConstraintError."""
+    rows = []
+    for i in range(data.ncon):
+        c = data.contact[i]
+        if c.exclude:
+            continue
+        bodies = [int(model.geom_bodyid[g]) for g in c.geom]
+        if c.dim != 3 or min(bodies) != 0 or max(bodies) == 0:
+            raise ConstraintError(f"contact {i}: the MuJoCo contact step takes condim-3 contacts between a robot body "
+                                  f"and the world, got condim {c.dim} between bodies {bodies}")
+        b = max(bodies)
+        point = data.xmat[b].reshape(3, 3).T @ (c.pos - data.xpos[b])
+        frame = c.frame.reshape(3, 3) * (1.0 if bodies[1] == b else -1.0)    # rows act on v(body 2) − v(body 1)
+        rows.append((f"{body_name(model, b)}:3d-world@{','.join(repr(float(x)) for x in point)}", frame.ravel(),
+                     c.friction[0], c.dist, c.includemargin, c.solref, c.solimp,
+                     model.body_invweight0[0, 0] + model.body_invweight0[b, 0]))
+    if not rows:
+        raise ConstraintError("no active contact in data.contact")
+    specs, *arrays = zip(*rows)
+    return MujocoContacts(list(specs), *(np.array(a, float) for a in arrays))
+
+
+def soft_parameters(model, contacts, pyramidal):
+    """(R, B, Kr) per efc row for ``contacts`` under ``model.opt`` (mujoco_soft.soft_rows)."""
+    mujoco = mujoco_module()
+    refsafe = not model.opt.disableflags & mujoco.mjtDisableBit.mjDSBL_REFSAFE
+    return soft_rows(contacts.dist, contacts.margin, contacts.solref, contacts.solimp, contacts.mu, contacts.weight,
+                     model.opt.impratio, model.opt.timestep, pyramidal, refsafe)
+
+
+def soft_functions(robot, cs, name, delassus=AUTO):
+    """(prep, post, Delassus algorithm): ``<name>_prep(q, v, tau)`` → a₀, G, J v, J a₀ and the
+    stored q-only part of ``<name>_post(lam, w)`` = M⁻¹ Jᵀ λ, from the contact step's SX at
+    dt = 1 (v_free − v = a₀) and dt = 0 (g = J v)."""
+    step_prep, post, chosen = step_functions(robot, cs, name, delassus)
+    q, v, tau = (ca.SX.sym(n, k) for n, k in (("q", robot.nq), ("v", robot.nv), ("tau", robot.nv)))
+    v_free, G, g1, w = step_prep(q, v, tau, 1)
+    jv = step_prep(q, v, tau, 0)[2]
+    prep = ca.Function(f"{name}_prep", [q, v, tau], ca.cse([v_free - v, G, jv, g1 - jv, w]),
+                       ["q", "v", "tau"], ["a0", "G", "Jv", "Ja0", "w"])
+    return prep, post, chosen
+
+
+def render(robot, cs, name, prep, post, delassus):
+    """The C source of the MuJoCo-model step."""
+    sizes = {k: max(int(getattr(f, k)()) for f in (prep, post)) for k in ("sz_arg", "sz_res", "sz_iw", "sz_w")}
+    code = sincos.hoist(schedule.reorder(casadi_source(prep, [post])), CODEGEN_TEMPLATES)[0]
+    return TEMPLATES.get_template("mujoco_step.c.j2").render(
+        fname=Safe(name), robot=robot.name, contacts=" ".join(cs.specs), version=__version__, delassus=delassus,
+        casadi_code=Safe(code), nv=robot.nv, nc=cs.m // 3, nw=int(prep.numel_out(4)), **sizes)
+
+
+def build(robot, cs, out_dir, cflags, cc, delassus):
+    """Compile the step (cached by a hash of everything that determines it); returns (.so path, manifest)."""
+    cc = find_compiler(cc)
+    scenario = "mjsoft-" + hashlib.sha256("\n".join(cs.specs).encode()).hexdigest()[:8]
+    name = artifact.function_name(artifact.model_name(robot, None), scenario, "mjsoft")
+    key = hashlib.sha256(json.dumps({"source": source_hash(), "robot": robot.describe(), "contacts": cs.describe(),
+                                     "cflags": list(cflags), "cc": cc, "delassus": delassus, "version": __version__},
+                                    sort_keys=True).encode()).hexdigest()
+    folder = artifact.folder(out_dir, artifact.model_name(robot, None), scenario)
+    so, manifest_path = folder / f"mjsoft_{key[:16]}.so", folder / f"mjsoft_{key[:16]}.json"
+    if so.is_file() and manifest_path.is_file():
+        return so, json.loads(manifest_path.read_text())
+    prep, post, chosen = soft_functions(robot, cs, name, delassus)
+    folder.mkdir(parents=True, exist_ok=True)
+    with tempfile.TemporaryDirectory(dir=folder, prefix=".tmp-mjsoft-") as tmp:
+        c_file = Path(tmp) / "mjsoft.c"
+        c_file.write_text(render(robot, cs, name, prep, post, chosen))
+        compile_shared(c_file, Path(tmp) / "mjsoft.so", list(cflags), cc)
+        manifest = {"function": name, "robot": robot.name, "contacts": cs.specs, "delassus": chosen, "nq": robot.nq,
+                    "nv": robot.nv, "nc": cs.m // 3, "cflags": list(cflags), "key": key, "version": __version__}
+        os.replace(Path(tmp) / "mjsoft.so", so)
+        manifest_path.write_text(json.dumps(manifest, indent=1))      # last: a manifest means a complete build
+    return so, manifest
+
+
+@dataclass(frozen=True)
+class SoftResult:
+    """MuJoCo's efc_force of the contact rows (3 or 4 per contact, MuJoCo's order), qacc, and the
+    solve's iterations, residuals (primal, dual) and status."""
+    force: np.ndarray
+    qacc: np.ndarray
+    iterations: int
+    residuals: tuple
+    status: str
+
+
+_P = ctypes.POINTER(ctypes.c_double)
+
+
+class MujocoContactStep:
+    """A compiled step solving MuJoCo's soft contact problem for one robot and contact set
+    (``mujoco_contact_step``)."""
+
+    def __init__(self, model, contacts, out_dir=DEFAULT_OUT, cflags=("-O2",), cc=None, delassus=AUTO, name="mjcf"):
+        self.robot = robot_from_mjmodel(model, name)
+        self.contacts = ConstraintSet.parse(self.robot, list(contacts))
+        if any(c.kind != "3d-world" for c in self.contacts.constraints):
+            raise ConstraintError("the MuJoCo contact step takes world-aligned point contacts LINK:3d-world@x,y,z")
+        self.nc = self.contacts.m // 3
+        self.so, self.manifest = build(self.robot, self.contacts, out_dir, tuple(cflags), cc, delassus)
+        self._lib = ctypes.CDLL(str(self.so))
+        self._soft = getattr(self._lib, self.manifest["function"] + "_soft")
+        self._soft.argtypes = [_P] * 13
+
+    def __call__(self, q, v, tau, frames, mu, R, B, Kr, pyramidal=False, force_warm=None, tol=1e-12,
+                 max_iter=100000, rho=0.0):
+        """(force, qacc) of MuJoCo's problem at (q, v, τ) = (qpos, qvel, qfrc_applied) for the
+        contacts' frames (n_c × 3 × 3), μ and the per-row R, B, Kr (``soft_parameters``)."""
+        k = 4 if pyramidal else 3
+        m, r = k * self.nc, self.robot
+        arrays = [np.ascontiguousarray(x, dtype=float).ravel() for x in (q, v, tau, frames, mu, R, B, Kr)]
+        for name, a, size in zip(("q", "v", "tau", "frames", "mu", "R", "B", "Kr"), arrays,
+                                 (r.nq, r.nv, r.nv, 9 * self.nc, self.nc, m, m, m)):
+            if a.size != size or not np.all(np.isfinite(a)):
+                raise InputError(f"{name}: expected {size} finite values, got {a.size}")
+        warm = None if force_warm is None else np.ascontiguousarray(force_warm, dtype=float)
+        opts = np.array([tol, max_iter, float(pyramidal), rho])
+        qacc, force, info = np.empty(r.nv), np.empty(m), np.empty(4)
+        ptr = (lambda a: None if a is None else a.ctypes.data_as(_P))
+        if self._soft(*map(ptr, arrays), ptr(warm), ptr(opts), ptr(qacc), ptr(force), ptr(info)):
+            raise InputError("the generated MuJoCo contact step failed to evaluate")
+        return SoftResult(force, qacc, int(info[0]), (float(info[1]), float(info[2])), STATUS[int(info[3])])
+
+    def solve(self, model, data, **options):
+        """MuJoCo's efc_force (contact rows) and qacc for ``data``'s state and contacts, the cone
+        of ``model.opt.cone``: the contacts must be the ones this step was built for."""
+        contacts = mujoco_contacts(model, data)
+        if contacts.specs != self.contacts.specs:
+            raise ConstraintError("data.contact differs from the contacts this step was built for")
+        pyramidal = model.opt.cone == mujoco_module().mjtCone.mjCONE_PYRAMIDAL
+        return self(data.qpos, data.qvel, data.qfrc_applied, contacts.frames, contacts.mu,
+                    *soft_parameters(model, contacts, pyramidal), pyramidal=pyramidal, **options)
+
+
+def mujoco_contact_step(model, contacts, **build_options):
+    """A compiled step for the robot of the MjModel ``model`` (its gravity and armature) and
+    ``contacts`` (specs, e.g. ``mujoco_contacts(model, data).specs``): ``s.solve(model, data)``
+    → SoftResult with MuJoCo's contact ``efc_force`` and ``qacc``.  ``build_options``: out_dir,
+    cflags, cc, delassus, name."""
+    return MujocoContactStep(model, contacts, **build_options)
