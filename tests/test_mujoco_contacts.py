@@ -5,7 +5,7 @@ import pytest
 
 from casadi_delassus.contact import mujoco_soft
 from casadi_delassus.contact.mujoco_step import mujoco_contact_step, mujoco_contacts, soft_parameters
-from casadi_delassus.errors import ConstraintError, ModelError
+from casadi_delassus.errors import ConstraintError, InputError, ModelError
 from casadi_delassus.verify.mujoco_contact_scenes import scene, scene_path, state
 
 mujoco = pytest.importorskip("mujoco")
@@ -82,3 +82,22 @@ def test_rejects_condim6():
     assert d.ncon > 0
     with pytest.raises(ConstraintError, match="condim"):
         mujoco_contacts(m, d)
+
+
+def test_bad_inputs(go2_step):
+    """Wrong shapes, NaN and contacts the step was not built for: one-line errors, nothing solved."""
+    m = scene("go2", "elliptic")
+    d = state(m, "go2", False)
+    c = mujoco_contacts(m, d)
+    R, B, Kr = soft_parameters(m, c, False)
+    args = [d.qpos, d.qvel, d.qfrc_applied, c.frames, c.mu, R, B, Kr]
+    for i, bad in [(0, d.qpos[:-1]), (1, np.full(m.nv, np.nan)), (5, R[:-1]), (3, c.frames[:2])]:
+        with pytest.raises(InputError):
+            go2_step(*args[:i], bad, *args[i + 1:])
+    with pytest.raises(InputError):
+        go2_step(*args, pyramidal=True)        # 3 rows per contact given, 4 needed
+    d.qpos[2] += 0.01
+    d.qpos[7] += 0.3                           # one foot lifts: another contact set
+    mujoco.mj_forward(m, d)
+    with pytest.raises(ConstraintError):
+        go2_step.solve(m, d)
