@@ -50,13 +50,13 @@ def test_parameters_equal_mujoco(cone):
     c = mujoco_contacts(m, d)
     pyramidal = cone == "pyramidal"
     R, B, Kr = soft_parameters(m, c, pyramidal)
-    E = mujoco_soft.efc_rows(c.frames, c.mu, pyramidal)
-    Jp = np.zeros((3, m.nv))
+    E = mujoco_soft.efc_rows(c.frames, c.friction, c.dims, pyramidal)
+    Jp, Jr = np.zeros((3, m.nv)), np.zeros((3, m.nv))
     rows = []
     for i in range(d.ncon):
         b = m.geom_bodyid[d.contact[i].geom].max()
-        mujoco.mj_jac(m, d, Jp, None, d.contact[i].pos, b)
-        rows.append(E[i] @ Jp)
+        mujoco.mj_jac(m, d, Jp, Jr, d.contact[i].pos, b)
+        rows.append(E[i] @ np.vstack([Jp, Jr]))
     J = np.vstack(rows)
     assert np.allclose(J, d.efc_J.reshape(d.nefc, m.nv), rtol=0, atol=1e-12)
     assert relative(R, d.efc_R) <= 1e-12
@@ -71,31 +71,18 @@ def test_impedance_shape():
     assert mujoco_soft.impedance([0], [[0, 1, 0.1, 0.5, 2]])[0] == 1e-4
 
 
-def test_rejects_condim6():
-    spec = mujoco.MjSpec.from_file(scene_path("go2"))
-    spec.worldbody.add_geom(type=mujoco.mjtGeom.mjGEOM_PLANE, size=[10, 10, .1])
-    m = spec.compile()
-    d = mujoco.MjData(m)
-    d.qpos[:] = m.key("home").qpos
-    d.qpos[2] = 0.2
-    mujoco.mj_forward(m, d)
-    assert d.ncon > 0
-    with pytest.raises(ConstraintError, match="condim"):
-        mujoco_contacts(m, d)
-
-
 def test_bad_inputs(go2_step):
     """Wrong shapes, NaN and contacts the step was not built for: one-line errors, nothing solved."""
     m = scene("go2", "elliptic")
     d = state(m, "go2", False)
     c = mujoco_contacts(m, d)
     R, B, Kr = soft_parameters(m, c, False)
-    args = [d.qpos, d.qvel, d.qfrc_applied, c.frames, c.mu, R, B, Kr]
-    for i, bad in [(0, d.qpos[:-1]), (1, np.full(m.nv, np.nan)), (5, R[:-1]), (3, c.frames[:2])]:
+    args = [d.qpos, d.qvel, d.qfrc_applied, c.frames, c.friction, c.dims, R, B, Kr]
+    for i, bad in [(0, d.qpos[:-1]), (1, np.full(m.nv, np.nan)), (6, R[:-1]), (3, c.frames[:2]), (5, 3 + 0 * c.dims)]:
         with pytest.raises(InputError):
             go2_step(*args[:i], bad, *args[i + 1:])
     with pytest.raises(InputError):
-        go2_step(*args, pyramidal=True)        # 3 rows per contact given, 4 needed
+        go2_step(*args, pyramidal=True)        # 6 rows per contact given, 10 needed
     d.qpos[2] += 0.01
     d.qpos[7] += 0.3                           # one foot lifts: another contact set
     mujoco.mj_forward(m, d)

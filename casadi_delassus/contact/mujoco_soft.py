@@ -8,12 +8,14 @@ MuJoCo's contact forces f solve the convex problem
     min_f ½ fᵀ (A + R) f + fᵀ (J a₀ − a_ref)   over f in the cone,   A = J M⁻¹ Jᵀ
 
 (a₀ the unconstrained acceleration, `qacc_smooth`), and qacc = a₀ + M⁻¹ Jᵀ f.  Per contact
-(condim 3, rows [n, t₁, t₂] for the elliptic cone; four edges n ± μ t_j for the pyramidal one):
+(condim rows n, t₁, t₂ on the point's linear velocity, then n, t₁, t₂ on the angular one
+for torsional and rolling friction, for the elliptic cone ‖(f_j / μ_j)‖ ≤ f_n; the pyramid's
+2 (condim − 1) edges n ± μ_j e_j with f ≥ 0):
 
 - impedance d(r) ∈ [1e-4, 0.9999] of r = dist − margin, from solimp (d₀, d_width, width,
   midpoint, power);
 - R = (1 − d)/d · â, with â MuJoCo's approximation of A's diagonal (`body_invweight0`, the
-  translational weights of the two bodies); friction rows R_n / impratio; a pyramid's edges
+  translational weights of the two bodies); friction rows R_n / impratio · μ₁² / μ_j²; a pyramid's edges
   share 2 μ²/impratio · R of the first edge;
 - a_ref = −B·(J v) − K·d·r, with (B, K) from solref (time constant clamped to 2·timestep,
   damping ratio; or −stiffness, −damping), and no position term in elliptic friction rows.
@@ -57,33 +59,51 @@ def stiffness_damping(solref, solimp, timestep, refsafe=True):
     return K, B
 
 
-def soft_rows(dist, margin, solref, solimp, mu, weight, impratio, timestep, pyramidal, refsafe=True):
-    """(R, B, Kr) per efc row (3 or 4 rows per contact, MuJoCo's order): the regularisation, the
+def rows_per_contact(dims, pyramidal):
+    """The efc rows of each contact: condim for the elliptic cone, 2 (condim − 1) pyramid edges
+    (one row when frictionless)."""
+    d = np.asarray(dims, int)
+    return np.where(pyramidal & (d > 1), 2 * (d - 1), d)
+
+
+def soft_rows(dist, margin, solref, solimp, friction, dims, weight, impratio, timestep, pyramidal, refsafe=True):
+    """(R, B, Kr) per efc row (MuJoCo's order, ``rows_per_contact``): the regularisation, the
     damping that multiplies the row's velocity and the position term, so that
-    a_ref = −B·(J v) − Kr.  ``weight`` is the contact's translational inverse weight (the sum of
-    its two bodies' ``body_invweight0[:, 0]``)."""
+    a_ref = −B·(J v) − Kr.  ``friction`` is n_c × 5 (MuJoCo's contact.friction), ``weight`` the
+    contact's translational inverse weight (the sum of its two bodies' ``body_invweight0[:, 0]``)."""
     r = np.asarray(dist, float) - np.asarray(margin, float)
     d = impedance(r, solimp)
     K, B = stiffness_damping(solref, solimp, timestep, refsafe)
-    mu, weight = np.asarray(mu, float), np.asarray(weight, float)
+    friction, weight = np.asarray(friction, float).reshape(-1, 5), np.asarray(weight, float)
     ratio = max(MINVAL, impratio)
-    if pyramidal:
-        R0 = np.maximum(MINVAL, (1 - d) * weight * (1 + mu ** 2) / d)
-        R = np.repeat(2 * mu ** 2 / ratio * R0, 4)
-        return R, np.repeat(B, 4), np.repeat(K * d * r, 4)
-    Rn = np.maximum(MINVAL, (1 - d) * weight / d)
-    R = np.stack([Rn, Rn / ratio, Rn / ratio], axis=1).ravel()
-    Kr = np.stack([K * d * r, 0 * r, 0 * r], axis=1).ravel()
-    return R, np.repeat(B, 3), Kr
+    R, Bs, Kr = [], [], []
+    for i, (dim, k) in enumerate(zip(np.asarray(dims, int), rows_per_contact(dims, pyramidal))):
+        mu = friction[i, 0]
+        if dim == 1:
+            Ri = [max(MINVAL, (1 - d[i]) * weight[i] / d[i])]
+        elif pyramidal:
+            Ri = [2 * mu ** 2 / ratio * max(MINVAL, (1 - d[i]) * weight[i] * (1 + mu ** 2) / d[i])] * k
+        else:
+            Rn = max(MINVAL, (1 - d[i]) * weight[i] / d[i])
+            Ri = [Rn] + [Rn / ratio * mu ** 2 / friction[i, j] ** 2 for j in range(dim - 1)]
+        R += Ri
+        Bs += [B[i]] * k
+        Kr += [K[i] * d[i] * r[i]] * (k if pyramidal else 1) + [0.0] * (0 if pyramidal else k - 1)
+    return np.array(R), np.array(Bs), np.array(Kr)
 
 
-def efc_rows(frames, mu, pyramidal):
-    """E (n_c blocks of 3 or 4 rows × 3): each contact's efc rows acting on its point's world
-    velocity, from its frame (rows n, t₁, t₂): the frame itself, or the pyramid's edges
-    n + μ t₁, n − μ t₁, n + μ t₂, n − μ t₂."""
+def efc_rows(frames, friction, dims, pyramidal):
+    """Each contact's efc rows acting on its point's world velocity [linear; angular] (k × 6):
+    the frame's rows (n, t₁, t₂) on the linear then the angular velocity, the first condim of
+    them; or the pyramid's edges n ± μ_j e_j over the same directions e_j."""
     F = np.asarray(frames, float).reshape(-1, 3, 3)
-    if not pyramidal:
-        return F
-    mu = np.asarray(mu, float)[:, None]
-    n, t1, t2 = F[:, 0], F[:, 1], F[:, 2]
-    return np.stack([n + mu * t1, n - mu * t1, n + mu * t2, n - mu * t2], axis=1)
+    friction = np.asarray(friction, float).reshape(-1, 5)
+    out = []
+    for Fi, mu, dim in zip(F, friction, np.asarray(dims, int)):
+        e = np.zeros((6, 6))
+        e[:3, :3], e[3:, 3:] = Fi, Fi
+        if pyramidal and dim > 1:
+            out.append(np.array([e[0] + sign * mu[j] * e[j + 1] for j in range(dim - 1) for sign in (1, -1)]))
+        else:
+            out.append(e[:dim])
+    return out

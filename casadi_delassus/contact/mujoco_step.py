@@ -1,9 +1,9 @@
 """MuJoCo's soft contact model on the compiled step: for one MJCF robot and its contact points,
 a C function
 
-    <name>_soft(q, v, tau, frames, mu, R, B, Kr, force_warm, opts, out qacc, out force, out info)
+    <name>_soft(q, v, tau, frames, friction, dims, R, B, Kr, force_warm, opts, out qacc, out force, out info)
 
-that returns MuJoCo's contact forces (``efc_force``, condim-3 contacts, elliptic or pyramidal
+that returns MuJoCo's contact forces (``efc_force``; condim 1, 3, 4 and 6, elliptic or pyramidal
 cone) and ``qacc``: the unconstrained acceleration a₀, G = J M⁻¹ Jᵀ, J v and J a₀ come from the
 contact step's per-robot SX (step.py, ``step_functions``: ABA, the registry's cheapest Delassus
 algorithm, the staged M⁻¹ Jᵀ λ), and templates/mujoco_step.c.j2 forms MuJoCo's efc rows and
@@ -11,8 +11,9 @@ solves min ½ fᵀ(A + R)f + fᵀ(E J a₀ − a_ref) over the cone by ADMM (muj
 problem and MuJoCo's R and a_ref; Todorov 2014, ICRA).
 
 q, v and τ are MuJoCo's qpos, qvel and qfrc_applied.  Contacts are the world-aligned points
-``LINK:3d-world@x,y,z`` at MuJoCo's contact positions (in the link's frame); each contact's
-frame, distance and solver parameters are run-time inputs (``mujoco_contacts``)."""
+``LINK:3d-world@x,y,z`` (``LINK:6d-world@x,y,z`` where torsional or rolling friction needs the
+angular velocity) at MuJoCo's contact positions (in the link's frame); each contact's frame,
+condim, friction, distance and solver parameters are run-time inputs (``mujoco_contacts``)."""
 from __future__ import annotations
 
 import ctypes
@@ -37,7 +38,7 @@ from ..model.mjcf import body_name, mujoco_module, robot_from_mjmodel
 from ..registry import AUTO
 from ..runtime import artifact
 from ..runtime.compiler import find_compiler
-from .mujoco_soft import soft_rows
+from .mujoco_soft import rows_per_contact, soft_rows
 from .step import DEFAULT_OUT, TEMPLATES, step_functions
 
 STATUS = ("converged", "max iterations", "not finite")
@@ -45,11 +46,14 @@ STATUS = ("converged", "max iterations", "not finite")
 
 @dataclass(frozen=True)
 class MujocoContacts:
-    """MuJoCo's active contacts against the world, one entry each: our spec, the frame whose rows
-    (n, t₁, t₂) act on the robot point's world velocity, and MuJoCo's contact parameters."""
+    """MuJoCo's active contacts against the world, one entry each: our specs (the point
+    ``BODY:3d-world@p``, then ``BODY:6d-world`` for its angular velocity where condim > 3), the
+    frame whose rows (n, t₁, t₂) act on the robot point's world velocity, and MuJoCo's contact
+    parameters."""
     specs: list
     frames: np.ndarray
-    mu: np.ndarray
+    friction: np.ndarray
+    dims: np.ndarray
     dist: np.ndarray
     margin: np.ndarray
     solref: np.ndarray
@@ -58,35 +62,52 @@ class MujocoContacts:
 
 
 def mujoco_contacts(model, data):
-    """The MujocoContacts of ``data.contact`` (after ``mj_forward`` or ``mj_collision``): condim-3
-    contacts between one robot body and the world; anything else is a ConstraintError."""
+    """The MujocoContacts of ``data.contact`` (after ``mj_forward`` or ``mj_collision``): contacts
+    between one robot body and the world (anything else is a ConstraintError)."""
     rows = []
     for i in range(data.ncon):
         c = data.contact[i]
         if c.exclude:
             continue
         bodies = [int(model.geom_bodyid[g]) for g in c.geom]
-        if c.dim != 3 or min(bodies) != 0 or max(bodies) == 0:
-            raise ConstraintError(f"contact {i}: the MuJoCo contact step takes condim-3 contacts between a robot body "
-                                  f"and the world, got condim {c.dim} between bodies {bodies}")
+        if min(bodies) != 0 or max(bodies) == 0:
+            raise ConstraintError(f"contact {i}: the MuJoCo contact step takes contacts between a robot body and the "
+                                  f"world, got one between bodies {bodies}")
         b = max(bodies)
         point = data.xmat[b].reshape(3, 3).T @ (c.pos - data.xpos[b])
         frame = c.frame.reshape(3, 3) * (1.0 if bodies[1] == b else -1.0)    # rows act on v(body 2) − v(body 1)
-        rows.append((f"{body_name(model, b)}:3d-world@{','.join(repr(float(x)) for x in point)}", frame.ravel(),
-                     c.friction[0], c.dist, c.includemargin, c.solref, c.solimp,
+        name = body_name(model, b)
+        specs = [f"{name}:3d-world@{','.join(repr(float(x)) for x in point)}"] + [f"{name}:6d-world"] * (c.dim > 3)
+        rows.append((specs, frame.ravel(),
+                     c.friction, c.dim, c.dist, c.includemargin, c.solref, c.solimp,
                      model.body_invweight0[0, 0] + model.body_invweight0[b, 0]))
     if not rows:
         raise ConstraintError("no active contact in data.contact")
     specs, *arrays = zip(*rows)
-    return MujocoContacts(list(specs), *(np.array(a, float) for a in arrays))
+    return MujocoContacts([s for pair in specs for s in pair], *(np.array(a, float) for a in arrays))
+
+
+def contact_blocks(cs):
+    """Each contact's velocity size: 3 (a point ``LINK:3d-world@p``) or 6 (the point, then
+    ``LINK:6d-world`` on the same link for the angular velocity); a ConstraintError otherwise."""
+    kinds, links, blocks = [c.kind for c in cs.constraints], [c.spec.split(":")[0] for c in cs.constraints], []
+    k = 0
+    while k < len(kinds):
+        if kinds[k] != "3d-world":
+            raise ConstraintError(f"contact {cs.specs[k]!r}: the MuJoCo contact step takes points LINK:3d-world@x,y,z, "
+                                  "each followed by LINK:6d-world where torsional or rolling friction needs its rotation")
+        pair = k + 1 < len(kinds) and kinds[k + 1] == "6d-world" and links[k + 1] == links[k]
+        blocks.append(6 if pair else 3)
+        k += 2 if pair else 1
+    return blocks
 
 
 def soft_parameters(model, contacts, pyramidal):
     """(R, B, Kr) per efc row for ``contacts`` under ``model.opt`` (mujoco_soft.soft_rows)."""
     mujoco = mujoco_module()
     refsafe = not model.opt.disableflags & mujoco.mjtDisableBit.mjDSBL_REFSAFE
-    return soft_rows(contacts.dist, contacts.margin, contacts.solref, contacts.solimp, contacts.mu, contacts.weight,
-                     model.opt.impratio, model.opt.timestep, pyramidal, refsafe)
+    return soft_rows(contacts.dist, contacts.margin, contacts.solref, contacts.solimp, contacts.friction,
+                     contacts.dims, contacts.weight, model.opt.impratio, model.opt.timestep, pyramidal, refsafe)
 
 
 def soft_functions(robot, cs, name, delassus=AUTO):
@@ -105,10 +126,13 @@ def soft_functions(robot, cs, name, delassus=AUTO):
 def render(robot, cs, name, prep, post, delassus):
     """The C source of the MuJoCo-model step."""
     sizes = {k: max(int(getattr(f, k)()) for f in (prep, post)) for k in ("sz_arg", "sz_res", "sz_iw", "sz_w")}
+    ne = contact_blocks(cs)
     code = sincos.hoist(schedule.reorder(casadi_source(prep, [post])), CODEGEN_TEMPLATES)[0]
     return TEMPLATES.get_template("mujoco_step.c.j2").render(
         fname=Safe(name), robot=robot.name, contacts=" ".join(cs.specs), version=__version__, delassus=delassus,
-        casadi_code=Safe(code), nv=robot.nv, nc=cs.m // 3, nw=int(prep.numel_out(4)), **sizes)
+        casadi_code=Safe(code), nv=robot.nv, nc=len(ne), mw=cs.m, mmax=sum(10 if k == 6 else 4 for k in ne),
+        woff=np.cumsum([0] + [3 if k == 3 else 9 for k in ne[:-1]]).tolist(), ne=ne, nw=int(prep.numel_out(4)),
+        **sizes)
 
 
 def build(robot, cs, out_dir, cflags, cc, delassus):
@@ -130,7 +154,7 @@ def build(robot, cs, out_dir, cflags, cc, delassus):
         c_file.write_text(render(robot, cs, name, prep, post, chosen))
         compile_shared(c_file, Path(tmp) / "mjsoft.so", list(cflags), cc)
         manifest = {"function": name, "robot": robot.name, "contacts": cs.specs, "delassus": chosen, "nq": robot.nq,
-                    "nv": robot.nv, "nc": cs.m // 3, "cflags": list(cflags), "key": key, "version": __version__}
+                    "nv": robot.nv, "nc": len(contact_blocks(cs)), "cflags": list(cflags), "key": key, "version": __version__}
         os.replace(Path(tmp) / "mjsoft.so", so)
         manifest_path.write_text(json.dumps(manifest, indent=1))      # last: a manifest means a complete build
     return so, manifest
@@ -157,26 +181,44 @@ class MujocoContactStep:
     def __init__(self, model, contacts, out_dir=DEFAULT_OUT, cflags=("-O2",), cc=None, delassus=AUTO, name="mjcf"):
         self.robot = robot_from_mjmodel(model, name)
         self.contacts = ConstraintSet.parse(self.robot, list(contacts))
-        if any(c.kind != "3d-world" for c in self.contacts.constraints):
-            raise ConstraintError("the MuJoCo contact step takes world-aligned point contacts LINK:3d-world@x,y,z")
-        self.nc = self.contacts.m // 3
+        self.blocks = contact_blocks(self.contacts)
+        self.nc = len(self.blocks)
         self.so, self.manifest = build(self.robot, self.contacts, out_dir, tuple(cflags), cc, delassus)
         self._lib = ctypes.CDLL(str(self.so))
         self._soft = getattr(self._lib, self.manifest["function"] + "_soft")
-        self._soft.argtypes = [_P] * 13
+        self._soft.argtypes = [_P] * 14
 
-    def __call__(self, q, v, tau, frames, mu, R, B, Kr, pyramidal=False, force_warm=None, tol=1e-12,
+    def _dims(self, dims):
+        """condim per contact, checked against its rows: 1 or 3 on a point, 4 or 6 with the body's rotation."""
+        d = np.ascontiguousarray(dims, dtype=float).ravel()
+        ok = {3: (1, 3), 6: (4, 6)}
+        if d.size != self.nc or any(x not in ok[k] for x, k in zip(d, self.blocks)):
+            raise InputError(f"dims: expected a condim per contact, 1 or 3 for a point and 4 or 6 for a point with its "
+                             f"body's rotation, got {d.tolist()}")
+        return d
+
+    @staticmethod
+    def _warm(force, m):
+        """The warm start: m finite forces."""
+        f = np.ascontiguousarray(force, dtype=float).ravel()
+        if f.size != m or not np.all(np.isfinite(f)):
+            raise InputError(f"force_warm: expected {m} finite values, got {f.size}")
+        return f
+
+    def __call__(self, q, v, tau, frames, friction, dims, R, B, Kr, pyramidal=False, force_warm=None, tol=1e-12,
                  max_iter=100000, rho=0.0):
         """(force, qacc) of MuJoCo's problem at (q, v, τ) = (qpos, qvel, qfrc_applied) for the
-        contacts' frames (n_c × 3 × 3), μ and the per-row R, B, Kr (``soft_parameters``)."""
-        k = 4 if pyramidal else 3
-        m, r = k * self.nc, self.robot
-        arrays = [np.ascontiguousarray(x, dtype=float).ravel() for x in (q, v, tau, frames, mu, R, B, Kr)]
-        for name, a, size in zip(("q", "v", "tau", "frames", "mu", "R", "B", "Kr"), arrays,
-                                 (r.nq, r.nv, r.nv, 9 * self.nc, self.nc, m, m, m)):
+        contacts' frames (n_c × 3 × 3), friction (n_c × 5), condim and the per-row R, B, Kr
+        (``soft_parameters``)."""
+        dims = self._dims(dims)
+        m, r = int(rows_per_contact(dims, pyramidal).sum()), self.robot
+        arrays = [np.ascontiguousarray(x, dtype=float).ravel() for x in (q, v, tau, frames, friction)]
+        arrays += [dims] + [np.ascontiguousarray(x, dtype=float).ravel() for x in (R, B, Kr)]
+        for name, a, size in zip(("q", "v", "tau", "frames", "friction", "dims", "R", "B", "Kr"), arrays,
+                                 (r.nq, r.nv, r.nv, 9 * self.nc, 5 * self.nc, self.nc, m, m, m)):
             if a.size != size or not np.all(np.isfinite(a)):
                 raise InputError(f"{name}: expected {size} finite values, got {a.size}")
-        warm = None if force_warm is None else np.ascontiguousarray(force_warm, dtype=float)
+        warm = None if force_warm is None else self._warm(force_warm, m)
         opts = np.array([tol, max_iter, float(pyramidal), rho])
         qacc, force, info = np.empty(r.nv), np.empty(m), np.empty(4)
         ptr = (lambda a: None if a is None else a.ctypes.data_as(_P))
@@ -191,7 +233,7 @@ class MujocoContactStep:
         if contacts.specs != self.contacts.specs:
             raise ConstraintError("data.contact differs from the contacts this step was built for")
         pyramidal = model.opt.cone == mujoco_module().mjtCone.mjCONE_PYRAMIDAL
-        return self(data.qpos, data.qvel, data.qfrc_applied, contacts.frames, contacts.mu,
+        return self(data.qpos, data.qvel, data.qfrc_applied, contacts.frames, contacts.friction, contacts.dims,
                     *soft_parameters(model, contacts, pyramidal), pyramidal=pyramidal, **options)
 
 

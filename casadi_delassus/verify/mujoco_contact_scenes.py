@@ -23,16 +23,17 @@ def scene_path(robot):
         raise ModelError(f"{robot}: the package {dist} is not installed") from None
 
 
-def scene(robot, cone):
+def scene(robot, cone, condim=None):
     """The robot on a ground plane under gravity with contacts only (no actuators, joint limits,
-    friction loss, damping or springs: the step models contacts), condim-6 feet made condim 3,
-    ``cone`` "elliptic" or "pyramidal", MuJoCo's Newton solver run to 1e-15."""
+    friction loss, damping or springs: the step models contacts), ``cone`` "elliptic" or
+    "pyramidal", every geom's condim ``condim`` (None: the model's own; Go2's feet are condim 6),
+    MuJoCo's Newton solver run to 1e-15."""
     mujoco = mujoco_module()
     spec = mujoco.MjSpec.from_file(scene_path(robot))
     if not any(g.type == mujoco.mjtGeom.mjGEOM_PLANE for g in spec.geoms):
         spec.worldbody.add_geom(type=mujoco.mjtGeom.mjGEOM_PLANE, size=[10, 10, .1], name="floor")
     for g in spec.geoms:
-        g.condim = 3 if g.condim == 6 else g.condim
+        g.condim = condim or g.condim
     m = spec.compile()
     m.opt.gravity[:] = [0, 0, -9.81]
     m.opt.cone = getattr(mujoco.mjtCone, f"mjCONE_{cone.upper()}")
