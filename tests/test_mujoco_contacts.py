@@ -42,10 +42,22 @@ def test_go2_equals_mujoco(go2_step, cone, sliding):
         assert relative(r.qacc, d.qacc_smooth) > 1e-3
 
 
+def test_mixed_condims_equal_mujoco(tmp_path):
+    """One foot through a condim-3 pair with its own friction and solreffriction, three condim 6."""
+    m = scene("go2", "elliptic", pair=True)
+    d = state(m, "go2", True)
+    c = mujoco_contacts(m, d)
+    assert c.dims.tolist() == [3, 6, 6, 6]
+    r = mujoco_contact_step(m, c.specs, out_dir=tmp_path, cflags=["-O1"]).solve(m, d)
+    assert relative(r.force, d.efc_force) <= 1e-6 and relative(r.qacc, d.qacc) <= 1e-6
+
+
+@pytest.mark.parametrize("pair", [False, True])
 @pytest.mark.parametrize("cone", ["elliptic", "pyramidal"])
-def test_parameters_equal_mujoco(cone):
-    """R and a_ref from solref/solimp/impratio equal MuJoCo's efc_R and efc_aref; the efc rows its efc_J."""
-    m = scene("go2", cone)
+def test_parameters_equal_mujoco(cone, pair):
+    """R and a_ref from solref/solimp/impratio (and a pair's solreffriction) equal MuJoCo's efc_R
+    and efc_aref; the efc rows its efc_J."""
+    m = scene("go2", cone, pair=pair)
     d = state(m, "go2", True)
     c = mujoco_contacts(m, d)
     pyramidal = cone == "pyramidal"

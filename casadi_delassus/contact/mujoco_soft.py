@@ -66,14 +66,21 @@ def rows_per_contact(dims, pyramidal):
     return np.where(pyramidal & (d > 1), 2 * (d - 1), d)
 
 
-def soft_rows(dist, margin, solref, solimp, friction, dims, weight, impratio, timestep, pyramidal, refsafe=True):
+def soft_rows(dist, margin, solref, solimp, friction, dims, weight, impratio, timestep, pyramidal, refsafe=True,
+              solreffriction=None):
     """(R, B, Kr) per efc row (MuJoCo's order, ``rows_per_contact``): the regularisation, the
     damping that multiplies the row's velocity and the position term, so that
     a_ref = −B·(J v) − Kr.  ``friction`` is n_c × 5 (MuJoCo's contact.friction), ``weight`` the
-    contact's translational inverse weight (the sum of its two bodies' ``body_invweight0[:, 0]``)."""
+    contact's translational inverse weight (the sum of its two bodies' ``body_invweight0[:, 0]``);
+    elliptic friction rows take their damping from ``solreffriction`` (n_c × 2) where it is not zero."""
     r = np.asarray(dist, float) - np.asarray(margin, float)
     d = impedance(r, solimp)
     K, B = stiffness_damping(solref, solimp, timestep, refsafe)
+    B_friction = B
+    if solreffriction is not None:
+        own = np.any(np.asarray(solreffriction, float).reshape(-1, 2) != 0, axis=1)
+        B_friction = np.where(own, stiffness_damping(np.where(own[:, None], solreffriction, solref), solimp, timestep,
+                                                     refsafe)[1], B)
     friction, weight = np.asarray(friction, float).reshape(-1, 5), np.asarray(weight, float)
     ratio = max(MINVAL, impratio)
     R, Bs, Kr = [], [], []
@@ -87,7 +94,7 @@ def soft_rows(dist, margin, solref, solimp, friction, dims, weight, impratio, ti
             Rn = max(MINVAL, (1 - d[i]) * weight[i] / d[i])
             Ri = [Rn] + [Rn / ratio * mu ** 2 / friction[i, j] ** 2 for j in range(dim - 1)]
         R += Ri
-        Bs += [B[i]] * k
+        Bs += [B[i]] + [B[i] if pyramidal else B_friction[i]] * (k - 1)
         Kr += [K[i] * d[i] * r[i]] * (k if pyramidal else 1) + [0.0] * (0 if pyramidal else k - 1)
     return np.array(R), np.array(Bs), np.array(Kr)
 

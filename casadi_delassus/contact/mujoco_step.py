@@ -59,6 +59,7 @@ class MujocoContacts:
     solref: np.ndarray
     solimp: np.ndarray
     weight: np.ndarray
+    solreffriction: np.ndarray
 
 
 def mujoco_contacts(model, data):
@@ -80,7 +81,7 @@ def mujoco_contacts(model, data):
         specs = [f"{name}:3d-world@{','.join(repr(float(x)) for x in point)}"] + [f"{name}:6d-world"] * (c.dim > 3)
         rows.append((specs, frame.ravel(),
                      c.friction, c.dim, c.dist, c.includemargin, c.solref, c.solimp,
-                     model.body_invweight0[0, 0] + model.body_invweight0[b, 0]))
+                     model.body_invweight0[0, 0] + model.body_invweight0[b, 0], c.solreffriction))
     if not rows:
         raise ConstraintError("no active contact in data.contact")
     specs, *arrays = zip(*rows)
@@ -107,7 +108,8 @@ def soft_parameters(model, contacts, pyramidal):
     mujoco = mujoco_module()
     refsafe = not model.opt.disableflags & mujoco.mjtDisableBit.mjDSBL_REFSAFE
     return soft_rows(contacts.dist, contacts.margin, contacts.solref, contacts.solimp, contacts.friction,
-                     contacts.dims, contacts.weight, model.opt.impratio, model.opt.timestep, pyramidal, refsafe)
+                     contacts.dims, contacts.weight, model.opt.impratio, model.opt.timestep, pyramidal, refsafe,
+                     contacts.solreffriction)
 
 
 def soft_functions(robot, cs, name, delassus=AUTO):

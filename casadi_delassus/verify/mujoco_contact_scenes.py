@@ -23,17 +23,21 @@ def scene_path(robot):
         raise ModelError(f"{robot}: the package {dist} is not installed") from None
 
 
-def scene(robot, cone, condim=None):
+def scene(robot, cone, condim=None, pair=False):
     """The robot on a ground plane under gravity with contacts only (no actuators, joint limits,
     friction loss, damping or springs: the step models contacts), ``cone`` "elliptic" or
     "pyramidal", every geom's condim ``condim`` (None: the model's own; Go2's feet are condim 6),
-    MuJoCo's Newton solver run to 1e-15."""
+    MuJoCo's Newton solver run to 1e-15.  ``pair``: Go2's FR foot touches the floor through an
+    explicit contact pair instead (condim 3, its own friction and solreffriction)."""
     mujoco = mujoco_module()
     spec = mujoco.MjSpec.from_file(scene_path(robot))
     if not any(g.type == mujoco.mjtGeom.mjGEOM_PLANE for g in spec.geoms):
         spec.worldbody.add_geom(type=mujoco.mjtGeom.mjGEOM_PLANE, size=[10, 10, .1], name="floor")
     for g in spec.geoms:
         g.condim = condim or g.condim
+    if pair:
+        spec.add_pair(geomname1="floor", geomname2="FR", condim=3, solreffriction=[0.05, 0.7],
+                      friction=[0.7, 0.7, 0.005, 1e-4, 1e-4])
     m = spec.compile()
     m.opt.gravity[:] = [0, 0, -9.81]
     m.opt.cone = getattr(mujoco.mjtCone, f"mjCONE_{cone.upper()}")
