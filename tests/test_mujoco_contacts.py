@@ -100,3 +100,19 @@ def test_bad_inputs(go2_step):
     mujoco.mj_forward(m, d)
     with pytest.raises(ConstraintError):
         go2_step.solve(m, d)
+
+
+def test_refuses_contacts_between_robot_bodies():
+    """Two free boxes stacked on the floor: the box-box contact is not against the world; no contact at all neither."""
+    m = mujoco.MjModel.from_xml_string("""<mujoco><worldbody><geom type="plane" size="1 1 .1"/>
+      <body pos="0 0 .1"><freejoint/><geom type="box" size=".1 .1 .1"/></body>
+      <body pos="0 0 .3"><freejoint/><geom type="box" size=".1 .1 .1"/></body></worldbody></mujoco>""")
+    d = mujoco.MjData(m)
+    mujoco.mj_forward(m, d)
+    assert d.ncon > 4
+    with pytest.raises(ConstraintError, match="robot body and the world"):
+        mujoco_contacts(m, d)
+    d.qpos[2], d.qpos[9] = 5.0, 6.0                # both in the air
+    mujoco.mj_forward(m, d)
+    with pytest.raises(ConstraintError, match="no active contact"):
+        mujoco_contacts(m, d)

@@ -71,17 +71,18 @@ def mujoco_contacts(model, data):
         if c.exclude:
             continue
         bodies = [int(model.geom_bodyid[g]) for g in c.geom]
-        if min(bodies) != 0 or max(bodies) == 0:
+        static = [int(model.body_weldid[x]) == 0 for x in bodies]       # the world and bodies welded to it
+        if static.count(True) != 1:
             raise ConstraintError(f"contact {i}: the MuJoCo contact step takes contacts between a robot body and the "
                                   f"world, got one between bodies {bodies}")
-        b = max(bodies)
+        b = bodies[static.index(False)]
         point = data.xmat[b].reshape(3, 3).T @ (c.pos - data.xpos[b])
         frame = c.frame.reshape(3, 3) * (1.0 if bodies[1] == b else -1.0)    # rows act on v(body 2) − v(body 1)
         name = body_name(model, b)
         specs = [f"{name}:3d-world@{','.join(repr(float(x)) for x in point)}"] + [f"{name}:6d-world"] * (c.dim > 3)
         rows.append((specs, frame.ravel(),
                      c.friction, c.dim, c.dist, c.includemargin, c.solref, c.solimp,
-                     model.body_invweight0[0, 0] + model.body_invweight0[b, 0], c.solreffriction))
+                     model.body_invweight0[bodies, 0].sum(), c.solreffriction))
     if not rows:
         raise ConstraintError("no active contact in data.contact")
     specs, *arrays = zip(*rows)
