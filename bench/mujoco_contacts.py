@@ -64,10 +64,13 @@ def timings(reps=31, calls=200):
     args = (d.qpos.copy(), d.qvel.copy(), d.qfrc_applied.copy(), c.frames, c.friction, c.dims, *soft_parameters(m, c, False))
 
     def ours():
+        """One raw call of the compiled step."""
         step(*args)
 
     def theirs(tolerance):
+        """MuJoCo's solver alone at ``tolerance``."""
         def run():
+            """One mj_fwdConstraint."""
             m.opt.tolerance = tolerance
             mujoco.mj_fwdConstraint(m, d)
         return run
