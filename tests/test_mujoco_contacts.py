@@ -22,7 +22,7 @@ def relative(a, b):
 
 @pytest.fixture(scope="module")
 def go2_step(tmp_path_factory):
-    """One compiled step for go2's four feet (the same pose standing and sliding)."""
+    """One compiled step for go2's four feet (6d-world rows of the calves, points given at run time)."""
     m = scene("go2", "elliptic")
     specs = mujoco_contacts(m, state(m, "go2", False)).specs
     return mujoco_contact_step(m, specs, out_dir=tmp_path_factory.mktemp("mjsoft"), cflags=["-O1"])
@@ -42,11 +42,33 @@ def test_go2_equals_mujoco(go2_step, cone, sliding):
         assert relative(r.qacc, d.qacc_smooth) > 1e-3
 
 
+@pytest.mark.parametrize("cone", ["elliptic", "pyramidal"])
+def test_one_step_serves_other_states(go2_step, cone):
+    """The 6d-world step built at the home pose holds where the contact points have moved in their
+    bodies: other joint angles, a tilted base, other penetrations, random velocities."""
+    m = scene("go2", cone)
+    d = state(m, "go2", True)
+    rng = np.random.default_rng(3)
+    d.qpos[7:] += rng.normal(scale=0.05, size=12)
+    d.qpos[3:7] += [0, 0.02, -0.03, 0]
+    d.qpos[3:7] /= np.linalg.norm(d.qpos[3:7])
+    d.qvel[:] = rng.normal(scale=0.3, size=m.nv)
+    mujoco.mj_forward(m, d)
+    feet = [d.geom(f).xpos[2] - m.geom(f).size[0] for f in ("FR", "FL", "RR", "RL")]
+    d.qpos[2] -= max(feet) + 5e-4                 # the highest foot 0.5 mm in
+    mujoco.mj_forward(m, d)
+    assert d.ncon == 4 and len(set(np.round([d.contact[i].dist for i in range(4)], 6))) > 1
+    r = go2_step.solve(m, d)
+    assert relative(r.force, d.efc_force) <= 1e-6 and relative(r.qacc, d.qacc) <= 1e-6
+
+
 def test_mixed_condims_equal_mujoco(tmp_path):
-    """One foot through a condim-3 pair with its own friction and solreffriction, three condim 6."""
+    """One foot through a condim-3 pair with its own friction and solreffriction, as a fixed point
+    (3 world rows); three condim-6 feet on their bodies' 6d-world rows."""
     m = scene("go2", "elliptic", pair=True)
     d = state(m, "go2", True)
-    c = mujoco_contacts(m, d)
+    c = mujoco_contacts(m, d, fixed_points=True)
+    assert [s.split(":")[1][:8] for s in c.specs] == ["3d-world"] + ["6d-world"] * 3
     assert c.dims.tolist() == [3, 6, 6, 6]
     r = mujoco_contact_step(m, c.specs, out_dir=tmp_path, cflags=["-O1"]).solve(m, d)
     assert relative(r.force, d.efc_force) <= 1e-6 and relative(r.qacc, d.qacc) <= 1e-6
@@ -89,8 +111,9 @@ def test_bad_inputs(go2_step):
     d = state(m, "go2", False)
     c = mujoco_contacts(m, d)
     R, B, Kr = soft_parameters(m, c, False)
-    args = [d.qpos, d.qvel, d.qfrc_applied, c.frames, c.friction, c.dims, R, B, Kr]
-    for i, bad in [(0, d.qpos[:-1]), (1, np.full(m.nv, np.nan)), (6, R[:-1]), (3, c.frames[:2]), (5, 3 + 0 * c.dims)]:
+    args = [d.qpos, d.qvel, d.qfrc_applied, c.frames, c.friction, c.dims, c.offsets, R, B, Kr]
+    for i, bad in [(0, d.qpos[:-1]), (1, np.full(m.nv, np.nan)), (7, R[:-1]), (3, c.frames[:2]), (5, 2 + 0 * c.dims),
+                   (6, c.offsets[:, :2])]:
         with pytest.raises(InputError):
             go2_step(*args[:i], bad, *args[i + 1:])
     with pytest.raises(InputError):

@@ -1,7 +1,7 @@
 """MuJoCo's soft contact model on the compiled step: for one MJCF robot and its contact points,
 a C function
 
-    <name>_soft(q, v, tau, frames, friction, dims, R, B, Kr, force_warm, opts, out qacc, out force, out info)
+    <name>_soft(q, v, tau, frames, friction, dims, offsets, R, B, Kr, force_warm, opts, out qacc, out force, out info)
 
 that returns MuJoCo's contact forces (``efc_force``; condim 1, 3, 4 and 6, elliptic or pyramidal
 cone) and ``qacc``: the unconstrained acceleration a₀, G = J M⁻¹ Jᵀ, J v and J a₀ come from the
@@ -10,10 +10,11 @@ algorithm, the staged M⁻¹ Jᵀ λ), and templates/mujoco_step.c.j2 forms MuJo
 solves min ½ fᵀ(A + R)f + fᵀ(E J a₀ − a_ref) over the cone by ADMM (mujoco_soft.py has the
 problem and MuJoCo's R and a_ref; Todorov 2014, ICRA).
 
-q, v and τ are MuJoCo's qpos, qvel and qfrc_applied.  Contacts are the world-aligned points
-``LINK:3d-world@x,y,z`` (``LINK:6d-world@x,y,z`` where torsional or rolling friction needs the
-angular velocity) at MuJoCo's contact positions (in the link's frame); each contact's frame,
-condim, friction, distance and solver parameters are run-time inputs (``mujoco_contacts``)."""
+q, v and τ are MuJoCo's qpos, qvel and qfrc_applied.  A contact is ``LINK:6d-world`` (the
+link origin's world-aligned velocity and angular velocity; the contact point is a run-time
+world offset from the origin, so one step serves every state) or the cheaper fixed point
+``LINK:3d-world@x,y,z`` (in the link's frame, condim up to 3); each contact's frame, condim,
+friction, distance and solver parameters are run-time inputs (``mujoco_contacts``)."""
 from __future__ import annotations
 
 import ctypes
@@ -46,11 +47,12 @@ STATUS = ("converged", "max iterations", "not finite")
 
 @dataclass(frozen=True)
 class MujocoContacts:
-    """MuJoCo's active contacts against the world, one entry each: our specs (the point
-    ``BODY:3d-world@p``, then ``BODY:6d-world`` for its angular velocity where condim > 3), the
-    frame whose rows (n, t₁, t₂) act on the robot point's world velocity, and MuJoCo's contact
-    parameters."""
+    """MuJoCo's active contacts against the world, one entry each: our spec (``BODY:6d-world``,
+    or the fixed point ``BODY:3d-world@p``), the contact point's world offset from the body
+    origin, the frame whose rows (n, t₁, t₂) act on the robot point's world velocity, and MuJoCo's
+    contact parameters."""
     specs: list
+    offsets: np.ndarray
     frames: np.ndarray
     friction: np.ndarray
     dims: np.ndarray
@@ -62,9 +64,11 @@ class MujocoContacts:
     solreffriction: np.ndarray
 
 
-def mujoco_contacts(model, data):
+def mujoco_contacts(model, data, fixed_points=False):
     """The MujocoContacts of ``data.contact`` (after ``mj_forward`` or ``mj_collision``): contacts
-    between one robot body and the world (anything else is a ConstraintError)."""
+    between one robot body and the world (anything else is a ConstraintError).  ``fixed_points``:
+    contacts up to condim 3 become points fixed in their bodies (3 rows instead of 6, but the
+    step then holds for this state's contact points only)."""
     rows = []
     for i in range(data.ncon):
         c = data.contact[i]
@@ -76,32 +80,30 @@ def mujoco_contacts(model, data):
             raise ConstraintError(f"contact {i}: the MuJoCo contact step takes contacts between a robot body and the "
                                   f"world, got one between bodies {bodies}")
         b = bodies[static.index(False)]
-        point = data.xmat[b].reshape(3, 3).T @ (c.pos - data.xpos[b])
+        offset = c.pos - data.xpos[b]
+        point = data.xmat[b].reshape(3, 3).T @ offset
         frame = c.frame.reshape(3, 3) * (1.0 if bodies[1] == b else -1.0)    # rows act on v(body 2) − v(body 1)
         name = body_name(model, b)
-        specs = [f"{name}:3d-world@{','.join(repr(float(x)) for x in point)}"] + [f"{name}:6d-world"] * (c.dim > 3)
-        rows.append((specs, frame.ravel(),
+        fixed = fixed_points and c.dim <= 3
+        spec = f"{name}:3d-world@{','.join(repr(float(x)) for x in point)}" if fixed else f"{name}:6d-world"
+        rows.append((spec, offset, frame.ravel(),
                      c.friction, c.dim, c.dist, c.includemargin, c.solref, c.solimp,
                      model.body_invweight0[bodies, 0].sum(), c.solreffriction))
     if not rows:
         raise ConstraintError("no active contact in data.contact")
     specs, *arrays = zip(*rows)
-    return MujocoContacts([s for pair in specs for s in pair], *(np.array(a, float) for a in arrays))
+    return MujocoContacts(list(specs), *(np.array(a, float) for a in arrays))
 
 
 def contact_blocks(cs):
-    """Each contact's velocity size: 3 (a point ``LINK:3d-world@p``) or 6 (the point, then
-    ``LINK:6d-world`` on the same link for the angular velocity); a ConstraintError otherwise."""
-    kinds, links, blocks = [c.kind for c in cs.constraints], [c.spec.split(":")[0] for c in cs.constraints], []
-    k = 0
-    while k < len(kinds):
-        if kinds[k] != "3d-world":
-            raise ConstraintError(f"contact {cs.specs[k]!r}: the MuJoCo contact step takes points LINK:3d-world@x,y,z, "
-                                  "each followed by LINK:6d-world where torsional or rolling friction needs its rotation")
-        pair = k + 1 < len(kinds) and kinds[k + 1] == "6d-world" and links[k + 1] == links[k]
-        blocks.append(6 if pair else 3)
-        k += 2 if pair else 1
-    return blocks
+    """Each contact's world rows: 3 (a fixed point ``LINK:3d-world@p``) or 6 (``LINK:6d-world``,
+    the point given at run time); a ConstraintError for anything else."""
+    sizes = {"3d-world": 3, "6d-world": 6}
+    wrong = [c.spec for c in cs.constraints if c.kind not in sizes]
+    if wrong:
+        raise ConstraintError(f"contact {wrong[0]!r}: the MuJoCo contact step takes LINK:6d-world or fixed points "
+                              "LINK:3d-world@x,y,z")
+    return [sizes[c.kind] for c in cs.constraints]
 
 
 def soft_parameters(model, contacts, pyramidal):
@@ -134,7 +136,7 @@ def render(robot, cs, name, prep, post, delassus):
     return TEMPLATES.get_template("mujoco_step.c.j2").render(
         fname=Safe(name), robot=robot.name, contacts=" ".join(cs.specs), version=__version__, delassus=delassus,
         casadi_code=Safe(code), nv=robot.nv, nc=len(ne), mw=cs.m, mmax=sum(10 if k == 6 else 4 for k in ne),
-        woff=np.cumsum([0] + [3 if k == 3 else 9 for k in ne[:-1]]).tolist(), ne=ne, nw=int(prep.numel_out(4)),
+        woff=np.cumsum([0] + ne[:-1]).tolist(), ne=ne, nw=int(prep.numel_out(4)),
         **sizes)
 
 
@@ -189,15 +191,15 @@ class MujocoContactStep:
         self.so, self.manifest = build(self.robot, self.contacts, out_dir, tuple(cflags), cc, delassus)
         self._lib = ctypes.CDLL(str(self.so))
         self._soft = getattr(self._lib, self.manifest["function"] + "_soft")
-        self._soft.argtypes = [_P] * 14
+        self._soft.argtypes = [_P] * 15
 
     def _dims(self, dims):
-        """condim per contact, checked against its rows: 1 or 3 on a point, 4 or 6 with the body's rotation."""
+        """condim per contact, checked against its rows: 1 or 3 on a fixed point, 1, 3, 4 or 6 on a 6d-world contact."""
         d = np.ascontiguousarray(dims, dtype=float).ravel()
-        ok = {3: (1, 3), 6: (4, 6)}
+        ok = {3: (1, 3), 6: (1, 3, 4, 6)}
         if d.size != self.nc or any(x not in ok[k] for x, k in zip(d, self.blocks)):
-            raise InputError(f"dims: expected a condim per contact, 1 or 3 for a point and 4 or 6 for a point with its "
-                             f"body's rotation, got {d.tolist()}")
+            raise InputError(f"dims: expected a condim per contact, 1 or 3 for a fixed point, 1, 3, 4 or 6 for a "
+                             f"6d-world contact, got {d.tolist()}")
         return d
 
     @staticmethod
@@ -208,17 +210,18 @@ class MujocoContactStep:
             raise InputError(f"force_warm: expected {m} finite values, got {f.size}")
         return f
 
-    def __call__(self, q, v, tau, frames, friction, dims, R, B, Kr, pyramidal=False, force_warm=None, tol=1e-12,
-                 max_iter=100000, rho=0.0):
+    def __call__(self, q, v, tau, frames, friction, dims, offsets, R, B, Kr, pyramidal=False, force_warm=None,
+                 tol=1e-12, max_iter=100000, rho=0.0):
         """(force, qacc) of MuJoCo's problem at (q, v, τ) = (qpos, qvel, qfrc_applied) for the
-        contacts' frames (n_c × 3 × 3), friction (n_c × 5), condim and the per-row R, B, Kr
+        contacts' frames (n_c × 3 × 3), friction (n_c × 5), condim, world offsets of the points from
+        their body origins (n_c × 3; unused for fixed points) and the per-row R, B, Kr
         (``soft_parameters``)."""
         dims = self._dims(dims)
         m, r = int(rows_per_contact(dims, pyramidal).sum()), self.robot
         arrays = [np.ascontiguousarray(x, dtype=float).ravel() for x in (q, v, tau, frames, friction)]
-        arrays += [dims] + [np.ascontiguousarray(x, dtype=float).ravel() for x in (R, B, Kr)]
-        for name, a, size in zip(("q", "v", "tau", "frames", "friction", "dims", "R", "B", "Kr"), arrays,
-                                 (r.nq, r.nv, r.nv, 9 * self.nc, 5 * self.nc, self.nc, m, m, m)):
+        arrays += [dims] + [np.ascontiguousarray(x, dtype=float).ravel() for x in (offsets, R, B, Kr)]
+        for name, a, size in zip(("q", "v", "tau", "frames", "friction", "dims", "offsets", "R", "B", "Kr"), arrays,
+                                 (r.nq, r.nv, r.nv, 9 * self.nc, 5 * self.nc, self.nc, 3 * self.nc, m, m, m)):
             if a.size != size or not np.all(np.isfinite(a)):
                 raise InputError(f"{name}: expected {size} finite values, got {a.size}")
         warm = None if force_warm is None else self._warm(force_warm, m)
@@ -232,12 +235,12 @@ class MujocoContactStep:
     def solve(self, model, data, **options):
         """MuJoCo's efc_force (contact rows) and qacc for ``data``'s state and contacts, the cone
         of ``model.opt.cone``: the contacts must be the ones this step was built for."""
-        contacts = mujoco_contacts(model, data)
+        contacts = mujoco_contacts(model, data, fixed_points=3 in self.blocks)
         if contacts.specs != self.contacts.specs:
             raise ConstraintError("data.contact differs from the contacts this step was built for")
         pyramidal = model.opt.cone == mujoco_module().mjtCone.mjCONE_PYRAMIDAL
         return self(data.qpos, data.qvel, data.qfrc_applied, contacts.frames, contacts.friction, contacts.dims,
-                    *soft_parameters(model, contacts, pyramidal), pyramidal=pyramidal, **options)
+                    contacts.offsets, *soft_parameters(model, contacts, pyramidal), pyramidal=pyramidal, **options)
 
 
 def mujoco_contact_step(model, contacts, **build_options):
