@@ -108,7 +108,11 @@ def step_functions(robot, cs, name, delassus=AUTO):
     aba = get_algorithm("aba").fn
     v_free = v + dt * aba(robot, cs, q, K_bodies, v, tau)["vdot"]
     G = get_algorithm(delassus).fn(robot, cs, q, K_bodies)["delassus"]
-    J = constraint_jacobian(robot, cs, local_transforms(robot, q), K_bodies)    # unslid: v's own frames
+    T = local_transforms(robot, q)
+    J = constraint_jacobian(robot, cs, T, K_bodies)    # unslid: v's own frames
+    for i, body in enumerate(robot.bodies):            # MuJoCo's free joints: v_lin = E ṗ (sweeps/tree.py)
+        if body.joint.mujoco_velocity:
+            J[:, body.v_index:body.v_index + 3] = ca.mtimes(J[:, body.v_index:body.v_index + 3], T[i].X.E)
     still = copy.copy(robot)        # M⁻¹ Jᵀλ: ABA without velocity and gravity
     still.gravity = np.zeros(3)
     dv = aba(still, cs, q, K_bodies, ca.SX.zeros(robot.nv), ca.mtimes(J.T, lam))["vdot"]

@@ -1,0 +1,116 @@
+"""MuJoCo's soft contact model, the per-contact numbers: impedance, regularisation R and the
+reference acceleration's coefficients, as MuJoCo's documentation defines them (Computation
+chapter, "Soft contact model", "Solver parameters": solref, solimp, impratio; Todorov 2014,
+"Convex and analytically-invertible dynamics with contacts and constraints", ICRA).
+
+MuJoCo's contact forces f solve the convex problem
+
+    min_f ½ fᵀ (A + R) f + fᵀ (J a₀ − a_ref)   over f in the cone,   A = J M⁻¹ Jᵀ
+
+(a₀ the unconstrained acceleration, `qacc_smooth`), and qacc = a₀ + M⁻¹ Jᵀ f.  Per contact
+(condim rows n, t₁, t₂ on the point's linear velocity, then n, t₁, t₂ on the angular one
+for torsional and rolling friction, for the elliptic cone ‖(f_j / μ_j)‖ ≤ f_n; the pyramid's
+2 (condim − 1) edges n ± μ_j e_j with f ≥ 0):
+
+- impedance d(r) ∈ [1e-4, 0.9999] of r = dist − margin, from solimp (d₀, d_width, width,
+  midpoint, power);
+- R = (1 − d)/d · â, with â MuJoCo's approximation of A's diagonal (`body_invweight0`, the
+  translational weights of the two bodies); friction rows R_n / impratio · μ₁² / μ_j²; a pyramid's edges
+  share 2 μ²/impratio · R of the first edge;
+- a_ref = −B·(J v) − K·d·r, with (B, K) from solref (time constant clamped to 2·timestep,
+  damping ratio; or −stiffness, −damping), and no position term in elliptic friction rows.
+
+These functions work on arrays (one entry per contact) and need no `mujoco`."""
+from __future__ import annotations
+
+import numpy as np
+
+MIN_IMP, MAX_IMP, MINVAL = 1e-4, 0.9999, 1e-15
+
+
+def clamped(solimp):
+    """solimp rows (n_c × 5) with d₀ and d_width clamped to [1e-4, 0.9999], as MuJoCo uses them."""
+    s = np.array(solimp, float).reshape(-1, 5)
+    s[:, :2] = np.clip(s[:, :2], MIN_IMP, MAX_IMP)
+    return s
+
+
+def impedance(r, solimp):
+    """d(r): MuJoCo's impedance of violation r (n_c) for solimp rows (n_c × 5), clamped to [1e-4, 0.9999]."""
+    d0, dw, width, mid, power = clamped(solimp).T
+    x = np.minimum(np.abs(np.asarray(r, float)) / np.maximum(width, MINVAL), 1.0)
+    low = x ** power / np.maximum(mid, MINVAL) ** (power - 1)
+    high = 1 - (1 - x) ** power / np.maximum(1 - mid, MINVAL) ** (power - 1)
+    y = np.where(x >= 1, 1.0, np.where(power == 1, x, np.where(x <= mid, low, high)))
+    d = np.where((d0 == dw) | (width <= MINVAL), 0.5 * (d0 + dw), d0 + y * (dw - d0))
+    return np.clip(d, MIN_IMP, MAX_IMP)
+
+
+def stiffness_damping(solref, solimp, timestep, refsafe=True):
+    """(K, B) per contact from solref (n_c × 2): (time constant, damping ratio) when positive
+    (the time constant at least 2·timestep when ``refsafe``), (−stiffness, −damping) otherwise."""
+    ref = np.array(solref, float).reshape(-1, 2)
+    dmax = clamped(solimp)[:, 1]
+    if refsafe:
+        ref[:, 0] = np.where(ref[:, 0] > 0, np.maximum(ref[:, 0], 2 * timestep), ref[:, 0])
+    tc, dr = ref.T
+    K = np.where(tc > 0, 1 / np.maximum(MINVAL, dmax ** 2 * tc ** 2 * dr ** 2), -tc / np.maximum(MINVAL, dmax ** 2))
+    B = np.where(dr > 0, 2 / np.maximum(MINVAL, dmax * tc), -dr / np.maximum(MINVAL, dmax))
+    return K, B
+
+
+def rows_per_contact(dims, pyramidal):
+    """The efc rows of each contact: condim for the elliptic cone, 2 (condim − 1) pyramid edges
+    (one row when frictionless)."""
+    d = np.asarray(dims, int)
+    return np.where(pyramidal & (d > 1), 2 * (d - 1), d)
+
+
+def soft_rows(dist, margin, solref, solimp, friction, dims, weight, impratio, timestep, pyramidal, refsafe=True,
+              solreffriction=None):
+    """(R, B, Kr) per efc row (MuJoCo's order, ``rows_per_contact``): the regularisation, the
+    damping that multiplies the row's velocity and the position term, so that
+    a_ref = −B·(J v) − Kr.  ``friction`` is n_c × 5 (MuJoCo's contact.friction), ``weight`` the
+    contact's translational inverse weight (the sum of its two bodies' ``body_invweight0[:, 0]``);
+    elliptic friction rows take their damping from ``solreffriction`` (n_c × 2) where it is not zero."""
+    r = np.asarray(dist, float) - np.asarray(margin, float)
+    d = impedance(r, solimp)
+    K, B = stiffness_damping(solref, solimp, timestep, refsafe)
+    B_friction = B
+    if solreffriction is not None:
+        own = np.any(np.asarray(solreffriction, float).reshape(-1, 2) != 0, axis=1)
+        B_friction = np.where(own, stiffness_damping(np.where(own[:, None], solreffriction, solref), solimp, timestep,
+                                                     refsafe)[1], B)
+    friction, weight = np.asarray(friction, float).reshape(-1, 5), np.asarray(weight, float)
+    ratio = max(MINVAL, impratio)
+    R, Bs, Kr = [], [], []
+    for i, (dim, k) in enumerate(zip(np.asarray(dims, int), rows_per_contact(dims, pyramidal))):
+        mu = friction[i, 0]
+        if dim == 1:
+            Ri = [max(MINVAL, (1 - d[i]) * weight[i] / d[i])]
+        elif pyramidal:
+            Ri = [2 * mu ** 2 / ratio * max(MINVAL, (1 - d[i]) * weight[i] * (1 + mu ** 2) / d[i])] * k
+        else:
+            Rn = max(MINVAL, (1 - d[i]) * weight[i] / d[i])
+            Ri = [Rn] + [Rn / ratio * mu ** 2 / friction[i, j] ** 2 for j in range(dim - 1)]
+        R += Ri
+        Bs += [B[i]] + [B[i] if pyramidal else B_friction[i]] * (k - 1)
+        Kr += [K[i] * d[i] * r[i]] * (k if pyramidal else 1) + [0.0] * (0 if pyramidal else k - 1)
+    return np.array(R), np.array(Bs), np.array(Kr)
+
+
+def efc_rows(frames, friction, dims, pyramidal):
+    """Each contact's efc rows acting on its point's world velocity [linear; angular] (k × 6):
+    the frame's rows (n, t₁, t₂) on the linear then the angular velocity, the first condim of
+    them; or the pyramid's edges n ± μ_j e_j over the same directions e_j."""
+    F = np.asarray(frames, float).reshape(-1, 3, 3)
+    friction = np.asarray(friction, float).reshape(-1, 5)
+    out = []
+    for Fi, mu, dim in zip(F, friction, np.asarray(dims, int)):
+        e = np.zeros((6, 6))
+        e[:3, :3], e[3:, 3:] = Fi, Fi
+        if pyramidal and dim > 1:
+            out.append(np.array([e[0] + sign * mu[j] * e[j + 1] for j in range(dim - 1) for sign in (1, -1)]))
+        else:
+            out.append(e[:dim])
+    return out
