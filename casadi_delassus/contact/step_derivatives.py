@@ -1,0 +1,250 @@
+"""Derivatives of the contact step (contact/step.py) by implicit differentiation of the solved
+problem at its solution: ∂(v_next, λ)/∂(q, v, τ), q in the tangent space (model/integrate.py).
+
+The step (Pinocchio 4's convention; Carpentier et al. 2024, "From compliant to rigid contact
+simulation: a unified and efficient approach", RSS, Sec. III) is, for x = (q, v, τ),
+
+    v_next(x, λ) = v + dt·ABA(q, v, τ) + M⁻¹(q) J(q)ᵀ λ,    σ(x, λ) = J(q) v_next = Gλ + g,
+
+with λ a solution of K_μ ∋ λ ⊥ σ + Γ(σ) ∈ K_μ* (cones.py, the De Saxcé map Γ).  Away from
+mode changes each contact i satisfies three smooth equations F_i(λ, σ) = 0 by its mode:
+
+- separating (λ_i = 0, σ_n > 0):                     F_i = λ_i
+- sticking   (σ_i = 0, λ_i inside the cone):          F_i = σ_i
+- sliding    (σ_n = 0, σ_t ≠ 0, λ on the boundary):   F_i = (λ_t + μ λ_n σ_t/‖σ_t‖, σ_n)
+
+The sliding block is what λ ⊥ σ + Γ(σ) leaves on the cone's boundary: σ + Γ(σ) on the dual
+cone's boundary exactly opposite λ, i.e. λ_t = −μ λ_n σ_t/‖σ_t‖ and, with Γ_n = μ‖σ_t‖,
+σ_n = 0.  Differentiating F(λ(x), σ(x, λ(x))) = 0 gives
+
+    A dλ = −F_σ S dx,   A = F_λ + F_σ G,   S = ∂σ/∂x |_λ,   G = ∂σ/∂λ = J M⁻¹ Jᵀ,
+    dv_next = V dx + W dλ,   V = ∂v_next/∂x |_λ,   W = M⁻¹ Jᵀ.
+
+V, S, W, G and the products S ẋ (forward mode) and Sᵀσ̄ + Vᵀv̄ (reverse mode) are SX traced
+once per robot from the registry's ABA, the constraint Jacobian and the model's integrate,
+and compiled; F_λ, F_σ and the m×m solves with A are NumPy at run time (they depend on the
+modes).  A singular A (a λ that is not unique, e.g. talos's eight sole corners) is solved in
+the least-squares sense: dλ is then the minimum-norm one, and dv_next is still exact, since
+W vanishes on the null space of Jᵀ that such a dλ is undetermined on.
+"""
+from __future__ import annotations
+
+import copy
+import hashlib
+import json
+import os
+import tempfile
+from dataclasses import dataclass
+from pathlib import Path
+
+import casadi as ca
+import numpy as np
+
+from .. import __version__
+from ..codegen.build import compile_shared, source_hash
+from ..errors import InputError
+from ..model import load_robot
+from ..model.integrate import integrate_sx
+from ..registry import get_algorithm
+from ..runtime import artifact
+from ..runtime.compiler import find_compiler
+from ..symbolic.frames import local_transforms
+from ..sweeps.joint_space import constraint_jacobian
+from .step import DEFAULT_OUT, check_contacts, contact_frames
+
+MODES = ("separating", "sticking", "sliding")
+DEFAULT_CFLAGS = ("-O1",)
+
+
+def traced_functions(robot, cs, name):
+    """casadi.Functions of (q, v, tau, dt, lam) with λ in world-aligned rows:
+    ``<name>_parts`` → (v_next, sigma, W, G), ``<name>_jac`` → (V, S) (columns [δq, v, τ]),
+    ``<name>_fwd`` (+ x_dot) → (v_dot, sigma_dot) = (V ẋ, S ẋ), ``<name>_adj`` (+ v_bar,
+    sigma_bar) → x_bar = Vᵀ v̄ + Sᵀ σ̄; q enters as q ⊕ δ at δ = 0."""
+    nv, m = robot.nv, cs.m
+    q, v, tau, dt, lam, delta = (ca.SX.sym(n, k) for n, k in (("q", robot.nq), ("v", nv), ("tau", nv), ("dt", 1),
+                                                               ("lam", m), ("delta", nv)))
+    qp = integrate_sx(robot, q, delta)
+    K = cs.symbolic_K_bodies(qp, {})
+    aba = get_algorithm("aba").fn
+    J = constraint_jacobian(robot, cs, local_transforms(robot, qp), K)
+    still = copy.copy(robot)        # M⁻¹ Jᵀλ: ABA without velocity and gravity
+    still.gravity = np.zeros(3)
+    v_next = v + dt * aba(robot, cs, qp, K, v, tau)["vdot"] + aba(still, cs, qp, K, ca.SX.zeros(nv), J.T @ lam)["vdot"]
+    sigma = J @ v_next
+    x, out = ca.vertcat(delta, v, tau), ca.vertcat(v_next, sigma)
+    x_dot, v_bar, s_bar = ca.SX.sym("x_dot", 3 * nv), ca.SX.sym("v_bar", nv), ca.SX.sym("sigma_bar", m)
+    at0 = (lambda *e: [ca.densify(ca.substitute(a, delta, ca.SX.zeros(nv))) for a in e])
+    ins, names = [q, v, tau, dt, lam], ["q", "v", "tau", "dt", "lam"]
+    fwd = ca.jtimes(out, x, x_dot)
+    return (ca.Function(f"{name}_parts", ins, at0(v_next, sigma, ca.jacobian(v_next, lam), ca.jacobian(sigma, lam)),
+                        names, ["v_next", "sigma", "W", "G"]),
+            ca.Function(f"{name}_jac", ins, at0(ca.jacobian(v_next, x), ca.jacobian(sigma, x)), names, ["V", "S"]),
+            ca.Function(f"{name}_fwd", ins + [x_dot], at0(fwd[:nv], fwd[nv:]), names + ["x_dot"],
+                        ["v_dot", "sigma_dot"]),
+            ca.Function(f"{name}_adj", ins + [v_bar, s_bar], at0(ca.jtimes(out, x, ca.vertcat(v_bar, s_bar), True)),
+                        names + ["v_bar", "sigma_bar"], ["x_bar"]))
+
+
+def build(robot, cs, scenario, out_dir=DEFAULT_OUT, cflags=DEFAULT_CFLAGS, cc=None, model=None):
+    """Compile the four functions into one library (cached by a hash of what determines them);
+    returns {short name: casadi.external}."""
+    cc = find_compiler(cc)
+    model = artifact.model_name(robot, model)
+    name = artifact.function_name(model, scenario, "contact") + "_deriv"
+    key = hashlib.sha256(json.dumps({"source": source_hash(), "robot": robot.describe(), "contacts": cs.describe(),
+                                     "cflags": list(cflags), "cc": cc, "version": __version__},
+                                    sort_keys=True).encode()).hexdigest()
+    folder = artifact.folder(out_dir, model, scenario)
+    so = folder / f"contact_deriv_{key[:16]}.so"
+    kinds = ("parts", "jac", "fwd", "adj")
+    if not so.is_file():
+        functions = traced_functions(robot, cs, name)
+        folder.mkdir(parents=True, exist_ok=True)
+        with tempfile.TemporaryDirectory(dir=folder, prefix=".tmp-contact-deriv-") as tmp:
+            gen = ca.CodeGenerator("contact_deriv.c", {"with_header": False})
+            for f in functions:
+                gen.add(f)
+            gen.generate(tmp + os.sep)
+            compile_shared(Path(tmp) / "contact_deriv.c", Path(tmp) / "contact_deriv.so", list(cflags), cc)
+            os.replace(Path(tmp) / "contact_deriv.c", folder / f"contact_deriv_{key[:16]}.c")
+            os.replace(Path(tmp) / "contact_deriv.so", so)          # last: a library means a complete build
+    return {k: ca.external(f"{name}_{k}", str(so)) for k in kinds}
+
+
+def classify(lam, sigma, mu, lam_tol=1e-9, vel_tol=1e-8):
+    """Each contact's mode from a solution (λ, σ) in contact frames: separating when λ_n ≤
+    lam_tol·max|λ|, sliding when ‖σ_t‖ > vel_tol (m/s), sticking otherwise; InputError at a
+    mode boundary (λ = 0 with σ_n ≈ 0, or sticking with λ on the cone's boundary), where the
+    step is not differentiable."""
+    lam, sigma = np.reshape(lam, (-1, 3)), np.reshape(sigma, (-1, 3))
+    small = lam_tol * max(np.max(np.abs(lam), initial=0.0), 1e-300)
+    slip = np.hypot(sigma[:, 0], sigma[:, 1])
+    modes = []
+    for i, (l_i, s_i, mu_i) in enumerate(zip(lam, sigma, np.broadcast_to(mu, (len(lam),)))):
+        if l_i[2] <= small:
+            if s_i[2] <= vel_tol:
+                raise InputError(f"contact {i}: λ = 0 and σ_n = {s_i[2]:.3g} (grazing): no derivative at a mode boundary")
+            modes.append("separating")
+        elif slip[i] > vel_tol:
+            modes.append("sliding")
+        elif mu_i * l_i[2] - np.hypot(l_i[0], l_i[1]) <= small:
+            raise InputError(f"contact {i}: sticking with λ on the cone's boundary: no derivative at a mode boundary")
+        else:
+            modes.append("sticking")
+    return tuple(modes)
+
+
+def mode_jacobians(lam, sigma, mu, modes):
+    """(F_λ, F_σ): the per-mode equations' Jacobians (m × m, block diagonal)."""
+    m = len(lam)
+    F_lam, F_sig = np.zeros((m, m)), np.zeros((m, m))
+    for i, mode in enumerate(modes):
+        r = slice(3 * i, 3 * i + 3)
+        if mode == "separating":
+            F_lam[r, r] = np.eye(3)
+        elif mode == "sticking":
+            F_sig[r, r] = np.eye(3)
+        else:
+            l_i, s_t, mu_i = lam[r], sigma[3 * i:3 * i + 2], np.broadcast_to(mu, (m // 3,))[i]
+            n = np.linalg.norm(s_t)
+            u = s_t / n
+            F_lam[3 * i:3 * i + 2, 3 * i:3 * i + 2] = np.eye(2)
+            F_lam[3 * i:3 * i + 2, 3 * i + 2] = mu_i * u
+            F_sig[3 * i:3 * i + 2, 3 * i:3 * i + 2] = mu_i * l_i[2] * (np.eye(2) - np.outer(u, u)) / n
+            F_sig[3 * i + 2, 3 * i + 2] = 1.0
+    return F_lam, F_sig
+
+
+def _solve(A, b, transpose=False):
+    """A⁻¹ b (Aᵀ when ``transpose``), least squares (minimum norm) when A is singular."""
+    A = A.T if transpose else A
+    return np.linalg.lstsq(A, b, rcond=1e-11)[0]
+
+
+@dataclass(frozen=True)
+class Point:
+    """The linearisation point: the numbers the implicit system needs (contact frames)."""
+    args: tuple         # (q, v, tau, dt, λ world-aligned) for the compiled functions
+    R: np.ndarray       # block-diagonal frame rotation: rows [t₁, t₂, n] = R · world rows
+    v_next: np.ndarray
+    lam: np.ndarray
+    sigma: np.ndarray
+    W: np.ndarray
+    A: np.ndarray
+    F_sig: np.ndarray
+    modes: tuple
+
+
+@dataclass(frozen=True)
+class StepJacobian:
+    """∂v_next/∂x and ∂λ/∂x with columns x = [δq (nv, tangent), v (nv), τ (nv)]; λ in contact
+    frames (minimum-norm dλ when λ is not unique), and each contact's mode."""
+    dv_next: np.ndarray
+    dlam: np.ndarray
+    modes: tuple
+
+
+class StepDerivatives:
+    """Compiled derivatives of ``contact_step(robot, contacts)`` (``step_derivatives``)."""
+
+    def __init__(self, robot, contacts, mu=0.8, out_dir=DEFAULT_OUT, cflags=DEFAULT_CFLAGS, cc=None, name=None):
+        self.robot = load_robot(robot)
+        self.contacts = check_contacts(self.robot, contacts)
+        self.nc, self.mu = self.contacts.m // 3, np.asarray(mu, dtype=float)
+        scenario = "contact-" + hashlib.sha256("\n".join(self.contacts.specs).encode()).hexdigest()[:8]
+        self._f = build(self.robot, self.contacts, scenario, out_dir, tuple(cflags), cc, name)
+
+    def point(self, q, v, tau, lam, dt=1e-3, mu=None, normals=None):
+        """The linearisation at a solution λ (contact frames) of the step from (q, v, τ)."""
+        nc, nv = self.nc, self.robot.nv
+        lam = np.asarray(lam, dtype=float).reshape(-1)
+        if lam.shape != (3 * nc,):
+            raise InputError(f"lam: expected {3 * nc} values, got {lam.shape}")
+        mu = np.broadcast_to(self.mu if mu is None else np.asarray(mu, dtype=float), (nc,))
+        R = _block_diag(contact_frames(np.tile([0.0, 0.0, 1.0], (nc, 1)) if normals is None else normals))
+        args = tuple(np.asarray(a, dtype=float) for a in (q, v, tau, dt, R.T @ lam))
+        if args[0].shape != (self.robot.nq,) or args[1].shape != (nv,) or args[2].shape != (nv,):
+            raise InputError(f"q, v, tau: expected shapes ({self.robot.nq},), ({nv},), ({nv},)")
+        v_next, sigma_w, W, G = (np.asarray(a) for a in self._f["parts"](*args))
+        sigma, W, G = R @ sigma_w.reshape(-1), W @ R.T, R @ G @ R.T
+        modes = classify(lam, sigma, mu)
+        F_lam, F_sig = mode_jacobians(lam, sigma, mu, modes)
+        return Point(args, R, v_next.reshape(-1), lam, sigma, W, F_lam + F_sig @ G, F_sig, modes)
+
+    def jacobian(self, *args, **kwargs):
+        """StepJacobian at the solution λ of the step from (q, v, τ) (``point``'s arguments)."""
+        p = self.point(*args, **kwargs)
+        V, S = (np.asarray(a) for a in self._f["jac"](*p.args))
+        dlam = -_solve(p.A, p.F_sig @ p.R @ S)
+        return StepJacobian(V + p.W @ dlam, dlam, p.modes)
+
+    def jvp(self, p, q_dot, v_dot, tau_dot):
+        """(v_next_dot, lam_dot) along the tangent (q̇ (nv), v̇, τ̇) at the Point ``p``."""
+        x_dot = np.concatenate([q_dot, v_dot, tau_dot])
+        vd, sd = (np.asarray(a).reshape(-1) for a in self._f["fwd"](*p.args, x_dot))
+        lam_dot = -_solve(p.A, p.F_sig @ p.R @ sd)
+        return vd + p.W @ lam_dot, lam_dot
+
+    def vjp(self, p, v_next_bar, lam_bar=None):
+        """(q_bar (nv, cotangent), v_bar, tau_bar) for the cotangents of v_next and λ at ``p``."""
+        lam_bar = np.zeros(len(p.lam)) if lam_bar is None else np.asarray(lam_bar, dtype=float)
+        y = _solve(p.A, p.W.T @ v_next_bar + lam_bar, transpose=True)
+        x_bar = np.asarray(self._f["adj"](*p.args, v_next_bar, -p.R.T @ (p.F_sig.T @ y))).reshape(-1)
+        return tuple(np.split(x_bar, 3))
+
+
+def _block_diag(frames):
+    """The block-diagonal matrix of the contacts' 3×3 frames."""
+    R = np.zeros((3 * len(frames),) * 2)
+    for i, f in enumerate(frames):
+        R[3 * i:3 * i + 3, 3 * i:3 * i + 3] = f
+    return R
+
+
+def step_derivatives(robot, contacts, mu=0.8, **build_options):
+    """Compiled derivatives of the contact step: ``d.jacobian(q, v, tau, lam, dt, mu, normals)``
+    → StepJacobian; ``p = d.point(...)`` then ``d.jvp(p, q_dot, v_dot, tau_dot)`` and
+    ``d.vjp(p, v_next_bar, lam_bar)``.  λ is the step's solution (``contact_step(...).lam``);
+    ``build_options``: out_dir, cflags, cc, name."""
+    return StepDerivatives(robot, contacts, mu, **build_options)
