@@ -143,7 +143,8 @@ case " $* " in *" -shared "*) ;; *) exit 0 ;; esac
 i=0
 while ! mkdir "$CD_GATE_DIR/$i" 2>/dev/null; do i=$((i + 1)); done
 [ "$i" -lt "$CD_GATE_OPEN" ] && exit 0
-while [ ! -e "$CD_GATE_DIR/open" ]; do sleep 0.05; done
+t=0
+while [ ! -e "$CD_GATE_DIR/open" ] && [ "$t" -lt 1200 ]; do sleep 0.05; t=$((t + 1)); done
 """
 
 
@@ -165,11 +166,13 @@ def test_killed_build_resumes_with_only_the_missing_modes(tmp_path):
         gate.mkdir()
         p = subprocess.Popen(cmd, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True,
                              env=dict(env, CD_GATE_DIR=str(gate), CD_GATE_OPEN=str(builds)))
-        for line in p.stderr:
-            if (m := re.search(r"\] (\d+)/10 modes", line)) and int(m[1]) >= after:
-                break
-        p.send_signal(sig)
-        (gate / "open").touch()
+        try:
+            for line in p.stderr:
+                if (m := re.search(r"\] (\d+)/10 modes", line)) and int(m[1]) >= after:
+                    break
+            p.send_signal(sig)
+        finally:
+            (gate / "open").touch()
         p.communicate(timeout=60)           # the rest of stderr (workers hold it open until they stop)
         rc = p.returncode
         deadline = time.time() + 20
