@@ -22,8 +22,9 @@ The step of each active set comes from a factory (``step_factory``): the compile
 tests and benches use as an oracle.  One step is built per active set seen and cached by
 its mask, so a rollout that revisits a set never builds again.
 
-Every step records a status; a step that is not ``ok`` (contacts solved) or ``free`` (no active
-contact) ends the rollout with what it has: a non-finite state, a body through the ground
+A solve that fails from its warm start is tried once more from λ₀ = 0 (status "ok after a cold
+start" when that one converges).  Every step records a status; a step that is not ``ok``
+(contacts solved), that one, or ``free`` (no active contact) ends the rollout with what it has: a non-finite state, a body through the ground
 (a gap below FALL_DEPTH), a controller torque that is not finite or beyond ``tau_limit``,
 a solve that did not converge (its own status and residual are kept).
 """
@@ -44,7 +45,7 @@ from .step import contact_frames
 FALL_DEPTH = -1.0          # a gap below this (m) is a body through the ground, not a contact
 # Default activation margin (m): a resting contact's gap rounds to ±1e-16 and must stay active
 MARGIN = 1e-6
-OK, FREE = "ok", "free"
+OK, FREE, COLD = "ok", "free", "ok after a cold start"
 NAN_STATE, FELL, CONTROLLER, NOT_CONVERGED = "nan state", "fell through", "controller diverged", "not converged"
 STOPPING = (NAN_STATE, FELL, CONTROLLER, NOT_CONVERGED)
 
@@ -411,9 +412,12 @@ def run(scene, q0, v0, T, dt, controller=None, step_factory=None, baumgarte=0.0,
         tau = np.zeros(robot.nv) if controller is None else np.asarray(controller(k * dt, q, v), dtype=float).reshape(-1)
         stop = _check(q, v, gaps, tau, tau_limit)
         active = gaps <= scene.margin
+        cold = False
         if stop is None:
-            r = steps(active)(q, v, tau, dt, lam0=warm[active].reshape(-1),
-                              gap=baumgarte * np.minimum(gaps[active], 0.0) if baumgarte else None)
+            gap = baumgarte * np.minimum(gaps[active], 0.0) if baumgarte else None
+            r = steps(active)(q, v, tau, dt, lam0=warm[active].reshape(-1), gap=gap)
+            if r.status != "converged" and warm[active].any():     # a warm start may be what failed
+                cold, r = True, steps(active)(q, v, tau, dt, lam0=np.zeros(3 * active.sum()), gap=gap)
             stop = NOT_CONVERGED if r.status != "converged" else None
         forces = np.zeros_like(warm)
         if stop is not None:
@@ -422,7 +426,7 @@ def run(scene, q0, v0, T, dt, controller=None, step_factory=None, baumgarte=0.0,
         forces[active] = r.lam.reshape(-1, 3) / dt
         warm = forces * dt
         v = r.v_next
-        rec.add(OK if active.any() else FREE, tau, gaps, forces, r.iterations, r.residual)
+        rec.add(COLD if cold else OK if active.any() else FREE, tau, gaps, forces, r.iterations, r.residual)
         q, gaps = scene.advance(q, dt * v)
         rec.state(q, v)
     return rec.rollout(scene, dt)
