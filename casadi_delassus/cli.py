@@ -21,7 +21,7 @@ from .codegen.door import DoorWarning
 from .opcount import count_ops
 from .codegen.derivatives import DERIVATIVES, METHODS, trace_derivative
 from .codegen.trace import choose_cheapest, trace
-from .errors import DelassusError
+from .errors import DelassusError, InputError
 from .executor import Job, in_order, run
 from .model import FORMATS, load_robot, registry
 from .progress import step
@@ -506,14 +506,22 @@ def library(robot, fixed_base, scenario, specs, algorithm, modes, osim, cse, out
 @click.option("--batch", "batch_n", type=click.IntRange(min=1), default=None, metavar="N",
               help="instead: configurations per µs of the single call, the batch of N on one and on all cores "
                    "(C and Python), Pinocchio and MuJoCo, against the measured peaks (DIR/batch.md with --results)")
+@click.option("--contact", is_flag=True,
+              help="instead: issue 25's frictional contact step on ROBOT's problems (go1: go1_stand, go1_slide; talos: "
+                   "talos_stand) against Pinocchio's ADMM and PGS routes and MuJoCo (DIR/contact.md with --results)")
 @_with(_gen_opts)
-def bench(robot, fixed_base, scenario, specs, algorithms, reps, calls, samples, pin_method, results_dir, batch_n, out_dir,
-          cflags, cc, force, name):
+def bench(robot, fixed_base, scenario, specs, algorithms, reps, calls, samples, pin_method, results_dir, batch_n, contact,
+          out_dir, cflags, cc, force, name):
     """Time the generated C (a C harness calling the compiled .so) against Pinocchio's
     computeDelassusMatrix (constraintDynamics for the constrained-dynamics solvers, aba for
-    aba) on the same inputs; with --batch N the batched evaluation (casadi_delassus/timing/batch_bench.py)."""
+    aba) on the same inputs; with --batch N the batched evaluation (casadi_delassus/timing/batch_bench.py);
+    with --contact the contact step (casadi_delassus/timing/contact_bench.py)."""
     from . import timing
     from .registry import delassus_algorithms, dynamics_algorithms
+    if contact:
+        if specs or scenario or batch_n or algorithms:
+            raise click.UsageError("--contact times issue 25's contact problems: not with -c, --scenario, --batch or -a")
+        return _bench_contact(robot, reps, calls, results_dir, out_dir)
     robot, cs, _ = _resolve(robot, scenario, specs, fixed_base)
     if batch_n:
         return _bench_batch(robot, cs if specs else (scenario or api.default_constraints(robot)), algorithms, reps,
@@ -559,12 +567,34 @@ def _bench_batch(robot, constraints, algorithms, reps, n, results_dir, generate)
         click.echo(f"-> {out / 'batch.md'}, batch.json")
 
 
+def _bench_contact(robot, reps, calls, results_dir, out_dir):
+    import os
+    import shlex
+    from pathlib import Path
+    from .timing import contact_bench
+    problems = contact_bench.problems_of(robot)
+    if not problems:
+        raise InputError(f"bench --contact: issue 25's contact problems are on go1 and talos, not {robot!r}")
+    say = lambda s: click.echo(s, err=True)     # noqa: E731
+    times, notes = contact_bench.measure(problems, reps, calls, out_dir, say)
+    say("batched throughput")
+    rows = contact_bench.batch_rows(problems[0], out_dir, reps, threads=(1, len(os.sched_getaffinity(0))))
+    text = contact_bench.markdown(problems, times, notes, shlex.join(["casadi-delassus", *sys.argv[1:]]), reps, rows)
+    click.echo(text)
+    if results_dir:
+        out = Path(results_dir)
+        out.mkdir(parents=True, exist_ok=True)
+        (out / "contact.md").write_text(text)
+        click.echo(f"-> {out / 'contact.md'}")
+
+
 @cli.command("step", epilog=ROBOT_HELP)
 @_robot_arg
 @_base_opt
 @click.option("-c", "--contact", "specs", multiple=True, metavar="SPEC", required=True,
               help="a point contact LINK:3d-world[@x,y,z] (repeatable; rows [t1, t2, n] = world x, y, z)")
-@click.option("--solver", type=click.Choice(["admm", "pgs"]), default="admm", show_default=True)
+@click.option("--solver", type=click.Choice(["auto", "admm", "pgs"]), default="admm", show_default=True,
+              help="auto: ADMM when a body carries more than two contacts, else PGS (contact/step.py auto_solver)")
 @click.option("--relaxed", is_flag=True, help="the convex relaxation (Anitescu) instead of the exact De Saxcé problem")
 @click.option("--mu", default=0.8, show_default=True, type=float, help="friction coefficient of every contact")
 @click.option("--samples", default=20, show_default=True, help="random states checked against the NumPy reference")
@@ -577,7 +607,7 @@ def step_command(robot, fixed_base, specs, solver, relaxed, mu, samples, out_dir
     s = contact_step(load_robot(robot, floating_base=_floating(fixed_base)), list(specs), solver=solver, mu=mu,
                      relaxed=relaxed, out_dir=out_dir, cflags=tuple(cflags.split()) if cflags else STEP_CFLAGS, cc=cc)
     m = s.manifest
-    click.echo(f"{m['function']}_step: m = {m['m']}, Delassus by {m['delassus']}, {solver}"
+    click.echo(f"{m['function']}_step: m = {m['m']}, Delassus by {m['delassus']}, {s.solver}"
                f"{' (relaxed)' if relaxed else ''} -> {s.so}")
     c = check_step(s, samples=samples)
     click.echo(f"check against the NumPy reference, {c.samples} random states: max |Δλ|/max|λ| {c.lam_error:.1e} "
@@ -609,7 +639,8 @@ def _numbers(text, what):
 @click.option("--mu", default=0.8, show_default=True, type=float, help="friction coefficient")
 @click.option("--normal", default="0,0,1", show_default=True, metavar="nx,ny,nz", help="ground normal")
 @click.option("--height", default=0.0, show_default=True, type=float, help="ground offset along the normal (m)")
-@click.option("--solver", type=click.Choice(["admm", "pgs"]), default="admm", show_default=True)
+@click.option("--solver", type=click.Choice(["auto", "admm", "pgs"]), default="admm", show_default=True,
+              help="auto: per active set, ADMM when a body carries more than two contacts, else PGS")
 @click.option("--step", "step_kind", type=click.Choice(["compiled", "reference"]), default="compiled", show_default=True,
               help="the compiled contact step, or the NumPy reference step")
 @click.option("--baumgarte", default=0.0, show_default=True, type=float, help="gap stabilisation β (0: off)")

@@ -203,3 +203,35 @@ def test_cli_step_bad_input_is_one_line_and_status_2(tmp_path, capsys, args, wor
     err = capsys.readouterr().err
     assert e.value.code == 2 and words in err and len(err.strip().splitlines()) == 1
     assert not any(tmp_path.rglob("*.so"))
+
+
+@pytest.mark.parametrize("contacts, chosen", [
+    (["FL_foot:3d-world", "FR_foot:3d-world", "RL_foot:3d-world", "RR_foot:3d-world"], "pgs"),
+    (["FL_foot:3d-world@0,0,0", "FL_foot:3d-world@0.01,0,0"], "pgs"),
+    ([f"FL_foot:3d-world@{x},0,0" for x in (0.0, 0.01, 0.02)], "admm"),
+])
+def test_auto_solver_takes_admm_when_a_body_carries_more_than_two_contacts(contacts, chosen):
+    from casadi_delassus.contact.step import auto_solver, check_contacts
+    from casadi_delassus.model import load_robot
+    robot = load_robot("go1")
+    assert auto_solver(check_contacts(robot, contacts)) == chosen
+
+
+@pytest.mark.parametrize("args, words", [
+    (["ur5", "--contact"], "go1 and talos, not 'ur5'"), (["go1", "--contact", "-a", "aba"], "not with -c"),
+])
+def test_cli_bench_contact_bad_input_is_status_2(capsys, args, words):
+    from casadi_delassus.cli import main
+    with pytest.raises(SystemExit) as e:
+        main(["bench", *args])
+    assert e.value.code == 2 and words in capsys.readouterr().err
+
+
+def test_cli_bench_contact_times_go1s_problems(tmp_path, capsys):
+    from casadi_delassus.cli import main
+    main(["bench", "go1", "--contact", "--reps", "1", "--calls", "2", "-o", str(tmp_path / "gen"),
+          "--results", str(tmp_path / "res")])
+    text = (tmp_path / "res" / "contact.md").read_text()
+    for row in ("| go1_stand | ours pgs |", "| go1_slide | Pinocchio admm |", "| go1_slide | MuJoCo newton |", "| pgs | 1 |"):
+        assert row in text
+    assert "auto's choice" in text and "talos" not in text

@@ -350,3 +350,14 @@ def test_a_failed_warm_start_is_retried_cold(go1, stand):
     Q0[1, 2] += 0.5                                                      # in the air: free steps
     b = _singles_equal_batch(scene, Q0, np.zeros((2, go1.nv)), 0.004, _fails_when_warm)
     assert list(b.statuses[:, 0]) == r.statuses and set(b.statuses[:, 1]) == {sim.FREE}
+
+
+def test_auto_solver_on_the_reference_step(box):
+    """solver="auto" picks per active set (step.auto_solver): four corners of one box are more
+    than two contacts on a body, so ADMM; the rollout equals the one asking for ADMM."""
+    n = np.array([0.0, 0.0, 1.0])
+    q0 = _box_on(n, 0.0)
+    q0[2] += 0.002
+    a = cd.simulate(box, CORNERS, q0, np.zeros(6), 0.03, 1e-3, step="reference", solver="auto")
+    b = cd.simulate(box, CORNERS, q0, np.zeros(6), 0.03, 1e-3, step="reference", solver="admm")
+    assert a.statuses == b.statuses and np.array_equal(a.q, b.q) and a.statuses[-1] == sim.OK

@@ -381,7 +381,8 @@ def simulate(robot, contacts, q0, v0, T, dt, controller=None, normal=(0.0, 0.0, 
     ``contacts`` (candidates ``LINK[@x,y,z][/radius]``) against the ground {x : normal·x ≥
     height}, under ``controller(t, q, v) -> τ`` (zero torque when None).  ``step``: "compiled"
     (issue 25's compiled step) or "reference" (the NumPy step), solved by ``solver`` ("admm" |
-    "pgs") to ``tol``.  Returns a Rollout that stops at the first stopping status."""
+    "pgs" | "auto": per active set, step.auto_solver) to ``tol``.  Returns a Rollout that stops
+    at the first stopping status."""
     from ..model import load_robot
     scene = Scene(load_robot(robot), list(contacts), np.asarray(normal, dtype=float), float(height), mu, float(margin))
     if baumgarte and step == "compiled":

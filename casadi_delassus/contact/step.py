@@ -17,6 +17,7 @@ y, z = [t₁, t₂, n] for the ground plane z = 0); a unit normal per contact gi
 turns each contact's rows into the frame [t₁, t₂, n] of ``contact_frames``."""
 from __future__ import annotations
 
+import collections
 import copy
 import ctypes
 import hashlib
@@ -50,9 +51,13 @@ from .result import STATUS
 
 TEMPLATES = environment("casadi_delassus", "contact/templates")
 SOLVER_CODES = {"admm": 0, "pgs": 1}
+STEP_SOLVERS = ("auto", *SOLVER_CODES)
 N_INFO = 5
 DEFAULT_OUT = Path("codegen_out")
 DEFAULT_CFLAGS = ("auto",)      # codegen/build.py resolve_cflags: level by size, math flags, the host CPU
+# The solver loop runs its iterations in the same file as prep/post, so "auto" keeps -O2 up to this many prep+post
+# instructions, where codegen/build.py's AUTO_LEVELS (sized for one evaluation per call) already give -O1.
+STEP_O2_UP_TO = 40_000
 
 
 def contact_frames(normals):
@@ -78,6 +83,15 @@ def check_contacts(robot, contacts):
         raise ConstraintError(f"robot {robot.name!r}: the contact step takes models with Pinocchio's q layout "
                               f"(URDF, SDF, synthetic), not {robot.q_convention!r} ones")
     return cs
+
+
+def auto_solver(cs):
+    """The solver ``solver="auto"`` picks: ADMM when some body carries more than two point contacts (their rows then
+    outnumber the body's six velocities: G is singular and PGS's sweeps crawl, as on talos_stand's eight sole
+    corners), else PGS (go1's four feet: fewer iterations when contacts slide, cheaper sweeps); docs/contact.md has
+    the bench's numbers."""
+    per_body = collections.Counter(c.body for c in cs.constraints)
+    return "admm" if max(per_body.values()) > 2 else "pgs"
 
 
 def step_functions(robot, cs, name, delassus=AUTO):
@@ -132,6 +146,12 @@ def render(robot, cs, name, prep, post, delassus):
         nfac=int(factor.numel_out(0)), nw=int(prep.numel_out(3)), **sizes)
 
 
+def step_cflags(cflags, instructions, cc):
+    """resolve_cflags's flags for the step's file, with -O1 raised to -O2 up to STEP_O2_UP_TO instructions."""
+    flags = resolve_cflags(cflags, instructions, cc)
+    return tuple("-O2" if f == "-O1" and instructions <= STEP_O2_UP_TO else f for f in flags)
+
+
 def build(robot, cs, scenario, out_dir=DEFAULT_OUT, cflags=DEFAULT_CFLAGS, cc=None, delassus=AUTO, model=None):
     """Compile the step (cached by a hash of everything that determines it); returns (.so path, manifest)."""
     cc = find_compiler(cc)
@@ -147,7 +167,7 @@ def build(robot, cs, scenario, out_dir=DEFAULT_OUT, cflags=DEFAULT_CFLAGS, cc=No
         return so, json.loads(manifest_path.read_text())
     prep, post, chosen = step_functions(robot, cs, name, delassus)
     if auto:
-        cflags = resolve_cflags(cflags, sum(count_ops(f)["instructions"] for f in (prep, post)), cc)
+        cflags = step_cflags(cflags, sum(count_ops(f)["instructions"] for f in (prep, post)), cc)
     folder.mkdir(parents=True, exist_ok=True)
     with tempfile.TemporaryDirectory(dir=folder, prefix=".tmp-contact-") as tmp:
         c_file = Path(tmp) / "contact.c"
@@ -187,11 +207,11 @@ class ContactStep:
 
     def __init__(self, robot, contacts, solver="admm", mu=0.8, relaxed=False, out_dir=DEFAULT_OUT,
                  cflags=DEFAULT_CFLAGS, cc=None, delassus=AUTO, name=None):
-        if solver not in SOLVER_CODES:
-            raise InputError(f"unknown contact solver {solver!r} (known: {', '.join(SOLVER_CODES)})")
+        if solver not in STEP_SOLVERS:
+            raise InputError(f"unknown contact solver {solver!r} (known: {', '.join(STEP_SOLVERS)})")
         self.robot = load_robot(robot)
         self.contacts = check_contacts(self.robot, contacts)
-        self.solver, self.exact = solver, not relaxed
+        self.solver, self.exact = auto_solver(self.contacts) if solver == "auto" else solver, not relaxed
         self.nc = self.contacts.m // 3
         self.mu = self._mu(mu)
         scenario = "contact-" + hashlib.sha256("\n".join(self.contacts.specs).encode()).hexdigest()[:8]
@@ -286,6 +306,6 @@ def contact_step(robot, contacts, solver="admm", mu=0.8, relaxed=False, **build_
     ``contacts`` (specs ``LINK:3d-world[@x,y,z]``): ``s(q, v, tau, dt=1e-3, lam0=None,
     tol=1e-10, max_iter=1000)`` → StepResult (``.lam``, ``.sigma``, ``.v_next``,
     ``.iterations``, ``.residuals``, ``.status``); ``s(Q, V, TAU)`` steps a batch.
-    ``solver`` "admm" or "pgs"; ``relaxed=True`` solves the convex relaxation instead of the
+    ``solver`` "admm", "pgs" or "auto" (auto_solver); ``relaxed=True`` solves the convex relaxation instead of the
     exact (De Saxcé) problem; ``build_options``: out_dir, cflags, cc, delassus, name."""
     return ContactStep(robot, contacts, solver, mu, relaxed, **build_options)
