@@ -16,7 +16,7 @@ import numpy as np
 
 from ..constraints import ConstraintSet
 from ..verify import reference
-from .simulate import StepResult, _largest
+from .loop_step import StepResult, largest_residual as _largest
 
 
 def reference_steps(solver="admm", exact=True, tol=1e-10, max_iter=1000):

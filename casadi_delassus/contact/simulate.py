@@ -40,6 +40,7 @@ from ..constraints import ConstraintSet, parse_constraint
 from ..errors import InputError
 from ..model.integrate import integrate_sx
 from ..symbolic.frames import joint_transform
+from .loop_step import StepResult, largest_residual as _largest
 from .step import contact_frames
 
 FALL_DEPTH = -1.0          # a gap below this (m) is a body through the ground, not a contact
@@ -181,24 +182,6 @@ def sphere_rotations(robot, q, bodies):
 
 
 # -- steps -----------------------------------------------------------------------------------
-@dataclass(frozen=True)
-class StepResult:
-    """What the loop reads from a step: v⁺, impulses λ (3 per active contact, [t₁, t₂, n]),
-    iterations, the largest residual and the solver's status ("converged" when solved)."""
-    v_next: np.ndarray
-    lam: np.ndarray
-    iterations: int = 0
-    residual: float = 0.0
-    status: str = "converged"
-
-
-def _largest(residuals):
-    """The largest of a step's residuals (a Residuals object, an array or a number)."""
-    if hasattr(residuals, "max"):
-        return float(residuals.max())
-    return float(np.max(np.asarray(residuals, dtype=float))) if np.size(residuals) else 0.0
-
-
 @functools.lru_cache(maxsize=8)
 def free_step(robot):
     """The step without contacts: v⁺ = v + dt ABA(q, v, τ) (the compiled ABA's SX, evaluated)."""
