@@ -319,7 +319,7 @@ def main(argv=None):
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("runs", nargs="+", choices=["go1", "go2", "talos", "speed", "batch"])
     ap.add_argument("-T", type=float, default=None, help="simulated time (s; default per run)")
-    ap.add_argument("--solver", choices=["admm", "pgs"], default="admm")
+    ap.add_argument("--solver", choices=["auto", "admm", "pgs"], default="admm")
     ap.add_argument("--reps", type=int, default=7)
     ap.add_argument("--max-iter", type=int, default=1000, help="solver iterations per step")
     ap.add_argument("--envs", type=int, default=64, help="environments of the batch run")

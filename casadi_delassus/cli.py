@@ -661,7 +661,8 @@ def _numbers(text, what):
 @click.option("--mu", default=0.8, show_default=True, type=float, help="friction coefficient")
 @click.option("--normal", default="0,0,1", show_default=True, metavar="nx,ny,nz", help="ground normal")
 @click.option("--height", default=0.0, show_default=True, type=float, help="ground offset along the normal (m)")
-@click.option("--solver", type=click.Choice(["admm", "pgs"]), default="admm", show_default=True)
+@click.option("--solver", type=click.Choice(["auto", "admm", "pgs"]), default="admm", show_default=True,
+              help="auto: per active set, ADMM when a body carries more than two contacts, else PGS")
 @click.option("--step", "step_kind", type=click.Choice(["compiled", "reference"]), default="compiled", show_default=True,
               help="the compiled contact step, or the NumPy reference step")
 @click.option("--baumgarte", default=0.0, show_default=True, type=float, help="gap stabilisation β (0: off)")

@@ -329,3 +329,35 @@ def test_sphere_friction_point_and_place(go1):
     placed = sim.place(scene, q, 0.07)
     assert scene.gaps(placed).min() == pytest.approx(0.07, abs=1e-12)
     assert np.array_equal(placed[3:], q[3:])
+
+
+def _fails_when_warm(robot, specs, mu, frame):
+    """A step that converges from λ₀ = 0 only (λ = 1e-3 each time): a warm start that fails."""
+    def step(q, v, tau, dt, lam0=None, gap=None):
+        warm = lam0 is not None and np.any(lam0)
+        return sim.StepResult(v, np.full(3 * len(specs), 1e-3), 9, 1.0 if warm else 0.0,
+                              "max iterations" if warm else "converged")
+    return step
+
+
+def test_a_failed_warm_start_is_retried_cold(go1, stand):
+    """A solve that fails from the previous impulses is tried again from zero: the step goes on
+    with the status that says so, in single and batched rollouts alike."""
+    scene = sim.Scene(go1, FEET)
+    r = sim.run(scene, stand.q, np.zeros(go1.nv), 0.004, 1e-3, step_factory=_fails_when_warm)
+    assert r.statuses == [sim.OK] + [sim.COLD] * 3 and r.completed
+    Q0 = np.array([stand.q, stand.q])
+    Q0[1, 2] += 0.5                                                      # in the air: free steps
+    b = _singles_equal_batch(scene, Q0, np.zeros((2, go1.nv)), 0.004, _fails_when_warm)
+    assert list(b.statuses[:, 0]) == r.statuses and set(b.statuses[:, 1]) == {sim.FREE}
+
+
+def test_auto_solver_on_the_reference_step(box):
+    """solver="auto" picks per active set (step.auto_solver): four corners of one box are more
+    than two contacts on a body, so ADMM; the rollout equals the one asking for ADMM."""
+    n = np.array([0.0, 0.0, 1.0])
+    q0 = _box_on(n, 0.0)
+    q0[2] += 0.002
+    a = cd.simulate(box, CORNERS, q0, np.zeros(6), 0.03, 1e-3, step="reference", solver="auto")
+    b = cd.simulate(box, CORNERS, q0, np.zeros(6), 0.03, 1e-3, step="reference", solver="admm")
+    assert a.statuses == b.statuses and np.array_equal(a.q, b.q) and a.statuses[-1] == sim.OK

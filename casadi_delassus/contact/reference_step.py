@@ -16,17 +16,20 @@ import numpy as np
 
 from ..constraints import ConstraintSet
 from ..verify import reference
-from .simulate import StepResult, _largest
+from .loop_step import StepResult, largest_residual as _largest
 
 
 def reference_steps(solver="admm", exact=True, tol=1e-10, max_iter=1000):
-    """A step factory (simulate.StepCache) of NumPy steps solved by ``solver`` ("admm" | "pgs")."""
-    from . import admm, pgs
+    """A step factory (simulate.StepCache) of NumPy steps solved by ``solver`` ("admm" | "pgs" |
+    "auto": step.auto_solver's pick for each active set)."""
+    from . import SOLVERS
     from .result import Options
-    solve, options = {"admm": admm.solve, "pgs": pgs.solve}[solver], Options(tol=tol, max_iter=max_iter)
+    from .step import auto_solver
+    options = Options(tol=tol, max_iter=max_iter)
 
     def factory(robot, specs, mu, frame):
         cs = ConstraintSet.parse(robot, specs)
+        solve = SOLVERS[auto_solver(cs) if solver == "auto" else solver]
         turn = np.kron(np.eye(len(specs)), frame.T)
 
         def step(q, v, tau, dt, lam0=None, gap=None):

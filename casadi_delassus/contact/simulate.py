@@ -22,8 +22,9 @@ The step of each active set comes from a factory (``step_factory``): the compile
 tests and benches use as an oracle.  One step is built per active set seen and cached by
 its mask, so a rollout that revisits a set never builds again.
 
-Every step records a status; a step that is not ``ok`` (contacts solved) or ``free`` (no active
-contact) ends the rollout with what it has: a non-finite state, a body through the ground
+A solve that fails from its warm start is tried once more from λ₀ = 0 (status "ok after a cold
+start" when that one converges).  Every step records a status; a step that is not ``ok``
+(contacts solved), that one, or ``free`` (no active contact) ends the rollout with what it has: a non-finite state, a body through the ground
 (a gap below FALL_DEPTH), a controller torque that is not finite or beyond ``tau_limit``,
 a solve that did not converge (its own status and residual are kept).
 """
@@ -39,12 +40,13 @@ from ..constraints import ConstraintSet, parse_constraint
 from ..errors import InputError
 from ..model.integrate import integrate_sx
 from ..symbolic.frames import joint_transform
+from .loop_step import StepResult, largest_residual as _largest
 from .step import contact_frames
 
 FALL_DEPTH = -1.0          # a gap below this (m) is a body through the ground, not a contact
 # Default activation margin (m): a resting contact's gap rounds to ±1e-16 and must stay active
 MARGIN = 1e-6
-OK, FREE = "ok", "free"
+OK, FREE, COLD = "ok", "free", "ok after a cold start"
 NAN_STATE, FELL, CONTROLLER, NOT_CONVERGED = "nan state", "fell through", "controller diverged", "not converged"
 STOPPING = (NAN_STATE, FELL, CONTROLLER, NOT_CONVERGED)
 
@@ -180,24 +182,6 @@ def sphere_rotations(robot, q, bodies):
 
 
 # -- steps -----------------------------------------------------------------------------------
-@dataclass(frozen=True)
-class StepResult:
-    """What the loop reads from a step: v⁺, impulses λ (3 per active contact, [t₁, t₂, n]),
-    iterations, the largest residual and the solver's status ("converged" when solved)."""
-    v_next: np.ndarray
-    lam: np.ndarray
-    iterations: int = 0
-    residual: float = 0.0
-    status: str = "converged"
-
-
-def _largest(residuals):
-    """The largest of a step's residuals (a Residuals object, an array or a number)."""
-    if hasattr(residuals, "max"):
-        return float(residuals.max())
-    return float(np.max(np.asarray(residuals, dtype=float))) if np.size(residuals) else 0.0
-
-
 @functools.lru_cache(maxsize=8)
 def free_step(robot):
     """The step without contacts: v⁺ = v + dt ABA(q, v, τ) (the compiled ABA's SX, evaluated)."""
@@ -380,7 +364,8 @@ def simulate(robot, contacts, q0, v0, T, dt, controller=None, normal=(0.0, 0.0, 
     ``contacts`` (candidates ``LINK[@x,y,z][/radius]``) against the ground {x : normal·x ≥
     height}, under ``controller(t, q, v) -> τ`` (zero torque when None).  ``step``: "compiled"
     (issue 25's compiled step) or "reference" (the NumPy step), solved by ``solver`` ("admm" |
-    "pgs") to ``tol``.  Returns a Rollout that stops at the first stopping status."""
+    "pgs" | "auto": per active set, step.auto_solver) to ``tol``.  Returns a Rollout that stops
+    at the first stopping status."""
     from ..model import load_robot
     scene = Scene(load_robot(robot), list(contacts), np.asarray(normal, dtype=float), float(height), mu, float(margin))
     if baumgarte and step == "compiled":
@@ -411,9 +396,12 @@ def run(scene, q0, v0, T, dt, controller=None, step_factory=None, baumgarte=0.0,
         tau = np.zeros(robot.nv) if controller is None else np.asarray(controller(k * dt, q, v), dtype=float).reshape(-1)
         stop = _check(q, v, gaps, tau, tau_limit)
         active = gaps <= scene.margin
+        cold = False
         if stop is None:
-            r = steps(active)(q, v, tau, dt, lam0=warm[active].reshape(-1),
-                              gap=baumgarte * np.minimum(gaps[active], 0.0) if baumgarte else None)
+            gap = baumgarte * np.minimum(gaps[active], 0.0) if baumgarte else None
+            r = steps(active)(q, v, tau, dt, lam0=warm[active].reshape(-1), gap=gap)
+            if r.status != "converged" and warm[active].any():     # a warm start may be what failed
+                cold, r = True, steps(active)(q, v, tau, dt, lam0=np.zeros(3 * active.sum()), gap=gap)
             stop = NOT_CONVERGED if r.status != "converged" else None
         forces = np.zeros_like(warm)
         if stop is not None:
@@ -422,7 +410,7 @@ def run(scene, q0, v0, T, dt, controller=None, step_factory=None, baumgarte=0.0,
         forces[active] = r.lam.reshape(-1, 3) / dt
         warm = forces * dt
         v = r.v_next
-        rec.add(OK if active.any() else FREE, tau, gaps, forces, r.iterations, r.residual)
+        rec.add(COLD if cold else OK if active.any() else FREE, tau, gaps, forces, r.iterations, r.residual)
         q, gaps = scene.advance(q, dt * v)
         rec.state(q, v)
     return rec.rollout(scene, dt)

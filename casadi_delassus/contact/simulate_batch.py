@@ -15,7 +15,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from ..errors import InputError
-from .simulate import (CONTROLLER, FALL_DEPTH, FELL, FREE, NAN_STATE, NOT_CONVERGED, OK, StepCache, Trajectory,
+from .simulate import (COLD, CONTROLLER, FALL_DEPTH, FELL, FREE, NAN_STATE, NOT_CONVERGED, OK, StepCache, Trajectory,
                        compiled_steps)
 
 STOPPED = ""          # the status of an environment after the step that stopped it
@@ -99,18 +99,27 @@ def run_batch(scene, Q0, V0, T, dt, controller=None, step_factory=None, tau_limi
             rows, mask = go[keys == key], active[keys == key][0]
             step = steps(mask)
             call = getattr(step, "batch", None) or (lambda *a, s=step, **kw: _one_by_one(s, *a, **kw))
-            v_next, lam, its, res, status = call(Q[rows], V[rows], TAU[keys == key], dt,
-                                                 warm[rows][:, mask].reshape(len(rows), -1), threads=threads)
+            args = (Q[rows], V[rows], TAU[keys == key], dt)
+            v_next, lam, its, res, status = call(*args, warm[rows][:, mask].reshape(len(rows), -1), threads=threads)
             ok = np.array([s == "converged" for s in status])
+            cold = ~ok & warm[rows][:, mask].reshape(len(rows), -1).any(1)     # a warm start may be what failed
+            if cold.any():
+                again = call(*(a[cold] if np.ndim(a) else a for a in args), np.zeros((cold.sum(), 3 * mask.sum())),
+                             threads=threads)
+                for whole, part in zip((v_next, lam, its, res), again[:4]):
+                    whole[cold] = part
+                status = np.array(status, dtype=object)
+                status[cold] = again[4]
+                ok = np.array([s == "converged" for s in status])
             out.iterations[k, rows], out.residuals[k, rows] = its, res
-            out.statuses[k, rows] = np.where(ok, OK if mask.any() else FREE, NOT_CONVERGED)
+            out.statuses[k, rows] = np.where(ok, np.where(cold, COLD, OK if mask.any() else FREE), NOT_CONVERGED)
             f = np.zeros((len(rows), len(mask), 3))
             f[:, mask] = np.asarray(lam).reshape(len(rows), -1, 3) / dt
             out.forces[k, rows[ok]] = f[ok]
             warm[rows[ok]] = f[ok] * dt
             V[rows[ok]] = v_next[ok]
-        moved = go[np.isin(out.statuses[k, go], (OK, FREE))]
-        alive[idx] = np.isin(out.statuses[k, idx], (OK, FREE))
+        moved = go[np.isin(out.statuses[k, go], (OK, FREE, COLD))]
+        alive[idx] = np.isin(out.statuses[k, idx], (OK, FREE, COLD))
         if len(moved):
             Q[moved], G[moved] = scene.advance(Q[moved], dt * V[moved])
         out.q[k + 1, moved], out.v[k + 1, moved] = Q[moved], V[moved]
