@@ -164,3 +164,22 @@ def test_a_trace_is_kept_for_the_next_command(tmp_path, monkeypatch):
     assert np.array_equal(np.array(g(q)), np.array(f(q)))
     with pytest.raises(BaseException, match="traced again"):
         trace_module.trace(robot, cs, "pv_osim", cse=False)
+
+
+def test_the_trace_cache_keeps_the_recently_used_within_its_size(tmp_path, monkeypatch):
+    """Beyond MAX_BYTES the least recently used traces go; the newest stays."""
+    import os
+    import time
+    from casadi_delassus.codegen import trace as trace_module
+    from casadi_delassus.codegen import trace_cache
+    monkeypatch.setenv("CASADI_DELASSUS_CACHE", str(tmp_path))
+    monkeypatch.setattr(trace_cache, "KEEP_AFTER_S", -1.0)
+    robot = cd.load_robot("chain:n=3")
+    cs, _ = cd.constraint_set(robot, "default")
+    trace_module.trace(robot, cs, "naive")
+    old = next((tmp_path / "traces").glob("*.casadi"))
+    os.utime(old, (time.time() - 100, time.time() - 100))
+    monkeypatch.setattr(trace_cache, "MAX_BYTES", old.stat().st_size + 1)
+    trace_module.trace(robot, cs, "aba")
+    kept = list((tmp_path / "traces").glob("*.casadi"))
+    assert len(kept) == 1 and kept[0] != old

@@ -250,7 +250,7 @@ def test_check_compares_jacobians_with_pinocchio(out_dir, capsys):
     case("panda-EE6")       # skips without example-robot-data
     assert main(["check", "panda", "-s", "EE6", "-a", "rnea", "--derivative", "jacobian", "--samples", "2",
                  "-o", str(out_dir)]) is None
-    row = next(line for line in capsys.readouterr().out.splitlines() if line.startswith("panda"))
+    row = next(line for line in capsys.readouterr().out.splitlines() if line.startswith("panda "))   # not the base line "panda: …"
     assert row.split()[-2] == "ok" and float(row.split()[-3]) <= 1e-8
 
 

@@ -79,7 +79,7 @@ def run_check(monkeypatch, tmp_path, corrupt, *args):
 def test_cli_check_fails_on_nan(monkeypatch, tmp_path, go1):
     r = run_check(monkeypatch, tmp_path, lambda n, v: np.full_like(v, np.nan), "-a", "pv_osimr")
     assert r.exit_code == 1, r.output
-    rows = [line for line in r.stdout.splitlines() if line.startswith("go1")]
+    rows = [line for line in r.stdout.splitlines() if line.startswith("go1 ")]   # not the base line "go1: …"
     assert rows and all("delassus" in row and "inf" in row and "FAIL" in row for row in rows)     # every oracle
 
 

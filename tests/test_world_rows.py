@@ -176,7 +176,7 @@ def test_world_rows_compile_and_check_through_the_cli(tmp_path):
                         "-c", "RR_foot:6d-world", "-a", "pv_osimr", "-o", str(tmp_path), "--samples", "20"],
                        capture_output=True, text=True)
     assert r.returncode == 0, r.stderr
-    rows = [line for line in r.stdout.splitlines() if line.startswith("go1")]
+    rows = [line for line in r.stdout.splitlines() if line.startswith("go1 ")]   # not the base line "go1: …"
     assert len(rows) == 2 and all(" ok " in row for row in rows)
     assert {row.split()[3] for row in rows} == {"numpy", "pinocchio"}
     f = api.load(next(tmp_path.rglob("pv_osimr.json")))

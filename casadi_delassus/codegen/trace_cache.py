@@ -2,7 +2,8 @@
 (two processes) trace a big model once: the casadi.Function serialised by CasADi
 (``Function.serialize``) in the cache folder ``traces`` (runtime/cache_dirs.py), named by the sha256 of the package's source, CasADi's
 version, the robot, the constraints, the algorithm, cse and osim.  Only traces that took
-longer than KEEP_AFTER_S are kept (a quick one costs less than its file), and a file is written under a temporary name and moved in, so readers never see half of one."""
+longer than KEEP_AFTER_S are kept (a quick one costs less than its file), the least recently
+used removed beyond MAX_BYTES, and a file is written under a temporary name and moved in, so readers never see half of one."""
 from __future__ import annotations
 
 import functools
@@ -18,6 +19,7 @@ from .. import __version__
 from ..runtime.cache_dirs import cache_dir, private_folder
 
 KEEP_AFTER_S = 1.0
+MAX_BYTES = 512 * 2 ** 20       # the least recently used traces go beyond this
 
 
 @functools.lru_cache(maxsize=1)
@@ -52,6 +54,7 @@ def load(trace_key, name):
         return None
     try:
         f = ca.Function.deserialize(path.read_text())
+        os.utime(path)      # recently used: kept longest (_prune)
     except (OSError, RuntimeError, UnicodeDecodeError):
         return None         # damaged or from another CasADi: trace again (and overwrite it)
     if f.name() == name:
@@ -69,5 +72,17 @@ def store(trace_key, f, seconds):
         with tempfile.NamedTemporaryFile("w", dir=folder, suffix=".tmp", delete=False) as tmp:
             tmp.write(f.serialize())
         os.replace(tmp.name, folder / f"{trace_key}.casadi")
+        _prune(folder)
     except OSError:
         pass                # a full or read-only cache only costs the next run a trace
+
+
+def _prune(folder):
+    """Remove the least recently used traces until the folder holds at most MAX_BYTES (the one
+    just stored stays, whatever its size)."""
+    files = sorted(((p.stat().st_mtime, p.stat().st_size, p) for p in folder.glob("*.casadi")), reverse=True)
+    total = 0
+    for k, (_, size, path) in enumerate(files):
+        total += size
+        if total > MAX_BYTES and k:
+            path.unlink(missing_ok=True)
