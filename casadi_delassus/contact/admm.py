@@ -28,7 +28,7 @@ with new vectors (each iteration) and new damping (each change of ρ).  ρ start
 primal residual ‖x − y‖∞ and the dual one ρ‖y − y_prev‖∞ differ by more than RHO_RATIO, ρ is
 multiplied by √(primal / dual) (at most RHO_CLIP either way, and kept within RHO_RANGE of G's
 largest diagonal entry: on a singular G a ρ driven towards 0 overflows) and the damped inverse
-refactored;
+refactored if ρ changed;
 a contact set that sticks drives ρ down by orders of magnitude, which one jump does where a
 fixed factor would refactor at every iteration.  The iteration stops
 when the answer (λ = y, σ = Gy + g) has all three residuals (residuals.py) and the last change
@@ -86,6 +86,7 @@ def solve(G, g, mu, exact=True, lam0=None, options=Options()):
             return done
         primal, dual = np.max(np.abs(x - y)), rho * np.max(np.abs(y - y_prev))
         if primal > RHO_RATIO * dual or dual > RHO_RATIO * primal:
-            rho = min(max(rho * rho_factor(primal, dual), scale / RHO_RANGE), scale * RHO_RANGE)
-            factor = np.linalg.cholesky(G + (rho + eta) * np.eye(m))
+            new = min(max(rho * rho_factor(primal, dual), scale / RHO_RANGE), scale * RHO_RANGE)
+            if new != rho:      # at the end of its range ρ stays: the factor stands
+                rho, factor = new, np.linalg.cholesky(G + (new + eta) * np.eye(m))
     return finish(y, sigma, mu, exact, options.max_iter, options, last=True)
