@@ -1,6 +1,7 @@
 """MuJoCo's contact model on the compiled step (casadi_delassus/contact/mujoco_step.py) against
 MuJoCo 4's own answer: for gymnasium's ant and robosuite-models' Go2 (verify/mujoco_contact_scenes.py:
-four feet 1 mm into the ground, standing and sliding at (0.5, 0.2) m/s), with the models' own
+four feet 1 mm into the ground, standing and sliding at (0.5, 0.2) m/s; "moved": perturbed
+joints, a tilted base, random velocities), with the models' own
 condim (Go2's feet 6, ant's 3) and others forced on every geom, elliptic and pyramidal cones, the largest relative error of our efc_force and qacc against MuJoCo's after mj_forward
 (Newton, tolerance 1e-15), and the ADMM iterations.
 
@@ -38,16 +39,16 @@ def rows():
     out, steps = [], {}
     for robot, condim in CASES:
         m = scene(robot, "elliptic", condim)
-        specs = mujoco_contacts(m, state(m, robot, False)).specs
+        specs = mujoco_contacts(m, state(m, robot, "standing")).specs
         key = (robot, tuple(specs))
         if key not in steps:
             steps[key] = mujoco_contact_step(m, specs, cflags=["-O1"])
-        for sliding in (False, True):
+        for kind in ("standing", "sliding", "moved"):
             for cone in ("elliptic", "pyramidal"):
                 m = scene(robot, cone, condim)
-                d = state(m, robot, sliding)
+                d = state(m, robot, kind)
                 r = steps[key].solve(m, d)
-                out.append((robot, d.contact[0].dim, "sliding" if sliding else "standing", cone, d.ncon,
+                out.append((robot, d.contact[0].dim, kind, cone, d.ncon,
                             relative(r.force, d.efc_force), relative(r.qacc, d.qacc), r.iterations, r.status,
                             int(d.solver_niter[0])))
     return out
@@ -58,7 +59,7 @@ def timings(reps=31, calls=200):
     and MuJoCo's mj_fwdConstraint at tolerance 1e-15 and 1e-8, on Go2 standing, elliptic."""
     mujoco = mujoco_module()
     m = scene("go2", "elliptic")
-    d = state(m, "go2", False)
+    d = state(m, "go2", "standing")
     c = mujoco_contacts(m, d)
     step = mujoco_contact_step(m, c.specs)
     args = (d.qpos.copy(), d.qvel.copy(), d.qfrc_applied.copy(), c.frames, c.friction, c.dims, *soft_parameters(m, c, False))
