@@ -62,7 +62,8 @@ def timings(reps=31, calls=200):
     d = state(m, "go2", "standing")
     c = mujoco_contacts(m, d)
     step = mujoco_contact_step(m, c.specs)
-    args = (d.qpos.copy(), d.qvel.copy(), d.qfrc_applied.copy(), c.frames, c.friction, c.dims, *soft_parameters(m, c, False))
+    args = (d.qpos.copy(), d.qvel.copy(), d.qfrc_applied.copy(), c.frames, c.friction, c.dims, c.offsets,
+            *soft_parameters(m, c, False))
 
     def ours():
         """One raw call of the compiled step."""
