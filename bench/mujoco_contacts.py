@@ -1,8 +1,11 @@
 """MuJoCo's contact model on the compiled step (casadi_delassus/contact/mujoco_step.py) against
 MuJoCo 4's own answer: for gymnasium's ant and robosuite-models' Go2 (verify/mujoco_contact_scenes.py:
-four feet 1 mm into the ground, standing and sliding at (0.5, 0.2) m/s), with the models' own
-condim (Go2's feet 6, ant's 3) and others forced on every geom, elliptic and pyramidal cones, the largest relative error of our efc_force and qacc against MuJoCo's after mj_forward
-(Newton, tolerance 1e-15), and the ADMM iterations.
+four feet 1 mm into the ground, standing and sliding at (0.5, 0.2) m/s; "moved": perturbed
+joints, a tilted base, random velocities), with the models' own
+condim (Go2's feet 6, ant's 3) and others forced on every geom, and stiff contacts (solimp
+0.99, 0.9999 on Go2), elliptic and pyramidal cones, the largest relative error of our
+efc_force and qacc against MuJoCo's after mj_forward (Newton, tolerance 1e-15), and the ADMM
+iterations.
 
     .venv/bin/python bench/mujoco_contacts.py [--time]
 
@@ -29,25 +32,35 @@ def relative(a, b):
     return float(np.max(np.abs(a - b)) / np.max(np.abs(b)))
 
 
-# (robot, condim of every geom: None keeps the model's own, Go2's feet 6 and ant's 3)
-CASES = [("go2", None), ("go2", 4), ("go2", 3), ("go2", 1), ("ant", None), ("ant", 6)]
+# (robot, condim of every geom: None keeps the model's own, Go2's feet 6 and ant's 3; solimp's (d0, d_width) on
+# every geom, None: the model's own)
+CASES = [("go2", None, None), ("go2", 4, None), ("go2", 3, None), ("go2", 1, None), ("ant", None, None),
+         ("ant", 6, None), ("go2", None, (0.99, 0.9999))]
+
+
+def case_scene(robot, cone, condim, stiff):
+    """The scene of one case (``stiff``: solimp's d0 and d_width on every geom)."""
+    m = scene(robot, cone, condim)
+    if stiff:
+        m.geom_solimp[:, :2] = stiff
+    return m
 
 
 def rows():
     """One row per robot, condim, state and cone: errors of force and qacc, iterations of both solvers."""
     out, steps = [], {}
-    for robot, condim in CASES:
-        m = scene(robot, "elliptic", condim)
-        specs = mujoco_contacts(m, state(m, robot, False)).specs
+    for robot, condim, stiff in CASES:
+        m = case_scene(robot, "elliptic", condim, stiff)
+        specs = mujoco_contacts(m, state(m, robot, "standing")).specs
         key = (robot, tuple(specs))
         if key not in steps:
             steps[key] = mujoco_contact_step(m, specs, cflags=["-O1"])
-        for sliding in (False, True):
+        for kind in ("standing", "sliding", "moved"):
             for cone in ("elliptic", "pyramidal"):
-                m = scene(robot, cone, condim)
-                d = state(m, robot, sliding)
+                m = case_scene(robot, cone, condim, stiff)
+                d = state(m, robot, kind)
                 r = steps[key].solve(m, d)
-                out.append((robot, d.contact[0].dim, "sliding" if sliding else "standing", cone, d.ncon,
+                out.append((robot, d.contact[0].dim, "×".join(map(str, stiff or ["model's"])), kind, cone, d.ncon,
                             relative(r.force, d.efc_force), relative(r.qacc, d.qacc), r.iterations, r.status,
                             int(d.solver_niter[0])))
     return out
@@ -58,10 +71,11 @@ def timings(reps=31, calls=200):
     and MuJoCo's mj_fwdConstraint at tolerance 1e-15 and 1e-8, on Go2 standing, elliptic."""
     mujoco = mujoco_module()
     m = scene("go2", "elliptic")
-    d = state(m, "go2", False)
+    d = state(m, "go2", "standing")
     c = mujoco_contacts(m, d)
     step = mujoco_contact_step(m, c.specs)
-    args = (d.qpos.copy(), d.qvel.copy(), d.qfrc_applied.copy(), c.frames, c.friction, c.dims, *soft_parameters(m, c, False))
+    args = (d.qpos.copy(), d.qvel.copy(), d.qfrc_applied.copy(), c.frames, c.friction, c.dims, c.offsets,
+            *soft_parameters(m, c, False))
 
     def ours():
         """One raw call of the compiled step."""
@@ -94,9 +108,9 @@ def main():
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--time", action="store_true", help="also time one call against mj_fwdConstraint")
     timed = parser.parse_args().time
-    head = ("| robot | condim | state | cone | contacts | efc_force rel. error | qacc rel. error | ADMM iterations | status "
-            "| MuJoCo Newton iterations |")
-    lines = [head, "|" + "---|" * 10]
+    head = ("| robot | condim | solimp d0×d_width | state | cone | contacts | efc_force rel. error | qacc rel. error "
+            "| ADMM iterations | status | MuJoCo Newton iterations |")
+    lines = [head, "|" + "---|" * 11]
     lines += ["| " + " | ".join(f"{x:.1e}" if isinstance(x, float) else str(x) for x in row) + " |" for row in rows()]
     if timed:
         lines += ["", "Go2 standing, elliptic, condim 6 (one core):", "", *timings()]

@@ -35,7 +35,7 @@ from ..codegen.emit import TEMPLATES as CODEGEN_TEMPLATES, casadi_source
 from ..codegen.escape import Safe
 from ..constraints import ConstraintSet
 from ..errors import ConstraintError, InputError
-from ..model.mjcf import body_name, mujoco_module, robot_from_mjmodel
+from ..model.mjcf import _model_name as model_name, body_name, mujoco_module, robot_from_mjmodel
 from ..registry import AUTO
 from ..runtime import artifact
 from ..runtime.compiler import find_compiler
@@ -167,8 +167,8 @@ def build(robot, cs, out_dir, cflags, cc, delassus):
 
 @dataclass(frozen=True)
 class SoftResult:
-    """MuJoCo's efc_force of the contact rows (3 or 4 per contact, MuJoCo's order), qacc, and the
-    solve's iterations, residuals (primal, dual) and status."""
+    """MuJoCo's efc_force of the contacts' rows (``rows_per_contact`` each, MuJoCo's order), qacc,
+    and the solve's iterations, residuals (primal, dual) and status."""
     force: np.ndarray
     qacc: np.ndarray
     iterations: int
@@ -183,8 +183,8 @@ class MujocoContactStep:
     """A compiled step solving MuJoCo's soft contact problem for one robot and contact set
     (``mujoco_contact_step``)."""
 
-    def __init__(self, model, contacts, out_dir=DEFAULT_OUT, cflags=("-O2",), cc=None, delassus=AUTO, name="mjcf"):
-        self.robot = robot_from_mjmodel(model, name)
+    def __init__(self, model, contacts, out_dir=DEFAULT_OUT, cflags=("-O2",), cc=None, delassus=AUTO, name=None):
+        self.robot = robot_from_mjmodel(model, name or model_name(model) or "mjcf")
         self.contacts = ConstraintSet.parse(self.robot, list(contacts))
         self.blocks = contact_blocks(self.contacts)
         self.nc = len(self.blocks)
@@ -247,5 +247,5 @@ def mujoco_contact_step(model, contacts, **build_options):
     """A compiled step for the robot of the MjModel ``model`` (its gravity and armature) and
     ``contacts`` (specs, e.g. ``mujoco_contacts(model, data).specs``): ``s.solve(model, data)``
     → SoftResult with MuJoCo's contact ``efc_force`` and ``qacc``.  ``build_options``: out_dir,
-    cflags, cc, delassus, name."""
+    cflags, cc, delassus, name (default: the model's <mujoco model>)."""
     return MujocoContactStep(model, contacts, **build_options)

@@ -58,20 +58,34 @@ def _lowest(m, d, g):
     return z
 
 
-def state(m, robot, sliding, seed=0):
-    """MjData after mj_forward.  Standing: the feet 1 mm into the ground, at rest, under a small
-    random qfrc_applied on the joints; sliding: the same pose with the base moving at
-    (0.5, 0.2) m/s (same contacts, so one compiled step serves both)."""
+def _touch(m, d, depth):
+    """Lower the base so that the highest of the four lowest geoms is ``depth`` into the ground."""
+    mujoco = mujoco_module()
+    mujoco.mj_forward(m, d)
+    low = sorted(_lowest(m, d, g) for g in range(m.ngeom) if m.geom_bodyid[g] > 0 and m.geom_contype[g])[:4]
+    d.qpos[2] -= low[-1] + depth
+
+
+def state(m, robot, kind, seed=0):
+    """MjData after mj_forward, four feet touching, a small random qfrc_applied on the joints.
+    ``kind``: "standing" (the feet 1 mm into the ground, at rest), "sliding" (the same pose, the
+    base moving at (0.5, 0.2) m/s: same contacts, so one compiled step serves both) or "moved"
+    (joint angles and the base's tilt perturbed, random velocities, the highest foot 0.5 mm in)."""
     mujoco = mujoco_module()
     d = mujoco.MjData(m)
     if robot == "go2":
         d.qpos[:] = m.key("home").qpos
     else:
         d.qpos[7:15] = [0, 1, 0, -1, 0, -1, 0, 1]        # ankles bent down: the four feet touch
-    mujoco.mj_forward(m, d)
-    d.qpos[2] -= min(_lowest(m, d, g) for g in range(m.ngeom) if m.geom_bodyid[g] > 0 and m.geom_contype[g]) + 1e-3
-    d.qfrc_applied[6:] = np.random.default_rng(seed).normal(scale=0.5, size=m.nv - 6)
-    if sliding:
+    rng = np.random.default_rng(seed)
+    d.qfrc_applied[6:] = rng.normal(scale=0.5, size=m.nv - 6)
+    if kind == "moved":
+        d.qpos[7:] += rng.normal(scale=0.05, size=m.nq - 7)
+        d.qpos[3:7] += [0, 0.02, -0.03, 0]
+        d.qpos[3:7] /= np.linalg.norm(d.qpos[3:7])
+        d.qvel[:] = rng.normal(scale=0.3, size=m.nv)
+    _touch(m, d, 5e-4 if kind == "moved" else 1e-3)
+    if kind == "sliding":
         d.qvel[:2] = [0.5, 0.2]
     mujoco.mj_forward(m, d)
     return d
