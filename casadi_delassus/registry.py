@@ -60,6 +60,8 @@ class Algorithm:
     kkt_solve: Callable | None = None
 
     def __post_init__(self):
+        if self.name != COUPLED_ALGORITHM:      # the one place that refuses coupled mimic joints
+            object.__setattr__(self, "fn", _uncoupled_only(self.name, self.fn))
         if not self.loops:      # the one place that rejects them, for every caller of fn
             object.__setattr__(self, "fn", _unary_only(self.name, self.fn))
             if self.derivative is not None:
@@ -84,6 +86,18 @@ def _unary_only(name, fn):
                 f"{', '.join(c.spec for c in constraints.non_unary)}; link-to-link (A|B) and joint (JOINT:NAME) "
                 f"constraints need one of: {', '.join(loop_algorithms())}")
         return fn(robot, constraints, *args, **kwargs)
+    return checked
+
+
+def _uncoupled_only(name, fn):
+    """``fn`` behind a ConstraintError for a robot with coupled mimic joints (load_robot(mimic=True)):
+    its recursions run over independent joints."""
+    @functools.wraps(fn)
+    def checked(robot, *args, **kwargs):
+        if getattr(robot, "coupling", None) is not None:
+            raise ConstraintError(f"algorithm {name!r} treats every joint as independent; robot {robot.name!r} has "
+                                  f"coupled mimic joints (mimic=True, --mimic): use -a {COUPLED_ALGORITHM}")
+        return fn(robot, *args, **kwargs)
     return checked
 
 
@@ -125,6 +139,10 @@ AUTO_FAMILIES = {
 }
 
 
+# the one algorithm that works in a coupled robot's reduced coordinates (model/mimic.py)
+COUPLED_ALGORITHM = "naive"
+
+
 def is_auto(algorithm):
     """``auto`` or one of AUTO_FAMILIES: an algorithm chosen per robot and constraint set."""
     return algorithm == AUTO or algorithm in AUTO_FAMILIES
@@ -135,6 +153,8 @@ def auto_candidates(robot, constraints, family=AUTO):
     constraint set (see AUTO_RULE)."""
     if family != AUTO:
         return [a for a in AUTO_FAMILIES[family] if ALGORITHMS[a].accepts(constraints)]
+    if getattr(robot, "coupling", None) is not None:
+        return [COUPLED_ALGORITHM]
     accepted = [a for a in delassus_algorithms() if ALGORITHMS[a].accepts(constraints)]
     linear = [a for a in accepted if a in LINEAR_TIME]
     return accepted if robot.nv <= CHEAP_NV or not linear else linear

@@ -25,12 +25,14 @@ def traced_outputs(robot, constraints, algorithm, osim=False):
     ``osim`` adds Λ, the inverse of the Delassus matrix, through its LDLᵀ (PV paper Fig. 2
     counts both)."""
     algo = get_algorithm(algorithm)
-    q = ca.SX.sym("q", robot.nq)
+    coupled = robot.coupling
+    q = ca.SX.sym("q", robot.nq if coupled is None else coupled.nq)
+    q_full = q if coupled is None else ca.mtimes(ca.sparsify(ca.DM(coupled.A)), q) + ca.DM(coupled.b)
     sizes = {"nv": robot.nv, "m": constraints.m}
     vectors = {n: ca.SX.sym(n, sizes[VECTOR_INPUTS[n][0]]) for n in algo.inputs}
     K_syms = {c.input_name: ca.SX.sym(c.input_name, c.rows, 6) for c in constraints.inputs}
-    K_bodies = constraints.symbolic_K_bodies(q, K_syms)
-    outputs = algo.fn(robot, constraints, q, K_bodies, **vectors)
+    K_bodies = constraints.symbolic_K_bodies(q_full, K_syms)
+    outputs = algo.fn(robot, constraints, q_full, K_bodies, **vectors)
     if osim and "osim" not in outputs and "delassus" in outputs:     # Λ only where Λ⁻¹ is an output
         m = constraints.m
         outputs["osim"] = linalg.to_sx(linalg.spd_inverse(linalg.upper_entries(outputs["delassus"]), m), m)
@@ -41,7 +43,8 @@ def describe_inputs(robot, constraints, algorithm):
     """The manifest's inputs of ``algorithm``'s generated function: name, shape, meaning."""
     algo = get_algorithm(algorithm)
     sizes = {"nv": robot.nv, "m": constraints.m}
-    inputs = [{"name": "q", "shape": [robot.nq], "meaning": Q_MEANING.get(robot.q_convention, Q_MEANING["mixed"])}]
+    nq = robot.nq if robot.coupling is None else robot.coupling.nq
+    inputs = [{"name": "q", "shape": [nq], "meaning": Q_MEANING.get(robot.q_convention, Q_MEANING["mixed"])}]
     inputs += [{"name": n, "shape": [sizes[VECTOR_INPUTS[n][0]]], "meaning": algo.input_meaning(n)} for n in algo.inputs]
     inputs += [{"name": c.input_name, "shape": [c.rows, 6], "meaning": f"K of constraint {c.spec}: rows act on the "
                 f"spatial acceleration [linear; angular] of {c.link} in its own frame"} for c in constraints.inputs]
