@@ -79,3 +79,24 @@ def test_coupled_build_has_its_own_name(models, tmp_path):
     path.write_text(GRIPPER)
     uncoupled = load_robot(path, floating_base=False)
     assert uncoupled.coupling is None and "_mimic" in model_name(robot) and model_name(uncoupled) != model_name(robot)
+
+
+def test_cli_mimic_builds_naive_and_refuses_recursive_in_one_line(models, tmp_path):
+    import subprocess
+    import sys
+    path = tmp_path / "gripper.urdf"
+    path.write_text(GRIPPER)
+    args = [sys.executable, "-m", "casadi_delassus", "count", str(path), "--fixed-base", "--mimic", "-c", "left:6d",
+            "-c", "tip:6d", "--format", "json"]
+    ok = subprocess.run(args, capture_output=True, text=True)
+    assert ok.returncode == 0 and '"naive"' in ok.stdout
+    refused = subprocess.run([*args, "-a", "pv_osim"], capture_output=True, text=True)
+    assert refused.returncode == 2 and refused.stderr.strip().count("\n") == 0 and "-a naive" in refused.stderr
+
+
+def test_check_refuses_coupled_robot(models):
+    from casadi_delassus.errors import DelassusError
+    from casadi_delassus.verify.check import compare
+    robot, _ = models
+    with pytest.raises(DelassusError, match="mimic model"):
+        compare(None, robot, None)
