@@ -3,6 +3,7 @@ JSON, MJCF, synthetic mechanisms, the named registry), and the one place that de
 loader reads what (``load_robot``)."""
 from __future__ import annotations
 
+import copy
 import hashlib
 from pathlib import Path
 from xml.etree import ElementTree
@@ -37,6 +38,7 @@ def load_robot(spec, floating_base=None, mimic=False):
     robot = _load(spec, floating_base)
     if mimic:
         from .mimic import coupling
+        robot = copy.copy(robot) if robot is spec else robot     # a caller's Robot stays uncoupled
         robot.coupling = coupling(robot)
     return robot
 
