@@ -34,14 +34,14 @@ def models(tmp_path_factory):
     return robot, pin.buildModelFromUrdf(str(path), mimic=True)
 
 
-def pinocchio_delassus(model, q):
-    """J M⁻¹ Jᵀ from Pinocchio's mimic model: crba and LOCAL 6D frame Jacobians of LINKS."""
+def pinocchio_delassus(model, q, links=LINKS):
+    """J M⁻¹ Jᵀ from Pinocchio's mimic model: crba and LOCAL 6D frame Jacobians of ``links``."""
     data = model.createData()
     M = pin.crba(model, data, q)
     M = np.triu(M) + np.triu(M, 1).T
     pin.computeJointJacobians(model, data, q)
     pin.updateFramePlacements(model, data)
-    J = np.vstack([pin.getFrameJacobian(model, data, model.getFrameId(n), pin.LOCAL) for n in LINKS])
+    J = np.vstack([pin.getFrameJacobian(model, data, model.getFrameId(n), pin.LOCAL) for n in links])
     return J @ np.linalg.solve(M, J.T)
 
 
@@ -100,3 +100,19 @@ def test_check_refuses_coupled_robot(models):
     robot, _ = models
     with pytest.raises(DelassusError, match="mimic model"):
         compare(None, robot, None)
+
+
+def test_panda_fingers_coupled_match_pinocchio():
+    """The registry's Panda: finger_joint2 mimics finger_joint1 (nv 9 -> 8)."""
+    from casadi_delassus.model import registry
+    if not registry.is_available("panda"):
+        pytest.skip("example-robot-data is not installed")
+    robot = load_robot("panda", mimic=True)
+    model = pin.buildModelFromUrdf(str(registry.model_path("panda")), mimic=True)
+    assert (robot.nv, robot.coupling.nq, robot.coupling.nv) == (9, model.nq, model.nv) == (9, 8, 8)
+    links = ("panda_leftfinger", "panda_rightfinger", "panda_link7")
+    f = cd.casadi_function(robot, [f"{n}:6d" for n in links], "naive")
+    for _ in range(5):
+        q = pin.randomConfiguration(model)
+        ref = pinocchio_delassus(model, q, links)
+        assert np.linalg.norm(np.array(f(q)) - ref) <= 1e-10 * np.linalg.norm(ref)

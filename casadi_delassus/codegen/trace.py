@@ -16,6 +16,8 @@ from ..opcount import count_ops
 # naive on chain:n=100), during which the progress timer cannot speak: graphs above this
 # size (~5 s) are announced up front.
 BIG_GRAPH = 300_000
+COUPLED_Q = ("; without the coupled mimic joints' entries (Pinocchio's mimic=True model): "
+             "each follows multiplier · q_ref + offset")
 OSIM_MEANING = "operational-space inertia Λ = (Λ⁻¹)⁻¹ by an LDLᵀ of the Delassus matrix"
 
 
@@ -43,8 +45,11 @@ def describe_inputs(robot, constraints, algorithm):
     """The manifest's inputs of ``algorithm``'s generated function: name, shape, meaning."""
     algo = get_algorithm(algorithm)
     sizes = {"nv": robot.nv, "m": constraints.m}
-    nq = robot.nq if robot.coupling is None else robot.coupling.nq
-    inputs = [{"name": "q", "shape": [nq], "meaning": Q_MEANING.get(robot.q_convention, Q_MEANING["mixed"])}]
+    q_meaning = Q_MEANING.get(robot.q_convention, Q_MEANING["mixed"])
+    if robot.coupling is None:
+        inputs = [{"name": "q", "shape": [robot.nq], "meaning": q_meaning}]
+    else:
+        inputs = [{"name": "q", "shape": [robot.coupling.nq], "meaning": q_meaning + COUPLED_Q}]
     inputs += [{"name": n, "shape": [sizes[VECTOR_INPUTS[n][0]]], "meaning": algo.input_meaning(n)} for n in algo.inputs]
     inputs += [{"name": c.input_name, "shape": [c.rows, 6], "meaning": f"K of constraint {c.spec}: rows act on the "
                 f"spatial acceleration [linear; angular] of {c.link} in its own frame"} for c in constraints.inputs]
