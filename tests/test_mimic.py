@@ -116,3 +116,10 @@ def test_panda_fingers_coupled_match_pinocchio():
         q = pin.randomConfiguration(model)
         ref = pinocchio_delassus(model, q, links)
         assert np.linalg.norm(np.array(f(q)) - ref) <= 1e-10 * np.linalg.norm(ref)
+
+
+def test_tangent_derivatives_refused_on_coupled_robot(models):
+    from casadi_delassus.errors import DelassusError
+    robot, _ = models
+    with pytest.raises(DelassusError, match="coupled mimic joints"):
+        cd.casadi_function(robot, ["left:6d"], "naive", tangent=True)
