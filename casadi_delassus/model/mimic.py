@@ -19,6 +19,7 @@ class Coupling:
     A: np.ndarray       # nq x nq_r: q = A q_r + b
     b: np.ndarray
     G: np.ndarray       # nv x nv_r: v = G v_r
+    free_q: tuple       # the entries of q that q_r keeps, in order
 
     @property
     def nq(self):
@@ -27,6 +28,11 @@ class Coupling:
     @property
     def nv(self):
         return self.G.shape[1]
+
+    def reduce(self, q):
+        """The coupled coordinates of full configurations ``q`` (nq, or n x nq): the entries of
+        the joints that mimic none (robot.random_q's, for the generated function)."""
+        return np.asarray(q, float)[..., list(self.free_q)]
 
     def describe(self):
         """Plain data for the robot's identity (a coupled build never shares files with the uncoupled one)."""
@@ -55,4 +61,4 @@ def coupling(robot):
         A[b.q_index, free_q.index(ref.q_index)] = mult
         b_[b.q_index] = float(b.joint.mimic["offset"])
         G[b.v_index, free_v.index(ref.v_index)] = mult
-    return Coupling(A, b_, G)
+    return Coupling(A, b_, G, tuple(free_q))
