@@ -102,18 +102,21 @@ def test_check_refuses_coupled_robot(models):
         compare(None, robot, None)
 
 
-def test_panda_fingers_coupled_match_pinocchio():
-    """The registry's Panda: finger_joint2 mimics finger_joint1 (nv 9 -> 8)."""
+@pytest.mark.parametrize("floating", [False, True])
+def test_panda_fingers_coupled_match_pinocchio(floating):
+    """The registry's Panda: finger_joint2 mimics finger_joint1 (nv 9 -> 8), fixed or on a free base."""
     from casadi_delassus.model import registry
     if not registry.is_available("panda"):
         pytest.skip("example-robot-data is not installed")
-    robot = load_robot("panda", mimic=True)
-    model = pin.buildModelFromUrdf(str(registry.model_path("panda")), mimic=True)
-    assert (robot.nv, robot.coupling.nq, robot.coupling.nv) == (9, model.nq, model.nv) == (9, 8, 8)
+    robot = load_robot("panda", floating_base=floating, mimic=True)
+    base = [pin.JointModelFreeFlyer()] if floating else []
+    model = pin.buildModelFromUrdf(str(registry.model_path("panda")), *base, mimic=True)
+    assert (robot.nv - robot.coupling.nv, robot.coupling.nq, robot.coupling.nv) == (1, model.nq, model.nv)
+    assert model.nv == 8 + 6 * floating
     links = ("panda_leftfinger", "panda_rightfinger", "panda_link7")
     f = cd.casadi_function(robot, [f"{n}:6d" for n in links], "naive")
     for _ in range(5):
-        q = pin.randomConfiguration(model)
+        q = pin.randomConfiguration(model, -np.ones(model.nq), np.ones(model.nq))
         ref = pinocchio_delassus(model, q, links)
         assert np.linalg.norm(np.array(f(q)) - ref) <= 1e-10 * np.linalg.norm(ref)
 
