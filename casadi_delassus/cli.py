@@ -34,6 +34,9 @@ _base_opt = click.option("--fixed-base/--floating-base", "fixed_base", default=N
                          help="fix a URDF model's root link to the world, or put it on a free base (default: the "
                               "model's own: URDF files float, registry robots as listed by `robots`); the output "
                               "folder name says which")
+_mimic_opt = click.option("--mimic", is_flag=True,
+                          help="couple a URDF model's mimic joints as Pinocchio's mimic=True does (q and v without "
+                               "them; algorithm naive only); the output folder name says _mimic")
 _scenario_opt = click.option("--scenario", "-s", help="named constraint scenario of the robot (default: its first)")
 _constraint_opt = click.option("-c", "--constraint", "specs", multiple=True, metavar="SPEC",
                                help="constraint LINK:6d, LINK:3d[@x,y,z], world-aligned rows LINK:6d-world, LINK:3d-world[@x,y,z], "
@@ -87,10 +90,10 @@ def _floating(fixed_base):
     return None if fixed_base is None else not fixed_base
 
 
-def _resolve(robot_spec, scenario, specs, fixed_base=None, say_base=True):
+def _resolve(robot_spec, scenario, specs, fixed_base=None, say_base=True, mimic=False):
     """(robot, constraint set, scenario name); ``say_base``: the first line of the output says
     which base the robot has and how to change it (output meant for machines leaves it out)."""
-    robot = load_robot(robot_spec, floating_base=_floating(fixed_base))
+    robot = load_robot(robot_spec, floating_base=_floating(fixed_base), mimic=mimic)
     if specs and scenario:
         raise click.UsageError("give either --scenario or -c constraints, not both")
     constraints = list(specs) if specs else (scenario or api.default_constraints(robot))
@@ -163,11 +166,12 @@ def links(robot, fixed_base, fmt):
 @_with(_trace_opts)
 @click.option("--format", "fmt", type=click.Choice(["table", "json", "csv"]), default="table", show_default=True)
 @_with(_derivative_opts)
-def count(robot, fixed_base, scenario, specs, algorithms, cse, fmt, derivatives, wrt, method):
+@_mimic_opt
+def count(robot, fixed_base, scenario, specs, algorithms, cse, fmt, derivatives, wrt, method, mimic):
     """Count the operations of each algorithm (traced, not compiled); with --derivative, of its
     derivatives too (and how many times the value's count they are)."""
     derivatives = _derivatives(derivatives, wrt)
-    robot, cs, _ = _resolve(robot, scenario, specs, fixed_base, say_base=fmt == "table")
+    robot, cs, _ = _resolve(robot, scenario, specs, fixed_base, say_base=fmt == "table", mimic=mimic)
     counts = {}
     for a in _algorithms(algorithms):
         if a == AUTO:
@@ -227,11 +231,12 @@ _gen_opts = [click.option("-o", "--out", "out_dir", default=str(api.DEFAULT_OUT)
 @click.option("--casadi-derivatives", is_flag=True,
               help="also compile CasADi's derivative functions (fwd1_/adj1_/jac_<function>) into the .so (<algo>-casadi), "
                    "so that casadi.external(<function>, <so>) is differentiable inside CasADi")
+@_mimic_opt
 def generate(robot, fixed_base, scenario, specs, algorithms, cse, osim, out_dir, cflags, cc, force, name, package_dir, stages,
-             derivatives, wrt, method, casadi_derivatives):
+             derivatives, wrt, method, casadi_derivatives, mimic):
     """Generate, compile and load C for each algorithm; print the files."""
     derivatives = _derivatives(derivatives, wrt)
-    robot, cs, _ = _resolve(robot, scenario, specs, fixed_base)
+    robot, cs, _ = _resolve(robot, scenario, specs, fixed_base, mimic=mimic)
     made, algorithms = [], _algorithms(algorithms)
     for a in algorithms:            # refuse before generating anything
         check_osim(a, osim)

@@ -66,9 +66,14 @@ class Algorithm:
     def accepts(self, constraints):
         return self.loops or not constraints.non_unary
 
-    def require(self, constraints):
-        """ConstraintError, naming the algorithms that take them, for constraints ``fn`` does not
-        handle (A|B, JOINT:NAME); the tracer asks before calling ``fn`` (codegen/trace.py)."""
+    def require(self, robot, constraints):
+        """ConstraintError, naming the algorithms that take them, for a robot or constraints ``fn``
+        does not handle (coupled mimic joints; A|B, JOINT:NAME); the tracer asks before calling
+        ``fn`` (codegen/trace.py)."""
+        if self.name != COUPLED_ALGORITHM and getattr(robot, "coupling", None) is not None:
+            # the recursions run over independent joints
+            raise ConstraintError(f"algorithm {self.name!r} treats every joint as independent; robot {robot.name!r} "
+                                  f"has coupled mimic joints (mimic=True, --mimic): use -a {COUPLED_ALGORITHM}")
         if not self.accepts(constraints):
             raise ConstraintError(
                 f"algorithm {self.name!r} handles constraints between one link and the world only, not "
@@ -97,6 +102,10 @@ AUTO_FAMILIES = {
 }
 
 
+# the one algorithm that works in a coupled robot's reduced coordinates (model/mimic.py)
+COUPLED_ALGORITHM = "naive"
+
+
 def is_auto(algorithm):
     """``auto`` or one of AUTO_FAMILIES: an algorithm chosen per robot and constraint set."""
     return algorithm == AUTO or algorithm in AUTO_FAMILIES
@@ -107,6 +116,8 @@ def auto_candidates(robot, constraints, family=AUTO):
     constraint set (see AUTO_RULE)."""
     if family != AUTO:
         return [a for a in AUTO_FAMILIES[family] if ALGORITHMS[a].accepts(constraints)]
+    if getattr(robot, "coupling", None) is not None:
+        return [COUPLED_ALGORITHM]
     accepted = [a for a in delassus_algorithms() if ALGORITHMS[a].accepts(constraints)]
     linear = [a for a in accepted if a in LINEAR_TIME]
     return accepted if robot.nv <= CHEAP_NV or not linear else linear

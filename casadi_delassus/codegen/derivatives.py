@@ -323,6 +323,7 @@ def trace_derivative(robot, constraints, algorithm, derivative, wrt=None, name=N
     algorithm's analytical Jacobian blocks, products of them for JVP/VJP), "auto" (analytic
     for Jacobians where the algorithm has it, AD otherwise)."""
     check_request(derivative, method)
+    _uncoupled(robot, "--derivative")
     what = f"the {derivative} of {algorithm} for {robot.name} (nv = {robot.nv}, m = {constraints.m})"
     with step(f"tracing {what}"):
         t = _Traced(robot, constraints, algorithm, wrt)
@@ -390,10 +391,19 @@ def _companions(f, cse, kinds):
     return [makers[k]() for k in kinds]
 
 
+def _uncoupled(robot, what):
+    """A DelassusError for coupled mimic joints: the tangent space (model/integrate.py) is the full one."""
+    if getattr(robot, "coupling", None) is not None:
+        raise DelassusError(f"{what}: robot {robot.name!r} has coupled mimic joints (mimic=True, --mimic), and "
+                            f"tangent-space derivatives run over independent joints; differentiate the value "
+                            f"function with CasADi (casadi_function) instead")
+
+
 def tangent_function(f, robot):
     """``f`` with q moved along a tangent vector: inputs (q, dq, the others), outputs f(q ⊕ dq, …)
     (model/integrate.py).  CasADi's derivatives of it with respect to dq at dq = 0 are the
     tangent-space derivatives; those with respect to q are the stored coordinates' again."""
+    _uncoupled(robot, "tangent=True")
     x = f.sx_in()
     dq = ca.SX.sym("dq", robot.nv)
     moved = f.call([integrate_sx(robot, x[0], dq), *x[1:]])

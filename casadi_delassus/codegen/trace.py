@@ -17,6 +17,8 @@ from ..opcount import count_ops
 # naive on chain:n=100), during which the progress timer cannot speak: graphs above this
 # size (~5 s) are announced up front.
 BIG_GRAPH = 300_000
+COUPLED_Q = ("; without the coupled mimic joints' entries (Pinocchio's mimic=True model): "
+             "each follows multiplier · q_ref + offset")
 OSIM_MEANING = "operational-space inertia Λ = (Λ⁻¹)⁻¹ by an LDLᵀ of the Delassus matrix"
 
 
@@ -31,18 +33,21 @@ def traced_outputs(robot, constraints, algorithm, osim=False):
     symbol}, in the generated function's order: q, vectors, runtime K), {output name: SX},
     and the K_i each constraint acts with.  ``osim`` adds Λ, the inverse of the Delassus
     matrix, through its LDLᵀ (PV paper Fig. 2 counts both).  The guard and the row shift
-    around the algorithm's ``fn`` are here, once, for every caller."""
+    around the algorithm's ``fn`` are here, once, for every caller; a robot with coupled mimic
+    joints takes its coupled q, and the algorithm sees the full one."""
     algo = entry(algorithm)
-    q = ca.SX.sym("q", robot.nq)
+    coupled = robot.coupling
+    q = ca.SX.sym("q", robot.nq if coupled is None else coupled.nq)
+    q_full = q if coupled is None else ca.mtimes(ca.sparsify(ca.DM(coupled.A)), q) + ca.DM(coupled.b)
     sizes = {"nv": robot.nv, "m": constraints.m}
     vectors = {n: ca.SX.sym(n, sizes[VECTOR_INPUTS[n][0]]) for n in algo.inputs}
     K_syms = {c.input_name: ca.SX.sym(c.input_name, c.rows, 6) for c in constraints.inputs}
-    K_bodies = constraints.symbolic_K_bodies(q, K_syms)
-    algo.require(constraints)                   # A|B and JOINT:NAME rows: the loop algorithms only
+    K_bodies = constraints.symbolic_K_bodies(q_full, K_syms)
+    algo.require(robot, constraints)            # coupled mimic joints: naive only; A|B and JOINT:NAME: the loop algorithms
     given = dict(vectors)
     if "k" in given and constraints.world:      # world-aligned K_i(q) turn with the frame: the solvers
-        given["k"] = given["k"] - world_row_drift(robot, constraints, q, given["v"])   # enforce K_i a_i = k_i − K̇_i v_i
-    outputs = algo.fn(robot, constraints, q, K_bodies, **given)
+        given["k"] = given["k"] - world_row_drift(robot, constraints, q_full, given["v"])   # enforce K_i a_i = k_i − K̇_i v_i
+    outputs = algo.fn(robot, constraints, q_full, K_bodies, **given)
     if osim and "osim" not in outputs and "delassus" in outputs:     # Λ only where Λ⁻¹ is an output
         m = constraints.m
         outputs["osim"] = linalg.to_sx(linalg.spd_inverse(linalg.upper_entries(outputs["delassus"]), m), m)
@@ -54,7 +59,11 @@ def describe_inputs(robot, constraints, algorithm):
     shape, meaning."""
     algo = entry(algorithm)
     sizes = {"nv": robot.nv, "m": constraints.m}
-    inputs = [{"name": "q", "shape": [robot.nq], "meaning": Q_MEANING.get(robot.q_convention, Q_MEANING["mixed"])}]
+    q_meaning = Q_MEANING.get(robot.q_convention, Q_MEANING["mixed"])
+    if robot.coupling is None:
+        inputs = [{"name": "q", "shape": [robot.nq], "meaning": q_meaning}]
+    else:
+        inputs = [{"name": "q", "shape": [robot.coupling.nq], "meaning": q_meaning + COUPLED_Q}]
     inputs += [{"name": n, "shape": [sizes[VECTOR_INPUTS[n][0]]], "meaning": algo.input_meaning(n)} for n in algo.inputs]
     inputs += [{"name": c.input_name, "shape": [c.rows, 6], "meaning": f"K of constraint {c.spec}: rows act on the "
                 f"spatial acceleration [linear; angular] of {c.link} in its own frame"} for c in constraints.inputs]

@@ -3,6 +3,7 @@ JSON, MJCF, synthetic mechanisms, the named registry), and the one place that de
 loader reads what (``load_robot``)."""
 from __future__ import annotations
 
+import copy
 import hashlib
 from pathlib import Path
 from xml.etree import ElementTree
@@ -19,7 +20,7 @@ FORMATS = ("a registry name (see `robots`), a model file: URDF (.urdf, or .xml w
 _ROOTS = {"robot": "urdf", "sdf": "sdf", "mujoco": "mjcf"}
 
 
-def load_robot(spec, floating_base=None):
+def load_robot(spec, floating_base=None, mimic=False):
     """A robot from a registry name (``talos``), a model file (``.urdf``, ``.sdf``,
     spatial_v2 ``.json``, ``.xml``: URDF or MJCF by its root element), a URDF document given as
     a string (its text, starting with ``<``: named by its ``<robot name>``), or a synthetic spec
@@ -29,7 +30,21 @@ def load_robot(spec, floating_base=None):
     one is a ModelError.  An SDF model that closes loops gets the scenario ``loops``.
 
     Every robot records ``model_format`` (urdf, sdf, spatial_v2, mjcf, synthetic), and a
-    model read from text its ``model_text``, for the outside oracles (verify/oracles.py)."""
+    model read from text its ``model_text``, for the outside oracles (verify/oracles.py).
+
+    ``mimic=True`` couples the URDF ``<mimic>`` joints as Pinocchio 4's ``mimic=True`` does
+    (model/mimic.py): ``robot.coupling`` maps the reduced q and v (nq and nv without the mimic
+    joints) to the full ones, and only the ``naive`` algorithm accepts such a robot."""
+    robot = _load(spec, floating_base)
+    if mimic:
+        from .mimic import coupling
+        robot = copy.copy(robot) if robot is spec else robot     # a caller's Robot stays uncoupled
+        robot.coupling = coupling(robot)
+    return robot
+
+
+def _load(spec, floating_base):
+    """``load_robot`` without the mimic coupling."""
     if isinstance(spec, Robot):
         return _with_base(spec, floating_base, "a Robot object", spec.floating_base)
     from . import registry

@@ -72,7 +72,8 @@ def _mimic_text(mimic):
 
 JOINT_HEADERS = ["joint", "type", "body", "parent", "nq", "nv", "q", "v", "q entries", "mimics"]
 MIMIC_NOTE = ("mimic joints are independent DoFs here (as Pinocchio's buildModelFromUrdf(..., mimic=False)): "
-              "their q and v are not tied to the joint they mimic")
+              "their q and v are not tied to the joint they mimic; --mimic (load_robot(..., mimic=True)) couples them "
+              "for count and generate, with algorithm naive")
 
 
 def frame_rows(info):

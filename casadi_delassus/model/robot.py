@@ -224,6 +224,7 @@ class Robot:
         self.gravity = np.asarray(gravity, dtype=float)
         self.scenarios = {}             # name -> constraint specs (registry robots)
         self.model_file = None          # the resolved path when loaded from a model file
+        self.coupling = None            # model/mimic.py's Coupling when mimic joints are coupled
         if convention not in CONVENTIONS:
             raise ModelError(f"robot {name!r}: unknown q convention {convention!r} (expected one of {CONVENTIONS})")
         self.convention = convention
@@ -487,6 +488,8 @@ class Robot:
             out["armature"] = r(self._armature)
         if self.convention != "pinocchio":
             out["convention"] = self.convention
+        if self.coupling is not None:
+            out["mimic_coupling"] = self.coupling.describe()
         return out
 
     def fingerprint(self):

@@ -86,15 +86,17 @@ def model_name(robot, name=None):
     file keeps its C names; two files with one name and other inertias get two folders); else
     the robot's name (registry, synthetic) through the identifier sanitiser.  A base other than
     the model's own (``robot.base_variant``, model.load_robot) adds ``_fixed`` or ``_floating``
-    before the hash, so fixed and floating builds of one model never share files."""
+    before the hash, so fixed and floating builds of one model never share files; coupled mimic
+    joints (``robot.coupling``) add ``_mimic``."""
     if name is not None:
         if not is_plain(name):
             raise DelassusError(f"name {name!r}: use letters and digits joined by single underscores "
                                 f"(at most {PART_LIMIT} characters, e.g. anymal_c)")
         return name
     variant = getattr(robot, "base_variant", None)
-    tag = f"_{variant}" if variant else ""
-    if not (getattr(robot, "model_file", None) or getattr(robot, "model_sha256", None) or variant):
+    mimic = "mimic" if getattr(robot, "coupling", None) is not None else None
+    tag = "".join(f"_{t}" for t in (variant, mimic) if t)
+    if not (getattr(robot, "model_file", None) or getattr(robot, "model_sha256", None) or tag):
         return ident_part(robot.name)
     readable_part = readable(robot.name)[:PART_LIMIT - len(tag)].rstrip("_")
     return f"{readable_part}{tag}_h{short_hash(robot.fingerprint() + tag)}"

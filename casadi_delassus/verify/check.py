@@ -18,7 +18,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from . import reference
-from ..errors import ConstraintError
+from ..errors import ConstraintError, DelassusError
 
 DEFAULT_TOL = 1e-10
 KAPPA_FREE = 1e4
@@ -177,6 +177,10 @@ def compare(f, robot, constraints, samples=100, seed=0, tol=DEFAULT_TOL, oracle=
     dynamics fix k).  An output the oracle has no answer for (NotApplicable: e.g. Λ or hard
     dynamics with redundant constraints) at any sample is named with the reason in
     ``not_applicable``; at some samples only, in ``skipped`` with their number."""
+    if getattr(robot, "coupling", None) is not None:     # the references run over independent joints
+        raise DelassusError(f"robot {robot.name!r} has coupled mimic joints (mimic=True, --mimic): check compares with "
+                            f"references of independent joints; tests/test_mimic.py compares it with Pinocchio's "
+                            f"mimic model")
     oracle = oracle or NumpySession(robot, constraints)
     rng = np.random.default_rng(seed)
     out, skipped = Outcome(notes=oracle.notes), {}
