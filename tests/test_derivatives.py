@@ -70,7 +70,9 @@ def test_jvp_vjp_against_finite_differences_and_each_other(case_name, algorithm)
 
 @pytest.mark.parametrize("case_name, algorithm", [("go1-4F3", "pv"), ("go1-4F3", "ltl"), ("go1-4F3", "aba"),
                                                   ("go1-4F3", "damped_inverse_apply"), ("cassie-loops", "delassus_apply"),
-                                                  ("ladder", "pv"), ("ladder", "pv_early"), ("tilted-two-branches", "pv")])
+                                                  pytest.param("ladder", "pv", marks=pytest.mark.slow),
+                                                  pytest.param("ladder", "pv_early", marks=pytest.mark.slow),
+                                                  ("tilted-two-branches", "pv")])
 def test_jacobian_against_finite_differences(case_name, algorithm):
     assert_agrees(case_name, algorithm, "jacobian", 1)
 

@@ -24,7 +24,7 @@ from casadi_delassus.codegen.trace import trace
 from casadi_delassus.constraints import ConstraintSet
 from casadi_delassus.errors import ConstraintError
 
-from conftest import ANCHOR_JSON, DYNAMICS_ANCHOR_SPECS, case, model_for
+from conftest import ANCHOR_JSON, DYNAMICS_ANCHOR_SPECS, case, kappa_kkt, model_for, rounding_tol
 
 N = 20
 HARD = ["pv", "pv_early", "ltl"]
@@ -145,19 +145,21 @@ def test_hard_solvers_match_pinocchio_constraint_dynamics(name, scenario):
     pin.initConstraintDynamics(model, data, models, datas)
     fs = {a: trace(robot, cs, a)[0] for a in HARD}
     rng = np.random.default_rng(8)
-    worst = {a: 0.0 for a in [*HARD, "reference"]}
+    worst = {a: 0.0 for a in [*HARD, "reference"]}     # error / rounding_tol(κ of the KKT matrix)
     for _ in range(N):
         q, v, t = robot.random_q(rng), rng.normal(size=robot.nv), rng.normal(size=robot.nv)
         ddq = pin.constraintDynamics(model, data, q, v, t, models, datas).copy()
         lam_pin = data.lambda_c.copy()
         k = oracle.zero_acceleration_k(model, data, models, q, v)
         vd, lam = ref.constrained_dynamics(robot, cs, q, v, t, k)
-        worst["reference"] = max(worst["reference"], relative_error(vd, ddq), relative_error(lam, lam_pin))
+        tol = rounding_tol(kappa_kkt(robot, cs, q))        # talos 2F+2H: κ ≈ 1.2e7, pv_early 1.5e-9 at pivots ~1e-7
+        worst["reference"] = max(worst["reference"], relative_error(vd, ddq) / tol, relative_error(lam, lam_pin) / tol)
         for a, f in fs.items():
             out = f(q=q, v=v, tau=t, k=k)
-            worst[a] = max(worst[a], relative_error(np.array(out["vdot"]).ravel(), ddq), relative_error(np.array(out["lam"]).ravel(), lam_pin))
-    print(f"{name} {scenario} vs pinocchio.constraintDynamics: " + ", ".join(f"{a} {e:.1e}" for a, e in worst.items()))
-    assert max(worst.values()) <= 1e-8
+            err = max(relative_error(np.array(out["vdot"]).ravel(), ddq), relative_error(np.array(out["lam"]).ravel(), lam_pin))
+            worst[a] = max(worst[a], err / tol)
+    print(f"{name} {scenario} vs pinocchio.constraintDynamics, error / allowed: " + ", ".join(f"{a} {e:.1e}" for a, e in worst.items()))
+    assert max(worst.values()) <= 1
 
 
 # -- structure and hard cases ---------------------------------------------------------------------
