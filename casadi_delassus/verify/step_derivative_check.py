@@ -19,8 +19,8 @@ GROUPS = ("q", "v", "tau")
 
 
 def build(name, out_dir, cflags=("-O1",)):
-    """(problem, compiled step, compiled derivatives) for a contact_problems name."""
-    p = cp.build(name)
+    """(problem, compiled step, compiled derivatives) for a contact_problems name or Problem."""
+    p = cp.build(name) if isinstance(name, str) else name
     kw = dict(out_dir=out_dir, cflags=cflags)
     return p, contact_step(p.robot, p.specs, mu=p.mu, **kw), step_derivatives(p.robot, p.specs, mu=p.mu, **kw)
 
@@ -80,6 +80,7 @@ def check(name, out_dir, h, cflags=("-O1",), tol=1e-12, seed=0):
     """(block errors against FD, dot-product error, modes) on problem ``name``; λ's blocks are
     left out when λ is not unique (talos: derivatives of v_next only)."""
     p, step, deriv = build(name, out_dir, cflags)
+    name = p.name
     fd, lam, modes = finite_differences(step, deriv, p, h, tol)
     nv = deriv.robot.nv
     jac = deriv.jacobian(p.q, p.v, p.tau, lam, dt=p.dt, mu=p.mu)
