@@ -4,7 +4,7 @@ differences of the compiled step (each solve to 1e-12, every contact's mode chec
 within ±h), per block max |ours − FD| / max |FD|, and the JVP/VJP dot-product test over five
 random pairs.  talos's eight sole corners leave λ non-unique: v_next's blocks only.
 
-    .venv/bin/python bench/step_derivatives.py [--h 1e-4] [--problems go1_stand go1_slide talos_stand]
+    .venv/bin/python bench/step_derivatives.py [--h 1e-5] [--problems go1_stand go1_slide talos_stand]
 
 Writes bench/results/step_derivatives.md."""
 from __future__ import annotations
@@ -21,7 +21,7 @@ RESULTS = Path(__file__).resolve().parent / "results"
 
 def main():
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    ap.add_argument("--h", type=float, default=1e-4)
+    ap.add_argument("--h", type=float, default=1e-5)
     ap.add_argument("--problems", nargs="+", default=["go1_stand", "go1_slide", "talos_stand"])
     ap.add_argument("--out", default="codegen_out")
     args = ap.parse_args()

@@ -14,7 +14,7 @@ pytest.importorskip("pinocchio")
 from casadi_delassus.verify import contact_problems as cp  # noqa: E402
 from casadi_delassus.verify import step_derivative_check as check  # noqa: E402
 
-H = 1e-4
+H = 1e-5
 
 
 @pytest.fixture(scope="module")
