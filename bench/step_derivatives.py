@@ -14,7 +14,7 @@ import time
 from pathlib import Path
 
 import common  # noqa: F401  (puts the repository on sys.path)
-from casadi_delassus.verify import step_derivative_check as check
+from casadi_delassus.contact import derivative_check as check
 
 RESULTS = Path(__file__).resolve().parent / "results"
 

@@ -1,5 +1,5 @@
 """Checks of the contact step's derivatives (contact/step_derivatives.py) on the problems of
-verify/contact_problems.py: the dense Jacobian against central finite differences of the
+verify/contact_problems.py (the contact layer: it builds steps): the dense Jacobian against central finite differences of the
 compiled step itself (mode fixed: every contact keeps its mode at x ± h eⱼ, each solve to
 ``tol``, warm-started from λ*), and JVP against VJP by the dot-product test.
 
@@ -9,11 +9,11 @@ from __future__ import annotations
 
 import numpy as np
 
-from ..contact.step import contact_step
-from ..contact.step_derivatives import classify, step_derivatives
 from ..errors import DelassusError
 from ..model.integrate import integrate
-from . import contact_problems as cp
+from ..verify import contact_problems as cp
+from .step import contact_step
+from .step_derivatives import classify, step_derivatives
 
 GROUPS = ("q", "v", "tau")
 
