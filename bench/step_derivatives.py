@@ -25,7 +25,8 @@ def main():
     ap.add_argument("--problems", nargs="+", default=["go1_stand", "go1_slide", "talos_stand"])
     ap.add_argument("--out", default="codegen_out")
     args = ap.parse_args()
-    rows = ["| problem | modes | worst block | blocks (output/input: error) | dot test |", "| --- | --- | --- | --- | --- |"]
+    rows = ["| problem | modes | worst block | blocks (output/input: error) | dot test |",
+            "| --- | --- | --- | --- | --- |"]
     for name in args.problems:
         t0 = time.perf_counter()
         errors, dot, modes = check.check(name, args.out, args.h)

@@ -1,5 +1,6 @@
 """Checks of the contact step's derivatives (contact/step_derivatives.py) on the problems of
-verify/contact_problems.py (the contact layer: it builds steps): the dense Jacobian against central finite differences of the
+verify/contact_problems.py (in the contact layer: it builds steps): the dense Jacobian against
+central finite differences of the
 compiled step itself (mode fixed: every contact keeps its mode at x ± h eⱼ, each solve to
 ``tol``, warm-started from λ*), and JVP against VJP by the dot-product test.
 
@@ -66,7 +67,8 @@ def block_errors(ours, fd, nv):
 
 
 def dot_test(deriv, point, rng, lam_bar=True):
-    """|⟨u, J w⟩ − ⟨Jᵀu, w⟩| / (‖u‖ ‖J‖ ‖w‖)-scaled, for random w, u (u on λ too when ``lam_bar``)."""
+    """|⟨u, J w⟩ − ⟨Jᵀu, w⟩| / max(|⟨u, J w⟩|, |⟨Jᵀu, w⟩|) for random w, u (u on λ too when
+    ``lam_bar``)."""
     nv, m = deriv.robot.nv, len(point.lam)
     w = rng.standard_normal(3 * nv)
     u_v, u_l = rng.standard_normal(nv), rng.standard_normal(m) if lam_bar else np.zeros(m)

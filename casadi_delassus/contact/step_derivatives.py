@@ -124,7 +124,8 @@ def classify(lam, sigma, mu, lam_tol=1e-9, vel_tol=1e-8):
     for i, (l_i, s_i, mu_i) in enumerate(zip(lam, sigma, np.broadcast_to(mu, (len(lam),)))):
         if l_i[2] <= small:
             if s_i[2] <= vel_tol:
-                raise InputError(f"contact {i}: λ = 0 and σ_n = {s_i[2]:.3g} (grazing): no derivative at a mode boundary")
+                raise InputError(f"contact {i}: λ = 0 and σ_n = {s_i[2]:.3g} (grazing): "
+                                 "no derivative at a mode boundary")
             modes.append("separating")
         elif slip[i] > vel_tol:
             modes.append("sliding")
