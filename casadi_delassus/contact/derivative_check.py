@@ -1,8 +1,8 @@
 """Checks of the contact step's derivatives (contact/step_derivatives.py) on the problems of
 verify/contact_problems.py (in the contact layer: it builds steps): the dense Jacobian against
-central finite differences of the
-compiled step itself (mode fixed: every contact keeps its mode at x ± h eⱼ, each solve to
-``tol``, warm-started from λ*), and JVP against VJP by the dot-product test.
+central finite differences of the compiled step itself (mode fixed: every contact keeps its
+mode at x ± h eⱼ, each solve to ``tol`` from a cold start), and JVP against VJP by the
+dot-product test.
 
 Error of a block (output × input group): max |ours − FD| / max |FD| over the block (an input
 group: the nv tangent q columns, v, or τ)."""
