@@ -74,7 +74,7 @@ def traced_functions(robot, cs, name):
     sigma = J @ v_next
     x, out = ca.vertcat(delta, v, tau), ca.vertcat(v_next, sigma)
     x_dot, v_bar, s_bar = ca.SX.sym("x_dot", 3 * nv), ca.SX.sym("v_bar", nv), ca.SX.sym("sigma_bar", m)
-    at0 = (lambda *e: [ca.densify(ca.substitute(a, delta, ca.SX.zeros(nv))) for a in e])
+    at0 = (lambda *e: ca.cse([ca.densify(ca.substitute(a, delta, ca.SX.zeros(nv))) for a in e]))
     ins, names = [q, v, tau, dt, lam], ["q", "v", "tau", "dt", "lam"]
     fwd = ca.jtimes(out, x, x_dot)
     return (ca.Function(f"{name}_parts", ins, at0(v_next, sigma, ca.jacobian(v_next, lam), ca.jacobian(sigma, lam)),
