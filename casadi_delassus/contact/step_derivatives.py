@@ -74,7 +74,7 @@ def traced_functions(robot, cs, name):
     sigma = J @ v_next
     x, out = ca.vertcat(delta, v, tau), ca.vertcat(v_next, sigma)
     x_dot, v_bar, s_bar = ca.SX.sym("x_dot", 3 * nv), ca.SX.sym("v_bar", nv), ca.SX.sym("sigma_bar", m)
-    at0 = (lambda *e: [ca.densify(ca.substitute(a, delta, ca.SX.zeros(nv))) for a in e])
+    at0 = (lambda *e: ca.cse([ca.densify(ca.substitute(a, delta, ca.SX.zeros(nv))) for a in e]))
     ins, names = [q, v, tau, dt, lam], ["q", "v", "tau", "dt", "lam"]
     fwd = ca.jtimes(out, x, x_dot)
     return (ca.Function(f"{name}_parts", ins, at0(v_next, sigma, ca.jacobian(v_next, lam), ca.jacobian(sigma, lam)),
@@ -124,7 +124,8 @@ def classify(lam, sigma, mu, lam_tol=1e-9, vel_tol=1e-8):
     for i, (l_i, s_i, mu_i) in enumerate(zip(lam, sigma, np.broadcast_to(mu, (len(lam),)))):
         if l_i[2] <= small:
             if s_i[2] <= vel_tol:
-                raise InputError(f"contact {i}: λ = 0 and σ_n = {s_i[2]:.3g} (grazing): no derivative at a mode boundary")
+                raise InputError(f"contact {i}: λ = 0 and σ_n = {s_i[2]:.3g} (grazing): "
+                                 "no derivative at a mode boundary")
             modes.append("separating")
         elif slip[i] > vel_tol:
             modes.append("sliding")

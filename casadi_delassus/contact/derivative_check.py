@@ -1,7 +1,8 @@
 """Checks of the contact step's derivatives (contact/step_derivatives.py) on the problems of
-verify/contact_problems.py: the dense Jacobian against central finite differences of the
-compiled step itself (mode fixed: every contact keeps its mode at x ± h eⱼ, each solve to
-``tol``, warm-started from λ*), and JVP against VJP by the dot-product test.
+verify/contact_problems.py (in the contact layer: it builds steps): the dense Jacobian against
+central finite differences of the compiled step itself (mode fixed: every contact keeps its
+mode at x ± h eⱼ, each solve to ``tol`` from a cold start), and JVP against VJP by the
+dot-product test.
 
 Error of a block (output × input group): max |ours − FD| / max |FD| over the block (an input
 group: the nv tangent q columns, v, or τ)."""
@@ -9,20 +10,22 @@ from __future__ import annotations
 
 import numpy as np
 
-from ..contact.step import contact_step
-from ..contact.step_derivatives import classify, step_derivatives
 from ..errors import DelassusError
 from ..model.integrate import integrate
-from . import contact_problems as cp
+from ..verify import contact_problems as cp
+from .step import contact_step
+from .step_derivatives import classify, step_derivatives
 
 GROUPS = ("q", "v", "tau")
 
 
 def build(name, out_dir, cflags=("-O1",)):
-    """(problem, compiled step, compiled derivatives) for a contact_problems name."""
-    p = cp.build(name)
+    """(problem, compiled step, compiled derivatives) for a contact_problems name or Problem."""
+    p = cp.build(name) if isinstance(name, str) else name
     kw = dict(out_dir=out_dir, cflags=cflags)
-    return p, contact_step(p.robot, p.specs, mu=p.mu, **kw), step_derivatives(p.robot, p.specs, mu=p.mu, **kw)
+    # pv_osim: every Delassus algorithm gives the same G, and choosing the cheapest traces them all
+    return (p, contact_step(p.robot, p.specs, mu=p.mu, delassus="pv_osim", **kw),
+            step_derivatives(p.robot, p.specs, mu=p.mu, **kw))
 
 
 def _solve(step, p, q, v, tau, lam0, tol):
@@ -66,7 +69,8 @@ def block_errors(ours, fd, nv):
 
 
 def dot_test(deriv, point, rng, lam_bar=True):
-    """|⟨u, J w⟩ − ⟨Jᵀu, w⟩| / (‖u‖ ‖J‖ ‖w‖)-scaled, for random w, u (u on λ too when ``lam_bar``)."""
+    """|⟨u, J w⟩ − ⟨Jᵀu, w⟩| / max(|⟨u, J w⟩|, |⟨Jᵀu, w⟩|) for random w, u (u on λ too when
+    ``lam_bar``)."""
     nv, m = deriv.robot.nv, len(point.lam)
     w = rng.standard_normal(3 * nv)
     u_v, u_l = rng.standard_normal(nv), rng.standard_normal(m) if lam_bar else np.zeros(m)
@@ -80,6 +84,7 @@ def check(name, out_dir, h, cflags=("-O1",), tol=1e-12, seed=0):
     """(block errors against FD, dot-product error, modes) on problem ``name``; λ's blocks are
     left out when λ is not unique (talos: derivatives of v_next only)."""
     p, step, deriv = build(name, out_dir, cflags)
+    name = p.name
     fd, lam, modes = finite_differences(step, deriv, p, h, tol)
     nv = deriv.robot.nv
     jac = deriv.jacobian(p.q, p.v, p.tau, lam, dt=p.dt, mu=p.mu)
