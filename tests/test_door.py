@@ -249,7 +249,7 @@ def test_importing_compiles_nothing_and_batches_run_without_the_extension(tmp_pa
         import warnings
         import numpy as np, casadi_delassus as cd
         from casadi_delassus.runtime import door
-        print(door._state["module"] is None and not (door._cache_dir()).exists())
+        print(door._state["module"] is None and not door.cache_dir("door").exists())
         with warnings.catch_warnings():
             warnings.simplefilter("ignore")
             f = cd.load({str(go1_k.manifest_path)!r})
