@@ -16,6 +16,10 @@ from casadi_delassus.contact import derivative_check as check  # noqa: E402
 
 H = 1e-5
 
+# go1's derivative code is megabytes of C and takes minutes to build on two cores: `make test-all`
+# (or `pytest -m slow tests/test_step_derivatives.py`) runs it, `make test` leaves it out
+pytestmark = pytest.mark.slow
+
 
 @pytest.fixture(scope="module")
 def out(tmp_path_factory):
