@@ -158,7 +158,11 @@ def test_killed_build_resumes_with_only_the_missing_modes(tmp_path):
     cc.chmod(0o755)
     out = tmp_path / "lib"
     env = dict(os.environ, CD_KILL_TEST=mark.split("=")[1], CC=str(cc))
-    cmd = [sys.executable, "-m", "casadi_delassus", "library", "go1", "-s", "4F3", "-a", "pv_osim", "--cflags", "-O0",
+    # SIGINT as a terminal's Ctrl-C gives it, also where this test runs with SIGINT ignored (a
+    # background job of a non-interactive shell), which the child would inherit
+    cmd = [sys.executable, "-c", "import runpy, signal; signal.signal(signal.SIGINT, signal.default_int_handler); "
+           "runpy.run_module('casadi_delassus', run_name='__main__', alter_sys=True)",
+           "library", "go1", "-s", "4F3", "-a", "pv_osim", "--cflags", "-O0",
            "--modes", "1-of-4", "--modes", "2-of-4", "-o", str(out), "--jobs", "2"]
 
     def interrupt(sig, builds, gate):
