@@ -73,7 +73,7 @@ def test_auto_picks_naive_and_recursive_ones_refuse(models):
 
 
 def test_coupled_build_has_its_own_name(models, tmp_path):
-    from casadi_delassus.codegen.artifact import model_name
+    from casadi_delassus.runtime.artifact import model_name
     robot, _ = models
     path = tmp_path / "gripper.urdf"
     path.write_text(GRIPPER)
