@@ -18,7 +18,6 @@ friction, distance and solver parameters are run-time inputs (``mujoco_contacts`
 from __future__ import annotations
 
 import ctypes
-import hashlib
 import json
 import os
 import tempfile
@@ -30,7 +29,7 @@ import numpy as np
 
 from .. import __version__
 from ..codegen import schedule, sincos
-from ..codegen.build import compile_shared, source_hash
+from ..codegen.build import compile_shared
 from ..codegen.emit import TEMPLATES as CODEGEN_TEMPLATES, casadi_source
 from ..codegen.escape import Safe
 from ..constraints import ConstraintSet
@@ -40,7 +39,7 @@ from ..registry import AUTO
 from ..runtime import artifact
 from ..runtime.compiler import find_compiler
 from .mujoco_soft import rows_per_contact, soft_rows
-from .step import DEFAULT_OUT, TEMPLATES, step_functions
+from .step import DEFAULT_OUT, TEMPLATES, build_key, scenario_name, step_functions
 
 STATUS = ("converged", "max iterations", "not finite")
 
@@ -143,11 +142,9 @@ def render(robot, cs, name, prep, post, delassus):
 def build(robot, cs, out_dir, cflags, cc, delassus):
     """Compile the step (cached by a hash of everything that determines it); returns (.so path, manifest)."""
     cc = find_compiler(cc)
-    scenario = "mjsoft-" + hashlib.sha256("\n".join(cs.specs).encode()).hexdigest()[:8]
+    scenario = scenario_name("mjsoft", cs.specs)
     name = artifact.function_name(artifact.model_name(robot, None), scenario, "mjsoft")
-    key = hashlib.sha256(json.dumps({"source": source_hash(), "robot": robot.describe(), "contacts": cs.describe(),
-                                     "cflags": list(cflags), "cc": cc, "delassus": delassus, "version": __version__},
-                                    sort_keys=True).encode()).hexdigest()
+    key = build_key(robot, cs, cflags, cc, delassus=delassus)
     folder = artifact.folder(out_dir, artifact.model_name(robot, None), scenario)
     so, manifest_path = folder / f"mjsoft_{key[:16]}.so", folder / f"mjsoft_{key[:16]}.json"
     if so.is_file() and manifest_path.is_file():

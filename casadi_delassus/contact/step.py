@@ -151,6 +151,19 @@ def render(robot, cs, name, prep, post, delassus):
         nfac=int(factor.numel_out(0)), nw=int(prep.numel_out(3)), **sizes)
 
 
+def build_key(robot, cs, cflags, cc, **extra):
+    """The cache key of a compiled contact file: a hash of what determines it (the package's
+    source and version, the robot, the contacts, the compiler and its flags, and ``extra``)."""
+    return hashlib.sha256(json.dumps({"source": source_hash(), "robot": robot.describe(), "contacts": cs.describe(),
+                                      "cflags": list(cflags), "cc": cc, "version": __version__, **extra},
+                                     sort_keys=True).encode()).hexdigest()
+
+
+def scenario_name(prefix, specs):
+    """The folder of a contact set given as specs: ``prefix`` and a hash of the specs."""
+    return f"{prefix}-" + hashlib.sha256("\n".join(specs).encode()).hexdigest()[:8]
+
+
 def step_cflags(cflags, instructions, cc):
     """resolve_cflags's flags for the step's file, with -O1 raised to -O2 up to STEP_O2_UP_TO instructions."""
     flags = resolve_cflags(cflags, instructions, cc)
@@ -163,9 +176,7 @@ def build(robot, cs, scenario, out_dir=DEFAULT_OUT, cflags=DEFAULT_CFLAGS, cc=No
     model = artifact.model_name(robot, model)
     name = artifact.function_name(model, scenario, "contact")
     auto = any(f.startswith("auto") for f in cflags)
-    key = hashlib.sha256(json.dumps({"source": source_hash(), "robot": robot.describe(), "contacts": cs.describe(),
-                                     "cflags": list(cflags), "cc": cc, "delassus": delassus, "version": __version__,
-                                     "host": host_cpu() if auto else None}, sort_keys=True).encode()).hexdigest()
+    key = build_key(robot, cs, cflags, cc, delassus=delassus, host=host_cpu() if auto else None)
     folder = artifact.folder(out_dir, model, scenario)
     so, manifest_path = folder / f"contact_{key[:16]}.so", folder / f"contact_{key[:16]}.json"
     if so.is_file() and manifest_path.is_file():
@@ -219,7 +230,7 @@ class ContactStep:
         self.solver, self.exact = auto_solver(self.contacts) if solver == "auto" else solver, not relaxed
         self.nc = self.contacts.m // 3
         self.mu = self._mu(mu)
-        scenario = "contact-" + hashlib.sha256("\n".join(self.contacts.specs).encode()).hexdigest()[:8]
+        scenario = scenario_name("contact", self.contacts.specs)
         self.so, self.manifest = build(self.robot, self.contacts, scenario, out_dir, tuple(cflags), cc, delassus, name)
         lib = ctypes.CDLL(str(self.so))
         fn = self.manifest["function"]

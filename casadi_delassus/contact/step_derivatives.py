@@ -30,8 +30,6 @@ W vanishes on the null space of Jᵀ that such a dλ is undetermined on.
 from __future__ import annotations
 
 import copy
-import hashlib
-import json
 import os
 import tempfile
 from dataclasses import dataclass
@@ -40,8 +38,7 @@ from pathlib import Path
 import casadi as ca
 import numpy as np
 
-from .. import __version__
-from ..codegen.build import compile_shared, source_hash
+from ..codegen.build import compile_shared
 from ..errors import InputError
 from ..model import load_robot
 from ..model.integrate import integrate_sx
@@ -50,7 +47,7 @@ from ..runtime import artifact
 from ..runtime.compiler import find_compiler
 from ..symbolic.frames import local_transforms
 from ..sweeps.joint_space import constraint_jacobian
-from .step import DEFAULT_OUT, check_contacts, contact_frames
+from .step import DEFAULT_OUT, build_key, check_contacts, contact_frames, scenario_name
 
 MODES = ("separating", "sticking", "sliding")
 DEFAULT_CFLAGS = ("-O1",)
@@ -92,9 +89,7 @@ def build(robot, cs, scenario, out_dir=DEFAULT_OUT, cflags=DEFAULT_CFLAGS, cc=No
     cc = find_compiler(cc)
     model = artifact.model_name(robot, model)
     name = artifact.function_name(model, scenario, "contact") + "_deriv"
-    key = hashlib.sha256(json.dumps({"source": source_hash(), "robot": robot.describe(), "contacts": cs.describe(),
-                                     "cflags": list(cflags), "cc": cc, "version": __version__},
-                                    sort_keys=True).encode()).hexdigest()
+    key = build_key(robot, cs, cflags, cc)
     folder = artifact.folder(out_dir, model, scenario)
     so = folder / f"contact_deriv_{key[:16]}.so"
     kinds = ("parts", "jac", "fwd", "adj")
@@ -193,7 +188,7 @@ class StepDerivatives:
         self.robot = load_robot(robot)
         self.contacts = check_contacts(self.robot, contacts)
         self.nc, self.mu = self.contacts.m // 3, np.asarray(mu, dtype=float)
-        scenario = "contact-" + hashlib.sha256("\n".join(self.contacts.specs).encode()).hexdigest()[:8]
+        scenario = scenario_name("contact", self.contacts.specs)
         self._f = build(self.robot, self.contacts, scenario, out_dir, tuple(cflags), cc, name)
 
     def point(self, q, v, tau, lam, dt=1e-3, mu=None, normals=None):
