@@ -40,6 +40,7 @@ from ..constraints import ConstraintSet, parse_constraint
 from ..errors import InputError
 from ..model.integrate import integrate_sx
 from ..symbolic.frames import joint_transform
+from .feedback import LinearFeedback, pd_controller  # noqa: F401  (the controllers, here too)
 from .loop_step import StepResult, largest_residual as _largest
 from .step import contact_frames
 
@@ -49,6 +50,7 @@ MARGIN = 1e-6
 OK, FREE, COLD = "ok", "free", "ok after a cold start"
 NAN_STATE, FELL, CONTROLLER, NOT_CONVERGED = "nan state", "fell through", "controller diverged", "not converged"
 STOPPING = (NAN_STATE, FELL, CONTROLLER, NOT_CONVERGED)
+ROLLOUT_STATUSES = (OK, FREE, COLD, *STOPPING)      # by the codes of the C rollout (templates/rollout.c.j2)
 
 
 # -- the scene -------------------------------------------------------------------------------
@@ -142,6 +144,8 @@ class Scene:
     def friction_points(self, q0):
         """Each candidate's friction point in body coordinates: its point, or a sphere's lowest
         point toward the ground at q0, fixed to the body from then on."""
+        if not any(c.radius for c in self.candidates):        # points: no rotation to trace (a rollout asks each run)
+            return [c.point for c in self.candidates]
         R = sphere_rotations(self.robot, q0, [c.body for c in self.candidates])
         return [c.point - c.radius * (R_i.T @ self.normal) for c, R_i in zip(self.candidates, R)]
 
@@ -200,8 +204,7 @@ def compiled_steps(solver="admm", tol=1e-10, max_iter=1000, **build_options):
     def factory(robot, specs, mu, frame):
         from .step import contact_step
         s = contact_step(robot, specs, solver=solver, mu=mu, **build_options)
-        # the step's default normal is +z; giving it costs a check per call
-        normals = None if np.allclose(frame, np.eye(3)) else np.tile(frame[:, 2], (len(specs), 1))
+        normals = step_normals(frame, len(specs))
 
         def step(q, v, tau, dt, lam0=None, gap=None):
             r = s(q, v, tau, dt=dt, lam0=lam0, tol=tol, max_iter=max_iter, normals=normals)
@@ -215,7 +218,34 @@ def compiled_steps(solver="admm", tol=1e-10, max_iter=1000, **build_options):
         return step
     from .step import check_contacts
     factory.check = check_contacts        # refuses what the step cannot take before the first step
+    factory.rollout = _rollout_builder(solver, tol, max_iter, build_options)
     return factory
+
+
+def step_normals(frame, k):
+    """The normals to give a compiled step of k contacts for the contact frame ``frame``: None for +z (the step's
+    default; giving it costs a check per call)."""
+    return None if np.allclose(frame, np.eye(3)) else np.tile(frame[:, 2], (k, 1))
+
+
+def _rollout_builder(solver, tol, max_iter, build_options):
+    """``rollout(scene, q0)``: the scene's compiled rollout (contact/rollout.py) for a linear feedback, built once per
+    robot, friction points and candidate positions."""
+    built = {}
+
+    def rollout(scene, q0):
+        from .rollout import CompiledRollout
+        key = (scene.robot, tuple(scene.specs(q0)), scene._positions)
+        if key not in built:
+            built[key] = CompiledRollout(scene.robot, key[1], scene._positions, solver, tol, max_iter, **build_options)
+        return built[key]
+    return rollout
+
+
+def c_rollouts(scene, compiled, Q0, V0, n, dt, feedback, tau_limit, threads=None):
+    """The RawRollouts of ``compiled`` (a CompiledRollout of ``scene``) from each row of (Q0, V0) for n steps."""
+    return compiled(Q0, V0, n, dt, feedback, scene.normal, scene.height, [c.radius for c in scene.candidates], scene.mu,
+                    scene.margin, tau_limit, FALL_DEPTH, step_normals(scene.frame, len(scene.candidates)), threads)
 
 
 class StepCache:
@@ -246,26 +276,6 @@ def place(scene, q, clearance):
     q = np.array(q, dtype=float)
     q[b.q_index:b.q_index + 3] += (clearance - scene.gaps(q).min()) * scene.normal
     return q
-
-
-# -- controllers -----------------------------------------------------------------------------
-def pd_controller(robot, q_ref, kp, kd, tau_ff=None):
-    """τ(t, q, v) = kp (q_ref − q) − kd v (+ τ_ff) on the one-DoF joints; zero on the others
-    (a free base is not actuated).  Takes a batch (N x nq, N x nv) too."""
-    q_ref = np.asarray(q_ref, dtype=float)
-    qi, vi = [], []
-    for b in robot.bodies:
-        if b.joint.kind in ("revolute", "prismatic"):
-            qi.append(b.q_index)
-            vi.append(b.v_index)
-    qi, vi = np.array(qi, dtype=int), np.array(vi, dtype=int)
-    ff = np.zeros(robot.nv) if tau_ff is None else np.asarray(tau_ff, dtype=float)
-
-    def controller(t, q, v):
-        tau = np.broadcast_to(ff, np.shape(v)).copy()           # one row per environment for a batch
-        tau[..., vi] += kp * (q_ref[qi] - q[..., qi]) - kd * v[..., vi]
-        return tau
-    return controller
 
 
 # -- the rollout -----------------------------------------------------------------------------
@@ -384,13 +394,28 @@ def factory(step, solver="admm", tol=1e-10, max_iter=1000, **build_options):
     return compiled_steps(solver, tol=tol, max_iter=max_iter, **build_options)
 
 
+def _rollout(scene, dt, raw, e=0):
+    """Environment ``e`` of RawRollouts as a Rollout."""
+    n = int(raw.count[e])
+    statuses = [ROLLOUT_STATUSES[s] for s in raw.STATUS[e, :n]]
+    states = n + 1 if n == 0 or statuses[-1] not in STOPPING else n
+    return Rollout(scene, dt, raw.Q[e, :states], raw.V[e, :states], raw.TAU[e, :n], raw.GAPS[e, :n], raw.FORCES[e, :n],
+                   raw.ITS[e, :n].astype(int), raw.RES[e, :n], statuses)
+
+
 def run(scene, q0, v0, T, dt, controller=None, step_factory=None, baumgarte=0.0, tau_limit=1e6, steps=None):
     """Roll ``scene`` out from (q0, v0) for T seconds of steps dt under ``controller`` (t, q, v)
     -> τ, each active set's step from ``step_factory`` (or from ``steps``, a StepCache kept
-    between rollouts); returns a Rollout that stops at the first stopping status."""
+    between rollouts); returns a Rollout that stops at the first stopping status.  With a
+    LinearFeedback controller on the compiled step (and no Baumgarte term) the whole rollout is one
+    C call (contact/rollout.py); other controllers run this loop, one step call per step."""
     robot = scene.robot
     q, v, n = _inputs(robot, q0, v0, T, dt)
-    steps = steps or StepCache(scene, step_factory or compiled_steps(), q)
+    factory = steps.factory if steps else step_factory or compiled_steps()
+    if isinstance(controller, LinearFeedback) and not baumgarte and hasattr(factory, "rollout"):
+        return _rollout(scene, dt, c_rollouts(scene, factory.rollout(scene, q), q[None], v[None], n, dt, controller,
+                                              tau_limit))
+    steps = steps or StepCache(scene, factory, q)
     warm, rec, gaps = np.zeros((len(scene.candidates), 3)), _Recorder(q, v), scene.gaps(q)
     for k in range(n):
         tau = np.zeros(robot.nv) if controller is None else np.asarray(controller(k * dt, q, v), dtype=float).reshape(-1)

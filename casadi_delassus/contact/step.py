@@ -140,10 +140,10 @@ def damped_inverse_functions(m, name):
     return factor, ca.Function(f"{name}_solve", [fac, b], [ca.vertcat(*x)], ["factors", "b"], ["x"])
 
 
-def render(robot, cs, name, prep, post, delassus):
-    """The step's C source."""
+def render(robot, cs, name, prep, post, delassus, companions=()):
+    """The step's C source; ``companions`` (casadi.Functions) are emitted with its own (contact/rollout.py's kinematics)."""
     factor, solve = damped_inverse_functions(cs.m, name)
-    functions = (prep, post, factor, solve)
+    functions = (prep, post, factor, solve, *companions)
     sizes = {k: max(int(getattr(f, k)()) for f in functions) for k in ("sz_arg", "sz_res", "sz_iw", "sz_w")}
     return TEMPLATES.get_template("step.c.j2").render(
         fname=Safe(name), robot=robot.name, contacts=" ".join(cs.specs), version=__version__, delassus=delassus,

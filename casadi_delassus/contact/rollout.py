@@ -1,0 +1,159 @@
+"""The whole rollout in one C call (issue 27): ``<name>_rollout`` runs T steps of the loop of simulate.py under a
+fixed linear feedback (feedback.py), and ``<name>_rollout_batch`` N of them on POSIX threads.
+
+One build serves every active set: the contact step (step.py, templates/step.c.j2) is generated for all the
+candidates, and a step with active set A solves on G[A, A] and g[A].  Since G = J M⁻¹ Jᵀ, the rows and columns of A
+of G are J_A M⁻¹ J_Aᵀ, the active set's own Delassus matrix, and g[A] = J_A v_free; the step's ``keep_active``
+replaces the other rows and columns by a decoupled block so that their impulses stay exactly 0 and the solver's
+iterates on A are those of the solve on G[A, A] (tests/test_rollout.py compares with one compiled step per active set,
+which is what simulate.py's per-step loop builds).  Against one step per active set, no set ever needs a build
+during a rollout (2^k sets for k candidates), at the cost of the full candidate set's Delassus matrix every step.
+
+Per step, as simulate.py's loop: the candidates' signed distances from their world positions (the SX of
+simulate.candidate_positions, generated), the stopping checks (non-finite state, a gap below the fall depth, a torque
+not finite or beyond the limit), the active set (gap ≤ margin), the solve warm-started from the previous impulses of
+the same contacts (retried from 0 when the warm start fails), and q ⊕ dt v⁺ by the model's integrate (generated).
+The C returns arrays and status codes; simulate.py and simulate_batch.py make them a Rollout and a BatchRollout."""
+from __future__ import annotations
+
+import ctypes
+import json
+import os
+import tempfile
+from dataclasses import dataclass
+from pathlib import Path
+
+import casadi as ca
+import numpy as np
+
+from .. import __version__
+from ..codegen.build import compile_shared, host_cpu
+from ..codegen.escape import Safe
+from ..errors import InputError
+from ..model.integrate import integrate_sx
+from ..opcount import count_ops
+from ..registry import AUTO
+from ..runtime import artifact
+from ..runtime.compiler import find_compiler
+from .step import (DEFAULT_CFLAGS, DEFAULT_OUT, SOLVER_CODES, STEP_SOLVERS, TEMPLATES, build_key, check_contacts, render,
+                   scenario_name, step_cflags, step_functions)
+
+# what opts[] of the step holds after tolerance, iterations and solver: exact (De Saxcé), ρ automatic, η, ω (the
+# defaults of ContactStep.__call__)
+STEP_DEFAULTS = (1.0, 0.0, 1e-8, 1.0)
+_P, _I = ctypes.POINTER(ctypes.c_double), ctypes.POINTER(ctypes.c_int)
+
+
+def kinematics_functions(robot, positions, name):
+    """(integrate, positions): ``<name>_integrate(q, δ)`` → q ⊕ δ and ``<name>_positions(q)`` → the candidates'
+    world positions (3k, candidate after candidate) from ``positions`` (casadi.Function q → 3 x k)."""
+    q, d = ca.SX.sym("q", robot.nq), ca.SX.sym("delta", robot.nv)
+    return (ca.Function(f"{name}_integrate", [q, d], [ca.densify(integrate_sx(robot, q, d))], ["q", "delta"], ["q_next"]),
+            ca.Function(f"{name}_positions", [q], [ca.densify(ca.reshape(positions(q), -1, 1))], ["q"], ["p"]))
+
+
+def build(robot, cs, positions, out_dir=DEFAULT_OUT, cflags=DEFAULT_CFLAGS, cc=None, delassus=AUTO, model=None):
+    """Compile the rollout for the contacts ``cs`` and candidate positions ``positions`` (cached by a hash of what
+    determines it); returns (.so path, manifest)."""
+    cc = find_compiler(cc)
+    model = artifact.model_name(robot, model)
+    scenario = scenario_name("rollout", cs.specs)
+    name = artifact.function_name(model, scenario, "rollout")
+    auto = any(f.startswith("auto") for f in cflags)
+    q = ca.SX.sym("q", robot.nq)
+    key = build_key(robot, cs, cflags, cc, delassus=delassus, host=host_cpu() if auto else None,
+                    rollout=str(ca.densify(positions(q))))
+    folder = artifact.folder(out_dir, model, scenario)
+    so, manifest_path = folder / f"rollout_{key[:16]}.so", folder / f"rollout_{key[:16]}.json"
+    if so.is_file() and manifest_path.is_file():
+        return so, json.loads(manifest_path.read_text())
+    prep, post, chosen = step_functions(robot, cs, name, delassus)
+    kinematics = kinematics_functions(robot, positions, name)
+    if auto:
+        cflags = step_cflags(cflags, sum(count_ops(f)["instructions"] for f in (prep, post, *kinematics)), cc)
+    text = TEMPLATES.get_template("rollout.c.j2").render(
+        fname=Safe(name), robot=robot.name, contacts=" ".join(cs.specs), version=__version__,
+        step_code=Safe(render(robot, cs, name, prep, post, chosen, kinematics)))
+    folder.mkdir(parents=True, exist_ok=True)
+    with tempfile.TemporaryDirectory(dir=folder, prefix=".tmp-rollout-") as tmp:
+        c_file = Path(tmp) / "rollout.c"
+        c_file.write_text(text)
+        compile_shared(c_file, Path(tmp) / "rollout.so", [*cflags, "-pthread"], cc)
+        manifest = {"function": name, "robot": robot.name, "contacts": cs.specs, "delassus": chosen, "nq": robot.nq,
+                    "nv": robot.nv, "m": cs.m, "cflags": list(cflags), "key": key, "version": __version__}
+        (Path(tmp) / "rollout.json").write_text(json.dumps(manifest, indent=1))
+        os.replace(c_file, folder / f"rollout_{key[:16]}.c")
+        os.replace(Path(tmp) / "rollout.so", so)
+        os.replace(Path(tmp) / "rollout.json", manifest_path)       # last: a manifest means a complete build
+    return so, manifest
+
+
+@dataclass(frozen=True)
+class RawRollouts:
+    """N rollouts as the C writes them, environment first: count (N: steps recorded), Q (N x T+1 x nq), V, TAU
+    (N x T x nv), GAPS (N x T x k), FORCES (N x T x k x 3), ITS, RES and STATUS (N x T; the codes of
+    rollout.c.j2, simulate.py ROLLOUT_STATUSES).  Rows past an environment's count are not written."""
+    count: np.ndarray
+    Q: np.ndarray
+    V: np.ndarray
+    TAU: np.ndarray
+    GAPS: np.ndarray
+    FORCES: np.ndarray
+    ITS: np.ndarray
+    RES: np.ndarray
+    STATUS: np.ndarray
+
+
+class CompiledRollout:
+    """The compiled rollout of ``robot`` with contact candidates ``specs`` (world-aligned point constraints, the
+    friction points, simulate.Scene.specs) at world positions ``positions`` (casadi.Function q → 3 x k: points or
+    sphere centres), solved by ``solver`` ("admm", "pgs" or "auto": per active set) to ``tol``."""
+
+    def __init__(self, robot, specs, positions, solver="admm", tol=1e-10, max_iter=1000, out_dir=DEFAULT_OUT,
+                 cflags=DEFAULT_CFLAGS, cc=None, delassus=AUTO, name=None):
+        if solver not in STEP_SOLVERS:
+            raise InputError(f"unknown contact solver {solver!r} (known: {', '.join(STEP_SOLVERS)})")
+        self.robot, self.contacts = robot, check_contacts(robot, specs)
+        self.k = self.contacts.m // 3
+        self.auto = solver == "auto"
+        self.opts = np.array([tol, max_iter, SOLVER_CODES.get(solver, 0), *STEP_DEFAULTS])
+        self.body = np.array([c.body for c in self.contacts.constraints], dtype=np.int32)
+        self.so, self.manifest = build(robot, self.contacts, positions, out_dir, tuple(cflags), cc, delassus, name)
+        lib = ctypes.CDLL(str(self.so))
+        fn = self.manifest["function"]
+        self._one, self._batch = getattr(lib, fn + "_rollout"), getattr(lib, fn + "_rollout_batch")
+        args = [_P] * 7 + [_I, _I, _P] + [_P] * 7 + [_I]
+        self._one.argtypes = [ctypes.c_int, *args]
+        self._batch.argtypes = [ctypes.c_int, ctypes.c_int, *args, _I, ctypes.c_int]
+        self._lib = lib
+
+    def __call__(self, Q0, V0, steps, dt, feedback, normal, height, radii, mu, margin, tau_limit, fall_depth,
+                 normals=None, threads=None):
+        """``steps`` steps from each row of Q0 (N x nq), V0 (N x nv) under ``feedback`` (a LinearFeedback) against the
+        ground {x : normal·x ≥ height}; ``normals`` (k x 3) the contact normals the step is given, None for +z.
+        ``threads`` None: the single-rollout entry point per row; a number: the batch entry point on that many threads."""
+        r, k = self.robot, self.k
+        N, T = len(Q0), int(steps)
+        settings = np.array([dt, margin, tau_limit, fall_depth, *normal, height, float(self.auto)])
+        ins = [np.ascontiguousarray(x, dtype=float) for x in (settings, radii, mu)]
+        ins.append(None if normals is None else np.ascontiguousarray(normals, dtype=float))
+        ins.append(np.ascontiguousarray(feedback.packed()))
+        joint_q = np.ascontiguousarray(feedback.joint_q, dtype=np.int32)
+        Q0, V0 = (np.ascontiguousarray(x, dtype=float) for x in (Q0, V0))
+        out = RawRollouts(np.zeros(N, dtype=np.int32), np.full((N, T + 1, r.nq), np.nan), np.full((N, T + 1, r.nv), np.nan),
+                          np.full((N, T, r.nv), np.nan), np.full((N, T, k), np.nan), np.zeros((N, T, k, 3)),
+                          np.zeros((N, T)), np.zeros((N, T)), np.zeros((N, T), dtype=np.int32))
+        ptr = (lambda a: None if a is None else a.ctypes.data_as(_I if a.dtype == np.int32 else _P))
+        tail = [*map(ptr, ins), ptr(joint_q), ptr(self.body), ptr(self.opts)]
+        if threads is None:
+            for e in range(N):
+                out.count[e] = self._one(T, ptr(Q0[e]), ptr(V0[e]), *tail,
+                                         *(ptr(a[e]) for a in (out.Q, out.V, out.TAU, out.GAPS, out.FORCES, out.ITS, out.RES,
+                                                                out.STATUS)))
+        else:
+            self._batch(N, T, ptr(Q0), ptr(V0), *tail, *(ptr(a) for a in (out.Q, out.V, out.TAU, out.GAPS, out.FORCES,
+                                                                         out.ITS, out.RES, out.STATUS, out.count)),
+                        int(threads))
+        if np.any(out.count < 0):
+            raise InputError("the generated rollout failed to evaluate")
+        return out
