@@ -15,8 +15,8 @@ from dataclasses import dataclass
 import numpy as np
 
 from ..errors import InputError
-from .simulate import (COLD, CONTROLLER, FALL_DEPTH, FELL, FREE, NAN_STATE, NOT_CONVERGED, OK, StepCache, Trajectory,
-                       compiled_steps)
+from .simulate import (COLD, CONTROLLER, FALL_DEPTH, FELL, FREE, NAN_STATE, NOT_CONVERGED, OK, ROLLOUT_STATUSES, LinearFeedback,
+                       StepCache, Trajectory, c_rollouts, compiled_steps)
 
 STOPPED = ""          # the status of an environment after the step that stopped it
 
@@ -75,12 +75,30 @@ class _Batch:
         self.statuses = np.full((n, N), STOPPED, dtype=object)
 
 
+def _from_raw(scene, dt, raw, n):
+    """RawRollouts (contact/rollout.py, environment first) as a BatchRollout (batch second)."""
+    out = _Batch(scene, raw.Q[:, 0], raw.V[:, 0], n)
+    for e, c in enumerate(raw.count):
+        out.statuses[:c, e] = [ROLLOUT_STATUSES[s] for s in raw.STATUS[e, :c]]
+        states = c if c and out.statuses[c - 1, e] not in (OK, FREE, COLD) else c + 1
+        out.q[:states, e], out.v[:states, e] = raw.Q[e, :states], raw.V[e, :states]
+        out.tau[:c, e], out.gaps[:c, e], out.forces[:c, e] = raw.TAU[e, :c], raw.GAPS[e, :c], raw.FORCES[e, :c]
+        out.iterations[:c, e], out.residuals[:c, e] = raw.ITS[e, :c], raw.RES[e, :c]
+    return BatchRollout(scene, dt, out.q, out.v, out.tau, out.gaps, out.forces, out.iterations, out.residuals,
+                        out.statuses)
+
+
 def run_batch(scene, Q0, V0, T, dt, controller=None, step_factory=None, tau_limit=1e6, steps=None, threads=1):
     """Roll N environments of ``scene`` out from (Q0, V0) (N x nq, N x nv) for T seconds of steps
-    dt under ``controller(t, Q, V) -> N x nv``; returns a BatchRollout."""
+    dt under ``controller(t, Q, V) -> N x nv``; returns a BatchRollout.  A LinearFeedback on the
+    compiled step runs all of it in C (contact/rollout.py's batch entry point on ``threads`` threads)."""
     robot = scene.robot
     Q, V, n = _inputs(robot, Q0, V0, T, dt)
-    steps = steps or StepCache(scene, step_factory or compiled_steps(), Q[0])
+    factory = steps.factory if steps else step_factory or compiled_steps()
+    if isinstance(controller, LinearFeedback) and hasattr(factory, "rollout"):
+        return _from_raw(scene, dt, c_rollouts(scene, factory.rollout(scene, Q[0]), Q, V, n, dt, controller, tau_limit,
+                                               threads), n)
+    steps = steps or StepCache(scene, factory, Q[0])
     out, alive = _Batch(scene, Q, V, n), np.ones(len(Q), dtype=bool)
     G, warm = scene.advance(Q, np.zeros_like(V))[1], np.zeros((len(Q), len(scene.candidates), 3))
     for k in range(n):

@@ -1,0 +1,169 @@
+"""The whole rollout in one C call (contact/rollout.py, templates/rollout.c.j2): equal to the per-step loop of
+simulate.py on one compiled step per active set (go1 dropped 2 cm with a tilt, so that feet land one by one), to the
+NumPy reference loop, its batch entry point equal to single rollouts bit for bit, G[A, A] equal to the active set's
+own Delassus matrix, every stopping status from the C loop, and the linear feedback's bad inputs."""
+import casadi as ca
+import numpy as np
+import pytest
+
+import casadi_delassus as cd
+from casadi_delassus.constraints import ConstraintSet
+from casadi_delassus.contact import simulate as sim
+from casadi_delassus.contact.simulate_batch import run_batch
+from casadi_delassus.contact.step import step_functions
+from casadi_delassus.errors import InputError
+
+FEET = [f"{leg}_foot@-0.0173782,0,-0.0098993" for leg in ("FL", "FR", "RL", "RR")]
+DT = 1e-3
+
+
+@pytest.fixture(scope="module")
+def go1():
+    return cd.load_robot("go1")
+
+
+@pytest.fixture(scope="module")
+def stand():
+    pytest.importorskip("pinocchio")
+    from casadi_delassus.verify import contact_problems
+    return contact_problems.build("go1_stand")
+
+
+@pytest.fixture(scope="module")
+def out_dir(tmp_path_factory):
+    return tmp_path_factory.mktemp("rollout")
+
+
+@pytest.fixture(scope="module")
+def compiled(out_dir):
+    """One factory for the module: its steps and rollouts are built once."""
+    return sim.factory("compiled", "admm", out_dir=out_dir)
+
+
+@pytest.fixture(scope="module")
+def scene(go1):
+    return sim.Scene(go1, FEET)
+
+
+@pytest.fixture(scope="module")
+def pd(go1, stand):
+    return cd.pd_controller(go1, stand.q, 60.0, 2.0, stand.tau)
+
+
+def _dropped(scene, stand, spin):
+    """go1 2 cm above the ground, turning at ``spin`` (rad/s, world axes): its feet land at different steps."""
+    v0 = np.zeros(scene.robot.nv)
+    v0[3:6] = spin
+    return sim.place(scene, stand.q, 0.02), v0
+
+
+def _loop(controller):
+    """The same controller as a plain callable: simulate.run then takes its per-step loop."""
+    return lambda t, q, v: controller(t, q, v)
+
+
+def _same(a, b, tol):
+    assert a.statuses == b.statuses
+    assert np.abs(a.q - b.q).max() <= tol and np.abs(a.v - b.v).max() <= 1e3 * tol
+    assert np.abs(a.forces - b.forces).max() <= 1e3 * tol * np.abs(b.forces).max()
+
+
+@pytest.mark.parametrize("spin", [(0.0, 0.0, 0.0), (0.5, 0.0, 0.0), (0.0, 0.6, 0.2)])
+def test_c_rollout_equals_the_per_step_loop(scene, stand, pd, compiled, spin):
+    """200 steps: the C rollout and the loop over one compiled step per active set agree to 1e-12 on the states."""
+    q0, v0 = _dropped(scene, stand, spin)
+    c = sim.run(scene, q0, v0, 0.2, DT, pd, compiled)
+    loop = sim.run(scene, q0, v0, 0.2, DT, _loop(pd), compiled)
+    assert c.completed and len(c.statuses) == 200 and c.statuses[0] == sim.FREE
+    _same(c, loop, 1e-12)
+    if any(spin):       # the feet land one by one: sets other than none and all four
+        assert len({tuple(m) for m in c.gaps <= scene.margin}) > 2
+
+
+def test_c_rollout_equals_the_numpy_reference_loop(scene, stand, pd, compiled):
+    q0, v0 = _dropped(scene, stand, (0.5, 0.0, 0.0))
+    c = sim.run(scene, q0, v0, 0.06, DT, pd, compiled)
+    ref = sim.run(scene, q0, v0, 0.06, DT, _loop(pd), sim.factory("reference"))
+    _same(c, ref, 1e-11)
+
+
+def test_active_rows_of_the_full_delassus_are_the_active_sets(go1, stand):
+    """G[A, A] of every candidate's step is the Delassus matrix of the active set A alone (and g[A] its g)."""
+    args = (stand.q + 0.05 * np.random.default_rng(1).normal(size=go1.nq), np.ones(go1.nv), np.ones(go1.nv), DT)
+    full = step_functions(go1, ConstraintSet.parse(go1, [s.replace("@", ":3d-world@") for s in FEET]), "full")[0]
+    G, g = (np.asarray(x) for x in full(*args)[1:3])
+    for A in ([0], [1, 3], [0, 2, 3]):
+        rows = np.concatenate([[3 * i, 3 * i + 1, 3 * i + 2] for i in A])
+        cs = ConstraintSet.parse(go1, [FEET[i].replace("@", ":3d-world@") for i in A])
+        G_A, g_A = (np.asarray(x) for x in step_functions(go1, cs, "part")[0](*args)[1:3])
+        assert np.abs(G[np.ix_(rows, rows)] - G_A).max() <= 1e-13 * np.abs(G_A).max()
+        assert np.abs(g[rows].ravel() - g_A.ravel()).max() <= 1e-13 * np.abs(g_A).max()
+
+
+def test_batch_entry_point_equals_single_rollouts(scene, stand, pd, compiled):
+    """Four environments on two threads (resting, dropped, dropped turning, fallen through): each equals its single
+    C rollout bit for bit, and run_batch equals single runs."""
+    Q0 = np.array([stand.q, *(_dropped(scene, stand, (0.0, 0.0, 0.0))[:1]), _dropped(scene, stand, (0.5, 0, 0))[0],
+                   stand.q])
+    Q0[3, 2] -= 1.5
+    V0 = np.zeros((4, scene.robot.nv))
+    V0[2, 3] = 0.5
+    built = compiled.rollout(scene, Q0[0])
+    one = sim.c_rollouts(scene, built, Q0, V0, 50, DT, pd, 1e6)
+    two = sim.c_rollouts(scene, built, Q0, V0, 50, DT, pd, 1e6, threads=2)
+    for a, b in zip(one.__dict__.values(), two.__dict__.values()):
+        assert np.array_equal(a, b, equal_nan=True)
+    b = run_batch(scene, Q0, V0, 0.05, DT, pd, compiled, threads=2)
+    assert b.status == [sim.OK, sim.OK, sim.OK, sim.FELL]
+    for e in range(4):
+        r = sim.run(scene, Q0[e], V0[e], 0.05, DT, pd, compiled)
+        assert list(b.statuses[:len(r.statuses), e]) == r.statuses
+        assert np.array_equal(b.q[:len(r.q), e], r.q) and np.all(np.isnan(b.q[len(r.q):, e]))
+
+
+def test_stopping_statuses_in_c(go1, scene, stand, pd, compiled, out_dir):
+    """NaN state, a body through the ground, a diverging controller and a solve that does not converge each stop
+    the C rollout at the step the per-step loop stops at, with the same records."""
+    v0 = np.zeros(go1.nv)
+    nan_v = v0.copy()
+    nan_v[4] = np.nan
+    deep = stand.q.copy()
+    deep[2] -= 1.5
+    unstable = cd.pd_controller(go1, stand.q, -3000.0, 0.0, stand.tau)      # pushes the joints away: τ grows
+    landing = np.random.default_rng(0).normal(size=go1.nv)
+    landing[2] = -0.5
+    cases = [(stand.q, nan_v, pd, {}, sim.NAN_STATE), (deep, v0, pd, {}, sim.FELL),
+             (sim.place(scene, stand.q, 0.01), v0, unstable, {"tau_limit": 300.0}, sim.CONTROLLER)]
+    for q0, v, controller, kw, status in cases:
+        c = sim.run(scene, q0, v, 0.1, DT, controller, compiled, **kw)
+        loop = sim.run(scene, q0, v, 0.1, DT, _loop(controller), compiled, **kw)
+        assert c.status == status and not c.completed and len(c.q) == len(c.statuses)
+        assert c.statuses == loop.statuses and np.allclose(c.q, loop.q, rtol=0, atol=1e-12, equal_nan=True)
+    one_iteration = sim.factory("compiled", "admm", max_iter=1, out_dir=out_dir)
+    stuck = sim.run(scene, stand.q, landing, 0.01, DT, pd, one_iteration)
+    loop = sim.run(scene, stand.q, landing, 0.01, DT, _loop(pd), one_iteration)
+    assert stuck.statuses == loop.statuses == [sim.NOT_CONVERGED]
+    assert stuck.iterations[0] == loop.iterations[0] == 1 and stuck.residuals[0] > 1e-10
+    assert abs(stuck.residuals[0] - loop.residuals[0]) <= 1e-9 * loop.residuals[0]
+
+
+def test_pd_controller_is_the_joint_pd(go1, stand):
+    """pd_controller as a LinearFeedback: kp (q_ref − q) − kd v + τ_ff on the one-DoF joints, τ_ff elsewhere."""
+    rng = np.random.default_rng(2)
+    q, v = stand.q + 0.1 * rng.normal(size=go1.nq), rng.normal(size=go1.nv)
+    tau = cd.pd_controller(go1, stand.q, 60.0, 2.0, stand.tau)(0.0, q, v)
+    want = stand.tau.copy()
+    want[6:] += 60.0 * (stand.q[7:] - q[7:]) - 2.0 * v[6:]        # go1: a free base, then 12 revolute joints
+    assert np.abs(tau - want).max() <= 1e-12 * np.abs(want).max()
+
+
+@pytest.mark.parametrize("kwargs, message", [
+    ({"Kp": np.ones(3)}, "Kp: expected 18"),
+    ({"Kd": np.full((18, 18), np.nan)}, "Kd: expected"),
+    ({"q_ref": np.zeros(4)}, "q_ref: expected 19"),
+    ({"tau_ff": np.zeros(2)}, "tau_ff: expected 18"),
+])
+def test_linear_feedback_bad_inputs(go1, kwargs, message):
+    args = {"q_ref": go1.neutral_q(), "Kp": np.zeros(go1.nv), "Kd": np.zeros(go1.nv), **kwargs}
+    with pytest.raises(InputError, match=message):
+        cd.LinearFeedback(go1, args.pop("q_ref"), args.pop("Kp"), args.pop("Kd"), **args)
