@@ -202,10 +202,12 @@ def talos(args):
     return r
 
 
-def go1_mujoco(solver):
+def go1_mujoco(solver, pd=False):
     """go1.urdf as a MuJoCo model: meshes dropped, the dummy root's inertia made diagonal (its
     off-diagonal 1e-6 are not positive definite), fixed links fused, a free base, a plane, and
-    1 mm spheres at the four contact points (condim 3, μ 0.8, elliptic cones), dt 1e-3."""
+    1 mm spheres at the four contact points (condim 3, μ 0.8, elliptic cones), dt 1e-3.  ``pd``:
+    the joint PD as MuJoCo actuators (force KP ctrl − KP q − KD q̇, ctrl the reference), so
+    that mj_step and mujoco.rollout run it in their C loop."""
     import importlib.metadata
     import re
     import mujoco
@@ -224,6 +226,10 @@ def go1_mujoco(solver):
         spec.body(f"{leg}_foot").add_geom(type=mujoco.mjtGeom.mjGEOM_SPHERE, size=[0.001, 0, 0],
                                           pos=[-0.0173782, 0, -0.0098993 + 0.001], condim=3, friction=[0.8, 0, 0])
     spec.worldbody.add_geom(type=mujoco.mjtGeom.mjGEOM_PLANE, size=[5, 5, 0.1])
+    for j in spec.joints if pd else ():
+        if j.type == mujoco.mjtJoint.mjJNT_HINGE:
+            spec.add_actuator(target=j.name, trntype=mujoco.mjtTrn.mjTRN_JOINT, gainprm=[KP] + [0] * 9,
+                              biastype=mujoco.mjtBias.mjBIAS_AFFINE, biasprm=[0, -KP, -KD] + [0] * 7)
     return spec.compile()
 
 
@@ -283,6 +289,114 @@ def speed(args):
     note("speed", line)
 
 
+def _mujoco_states(m, robot, q_ours, heights):
+    """MuJoCo full-physics states (one per height: the standing pose lifted by it) and the actuators' controls
+    (the joint references), for mujoco.rollout."""
+    import mujoco
+    _, qi, ref = _mujoco_pd(m, robot, q_ours)
+    d = mujoco.MjData(m)
+    kind = mujoco.mjtState.mjSTATE_FULLPHYSICS
+    states = np.zeros((len(heights), mujoco.mj_stateSize(m, kind)))
+    for row, h in zip(states, heights):
+        d.qpos[:3], d.qpos[3:7], d.qpos[qi] = q_ours[:3] + [0, 0, 0.001 + h], [1, 0, 0, 0], ref
+        mujoco.mj_getState(m, d, row, kind)
+    names = [m.joint(m.actuator_trnid[a, 0]).name for a in range(m.nu)]
+    ours = {b.joint.name: b.q_index for b in robot.bodies if b.joint.kind == "revolute"}
+    return states, np.array([q_ours[ours[n]] for n in names])
+
+
+def _timed(runs, reps, count, window=0.1):
+    """Interleaved repetitions of ``runs`` ({name: fn}, each ``count`` steps); per name the rates count / seconds.
+    Each sample repeats its run for about ``window`` seconds, so that a short run (ours: milliseconds) and a long one
+    meet the same share of a loaded machine's time slices."""
+    inner = {}
+    for k, fn in runs.items():
+        t = time.perf_counter()
+        fn()
+        inner[k] = max(1, round(window / (time.perf_counter() - t)))
+    rates = {k: [] for k in runs}
+    for _ in range(reps):
+        for k, fn in runs.items():
+            t = time.perf_counter()
+            for _ in range(inner[k]):
+                fn()
+            rates[k].append(inner[k] * count / (time.perf_counter() - t))
+    return rates
+
+
+def _summary(rates, ours):
+    """'name median (min-max); …' and ours / the fastest MuJoCo entry."""
+    med = statistics.median
+    best = max(med(v) for k, v in rates.items() if k.startswith("MuJoCo"))
+    return ("; ".join(f"{k} {med(v):,.0f} ({min(v):,.0f}-{max(v):,.0f})" for k, v in rates.items()),
+            med(rates[ours]) / best)
+
+
+def rollout_speed(args):
+    """Issue 27 point 4, one environment on one core (run under taskset -c 0): steps/s of a 1,000-step go1 standing
+    rollout under the joint PD, our C rollout (one call) against MuJoCo with the PD as actuators, by mj_step from
+    Python and by mujoco.rollout (its C loop), each of PGS, CG and Newton; interleaved repetitions."""
+    import mujoco
+    from mujoco import rollout as mj_rollout
+    p = contact_problems.build("go1_stand")
+    robot = cd.load_robot("go1")
+    scene = sim.Scene(robot, [f"{leg}_foot@-0.0173782,0,-0.0098993" for leg in ("FL", "FR", "RL", "RR")])
+    pd, factory, v0 = cd.pd_controller(robot, p.q, KP, KD), sim.factory("compiled", args.solver, max_iter=args.max_iter), np.zeros(robot.nv)
+    ours = sim.run(scene, p.q, v0, 1.0, DT, pd, factory)          # builds the rollout first
+    solvers = {"PGS": mujoco.mjtSolver.mjSOL_PGS, "CG": mujoco.mjtSolver.mjSOL_CG, "Newton": mujoco.mjtSolver.mjSOL_NEWTON}
+    runs, heights = {"ours, C rollout": lambda: sim.run(scene, p.q, v0, 1.0, DT, pd, factory)}, {"ours": ours.q[-1, 2]}
+    for k, solver in solvers.items():
+        m = go1_mujoco(solver, pd=True)
+        state, ctrl = _mujoco_states(m, robot, p.q, [0.0])
+        d = mujoco.MjData(m)
+
+        def stepped(m=m, d=d, state=state, ctrl=ctrl):
+            mujoco.mj_setState(m, d, state[0], mujoco.mjtState.mjSTATE_FULLPHYSICS)
+            d.ctrl[:] = ctrl
+            for _ in range(1000):
+                mujoco.mj_step(m, d)
+            return d.qpos[2]
+        heights[f"MuJoCo {k}"] = stepped()
+        runs[f"MuJoCo {k} mj_step"] = stepped
+        runs[f"MuJoCo {k} rollout"] = (lambda m=m, d=d, state=state, ctrl=ctrl:
+                                       mj_rollout.rollout(m, d, state, ctrl[None, None], nstep=1000))
+    text, ratio = _summary(_timed(runs, args.reps, 1000), "ours, C rollout")
+    note("rollout-speed", f"rollout speed, go1 standing under PD (kp {KP:g}, kd {KD:g}), 1,000 steps of {DT} s, one "
+         f"environment, {args.reps} interleaved reps, steps/s median (min-max): {text}; ours / fastest MuJoCo "
+         f"{ratio:.2f}; ours {args.solver}, status {ours.status}, most iterations {ours.iterations.max()}; final base "
+         f"heights " + ", ".join(f"{k} {h:.5f} m" for k, h in heights.items()))
+
+
+def rollout_batch_speed(args):
+    """Issue 27 point 4, batched: environment-steps/s of N go1 environments dropped from 0-2 cm under the joint PD,
+    our C rollout's batch entry point on ``--threads`` threads against mujoco.rollout with as many MjData (threads),
+    each MuJoCo solver; interleaved repetitions."""
+    import mujoco
+    from mujoco import rollout as mj_rollout
+    from casadi_delassus.contact.simulate_batch import run_batch
+    p = contact_problems.build("go1_stand")
+    robot = cd.load_robot("go1")
+    scene = sim.Scene(robot, [f"{leg}_foot@-0.0173782,0,-0.0098993" for leg in ("FL", "FR", "RL", "RR")])
+    pd, factory = cd.pd_controller(robot, p.q, KP, KD), sim.factory("compiled", args.solver, max_iter=args.max_iter)
+    N, n, threads = args.envs, args.steps, args.threads
+    drops = np.linspace(0.0, 0.02, N)
+    Q0, V0 = np.array([sim.place(scene, p.q, h) for h in drops]), np.zeros((N, robot.nv))
+    T = n * DT
+    first = run_batch(scene, Q0, V0, T, DT, pd, factory, threads=threads)          # builds the rollout first
+    runs = {f"ours, C rollout batch, {threads} threads": lambda: run_batch(scene, Q0, V0, T, DT, pd, factory, threads=threads)}
+    for k, solver in {"PGS": mujoco.mjtSolver.mjSOL_PGS, "CG": mujoco.mjtSolver.mjSOL_CG,
+                      "Newton": mujoco.mjtSolver.mjSOL_NEWTON}.items():
+        m = go1_mujoco(solver, pd=True)
+        states, ctrl = _mujoco_states(m, robot, p.q, drops)
+        datas = [mujoco.MjData(m) for _ in range(threads)]
+        runs[f"MuJoCo {k} rollout, {threads} threads"] = (lambda m=m, datas=datas, states=states, ctrl=ctrl:
+                                                          mj_rollout.rollout(m, datas, states, ctrl[None, None], nstep=n))
+    text, ratio = _summary(_timed(runs, args.reps, N * n), next(iter(runs)))
+    note("rollout-batch-speed", f"batched rollout speed, {N} go1 environments dropped from 0-2 cm under PD, {n} steps, "
+         f"{args.reps} interleaved reps, environment-steps/s median (min-max): {text}; ours / fastest MuJoCo "
+         f"{ratio:.2f}; ours {args.solver}, statuses {sorted(set(first.status))}")
+
+
 def batch(args):
     """Environment-steps per second of N go1 environments under PD, dropped from 0 to 2 cm:
     run_batch on 1 and 2 threads against N single rollouts, interleaved repetitions."""
@@ -317,15 +431,19 @@ def batch(args):
 
 def main(argv=None):
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    ap.add_argument("runs", nargs="+", choices=["go1", "go2", "talos", "speed", "batch"])
+    ap.add_argument("runs", nargs="+", choices=["go1", "go2", "talos", "speed", "batch", "rollout-speed",
+                                                "rollout-batch-speed"])
     ap.add_argument("-T", type=float, default=None, help="simulated time (s; default per run)")
     ap.add_argument("--solver", choices=["auto", "admm", "pgs"], default="admm")
     ap.add_argument("--reps", type=int, default=7)
     ap.add_argument("--max-iter", type=int, default=1000, help="solver iterations per step")
-    ap.add_argument("--envs", type=int, default=64, help="environments of the batch run")
+    ap.add_argument("--envs", type=int, default=64, help="environments of the batch runs")
+    ap.add_argument("--steps", type=int, default=200, help="steps of rollout-batch-speed")
+    ap.add_argument("--threads", type=int, default=2, help="threads of rollout-batch-speed")
     args = ap.parse_args(argv)
     for name in args.runs:
-        {"go1": go1, "go2": go2, "talos": talos, "speed": speed, "batch": batch}[name](args)
+        {"go1": go1, "go2": go2, "talos": talos, "speed": speed, "batch": batch, "rollout-speed": rollout_speed,
+         "rollout-batch-speed": rollout_batch_speed}[name](args)
 
 
 if __name__ == "__main__":
