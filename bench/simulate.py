@@ -4,8 +4,10 @@ contact step: issue 27's "done when" point 1, and a speed comparison with MuJoCo
     .venv/bin/python bench/simulate.py go1        # dropped 5 cm, PD to the standing pose, 4 s
     .venv/bin/python bench/simulate.py go2        # the Go2 MJCF: our loop and MuJoCo, same scene
     .venv/bin/python bench/simulate.py talos --max-iter 20000   # 8 sole corners, PD, 5 s (--solver pgs too)
-    taskset -c 0 .venv/bin/python bench/simulate.py speed   # steps/s of go1 standing, ours vs mj_step
-    .venv/bin/python bench/simulate.py batch      # 64 go1 environments: run_batch vs single rollouts
+    taskset -c 0 .venv/bin/python bench/simulate.py speed   # steps/s of go1 standing, our per-step loop vs mj_step
+    .venv/bin/python bench/simulate.py batch      # 64 go1 environments: run_batch vs single rollouts (per-step loop)
+    taskset -c 0 .venv/bin/python bench/simulate.py rollout-speed --solver pgs   # our C rollout vs MuJoCo, one core
+    .venv/bin/python bench/simulate.py rollout-batch-speed --envs 1024 --solver pgs   # 1,024 environments, 2 threads
 
 Each writes bench/results/simulate_<name>.png, .csv and a line in simulate.md.
 
@@ -78,6 +80,12 @@ def base_drift(rollout, last=1.0):
     p = rollout.q[:, :3]
     tail = p[-int(round(last / rollout.dt)) - 1:]
     return float(np.linalg.norm(tail - p[-1], axis=1).max())
+
+
+def per_step(controller):
+    """The controller as a plain callable: the loop then calls the compiled step once per step (a LinearFeedback
+    would run the whole rollout in C), as the runs speed and batch measure."""
+    return lambda t, q, v: controller(t, q, v)
 
 
 def go1(args):
@@ -257,7 +265,7 @@ def speed(args):
     p = contact_problems.build("go1_stand")
     robot = cd.load_robot("go1")
     scene = sim.Scene(robot, [f"{leg}_foot@-0.0173782,0,-0.0098993" for leg in ("FL", "FR", "RL", "RR")])
-    pd = cd.pd_controller(robot, p.q, KP, KD)
+    pd = per_step(cd.pd_controller(robot, p.q, KP, KD))
     steps = sim.StepCache(scene, sim.factory("compiled", args.solver, max_iter=args.max_iter), p.q)
     sim.run(scene, p.q, np.zeros(robot.nv), 0.2, DT, pd, steps=steps)       # builds the steps first
     solvers = {"PGS": mujoco.mjtSolver.mjSOL_PGS, "CG": mujoco.mjtSolver.mjSOL_CG, "Newton": mujoco.mjtSolver.mjSOL_NEWTON}
@@ -341,7 +349,8 @@ def rollout_speed(args):
     p = contact_problems.build("go1_stand")
     robot = cd.load_robot("go1")
     scene = sim.Scene(robot, [f"{leg}_foot@-0.0173782,0,-0.0098993" for leg in ("FL", "FR", "RL", "RR")])
-    pd, factory, v0 = cd.pd_controller(robot, p.q, KP, KD), sim.factory("compiled", args.solver, max_iter=args.max_iter), np.zeros(robot.nv)
+    pd, v0 = cd.pd_controller(robot, p.q, KP, KD), np.zeros(robot.nv)
+    factory = sim.factory("compiled", args.solver, args.tol, args.max_iter)
     ours = sim.run(scene, p.q, v0, 1.0, DT, pd, factory)          # builds the rollout first
     solvers = {"PGS": mujoco.mjtSolver.mjSOL_PGS, "CG": mujoco.mjtSolver.mjSOL_CG, "Newton": mujoco.mjtSolver.mjSOL_NEWTON}
     runs, heights = {"ours, C rollout": lambda: sim.run(scene, p.q, v0, 1.0, DT, pd, factory)}, {"ours": ours.q[-1, 2]}
@@ -363,7 +372,7 @@ def rollout_speed(args):
     text, ratio = _summary(_timed(runs, args.reps, 1000), "ours, C rollout")
     note("rollout-speed", f"rollout speed, go1 standing under PD (kp {KP:g}, kd {KD:g}), 1,000 steps of {DT} s, one "
          f"environment, {args.reps} interleaved reps, steps/s median (min-max): {text}; ours / fastest MuJoCo "
-         f"{ratio:.2f}; ours {args.solver}, status {ours.status}, most iterations {ours.iterations.max()}; final base "
+         f"{ratio:.2f}; ours {args.solver} to {args.tol:g}, status {ours.status}, most iterations {ours.iterations.max()}; final base "
          f"heights " + ", ".join(f"{k} {h:.5f} m" for k, h in heights.items()))
 
 
@@ -377,7 +386,7 @@ def rollout_batch_speed(args):
     p = contact_problems.build("go1_stand")
     robot = cd.load_robot("go1")
     scene = sim.Scene(robot, [f"{leg}_foot@-0.0173782,0,-0.0098993" for leg in ("FL", "FR", "RL", "RR")])
-    pd, factory = cd.pd_controller(robot, p.q, KP, KD), sim.factory("compiled", args.solver, max_iter=args.max_iter)
+    pd, factory = cd.pd_controller(robot, p.q, KP, KD), sim.factory("compiled", args.solver, args.tol, args.max_iter)
     N, n, threads = args.envs, args.steps, args.threads
     drops = np.linspace(0.0, 0.02, N)
     Q0, V0 = np.array([sim.place(scene, p.q, h) for h in drops]), np.zeros((N, robot.nv))
@@ -394,7 +403,7 @@ def rollout_batch_speed(args):
     text, ratio = _summary(_timed(runs, args.reps, N * n), next(iter(runs)))
     note("rollout-batch-speed", f"batched rollout speed, {N} go1 environments dropped from 0-2 cm under PD, {n} steps, "
          f"{args.reps} interleaved reps, environment-steps/s median (min-max): {text}; ours / fastest MuJoCo "
-         f"{ratio:.2f}; ours {args.solver}, statuses {sorted(set(first.status))}")
+         f"{ratio:.2f}; ours {args.solver} to {args.tol:g}, statuses {sorted(set(first.status))}")
 
 
 def batch(args):
@@ -404,7 +413,7 @@ def batch(args):
     p = contact_problems.build("go1_stand")
     robot = cd.load_robot("go1")
     scene = sim.Scene(robot, [f"{leg}_foot@-0.0173782,0,-0.0098993" for leg in ("FL", "FR", "RL", "RR")])
-    pd = cd.pd_controller(robot, p.q, KP, KD)
+    pd = per_step(cd.pd_controller(robot, p.q, KP, KD))
     N, T = args.envs, 0.2
     # dropped from 0 to 2 cm: perturbed joints diverged in flight under this explicit PD (status
     # "controller diverged"), and a rollout that stops early would inflate the rates
@@ -437,6 +446,7 @@ def main(argv=None):
     ap.add_argument("--solver", choices=["auto", "admm", "pgs"], default="admm")
     ap.add_argument("--reps", type=int, default=7)
     ap.add_argument("--max-iter", type=int, default=1000, help="solver iterations per step")
+    ap.add_argument("--tol", type=float, default=1e-10, help="solver tolerance of the rollout-* runs (N·s)")
     ap.add_argument("--envs", type=int, default=64, help="environments of the batch runs")
     ap.add_argument("--steps", type=int, default=200, help="steps of rollout-batch-speed")
     ap.add_argument("--threads", type=int, default=2, help="threads of rollout-batch-speed")

@@ -13,6 +13,7 @@ Per step, as simulate.py's loop: the candidates' signed distances from their wor
 simulate.candidate_positions, generated), the stopping checks (non-finite state, a gap below the fall depth, a torque
 not finite or beyond the limit), the active set (gap ≤ margin), the solve warm-started from the previous impulses of
 the same contacts (retried from 0 when the warm start fails), and q ⊕ dt v⁺ by the model's integrate (generated).
+A step with no active contact is v + dt ABA(q, v, τ) alone, as in the per-step loop.
 The C returns arrays and status codes; simulate.py and simulate_batch.py make them a Rollout and a BatchRollout."""
 from __future__ import annotations
 
@@ -29,6 +30,8 @@ import numpy as np
 from .. import __version__
 from ..codegen.build import compile_shared, host_cpu
 from ..codegen.escape import Safe
+from ..codegen.trace import trace
+from ..constraints import ConstraintSet
 from ..errors import InputError
 from ..model.integrate import integrate_sx
 from ..opcount import count_ops
@@ -44,12 +47,17 @@ STEP_DEFAULTS = (1.0, 0.0, 1e-8, 1.0)
 _P, _I = ctypes.POINTER(ctypes.c_double), ctypes.POINTER(ctypes.c_int)
 
 
-def kinematics_functions(robot, positions, name):
-    """(integrate, positions): ``<name>_integrate(q, δ)`` → q ⊕ δ and ``<name>_positions(q)`` → the candidates'
-    world positions (3k, candidate after candidate) from ``positions`` (casadi.Function q → 3 x k)."""
-    q, d = ca.SX.sym("q", robot.nq), ca.SX.sym("delta", robot.nv)
+def loop_functions(robot, positions, name):
+    """(integrate, positions, free): ``<name>_integrate(q, δ)`` → q ⊕ δ, ``<name>_positions(q)`` → the candidates'
+    world positions (3k, candidate after candidate) from ``positions`` (casadi.Function q → 3 x k), and
+    ``<name>_free(q, v, τ, dt)`` → v + dt ABA(q, v, τ), the step with no active contact (simulate.free_step's ABA)."""
+    q, d, v, tau, dt = (ca.SX.sym(n, k) for n, k in (("q", robot.nq), ("delta", robot.nv), ("v", robot.nv),
+                                                      ("tau", robot.nv), ("dt", 1)))
+    aba = trace(robot, ConstraintSet(robot, [], allow_empty=True), "aba", cse=True)[0]
     return (ca.Function(f"{name}_integrate", [q, d], [ca.densify(integrate_sx(robot, q, d))], ["q", "delta"], ["q_next"]),
-            ca.Function(f"{name}_positions", [q], [ca.densify(ca.reshape(positions(q), -1, 1))], ["q"], ["p"]))
+            ca.Function(f"{name}_positions", [q], [ca.densify(ca.reshape(positions(q), -1, 1))], ["q"], ["p"]),
+            ca.Function(f"{name}_free", [q, v, tau, dt], [ca.densify(v + dt * aba(q, v, tau))], ["q", "v", "tau", "dt"],
+                        ["v_next"]))
 
 
 def build(robot, cs, positions, out_dir=DEFAULT_OUT, cflags=DEFAULT_CFLAGS, cc=None, delassus=AUTO, model=None):
@@ -68,12 +76,12 @@ def build(robot, cs, positions, out_dir=DEFAULT_OUT, cflags=DEFAULT_CFLAGS, cc=N
     if so.is_file() and manifest_path.is_file():
         return so, json.loads(manifest_path.read_text())
     prep, post, chosen = step_functions(robot, cs, name, delassus)
-    kinematics = kinematics_functions(robot, positions, name)
+    loop = loop_functions(robot, positions, name)
     if auto:
-        cflags = step_cflags(cflags, sum(count_ops(f)["instructions"] for f in (prep, post, *kinematics)), cc)
+        cflags = step_cflags(cflags, sum(count_ops(f)["instructions"] for f in (prep, post, *loop)), cc)
     text = TEMPLATES.get_template("rollout.c.j2").render(
         fname=Safe(name), robot=robot.name, contacts=" ".join(cs.specs), version=__version__,
-        step_code=Safe(render(robot, cs, name, prep, post, chosen, kinematics)))
+        step_code=Safe(render(robot, cs, name, prep, post, chosen, loop)))
     folder.mkdir(parents=True, exist_ok=True)
     with tempfile.TemporaryDirectory(dir=folder, prefix=".tmp-rollout-") as tmp:
         c_file = Path(tmp) / "rollout.c"

@@ -40,7 +40,7 @@ from ..constraints import ConstraintSet, parse_constraint
 from ..errors import InputError
 from ..model.integrate import integrate_sx
 from ..symbolic.frames import joint_transform
-from .feedback import LinearFeedback, pd_controller  # noqa: F401  (the controllers, here too)
+from .feedback import LinearFeedback, pd_controller  # noqa: F401  (pd_controller: here too, as before)
 from .loop_step import StepResult, largest_residual as _largest
 from .step import contact_frames
 

@@ -78,8 +78,9 @@ class _Batch:
 def _from_raw(scene, dt, raw, n):
     """RawRollouts (contact/rollout.py, environment first) as a BatchRollout (batch second)."""
     out = _Batch(scene, raw.Q[:, 0], raw.V[:, 0], n)
+    names = np.array(ROLLOUT_STATUSES, dtype=object)[raw.STATUS]
     for e, c in enumerate(raw.count):
-        out.statuses[:c, e] = [ROLLOUT_STATUSES[s] for s in raw.STATUS[e, :c]]
+        out.statuses[:c, e] = names[e, :c]
         states = c if c and out.statuses[c - 1, e] not in (OK, FREE, COLD) else c + 1
         out.q[:states, e], out.v[:states, e] = raw.Q[e, :states], raw.V[e, :states]
         out.tau[:c, e], out.gaps[:c, e], out.forces[:c, e] = raw.TAU[e, :c], raw.GAPS[e, :c], raw.FORCES[e, :c]
