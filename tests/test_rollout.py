@@ -122,6 +122,7 @@ def test_batch_entry_point_equals_single_rollouts(scene, stand, pd, compiled):
         r = sim.run(scene, Q0[e], V0[e], 0.05, DT, pd, compiled)
         assert list(b.statuses[:len(r.statuses), e]) == r.statuses
         assert np.array_equal(b.q[:len(r.q), e], r.q) and np.all(np.isnan(b.q[len(r.q):, e]))
+        assert set(b.statuses[len(r.statuses):, e]) <= {""} and np.all(np.isnan(b.tau[len(r.statuses):, e]))
 
 
 def test_stopping_statuses_in_c(go1, scene, stand, pd, compiled, out_dir):

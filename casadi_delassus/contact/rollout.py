@@ -44,6 +44,7 @@ from .step import (DEFAULT_CFLAGS, DEFAULT_OUT, SOLVER_CODES, STEP_SOLVERS, TEMP
 # what opts[] of the step holds after tolerance, iterations and solver: exact (De Saxcé), ρ automatic, η, ω (the
 # defaults of ContactStep.__call__)
 STEP_DEFAULTS = (1.0, 0.0, 1e-8, 1.0)
+FIRST_STOP = 3          # status codes from this one on stop a rollout (rollout.c.j2: nan state, fell, …)
 _P, _I = ctypes.POINTER(ctypes.c_double), ctypes.POINTER(ctypes.c_int)
 
 
@@ -100,7 +101,8 @@ def build(robot, cs, positions, out_dir=DEFAULT_OUT, cflags=DEFAULT_CFLAGS, cc=N
 class RawRollouts:
     """N rollouts as the C writes them, environment first: count (N: steps recorded), Q (N x T+1 x nq), V, TAU
     (N x T x nv), GAPS (N x T x k), FORCES (N x T x k x 3), ITS, RES and STATUS (N x T; the codes of
-    rollout.c.j2, simulate.py ROLLOUT_STATUSES).  Rows past an environment's count are not written."""
+    rollout.c.j2, simulate.py ROLLOUT_STATUSES).  Past an environment's count: states, torques and gaps NaN, forces,
+    iterations and residuals 0, status −1; the state row at its count is NaN too when it stopped."""
     count: np.ndarray
     Q: np.ndarray
     V: np.ndarray
@@ -148,9 +150,8 @@ class CompiledRollout:
         ins.append(np.ascontiguousarray(feedback.packed()))
         joint_q = np.ascontiguousarray(feedback.joint_q, dtype=np.int32)
         Q0, V0 = (np.ascontiguousarray(x, dtype=float) for x in (Q0, V0))
-        out = RawRollouts(np.zeros(N, dtype=np.int32), np.full((N, T + 1, r.nq), np.nan), np.full((N, T + 1, r.nv), np.nan),
-                          np.full((N, T, r.nv), np.nan), np.full((N, T, k), np.nan), np.zeros((N, T, k, 3)),
-                          np.zeros((N, T)), np.zeros((N, T)), np.zeros((N, T), dtype=np.int32))
+        out = RawRollouts(np.zeros(N, dtype=np.int32), *(np.empty(s) for s in ((N, T + 1, r.nq), (N, T + 1, r.nv),
+                          (N, T, r.nv), (N, T, k), (N, T, k, 3), (N, T), (N, T))), np.empty((N, T), dtype=np.int32))
         ptr = (lambda a: None if a is None else a.ctypes.data_as(_I if a.dtype == np.int32 else _P))
         tail = [*map(ptr, ins), ptr(joint_q), ptr(self.body), ptr(self.opts)]
         if threads is None:
@@ -164,4 +165,11 @@ class CompiledRollout:
                         int(threads))
         if np.any(out.count < 0):
             raise InputError("the generated rollout failed to evaluate")
+        last = out.STATUS[np.arange(N), np.maximum(out.count - 1, 0)]
+        stopped = (out.count > 0) & (last >= FIRST_STOP)
+        for e in np.flatnonzero(stopped | (out.count < T)):        # what a stopped environment did not write
+            c = out.count[e]
+            out.Q[e, c + 1 - stopped[e]:], out.V[e, c + 1 - stopped[e]:] = np.nan, np.nan
+            out.TAU[e, c:], out.GAPS[e, c:], out.FORCES[e, c:], out.ITS[e, c:], out.RES[e, c:] = np.nan, np.nan, 0, 0, 0
+            out.STATUS[e, c:] = -1
         return out

@@ -75,18 +75,11 @@ class _Batch:
         self.statuses = np.full((n, N), STOPPED, dtype=object)
 
 
-def _from_raw(scene, dt, raw, n):
+def _from_raw(scene, dt, raw):
     """RawRollouts (contact/rollout.py, environment first) as a BatchRollout (batch second)."""
-    out = _Batch(scene, raw.Q[:, 0], raw.V[:, 0], n)
-    names = np.array(ROLLOUT_STATUSES, dtype=object)[raw.STATUS]
-    for e, c in enumerate(raw.count):
-        out.statuses[:c, e] = names[e, :c]
-        states = c if c and out.statuses[c - 1, e] not in (OK, FREE, COLD) else c + 1
-        out.q[:states, e], out.v[:states, e] = raw.Q[e, :states], raw.V[e, :states]
-        out.tau[:c, e], out.gaps[:c, e], out.forces[:c, e] = raw.TAU[e, :c], raw.GAPS[e, :c], raw.FORCES[e, :c]
-        out.iterations[:c, e], out.residuals[:c, e] = raw.ITS[e, :c], raw.RES[e, :c]
-    return BatchRollout(scene, dt, out.q, out.v, out.tau, out.gaps, out.forces, out.iterations, out.residuals,
-                        out.statuses)
+    names = np.array([*ROLLOUT_STATUSES, STOPPED], dtype=object)[raw.STATUS]      # -1: stopped
+    return BatchRollout(scene, dt, *(a.swapaxes(0, 1) for a in (raw.Q, raw.V, raw.TAU, raw.GAPS, raw.FORCES)),
+                        raw.ITS.T.astype(int), raw.RES.T, names.T)
 
 
 def run_batch(scene, Q0, V0, T, dt, controller=None, step_factory=None, tau_limit=1e6, steps=None, threads=1):
@@ -98,7 +91,7 @@ def run_batch(scene, Q0, V0, T, dt, controller=None, step_factory=None, tau_limi
     factory = steps.factory if steps else step_factory or compiled_steps()
     if isinstance(controller, LinearFeedback) and hasattr(factory, "rollout"):
         return _from_raw(scene, dt, c_rollouts(scene, factory.rollout(scene, Q[0]), Q, V, n, dt, controller, tau_limit,
-                                               threads), n)
+                                               threads))
     steps = steps or StepCache(scene, factory, Q[0])
     out, alive = _Batch(scene, Q, V, n), np.ones(len(Q), dtype=bool)
     G, warm = scene.advance(Q, np.zeros_like(V))[1], np.zeros((len(Q), len(scene.candidates), 3))
