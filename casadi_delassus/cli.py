@@ -683,6 +683,8 @@ def simulate(robot, fixed_base, contacts, duration, dt, q0, drop, kp, kd, mu, no
     from .contact.rollout_io import plot, write_csv
     robot = load_robot(robot, floating_base=_floating(fixed_base))
     q = robot.neutral_q() if q0 is None else _numbers(q0, "--q0")
+    if q.shape != (robot.nq,):
+        raise InputError(f"--q0 must have {robot.nq} numbers (nq of {robot.name}), got {q.size}")
     scene = sim.Scene(robot, list(contacts), _numbers(normal, "--normal"), height, mu)
     start = q if drop is None else sim.place(scene, q, drop)
     controller = sim.pd_controller(robot, q, kp, kd) if (kp or kd) else None

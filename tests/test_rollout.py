@@ -171,3 +171,21 @@ def test_linear_feedback_bad_inputs(go1, kwargs, message):
     args = {"q_ref": go1.neutral_q(), "Kp": np.zeros(go1.nv), "Kd": np.zeros(go1.nv), **kwargs}
     with pytest.raises(InputError, match=message):
         cd.LinearFeedback(go1, args.pop("q_ref"), args.pop("Kp"), args.pop("Kd"), **args)
+
+
+def test_cli_simulate_runs_the_c_rollout(tmp_path):
+    """`casadi-delassus simulate` with a PD runs the C rollout: a drop lands and writes its files; a bad --q0 is one
+    line on stderr, exit 2, nothing written."""
+    import subprocess
+    import sys
+    feet = [a for f in FEET for a in ("--contact", f)]
+
+    def cli(*args):
+        return subprocess.run([sys.executable, "-m", "casadi_delassus", "simulate", "go1", *feet, *args],
+                              capture_output=True, text=True, cwd=tmp_path)
+    ok = cli("-T", "0.05", "--drop", "0.005", "--kp", "60", "--kd", "2", "-o", "a")
+    assert ok.returncode == 0 and "50 steps of 0.001 s, ok" in ok.stdout
+    assert list(tmp_path.glob("codegen_out/*/rollout-*/rollout_*.so")) and (tmp_path / "a" / "rollout.csv").is_file()
+    bad = cli("--q0", "1,2", "--kp", "60", "-o", "b")
+    assert bad.returncode == 2 and bad.stderr.count("\n") == 1 and "--q0 must have 19" in bad.stderr
+    assert not (tmp_path / "b").exists()
