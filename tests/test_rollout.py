@@ -161,6 +161,14 @@ def test_pd_controller_is_the_joint_pd(go1, stand):
     assert np.abs(tau - want).max() <= 1e-12 * np.abs(want).max()
 
 
+def test_feedback_of_another_robot_is_refused(scene, stand, compiled):
+    box = cd.load_robot("""<robot name="box"><link name="box"><inertial><origin xyz="0 0 0"/><mass value="2.0"/>
+<inertia ixx="0.02" iyy="0.03" izz="0.04" ixy="0" ixz="0" iyz="0"/></inertial></link></robot>""")
+    other = cd.LinearFeedback(box, box.neutral_q(), np.zeros(6), np.zeros(6))
+    with pytest.raises(InputError, match="linear feedback is for nq = 7"):
+        sim.run(scene, stand.q, np.zeros(18), 0.01, DT, other, compiled)
+
+
 @pytest.mark.parametrize("kwargs, message", [
     ({"Kp": np.ones(3)}, "Kp: expected 18"),
     ({"Kd": np.full((18, 18), np.nan)}, "Kd: expected"),

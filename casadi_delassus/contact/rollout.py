@@ -144,6 +144,9 @@ class CompiledRollout:
         ``threads`` None: the single-rollout entry point per row; a number: the batch entry point on that many threads."""
         r, k = self.robot, self.k
         N, T = len(Q0), int(steps)
+        if (len(feedback.q_ref), len(feedback.joint_q)) != (r.nq, r.nv):
+            raise InputError(f"the linear feedback is for nq = {len(feedback.q_ref)}, nv = {len(feedback.joint_q)}; "
+                             f"robot {r.name!r} has nq = {r.nq}, nv = {r.nv}")
         settings = np.array([dt, margin, tau_limit, fall_depth, *normal, height, float(self.auto)])
         ins = [np.ascontiguousarray(x, dtype=float) for x in (settings, radii, mu)]
         ins.append(None if normals is None else np.ascontiguousarray(normals, dtype=float))

@@ -17,6 +17,9 @@ sphere (centre and radius) whose friction point is its lowest point at q₀, fix
 Baumgarte stabilisation (β > 0) asks the normal contact velocity to close the penetration in
 1/β steps: σ_n ≥ −β d⁻/dt (d⁻ = min(d, 0)), the gap term of issue 25's g.
 
+Under a fixed linear feedback (feedback.py: LinearFeedback, pd_controller) on the compiled step,
+the whole loop runs as one C call instead (rollout.py), with the same statuses and records.
+
 The step of each active set comes from a factory (``step_factory``): the compiled step
 ``contact_step`` of this package by default, or the NumPy reference (reference_steps) that
 tests and benches use as an oracle.  One step is built per active set seen and cached by
