@@ -23,7 +23,7 @@ cone's boundary exactly opposite λ, i.e. λ_t = −μ λ_n σ_t/‖σ_t‖ and,
 W, G and the products (V ẋ, S ẋ) (forward mode) and Vᵀv̄ + Sᵀσ̄ (reverse mode) are SX traced
 once per robot from the registry's ABA, the constraint Jacobian and the model's integrate,
 and compiled; V and S are never formed (a dense ``casadi.jacobian`` over the 3nv inputs is
-hundreds of thousands of instructions on go1 and ran gcc out of memory on talos): the
+about nv times the forward mode's code, and ran gcc out of memory on talos): the
 Jacobian is the forward mode's 3nv columns, one mapped call.  F_λ, F_σ and the m×m solves with
 A are NumPy at run time (they depend on the modes).
 
@@ -77,9 +77,9 @@ def traced_functions(robot, cs, name):
     """casadi.Functions of (q, v, tau, dt, lam) with λ in world-aligned rows:
     ``<name>_parts`` → (v_next, sigma, W, G), ``<name>_fwd`` (+ x_dot) → (v_dot, sigma_dot) =
     (V ẋ, S ẋ), ``<name>_adj`` (+ v_bar, sigma_bar) → x_bar = Vᵀ v̄ + Sᵀ σ̄, with x = [δq, v, τ]
-    and q entering as q ⊕ δ at δ = 0.  No dense V or S: ``casadi.jacobian`` over 3nv inputs
-    multiplies the code by about 3nv/3 (go1: 288k instructions, talos: out of gcc's memory), so
-    the Jacobian is assembled from ``fwd``'s columns at run time."""
+    and q entering as q ⊕ δ at δ = 0.  No dense V or S: ``casadi.jacobian`` over the 3nv inputs
+    multiplies the code by about nv (docs/contact_derivatives.md), so the Jacobian is assembled
+    from ``fwd``'s columns at run time."""
     nv, m = robot.nv, cs.m
     q, v, tau, dt, lam, delta = (ca.SX.sym(n, k) for n, k in (("q", robot.nq), ("v", nv), ("tau", nv), ("dt", 1),
                                                                ("lam", m), ("delta", nv)))
