@@ -9,7 +9,7 @@ import numpy as np
 import pytest
 
 from casadi_delassus.contact.step_derivatives import PseudoInverse, classify
-from casadi_delassus.errors import InputError
+from casadi_delassus.errors import DelassusError, InputError
 
 pytest.importorskip("pinocchio")
 from casadi_delassus.verify import contact_problems as cp  # noqa: E402
@@ -51,6 +51,34 @@ def test_jacobian_equals_finite_differences_and_jvp_vjp_agree(out, case):
     assert {o for o, _ in errors} == ({"v_next"} if case == "talos_stand" else {"v_next", "lam"})
     assert max(errors.values()) <= 1e-6, errors
     assert dot <= 1e-10
+
+
+def test_a_non_unique_lambda_on_a_small_robot(tmp_path):
+    """talos's case on go1: FL's foot twice, so G is singular and λ splits between the two
+    (any split solves): v_next's derivative alone is checked, and is exact."""
+    p = cp.build("go1_stand")
+    p = dataclasses.replace(p, specs=p.specs + p.specs[:1], mu=np.full(5, p.mu[0]), name="go1_stand_twice")
+    errors, dot, modes = check.check(p, tmp_path, H)
+    assert modes == ("sticking",) * 5
+    assert {o for o, _ in errors} == {"v_next"}
+    assert max(errors.values()) <= 1e-6, errors
+    assert dot <= 1e-10
+
+
+def test_a_singular_system_that_moves_v_next_is_refused(out):
+    """G made singular along a direction M⁻¹Jᵀ does not annihilate: no derivative exists."""
+    p, step, deriv = check.build("go1_stand", out)
+    lam = step(p.q, p.v, p.tau, dt=p.dt, mu=p.mu, tol=1e-12).lam
+    parts = deriv._f["parts"]
+
+    def singular(*args):
+        v_next, sigma, W, G = (np.asarray(a) for a in parts(*args))
+        U, s, Vt = np.linalg.svd(G)
+        return v_next, sigma, W, G - s[-1] * np.outer(U[:, -1], Vt[-1])
+
+    deriv._f = {**deriv._f, "parts": singular}
+    with pytest.raises(DelassusError, match="singular"):
+        deriv.point(p.q, p.v, p.tau, lam, dt=p.dt, mu=p.mu)
 
 
 def test_no_dense_jacobian_is_compiled(out):
