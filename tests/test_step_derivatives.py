@@ -98,6 +98,10 @@ def test_a_wrong_mode_is_seen_by_the_finite_differences(out):
     assert max(errors.values()) > 1e-2
     with pytest.raises(InputError, match="modes"):
         deriv.point(p.q, p.v, p.tau, lam, dt=p.dt, mu=p.mu, modes=("flying",) * 4)
+    stand = cp.build("go1_stand")
+    with pytest.raises(InputError, match="does not slip"):
+        deriv.point(stand.q, stand.v, stand.tau, stand.dt * stand.f_eq, dt=stand.dt, mu=stand.mu,
+                    modes=("sliding",) * 4)
 
 
 def test_the_singular_solve_is_the_minimum_norm_one_and_its_transpose_the_adjoint():

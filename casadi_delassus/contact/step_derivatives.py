@@ -71,6 +71,7 @@ DEFAULT_CFLAGS = ("auto",)      # codegen/build.py resolve_cflags, by the larges
 # Singular values of A below RANK_RTOL·σ_max are A's null space: G = J M⁻¹ Jᵀ's are rounding
 # (≈ 1e-16·σ_max) where λ is not unique, the smallest real one well above (talos_stand: docs)
 RANK_RTOL = 1e-10
+SLIP_TOL = 1e-8                 # m/s: a contact slips (can be sliding) above it
 
 
 def traced_functions(robot, cs, name):
@@ -144,7 +145,7 @@ def _compile(functions, stem, cflags, cc, auto):
         os.replace(Path(tmp) / "contact_deriv.json", stem.with_suffix(".json"))   # last: a manifest means a complete build
 
 
-def classify(lam, sigma, mu, lam_tol=1e-9, vel_tol=1e-8):
+def classify(lam, sigma, mu, lam_tol=1e-9, vel_tol=SLIP_TOL):
     """Each contact's mode from a solution (λ, σ) in contact frames: separating when λ_n ≤
     lam_tol·max|λ|, sliding when ‖σ_t‖ > vel_tol (m/s), sticking otherwise; InputError at a
     mode boundary (λ = 0 with σ_n ≈ 0, or sticking with λ on the cone's boundary), where the
@@ -260,9 +261,10 @@ class StepDerivatives:
             raise InputError(f"q, v, tau: expected shapes ({self.robot.nq},), ({nv},), ({nv},)")
         v_next, sigma_w, W, G = (np.asarray(a) for a in self._f["parts"](*args))
         sigma, W, G = R @ sigma_w.reshape(-1), W @ R.T, R @ G @ R.T
-        modes = classify(lam, sigma, mu) if modes is None else _checked_modes(modes, nc)
+        modes = classify(lam, sigma, mu) if modes is None else _checked_modes(modes, sigma)
         F_lam, F_sig = mode_jacobians(lam, sigma, mu, modes)
         A, null = PseudoInverse.of(F_lam + F_sig @ G)
+        # W on A's null space is rounding (≈ 1e-16 relative) where v_next's derivative is determined
         if len(null) and np.max(np.abs(W @ null.T)) > RANK_RTOL ** 0.5 * np.max(np.abs(W)):
             raise DelassusError(f"modes {modes}: the implicit system is singular along a direction that moves v_next "
                                 "(no derivative of v_next is determined)")
@@ -295,10 +297,16 @@ class StepDerivatives:
         return tuple(np.split(x_bar, 3))
 
 
-def _checked_modes(modes, nc):
-    modes = tuple(modes)
-    if len(modes) != nc or not set(modes) <= set(MODES):
-        raise InputError(f"modes: expected {nc} of {', '.join(MODES)}, got {modes}")
+def _checked_modes(modes, sigma):
+    """``modes`` as a tuple, one of MODES per contact; a sliding one must slip (‖σ_t‖ >
+    SLIP_TOL: its block divides by ‖σ_t‖)."""
+    modes, slip = tuple(modes), np.hypot(sigma[0::3], sigma[1::3])
+    if len(modes) != len(slip) or not set(modes) <= set(MODES):
+        raise InputError(f"modes: expected {len(slip)} of {', '.join(MODES)}, got {modes}")
+    still = [i for i, m in enumerate(modes) if m == "sliding" and not slip[i] > SLIP_TOL]
+    if still:
+        raise InputError(f"modes: contact {still[0]} is given as sliding but does not slip "
+                         f"(|σ_t| = {slip[still[0]]:.3g} m/s)")
     return modes
 
 
