@@ -1,24 +1,21 @@
-"""Derivatives of the contact step (contact/step_derivatives.py) on go1: the implicit Jacobian
-against central finite differences of the compiled step with every contact's mode fixed
-(sticking, sliding, separating, and mixes), JVP against VJP by the dot-product test, and the
-refusal at a mode boundary.  talos (non-unique λ) is bench/step_derivatives.py's."""
+"""Derivatives of the contact step (contact/step_derivatives.py): the Jacobian assembled from
+the compiled forward mode against central finite differences of the compiled step with every
+contact's mode fixed (go1 sticking, sliding, separating and mixes; talos standing, whose λ is
+not unique: v_next only), JVP against VJP by the dot-product test, the minimum-norm solve of
+a singular implicit system, and the refusals (a mode boundary, unknown modes)."""
 import dataclasses
 
 import numpy as np
 import pytest
 
-from casadi_delassus.contact.step_derivatives import classify, mode_jacobians
-from casadi_delassus.errors import InputError
+from casadi_delassus.contact.step_derivatives import PseudoInverse, classify
+from casadi_delassus.errors import DelassusError, InputError
 
 pytest.importorskip("pinocchio")
 from casadi_delassus.verify import contact_problems as cp  # noqa: E402
 from casadi_delassus.contact import derivative_check as check  # noqa: E402
 
 H = 1e-5
-
-# go1's derivative code is megabytes of C and takes minutes to build on two cores: `make test-all`
-# (or `pytest -m slow tests/test_step_derivatives.py`) runs it, `make test` leaves it out
-pytestmark = pytest.mark.slow
 
 
 @pytest.fixture(scope="module")
@@ -37,31 +34,87 @@ def _lifted(joint_velocity):
     return dataclasses.replace(p, v=v, name=f"go1_stand_v{j}")
 
 
-CASES = {"go1_stand": ("sticking",) * 4, "go1_slide": ("sliding",) * 4,
+CASES = {"go1_stand": ("sticking",) * 4,
+         "go1_slide": ("sliding",) * 4,
          (8, -2.0): ("separating", "sticking", "sticking", "sticking"),
-         (7, 1.0): ("sliding", "sticking", "sticking", "sticking")}
+         (7, 1.0): ("sliding", "sticking", "sticking", "sticking"),
+         "talos_stand": ("sticking",) * 8}
+SLOW = pytest.mark.slow     # each a compile or robot-scale repeat of what go1_stand checks fast
 
 
-@pytest.mark.parametrize("case", list(CASES), ids=str)
+@pytest.mark.parametrize("case", [c if c == "go1_stand" else pytest.param(c, marks=SLOW) for c in CASES], ids=str)
 def test_jacobian_equals_finite_differences_and_jvp_vjp_agree(out, case):
     problem = case if isinstance(case, str) else _lifted(case)
     errors, dot, modes = check.check(problem, out, H)
     assert modes == CASES[case]
+    # λ's blocks are compared exactly where λ is unique
+    assert {o for o, _ in errors} == ({"v_next"} if case == "talos_stand" else {"v_next", "lam"})
     assert max(errors.values()) <= 1e-6, errors
     assert dot <= 1e-10
+
+
+def test_a_non_unique_lambda_on_a_small_robot(tmp_path):
+    """talos's case on go1: FL's foot twice, so G is singular and λ splits between the two
+    (any split solves): v_next's derivative alone is checked, and is exact."""
+    p = cp.build("go1_stand")
+    p = dataclasses.replace(p, specs=p.specs + p.specs[:1], mu=np.full(5, p.mu[0]), name="go1_stand_twice")
+    errors, dot, modes = check.check(p, tmp_path, H)
+    assert modes == ("sticking",) * 5
+    assert {o for o, _ in errors} == {"v_next"}
+    assert max(errors.values()) <= 1e-6, errors
+    assert dot <= 1e-10
+
+
+def test_a_singular_system_that_moves_v_next_is_refused(out):
+    """G made singular along a direction M⁻¹Jᵀ does not annihilate: no derivative exists."""
+    p, step, deriv = check.build("go1_stand", out)
+    lam = step(p.q, p.v, p.tau, dt=p.dt, mu=p.mu, tol=1e-12).lam
+    parts = deriv._f["parts"]
+
+    def singular(*args):
+        v_next, sigma, W, G = (np.asarray(a) for a in parts(*args))
+        U, s, Vt = np.linalg.svd(G)
+        return v_next, sigma, W, G - s[-1] * np.outer(U[:, -1], Vt[-1])
+
+    deriv._f = {**deriv._f, "parts": singular}
+    with pytest.raises(DelassusError, match="singular"):
+        deriv.point(p.q, p.v, p.tau, lam, dt=p.dt, mu=p.mu)
+
+
+def test_no_dense_jacobian_is_compiled(out):
+    """The compiled code stays a few times the step's size: a dense casadi.jacobian of go1's
+    v_next and σ over (δq, v, τ) alone was 288k instructions (talos: out of gcc's memory)."""
+    _, _, deriv = check.build("go1_stand", out)
+    assert set(deriv.manifest["instructions"]) == {"parts", "fwd", "adj"}
+    assert max(deriv.manifest["instructions"].values()) < 40_000, deriv.manifest
 
 
 def test_a_wrong_mode_is_seen_by_the_finite_differences(out):
     """go1_slide differentiated as if its feet stuck: the check must fail (by far)."""
     p, step, deriv = check.build("go1_slide", out)
     fd, lam, _ = check.finite_differences(step, deriv, p, H)
-    point = deriv.point(p.q, p.v, p.tau, lam, dt=p.dt, mu=p.mu)
-    F_lam, F_sig = mode_jacobians(point.lam, point.sigma, p.mu, ("sticking",) * 4)
-    V, S = (np.asarray(a) for a in deriv._f["jac"](*point.args))
-    A = F_lam + F_sig @ (point.R @ np.asarray(deriv._f["parts"](*point.args)[3]) @ point.R.T)
-    dlam = -np.linalg.solve(A, F_sig @ point.R @ S)
-    errors = check.block_errors(np.vstack([V + point.W @ dlam, dlam]), fd, deriv.robot.nv)
+    jac = deriv.jacobian(p.q, p.v, p.tau, lam, dt=p.dt, mu=p.mu, modes=("sticking",) * 4)
+    errors = check.block_errors(np.vstack([jac.dv_next, jac.dlam]), fd, deriv.robot.nv)
     assert max(errors.values()) > 1e-2
+    with pytest.raises(InputError, match="modes"):
+        deriv.point(p.q, p.v, p.tau, lam, dt=p.dt, mu=p.mu, modes=("flying",) * 4)
+    stand = cp.build("go1_stand")
+    with pytest.raises(InputError, match="does not slip"):
+        deriv.point(stand.q, stand.v, stand.tau, stand.dt * stand.f_eq, dt=stand.dt, mu=stand.mu,
+                    modes=("sliding",) * 4)
+
+
+def test_the_singular_solve_is_the_minimum_norm_one_and_its_transpose_the_adjoint():
+    rng = np.random.default_rng(0)
+    B = rng.standard_normal((12, 5))
+    A = B @ rng.standard_normal((5, 12))            # rank 5
+    inv, null = PseudoInverse.of(A)
+    assert null.shape == (7, 12)
+    b, c = A @ rng.standard_normal(12), rng.standard_normal((12, 3))
+    assert np.allclose(inv.solve(b), np.linalg.lstsq(A, b, rcond=None)[0], rtol=0, atol=1e-12)
+    assert np.allclose(A @ inv.solve(b), b, rtol=0, atol=1e-12)
+    assert np.allclose(inv.solve(c).T @ b, c.T @ inv.solve(b, transpose=True), rtol=0, atol=1e-12)
+    assert np.allclose(inv.solve(c)[:, 1], inv.solve(c[:, 1]), rtol=0, atol=1e-15)
 
 
 def test_mode_boundaries_are_refused():

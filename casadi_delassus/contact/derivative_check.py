@@ -1,5 +1,5 @@
 """Checks of the contact step's derivatives (contact/step_derivatives.py) on the problems of
-verify/contact_problems.py (in the contact layer: it builds steps): the dense Jacobian against
+verify/contact_problems.py (in the contact layer: it builds steps): the Jacobian against
 central finite differences of the compiled step itself (mode fixed: every contact keeps its
 mode at x ± h eⱼ, each solve to ``tol`` from a cold start), and JVP against VJP by the
 dot-product test.
@@ -81,17 +81,17 @@ def dot_test(deriv, point, rng, lam_bar=True):
 
 
 def check(name, out_dir, h, cflags=("-O1",), tol=1e-12, seed=0):
-    """(block errors against FD, dot-product error, modes) on problem ``name``; λ's blocks are
-    left out when λ is not unique (talos: derivatives of v_next only)."""
+    """(block errors against FD, dot-product error, modes) on problem ``name``; λ's blocks (and
+    λ's cotangent in the dot test) are left out when λ is not unique (talos: derivatives of
+    v_next only)."""
     p, step, deriv = build(name, out_dir, cflags)
     name = p.name
     fd, lam, modes = finite_differences(step, deriv, p, h, tol)
     nv = deriv.robot.nv
     jac = deriv.jacobian(p.q, p.v, p.tau, lam, dt=p.dt, mu=p.mu)
     errors = block_errors(np.vstack([jac.dv_next, jac.dlam]), fd, nv)
-    unique = name != "talos_stand"
-    if not unique:
+    if not jac.unique:
         errors = {k: e for k, e in errors.items() if k[0] == "v_next"}
     point = deriv.point(p.q, p.v, p.tau, lam, dt=p.dt, mu=p.mu)
-    dot = max(dot_test(deriv, point, np.random.default_rng(seed + i), unique) for i in range(5))
+    dot = max(dot_test(deriv, point, np.random.default_rng(seed + i), jac.unique) for i in range(5))
     return errors, dot, modes

@@ -20,16 +20,30 @@ cone's boundary exactly opposite λ, i.e. λ_t = −μ λ_n σ_t/‖σ_t‖ and,
     A dλ = −F_σ S dx,   A = F_λ + F_σ G,   S = ∂σ/∂x |_λ,   G = ∂σ/∂λ = J M⁻¹ Jᵀ,
     dv_next = V dx + W dλ,   V = ∂v_next/∂x |_λ,   W = M⁻¹ Jᵀ.
 
-V, S, W, G and the products S ẋ (forward mode) and Sᵀσ̄ + Vᵀv̄ (reverse mode) are SX traced
+W, G and the products (V ẋ, S ẋ) (forward mode) and Vᵀv̄ + Sᵀσ̄ (reverse mode) are SX traced
 once per robot from the registry's ABA, the constraint Jacobian and the model's integrate,
-and compiled; F_λ, F_σ and the m×m solves with A are NumPy at run time (they depend on the
-modes).  A singular A (a λ that is not unique, e.g. talos's eight sole corners) is solved in
-the least-squares sense: dλ is then the minimum-norm one, and dv_next is still exact, since
-W vanishes on the null space of Jᵀ that such a dλ is undetermined on.
+and compiled; V and S are never formed (a dense ``casadi.jacobian`` over the 3nv inputs is
+about nv times the forward mode's code, and ran gcc out of memory on talos): the
+Jacobian is the forward mode's 3nv columns, one mapped call.  F_λ, F_σ and the m×m solves with
+A are NumPy at run time (they depend on the modes).
+
+A singular A: λ is not unique when contacts outnumber what they constrain (talos's eight
+sole corners: four points on each rigid sole, G = J M⁻¹ Jᵀ of rank 12 of 24, A = G when all
+stick), and dλ is then determined up to null(A) = null(Jᵀ).  dλ is taken as A⁺ b, the
+minimum-norm solution (SVD, rank by RANK_RTOL), rather than a Tikhonov-regularised
+(AᵀA + εI)⁻¹Aᵀ b: v_next's derivative is the same for every solution dλ because W = M⁻¹Jᵀ
+vanishes on null(A) (``point`` checks it and refuses an A where it does not), so A⁺ gives
+exactly the derivative that finite differences of the step see, whichever λ the solver
+picks, where a regularisation would bias it by O(ε/s²) and need an ε; the right-hand side
+lies in A's range (J keeps its rank as q moves: the soles stay rigid), so A⁺ b solves the
+equations rather than a least-squares compromise.  The minimum-norm dλ is not the
+derivative of the λ the solver returns (ADMM from a cold start picks its own): only v_next's
+derivative is meaningful then (``StepJacobian.unique`` False).
 """
 from __future__ import annotations
 
 import copy
+import json
 import os
 import tempfile
 from dataclasses import dataclass
@@ -38,10 +52,12 @@ from pathlib import Path
 import casadi as ca
 import numpy as np
 
-from ..codegen.build import compile_shared
-from ..errors import InputError
+from .. import __version__
+from ..codegen.build import compile_shared, host_cpu, resolve_cflags
+from ..errors import DelassusError, InputError
 from ..model import load_robot
 from ..model.integrate import integrate_sx
+from ..opcount import count_ops
 from ..registry import get_algorithm
 from ..runtime import artifact
 from ..runtime.compiler import find_compiler
@@ -50,14 +66,21 @@ from ..sweeps.joint_space import constraint_jacobian
 from .step import DEFAULT_OUT, build_key, check_contacts, contact_frames, scenario_name
 
 MODES = ("separating", "sticking", "sliding")
-DEFAULT_CFLAGS = ("-O1",)
+KINDS = ("parts", "fwd", "adj")
+DEFAULT_CFLAGS = ("auto",)      # codegen/build.py resolve_cflags, by the largest function's size
+# Singular values of A below RANK_RTOL·σ_max are A's null space: G = J M⁻¹ Jᵀ's are rounding
+# (≈ 1e-16·σ_max) where λ is not unique, the smallest real one well above (talos_stand: docs)
+RANK_RTOL = 1e-10
+SLIP_TOL = 1e-8                 # m/s: a contact slips (can be sliding) above it
 
 
 def traced_functions(robot, cs, name):
     """casadi.Functions of (q, v, tau, dt, lam) with λ in world-aligned rows:
-    ``<name>_parts`` → (v_next, sigma, W, G), ``<name>_jac`` → (V, S) (columns [δq, v, τ]),
-    ``<name>_fwd`` (+ x_dot) → (v_dot, sigma_dot) = (V ẋ, S ẋ), ``<name>_adj`` (+ v_bar,
-    sigma_bar) → x_bar = Vᵀ v̄ + Sᵀ σ̄; q enters as q ⊕ δ at δ = 0."""
+    ``<name>_parts`` → (v_next, sigma, W, G), ``<name>_fwd`` (+ x_dot) → (v_dot, sigma_dot) =
+    (V ẋ, S ẋ), ``<name>_adj`` (+ v_bar, sigma_bar) → x_bar = Vᵀ v̄ + Sᵀ σ̄, with x = [δq, v, τ]
+    and q entering as q ⊕ δ at δ = 0.  No dense V or S: ``casadi.jacobian`` over the 3nv inputs
+    multiplies the code by about nv (docs/contact_derivatives.md), so the Jacobian is assembled
+    from ``fwd``'s columns at run time."""
     nv, m = robot.nv, cs.m
     q, v, tau, dt, lam, delta = (ca.SX.sym(n, k) for n, k in (("q", robot.nq), ("v", nv), ("tau", nv), ("dt", 1),
                                                                ("lam", m), ("delta", nv)))
@@ -76,7 +99,6 @@ def traced_functions(robot, cs, name):
     fwd = ca.jtimes(out, x, x_dot)
     return (ca.Function(f"{name}_parts", ins, at0(v_next, sigma, ca.jacobian(v_next, lam), ca.jacobian(sigma, lam)),
                         names, ["v_next", "sigma", "W", "G"]),
-            ca.Function(f"{name}_jac", ins, at0(ca.jacobian(v_next, x), ca.jacobian(sigma, x)), names, ["V", "S"]),
             ca.Function(f"{name}_fwd", ins + [x_dot], at0(fwd[:nv], fwd[nv:]), names + ["x_dot"],
                         ["v_dot", "sigma_dot"]),
             ca.Function(f"{name}_adj", ins + [v_bar, s_bar], at0(ca.jtimes(out, x, ca.vertcat(v_bar, s_bar), True)),
@@ -84,30 +106,46 @@ def traced_functions(robot, cs, name):
 
 
 def build(robot, cs, scenario, out_dir=DEFAULT_OUT, cflags=DEFAULT_CFLAGS, cc=None, model=None):
-    """Compile the four functions into one library (cached by a hash of what determines them);
-    returns {short name: casadi.external}."""
+    """Compile the three functions into one library (cached by a hash of what determines them);
+    returns ({short name: casadi.external}, the files' path without suffix: .c, .so, .json).
+    gcc's time and memory grow faster than linearly with the largest function in the file
+    (codegen/build.py), so "auto" picks the level from that function's instruction count; the
+    manifest (.json) records the counts, the C size, the flags and the compile time."""
     cc = find_compiler(cc)
     model = artifact.model_name(robot, model)
     name = artifact.function_name(model, scenario, "contact") + "_deriv"
-    key = build_key(robot, cs, cflags, cc)
+    auto = any(f.startswith("auto") for f in cflags)
+    key = build_key(robot, cs, cflags, cc, host=host_cpu() if auto else None)
     folder = artifact.folder(out_dir, model, scenario)
-    so = folder / f"contact_deriv_{key[:16]}.so"
-    kinds = ("parts", "jac", "fwd", "adj")
-    if not so.is_file():
-        functions = traced_functions(robot, cs, name)
-        folder.mkdir(parents=True, exist_ok=True)
-        with tempfile.TemporaryDirectory(dir=folder, prefix=".tmp-contact-deriv-") as tmp:
-            gen = ca.CodeGenerator("contact_deriv.c", {"with_header": False})
-            for f in functions:
-                gen.add(f)
-            gen.generate(tmp + os.sep)
-            compile_shared(Path(tmp) / "contact_deriv.c", Path(tmp) / "contact_deriv.so", list(cflags), cc)
-            os.replace(Path(tmp) / "contact_deriv.c", folder / f"contact_deriv_{key[:16]}.c")
-            os.replace(Path(tmp) / "contact_deriv.so", so)          # last: a library means a complete build
-    return {k: ca.external(f"{name}_{k}", str(so)) for k in kinds}
+    stem = folder / f"contact_deriv_{key[:16]}"
+    so, manifest_path = stem.with_suffix(".so"), stem.with_suffix(".json")
+    if not (so.is_file() and manifest_path.is_file()):
+        _compile(traced_functions(robot, cs, name), stem, cflags, cc, auto)
+    return {k: ca.external(f"{name}_{k}", str(so)) for k in KINDS}, stem
 
 
-def classify(lam, sigma, mu, lam_tol=1e-9, vel_tol=1e-8):
+def _compile(functions, stem, cflags, cc, auto):
+    """Emit ``functions`` into one C file and compile it at ``stem``.{c,so,json}, atomically."""
+    sizes = {f.name().rsplit("_", 1)[1]: count_ops(f)["instructions"] for f in functions}
+    if auto:
+        cflags = resolve_cflags(cflags, max(sizes.values()), cc, kind="derivative")
+    stem.parent.mkdir(parents=True, exist_ok=True)
+    with tempfile.TemporaryDirectory(dir=stem.parent, prefix=".tmp-contact-deriv-") as tmp:
+        gen = ca.CodeGenerator("contact_deriv.c", {"with_header": False})
+        for f in functions:
+            gen.add(f)
+        gen.generate(tmp + os.sep)
+        c_file, so_file = Path(tmp) / "contact_deriv.c", Path(tmp) / "contact_deriv.so"
+        seconds, _ = compile_shared(c_file, so_file, list(cflags), cc)
+        manifest = {"instructions": sizes, "c_bytes": c_file.stat().st_size, "cc": cc, "cflags": list(cflags),
+                    "compile_s": round(seconds, 2), "version": __version__}
+        Path(tmp, "contact_deriv.json").write_text(json.dumps(manifest, indent=1))
+        os.replace(c_file, stem.with_suffix(".c"))
+        os.replace(so_file, stem.with_suffix(".so"))
+        os.replace(Path(tmp) / "contact_deriv.json", stem.with_suffix(".json"))   # last: a manifest means a complete build
+
+
+def classify(lam, sigma, mu, lam_tol=1e-9, vel_tol=SLIP_TOL):
     """Each contact's mode from a solution (λ, σ) in contact frames: separating when λ_n ≤
     lam_tol·max|λ|, sliding when ‖σ_t‖ > vel_tol (m/s), sticking otherwise; InputError at a
     mode boundary (λ = 0 with σ_n ≈ 0, or sticking with λ on the cone's boundary), where the
@@ -152,10 +190,24 @@ def mode_jacobians(lam, sigma, mu, modes):
     return F_lam, F_sig
 
 
-def _solve(A, b, transpose=False):
-    """A⁻¹ b (Aᵀ when ``transpose``), least squares (minimum norm) when A is singular."""
-    A = A.T if transpose else A
-    return np.linalg.lstsq(A, b, rcond=1e-11)[0]
+@dataclass(frozen=True)
+class PseudoInverse:
+    """A⁺ by the SVD, rank from RANK_RTOL: A⁺b is the minimum-norm least-squares solution."""
+    U: np.ndarray
+    s_inv: np.ndarray
+    Vt: np.ndarray
+
+    @classmethod
+    def of(cls, A):
+        U, s, Vt = np.linalg.svd(A)
+        r = int(np.sum(s > RANK_RTOL * s[0]))
+        return cls(U[:, :r], 1.0 / s[:r], Vt[:r]), Vt[r:]
+
+    def solve(self, b, transpose=False):
+        """A⁺ b (b: a vector or columns), or (Aᵀ)⁺ b = (A⁺)ᵀ b when ``transpose``."""
+        left, right = (self.U, self.Vt.T) if transpose else (self.Vt.T, self.U)
+        scale = self.s_inv if np.ndim(b) == 1 else self.s_inv[:, None]
+        return left @ (scale * (right.T @ b))
 
 
 @dataclass(frozen=True)
@@ -167,18 +219,20 @@ class Point:
     lam: np.ndarray
     sigma: np.ndarray
     W: np.ndarray
-    A: np.ndarray
+    A: PseudoInverse
     F_sig: np.ndarray
     modes: tuple
+    unique: bool        # whether λ (and dλ) is unique: A of full rank
 
 
 @dataclass(frozen=True)
 class StepJacobian:
     """∂v_next/∂x and ∂λ/∂x with columns x = [δq (nv, tangent), v (nv), τ (nv)]; λ in contact
-    frames (minimum-norm dλ when λ is not unique), and each contact's mode."""
+    frames (minimum-norm dλ when λ is not unique: ``unique`` False), and each contact's mode."""
     dv_next: np.ndarray
     dlam: np.ndarray
     modes: tuple
+    unique: bool
 
 
 class StepDerivatives:
@@ -189,10 +243,13 @@ class StepDerivatives:
         self.contacts = check_contacts(self.robot, contacts)
         self.nc, self.mu = self.contacts.m // 3, np.asarray(mu, dtype=float)
         scenario = scenario_name("contact", self.contacts.specs)
-        self._f = build(self.robot, self.contacts, scenario, out_dir, tuple(cflags), cc, name)
+        self._f, self.files = build(self.robot, self.contacts, scenario, out_dir, tuple(cflags), cc, name)
+        self.manifest = json.loads(self.files.with_suffix(".json").read_text())
 
-    def point(self, q, v, tau, lam, dt=1e-3, mu=None, normals=None):
-        """The linearisation at a solution λ (contact frames) of the step from (q, v, τ)."""
+    def point(self, q, v, tau, lam, dt=1e-3, mu=None, normals=None, modes=None):
+        """The linearisation at a solution λ (contact frames) of the step from (q, v, τ), each
+        contact in its ``modes`` (default: ``classify``'s); DelassusError when A is singular in a
+        direction that moves v_next (then not even v_next's derivative is determined)."""
         nc, nv = self.nc, self.robot.nv
         lam = np.asarray(lam, dtype=float).reshape(-1)
         if lam.shape != (3 * nc,):
@@ -204,30 +261,53 @@ class StepDerivatives:
             raise InputError(f"q, v, tau: expected shapes ({self.robot.nq},), ({nv},), ({nv},)")
         v_next, sigma_w, W, G = (np.asarray(a) for a in self._f["parts"](*args))
         sigma, W, G = R @ sigma_w.reshape(-1), W @ R.T, R @ G @ R.T
-        modes = classify(lam, sigma, mu)
+        modes = classify(lam, sigma, mu) if modes is None else _checked_modes(modes, sigma)
         F_lam, F_sig = mode_jacobians(lam, sigma, mu, modes)
-        return Point(args, R, v_next.reshape(-1), lam, sigma, W, F_lam + F_sig @ G, F_sig, modes)
+        A, null = PseudoInverse.of(F_lam + F_sig @ G)
+        # W on A's null space is rounding (≈ 1e-16 relative) where v_next's derivative is determined
+        if len(null) and np.max(np.abs(W @ null.T)) > RANK_RTOL ** 0.5 * np.max(np.abs(W)):
+            raise DelassusError(f"modes {modes}: the implicit system is singular along a direction that moves v_next "
+                                "(no derivative of v_next is determined)")
+        return Point(args, R, v_next.reshape(-1), lam, sigma, W, A, F_sig, modes, not len(null))
 
     def jacobian(self, *args, **kwargs):
-        """StepJacobian at the solution λ of the step from (q, v, τ) (``point``'s arguments)."""
+        """StepJacobian at the solution λ of the step from (q, v, τ) (``point``'s arguments),
+        assembled from the compiled forward mode, one column per input direction."""
         p = self.point(*args, **kwargs)
-        V, S = (np.asarray(a) for a in self._f["jac"](*p.args))
-        dlam = -_solve(p.A, p.F_sig @ p.R @ S)
-        return StepJacobian(V + p.W @ dlam, dlam, p.modes)
+        n = 3 * self.robot.nv
+        return StepJacobian(*self._jvp(p, np.eye(n)), p.modes, p.unique)
+
+    def _jvp(self, p, X):
+        """(V X + W dΛ, dΛ) for the tangents X (3nv × k), dΛ = −A⁺ F_σ S X: one mapped call."""
+        f = self._f["fwd"] if X.shape[1] == 1 else self._f["fwd"].map(X.shape[1])
+        vd, sd = (np.asarray(a) for a in f(*p.args, X))
+        dlam = -p.A.solve(p.F_sig @ p.R @ sd)
+        return vd + p.W @ dlam, dlam
 
     def jvp(self, p, q_dot, v_dot, tau_dot):
         """(v_next_dot, lam_dot) along the tangent (q̇ (nv), v̇, τ̇) at the Point ``p``."""
-        x_dot = np.concatenate([q_dot, v_dot, tau_dot])
-        vd, sd = (np.asarray(a).reshape(-1) for a in self._f["fwd"](*p.args, x_dot))
-        lam_dot = -_solve(p.A, p.F_sig @ p.R @ sd)
-        return vd + p.W @ lam_dot, lam_dot
+        vd, ld = self._jvp(p, np.concatenate([q_dot, v_dot, tau_dot])[:, None])
+        return vd[:, 0], ld[:, 0]
 
     def vjp(self, p, v_next_bar, lam_bar=None):
         """(q_bar (nv, cotangent), v_bar, tau_bar) for the cotangents of v_next and λ at ``p``."""
         lam_bar = np.zeros(len(p.lam)) if lam_bar is None else np.asarray(lam_bar, dtype=float)
-        y = _solve(p.A, p.W.T @ v_next_bar + lam_bar, transpose=True)
+        y = p.A.solve(p.W.T @ v_next_bar + lam_bar, transpose=True)
         x_bar = np.asarray(self._f["adj"](*p.args, v_next_bar, -p.R.T @ (p.F_sig.T @ y))).reshape(-1)
         return tuple(np.split(x_bar, 3))
+
+
+def _checked_modes(modes, sigma):
+    """``modes`` as a tuple, one of MODES per contact; a sliding one must slip (‖σ_t‖ >
+    SLIP_TOL: its block divides by ‖σ_t‖)."""
+    modes, slip = tuple(modes), np.hypot(sigma[0::3], sigma[1::3])
+    if len(modes) != len(slip) or not set(modes) <= set(MODES):
+        raise InputError(f"modes: expected {len(slip)} of {', '.join(MODES)}, got {modes}")
+    still = [i for i, m in enumerate(modes) if m == "sliding" and not slip[i] > SLIP_TOL]
+    if still:
+        raise InputError(f"modes: contact {still[0]} is given as sliding but does not slip "
+                         f"(|σ_t| = {slip[still[0]]:.3g} m/s)")
+    return modes
 
 
 def _block_diag(frames):
@@ -239,8 +319,8 @@ def _block_diag(frames):
 
 
 def step_derivatives(robot, contacts, mu=0.8, **build_options):
-    """Compiled derivatives of the contact step: ``d.jacobian(q, v, tau, lam, dt, mu, normals)``
-    → StepJacobian; ``p = d.point(...)`` then ``d.jvp(p, q_dot, v_dot, tau_dot)`` and
+    """Compiled derivatives of the contact step: ``d.jacobian(q, v, tau, lam, dt, mu, normals,
+    modes)`` → StepJacobian; ``p = d.point(...)`` then ``d.jvp(p, q_dot, v_dot, tau_dot)`` and
     ``d.vjp(p, v_next_bar, lam_bar)``.  λ is the step's solution (``contact_step(...).lam``);
     ``build_options``: out_dir, cflags, cc, name."""
     return StepDerivatives(robot, contacts, mu, **build_options)
