@@ -14,6 +14,7 @@ from .constraints import ConstraintSet, spec_list
 from .errors import ArtifactError, ConstraintError, DelassusError, unknown_name
 from .model import load_robot
 from .registry import AUTO, is_auto
+from .verify import precision as precision_check
 
 DEFAULT_OUT = Path("codegen_out")
 
@@ -48,7 +49,7 @@ def default_constraints(robot):
 
 def generate(robot, constraints=None, algorithm=AUTO, out_dir=DEFAULT_OUT, cflags=DEFAULT_CFLAGS,
              cc=None, cse=True, force=False, backend="ctypes", osim=False, stages=False, name=None, floating_base=None,
-             derivative=None, wrt=None, method="auto", casadi_derivatives=False):
+             derivative=None, wrt=None, method="auto", casadi_derivatives=False, precision="double"):
     """Trace, count, emit, compile and load ``algorithm`` (default ``auto``, as in the CLI: the
     cheapest Delassus algorithm, registry.AUTO_RULE) for ``robot`` (a Robot, or anything
     ``load_robot`` takes, with ``floating_base`` as there) and ``constraints`` (a scenario name, a list of specs, or a ConstraintSet; default: the
@@ -62,7 +63,10 @@ def generate(robot, constraints=None, algorithm=AUTO, out_dir=DEFAULT_OUT, cflag
     function with respect to ``wrt`` (input names, default all; q in the tangent space) instead,
     ``method`` "auto" | "ad" | "analytic" (codegen/derivatives.py).  ``casadi_derivatives=True``
     compiles CasADi's derivative functions of the function into its .so (``<algo>-casadi``),
-    so that ``f.casadi_function()`` (casadi.external) is differentiable inside CasADi."""
+    so that ``f.casadi_function()`` (casadi.external) is differentiable inside CasADi.
+    ``precision="single"`` computes in float32 (scalar and batch; inputs converted to float32,
+    outputs float32) and stores its error against double, measured at build, in
+    ``f.precision`` (docs/precision.md)."""
     robot = load_robot(robot, floating_base=floating_base)
     cs, scenario = constraint_set(robot, constraints if constraints is not None else default_constraints(robot), name)
     model = artifact.model_name(robot, name)
@@ -77,11 +81,15 @@ def generate(robot, constraints=None, algorithm=AUTO, out_dir=DEFAULT_OUT, cflag
 
     def make(force):
         if stages:
+            if precision != "double":
+                raise DelassusError("stages are generated in double precision only")
             return StagedFunction(build_stages(robot, cs, algorithm, folder, scenario, cflags=tuple(cflags), cc=cc,
                                                cse=cse, force=force, model=model), backend=backend)
         return load(build(robot, cs, algorithm, folder, scenario, cflags=tuple(cflags), cc=cc, cse=cse, force=force,
                           osim=osim, model=model, derivative=derivative, wrt=wrt, method=method,
-                          casadi_derivatives=casadi_derivatives), backend=backend)
+                          casadi_derivatives=casadi_derivatives, precision=precision,
+                          measure=precision_check.measurer(robot, cs) if precision == "single" else None),
+                    backend=backend)
     try:
         f = make(force)
     except ArtifactError:       # intact files the .so contradicts (an edited, resealed manifest): rebuild
