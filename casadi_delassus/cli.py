@@ -18,6 +18,7 @@ from .verify.derivatives import (DOT_TOL, FD_RULE, FD_TOL, PIVOT_MIN, Checkable,
                                  dot_products, evaluate)
 from .verify.derivative_oracle import PIN_RULE, PIN_TOL, not_comparable, pinocchio_errors
 from .codegen.build import DEFAULT_CFLAGS, check_osim, gives_osim
+from .codegen.precision import PRECISIONS
 from .runtime.door import DoorWarning
 from .opcount import count_ops
 from .codegen.derivatives import DERIVATIVES, METHODS, trace_derivative
@@ -231,11 +232,16 @@ _gen_opts = [click.option("-o", "--out", "out_dir", default=str(api.DEFAULT_OUT)
 @click.option("--casadi-derivatives", is_flag=True,
               help="also compile CasADi's derivative functions (fwd1_/adj1_/jac_<function>) into the .so (<algo>-casadi), "
                    "so that casadi.external(<function>, <so>) is differentiable inside CasADi")
+@click.option("--precision", type=click.Choice(PRECISIONS), default="double", show_default=True,
+              help="single: compute in float (scalar and batch; <algo>-single files), its error against double "
+                   "measured and stored in the manifest (docs/precision.md)")
 @_mimic_opt
 def generate(robot, fixed_base, scenario, specs, algorithms, cse, osim, out_dir, cflags, cc, force, name, package_dir, stages,
-             derivatives, wrt, method, casadi_derivatives, mimic):
+             derivatives, wrt, method, casadi_derivatives, precision, mimic):
     """Generate, compile and load C for each algorithm; print the files."""
     derivatives = _derivatives(derivatives, wrt)
+    if precision == "single" and (package_dir or stages):
+        raise click.UsageError("--precision single makes functions to call from Python: not with --package or --stages")
     robot, cs, _ = _resolve(robot, scenario, specs, fixed_base, mimic=mimic)
     made, algorithms = [], _algorithms(algorithms)
     for a in algorithms:            # refuse before generating anything
@@ -245,7 +251,7 @@ def generate(robot, fixed_base, scenario, specs, algorithms, cse, osim, out_dir,
             f = api.generate(robot, cs if specs else (scenario or api.default_constraints(robot)), a,
                              out_dir=out_dir, cflags=_cflags(cflags), cc=cc, cse=cse, force=force, osim=osim,
                              stages=stages, name=name, derivative=d, wrt=wrt, method=method,
-                             casadi_derivatives=casadi_derivatives)
+                             casadi_derivatives=casadi_derivatives, precision=precision)
             if stages:
                 made += f.stages
                 for g in f.stages:
@@ -262,6 +268,10 @@ def generate(robot, fixed_base, scenario, specs, algorithms, cse, osim, out_dir,
             extra = "".join(f", {c['function']} {c['op_count']['instructions']:,}" for c in m.get("casadi_derivatives", []))
             click.echo(f"{what}: {m['op_count']['instructions']:,} instructions{extra} -> "
                        f"{f.so_path.with_suffix('.{c,h,so,json}')}")
+            if precision == "single":
+                p = f.precision
+                click.echo(f"single precision: error against double max {p['max_rel_error']:.1e}, median "
+                           f"{p['median_rel_error']:.1e} over {p['samples']} samples (relative to the largest output entry)")
     if package_dir:
         from .codegen.package import write_package
         write_package(package_dir, made)
