@@ -1,6 +1,7 @@
 """The Python entry points: resolve a robot and its constraints, generate, compile, load."""
 from __future__ import annotations
 
+import functools
 import hashlib
 from pathlib import Path
 
@@ -95,6 +96,10 @@ def generate(robot, constraints=None, algorithm=AUTO, out_dir=DEFAULT_OUT, cflag
     except ArtifactError:       # intact files the .so contradicts (an edited, resealed manifest): rebuild
         f = make(True)
     f.robot, f.constraints = robot, cs
+    if precision == "single":       # what check_precision compares with
+        f.double_twin = functools.partial(generate, robot, constraints, algorithm, out_dir=out_dir, cflags=cflags, cc=cc,
+                                          cse=cse, backend=backend, osim=osim, name=name, derivative=derivative, wrt=wrt,
+                                          method=method, casadi_derivatives=casadi_derivatives)
     return f
 
 
@@ -115,8 +120,30 @@ def check(f, oracles=None, samples=100, tol=None, seed=0):
     from .verify import oracles as registry
     from .verify.check import DEFAULT_TOL, compare
     names = registry.oracle_names([oracles] if isinstance(oracles, str) else list(oracles or []), f.robot)
-    return {n: compare(f, f.robot, f.constraints, samples=samples, seed=seed, tol=DEFAULT_TOL if tol is None else tol,
+    tol = single_tolerance(f, DEFAULT_TOL) if tol is None else tol
+    return {n: compare(f, f.robot, f.constraints, samples=samples, seed=seed, tol=tol,
                        oracle=registry.get_oracle(n).session(f.robot, f.constraints)) for n in names}
+
+
+def single_tolerance(f, tol):
+    """The oracles' tolerance for ``f``: ``tol``, and for a single-precision function at least
+    its stored error bound times verify/precision.CHECK_FACTOR (κ scales it as it scales tol)."""
+    p = f.precision
+    return max(tol, precision_check.CHECK_FACTOR * p["max_rel_error"]) if p["type"] == "single" else tol
+
+
+def check_precision(f, samples=precision_check.SAMPLES, seed=1):
+    """{"worst", "allowed", "passed", "samples"}: the single-precision function ``f`` (from
+    ``generate(..., precision="single")``) against its double build (generated or taken from
+    the cache) on ``samples`` fresh random inputs (``seed``; the build measured with
+    verify/precision.BUILD_SEED): passed when its worst relative error stays within
+    verify/precision.CHECK_FACTOR times the bound its manifest stores."""
+    if f.precision["type"] != "single":
+        raise DelassusError(f"{f.manifest['function']} computes in double: check_precision checks single precision")
+    double = f.double_twin()
+    worst, allowed, passed = precision_check.within_bound(
+        f, double.outputs, precision_check.random_samples(f, f.robot, f.constraints, samples, seed))
+    return {"worst": worst, "allowed": allowed, "passed": passed, "samples": samples}
 
 
 def casadi_function(robot, constraints=None, algorithm=AUTO, tangent=False, cse=True, name=None):
@@ -137,4 +164,4 @@ def casadi_function(robot, constraints=None, algorithm=AUTO, tangent=False, cse=
 
 
 __all__ = ["generate", "load", "constraint_set", "default_constraints", "casadi_function", "StagedFunction", "links",
-           "check"]
+           "check", "check_precision"]
