@@ -245,6 +245,24 @@ def signature(fname, inputs, outputs, precision="double"):
     return f"int {fname}_batch({', '.join(params)})"
 
 
+def transpose(lanes):
+    """The body of CD_BATCH_TRANSPOSE(t) for ``lanes`` vectors of ``lanes`` lanes: log2(lanes)
+    stages, stage b (1, 2, 4, …) swapping bit b of the row and of the column index of every
+    entry (the off-diagonal b × b blocks of each 2b × 2b block) by two shuffles per row pair;
+    after all of them t[j][l] is the former t[l][j]."""
+    lines, b = [], 1
+    while b < lanes:
+        low = [p if (p // b) % 2 == 0 else lanes + p - b for p in range(lanes)]
+        high = [p + b if (p // b) % 2 == 0 else lanes + p for p in range(lanes)]
+        for i in (i for i in range(lanes) if (i // b) % 2 == 0):
+            lines.append(f"    {{ cd_batch_v lo_ = CD_BATCH_SHUFFLE(t[{i}], t[{i + b}], {', '.join(map(str, low))}), "
+                         f"hi_ = CD_BATCH_SHUFFLE(t[{i}], t[{i + b}], {', '.join(map(str, high))}); "
+                         f"t[{i}] = lo_; t[{i + b}] = hi_; }}")
+        b *= 2
+    return " \
+".join(lines)
+
+
 def _c_names(precision):
     """The C names batch.c.j2 uses in ``precision``: libmvec's macros (templates/libmvec.c.j2),
     the square-root intrinsics of each vector width, libm's functions, the lane mask type."""
@@ -275,6 +293,7 @@ def render(f, manifest, casadi_code, env, precision="double"):
     ctx = dict(fname=fname, inputs=inputs, outputs=outputs, kernel=Safe(kernel), units=units, unit_tol=UNIT_TOL,
                signature=Safe(signature(fname, manifest["inputs"], manifest["outputs"], precision)),
                single=precision == "single", real=Safe(C_REAL[precision]), c=_c_names(precision),
+               transposes=[(n, Safe(transpose(n))) for n in ((8, 16) if precision == "single" else ())],
                sz_iw=max(int(f.sz_iw()), 1), sz_w=max(int(f.sz_w()), 1), sz_arg=max(int(f.sz_arg()), len(inputs), 1),
                sz_res=max(int(f.sz_res()), len(outputs), 1))
     return env.get_template("batch.c.j2").render(ctx), env.get_template("batch.h.j2").render(ctx)
