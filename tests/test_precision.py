@@ -177,3 +177,20 @@ def test_generate_prints_the_bound(tmp_path):
     assert proc.returncode == 0, proc.stderr
     manifest = json.loads(next(tmp_path.rglob("pv_osim-single.json")).read_text())
     assert f"max {manifest['precision']['max_rel_error']:.1e}" in proc.stdout
+
+
+@pytest.mark.parametrize("lanes", [1, 4, 8, 16])
+def test_every_float_lane_count_agrees(lanes, out_dir):
+    """The float batch at each lane count (SSE 4, AVX 8, AVX-512 16; 1: a loop over the scalar
+    call): its register transposes, the rows' remainders (go1: q of 19 entries, 12 x 12 outputs)
+    and libmvec's float sin/cos of that width, against single calls and the double build."""
+    if lanes == 16 and "avx512f" not in open("/proc/cpuinfo").read():
+        pytest.skip("no AVX-512 here")
+    f32 = cd.generate("go1", "4F3", out_dir=out_dir, precision="single", cflags=("auto", f"-DCD_BATCH_LANES={lanes}"))
+    assert f32.manifest["batch"]["lanes"] == lanes
+    f64 = f32.double_twin()
+    Q = f64.robot.random_q(np.random.default_rng(lanes), 2 * lanes + 3)
+    D = f32(Q.astype(np.float32))
+    single = np.array([f32(q) for q in Q])
+    assert max(rel(D[i], single[i]) for i in range(len(Q))) <= FLOAT_ULPS_45
+    assert max(rel(D[i], f64(Q[i])) for i in range(len(Q))) <= precision.CHECK_FACTOR * f32.precision["max_rel_error"]
