@@ -12,8 +12,9 @@ nothing.)  A NULL input reads as zeros (CasADi's convention), a NULL output is n
 
 Inside, CasADi's straight-line code for one instance is rewritten (``vectorize``) so that
 every scalar becomes a GCC vector of CD_BATCH_LANES doubles, one instance per lane: the
-lane count is the CPU's vector width (AVX-512 8, AVX 4, SSE2/NEON 2; the preprocessor
-decides, so the same .c is portable), sin/cos go through glibc's vector math library
+lane count is the CPU's vector width (AVX-512 8, AVX 4, SSE2/NEON 2; floats in single
+precision, codegen/precision.py: twice that; the preprocessor decides, so the same .c is
+portable), sin/cos go through glibc's vector math library
 (libmvec) where it exists, comparisons and ``?:`` become bit masks (GNU C has no vector
 ternary), and rarer functions (fmin, pow, …) are applied lane by lane with the very scalar
 function the single call uses.  Without GNU C vectors (or with ``-DCD_BATCH_LANES=1``) the
