@@ -294,7 +294,7 @@ def render(f, manifest, casadi_code, env, precision="double"):
     ctx = dict(fname=fname, inputs=inputs, outputs=outputs, kernel=Safe(kernel), units=units, unit_tol=UNIT_TOL,
                signature=Safe(signature(fname, manifest["inputs"], manifest["outputs"], precision)),
                single=precision == "single", real=Safe(C_REAL[precision]), c=_c_names(precision),
-               transposes=[(n, Safe(transpose(n))) for n in ((8, 16) if precision == "single" else ())],
+               transposes=[(n, Safe(transpose(n))) for n in ((8, 16) if precision == "single" else (8,))],
                sz_iw=max(int(f.sz_iw()), 1), sz_w=max(int(f.sz_w()), 1), sz_arg=max(int(f.sz_arg()), len(inputs), 1),
                sz_res=max(int(f.sz_res()), len(outputs), 1))
     return env.get_template("batch.c.j2").render(ctx), env.get_template("batch.h.j2").render(ctx)
