@@ -5,9 +5,10 @@ AVX-512), with the error the float build measured at build and a fresh check of 
 
     taskset -c 0 .venv/bin/python bench/precision.py [-s go1/4F3 -s talos/2F] [--reps 15] [--n 10000]
 
-Repetitions are interleaved (each round times every build once: one untimed call, then
-CALLS timed calls of the whole batch, through the same door and batch runtime); medians,
-min–max, and the ratio of medians (and of best times).  Writes bench/results/precision.md.
+Repetitions are interleaved (each round makes one untimed call of each build, then CALLS
+timed calls of the whole batch alternating between the builds, through the same door and
+batch runtime); medians over all timed calls, min–max, and the ratio of medians (and of best
+times).  Writes bench/results/precision.md.
 """
 from __future__ import annotations
 
@@ -35,11 +36,9 @@ def say(msg):
 
 
 def ns_per_config(f, Q, out):
-    f(Q, threads=1, out=out)
     t0 = time.perf_counter_ns()
-    for _ in range(CALLS):
-        f(Q, threads=1, out=out)
-    return (time.perf_counter_ns() - t0) / (CALLS * len(Q))
+    f(Q, threads=1, out=out)
+    return (time.perf_counter_ns() - t0) / len(Q)
 
 
 def measure(robot, scenario, isa, reps, n):
@@ -51,8 +50,11 @@ def measure(robot, scenario, isa, reps, n):
     outs = {k: f(x, threads=1) for k, (f, x) in builds.items()}
     ns = {k: [] for k in builds}
     for r in range(reps):
-        for k, (f, x) in builds.items():
-            ns[k].append(ns_per_config(f, x, outs[k]))
+        for k, (f, x) in builds.items():       # one untimed call each
+            f(x, threads=1, out=outs[k])
+        for _ in range(CALLS):                 # then FP64 and FP32 call by call: load from elsewhere hits both
+            for k, (f, x) in builds.items():
+                ns[k].append(ns_per_config(f, x, outs[k]))
         say(f"[{robot}/{scenario} {isa}] {r + 1}/{reps}: " + ", ".join(f"{k} {1e3 / v[-1]:.2f}/µs" for k, v in ns.items()))
     err = max(float(np.abs(outs["FP32"][i] - outs["FP64"][i]).max() / np.abs(outs["FP64"][i]).max())
               for i in range(min(n, 2000)))
@@ -89,8 +91,9 @@ def main():
         "# Single against double precision: batched f(Q), one core", "",
         f"Machine: {machine()}.",
         f"`taskset -c {cpus} .venv/bin/python bench/precision.py " + " ".join(f"-s {s}" for s in args.scenario or SCENARIOS)
-        + f" --reps {args.reps} --n {args.n}`: median (min–max) of {args.reps} interleaved repetitions, each "
-        f"{CALLS} calls of f(Q, threads=1) on N = {args.n:,} configurations (FP32: a float32 Q); ratio of medians "
+        + f" --reps {args.reps} --n {args.n}`: {args.reps} interleaved repetitions, each "
+        f"{CALLS} calls of f(Q, threads=1) on N = {args.n:,} configurations alternating FP64 and FP32 (FP32: a "
+        f"float32 Q); median over the {args.reps * CALLS} timed calls of each; ratio of medians "
         "(of best times). Error: max / median over the build's 200 samples (manifest), the largest over this "
         "batch, and a fresh check (cd.check_precision: 200 other samples, within 4× the stored max).", "",
         "| scenario | auto → instructions | ISA, lanes FP64 / FP32 | FP64 configs/µs | FP32 configs/µs | FP32 / FP64 "
