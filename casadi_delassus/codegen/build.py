@@ -251,7 +251,9 @@ def build(robot, constraints, algorithm, out_dir, scenario, cflags=DEFAULT_CFLAG
     error ``measure(f, manifest_path)`` measures against the traced function f in double in the
     manifest (verify/precision.measurer; api.generate passes it)."""
     check_osim(algorithm, osim)
-    if fp.check(precision) == "single" and measure is None:
+    if fp.check(precision) == "single" and casadi_derivatives:
+        raise DelassusError("--casadi-derivatives are for casadi.external, which calls double code: not with single precision")
+    if precision == "single" and measure is None:
         raise DelassusError("a single-precision build measures its error against double: pass measure "
                             "(verify/precision.measurer), as api.generate does")
     request = None
