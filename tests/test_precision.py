@@ -139,6 +139,10 @@ def test_out_must_be_float32(out_dir):
 
 
 def test_casadi_external_is_refused_for_float_code(out_dir):
+    with pytest.raises(DelassusError, match="casadi.external"):
+        cd.generate("chain:n=3", out_dir=out_dir, precision="single", algorithm="pv_osim", casadi_derivatives=True)
+    with pytest.raises(DelassusError, match="precision 'half'"):
+        cd.generate("chain:n=3", out_dir=out_dir, precision="half")
     f32 = cd.generate("chain:n=3", out_dir=out_dir, precision="single", algorithm="pv_osim")
     with pytest.raises(DelassusError, match="single precision"):
         f32.casadi_function()
