@@ -12,7 +12,7 @@ SX, operation-counted and compiled to robot-specific C.
 """
 __version__ = "0.1.0"
 
-from .api import casadi_function, check, constraint_set, generate, links, load  # noqa: E402
+from .api import casadi_function, check, check_precision, constraint_set, generate, links, load  # noqa: E402
 from .constraints import ConstraintSet  # noqa: E402
 from .errors import (ArtifactError, CompilerError, ConstraintError, DelassusError, DerivativeWarning,  # noqa: E402
                      InputError, ModelError, OutputError)
@@ -22,7 +22,7 @@ from .contact.mujoco_step import MujocoContactStep, mujoco_contact_step  # noqa:
 from .contact.simulate import LinearFeedback, Rollout, pd_controller, simulate  # noqa: E402
 from .model import Robot, load_robot  # noqa: E402
 
-__all__ = ["load_robot", "generate", "load", "links", "check", "casadi_function", "constraint_set", "ConstraintSet",
+__all__ = ["load_robot", "generate", "load", "links", "check", "check_precision", "casadi_function", "constraint_set", "ConstraintSet",
            "Robot", "library", "load_library", "Library", "contact_step", "ContactStep", "mujoco_contact_step", "MujocoContactStep", "simulate", "pd_controller",
            "LinearFeedback", "Rollout",
            "DelassusError", "ModelError", "ConstraintError", "InputError", "CompilerError", "OutputError",

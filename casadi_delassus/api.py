@@ -1,6 +1,7 @@
 """The Python entry points: resolve a robot and its constraints, generate, compile, load."""
 from __future__ import annotations
 
+import functools
 import hashlib
 from pathlib import Path
 
@@ -14,6 +15,7 @@ from .constraints import ConstraintSet, spec_list
 from .errors import ArtifactError, ConstraintError, DelassusError, unknown_name
 from .model import load_robot
 from .registry import AUTO, is_auto
+from .verify import precision as precision_check
 
 DEFAULT_OUT = Path("codegen_out")
 
@@ -48,7 +50,7 @@ def default_constraints(robot):
 
 def generate(robot, constraints=None, algorithm=AUTO, out_dir=DEFAULT_OUT, cflags=DEFAULT_CFLAGS,
              cc=None, cse=True, force=False, backend="ctypes", osim=False, stages=False, name=None, floating_base=None,
-             derivative=None, wrt=None, method="auto", casadi_derivatives=False):
+             derivative=None, wrt=None, method="auto", casadi_derivatives=False, precision="double"):
     """Trace, count, emit, compile and load ``algorithm`` (default ``auto``, as in the CLI: the
     cheapest Delassus algorithm, registry.AUTO_RULE) for ``robot`` (a Robot, or anything
     ``load_robot`` takes, with ``floating_base`` as there) and ``constraints`` (a scenario name, a list of specs, or a ConstraintSet; default: the
@@ -62,7 +64,10 @@ def generate(robot, constraints=None, algorithm=AUTO, out_dir=DEFAULT_OUT, cflag
     function with respect to ``wrt`` (input names, default all; q in the tangent space) instead,
     ``method`` "auto" | "ad" | "analytic" (codegen/derivatives.py).  ``casadi_derivatives=True``
     compiles CasADi's derivative functions of the function into its .so (``<algo>-casadi``),
-    so that ``f.casadi_function()`` (casadi.external) is differentiable inside CasADi."""
+    so that ``f.casadi_function()`` (casadi.external) is differentiable inside CasADi.
+    ``precision="single"`` computes in float32 (scalar and batch; inputs converted to float32,
+    outputs float32) and stores its error against double, measured at build, in
+    ``f.precision`` (docs/precision.md)."""
     robot = load_robot(robot, floating_base=floating_base)
     cs, scenario = constraint_set(robot, constraints if constraints is not None else default_constraints(robot), name)
     model = artifact.model_name(robot, name)
@@ -77,16 +82,24 @@ def generate(robot, constraints=None, algorithm=AUTO, out_dir=DEFAULT_OUT, cflag
 
     def make(force):
         if stages:
+            if precision != "double":
+                raise DelassusError("stages are generated in double precision only")
             return StagedFunction(build_stages(robot, cs, algorithm, folder, scenario, cflags=tuple(cflags), cc=cc,
                                                cse=cse, force=force, model=model), backend=backend)
         return load(build(robot, cs, algorithm, folder, scenario, cflags=tuple(cflags), cc=cc, cse=cse, force=force,
                           osim=osim, model=model, derivative=derivative, wrt=wrt, method=method,
-                          casadi_derivatives=casadi_derivatives), backend=backend)
+                          casadi_derivatives=casadi_derivatives, precision=precision,
+                          measure=precision_check.measurer(robot, cs) if precision == "single" else None),
+                    backend=backend)
     try:
         f = make(force)
     except ArtifactError:       # intact files the .so contradicts (an edited, resealed manifest): rebuild
         f = make(True)
     f.robot, f.constraints = robot, cs
+    if precision == "single":       # what check_precision compares with
+        f.double_twin = functools.partial(generate, robot, constraints, algorithm, out_dir=out_dir, cflags=cflags, cc=cc,
+                                          cse=cse, backend=backend, osim=osim, name=name, derivative=derivative, wrt=wrt,
+                                          method=method, casadi_derivatives=casadi_derivatives)
     return f
 
 
@@ -107,8 +120,30 @@ def check(f, oracles=None, samples=100, tol=None, seed=0):
     from .verify import oracles as registry
     from .verify.check import DEFAULT_TOL, compare
     names = registry.oracle_names([oracles] if isinstance(oracles, str) else list(oracles or []), f.robot)
-    return {n: compare(f, f.robot, f.constraints, samples=samples, seed=seed, tol=DEFAULT_TOL if tol is None else tol,
+    tol = single_tolerance(f, DEFAULT_TOL) if tol is None else tol
+    return {n: compare(f, f.robot, f.constraints, samples=samples, seed=seed, tol=tol,
                        oracle=registry.get_oracle(n).session(f.robot, f.constraints)) for n in names}
+
+
+def single_tolerance(f, tol):
+    """The oracles' tolerance for ``f``: ``tol``, and for a single-precision function at least
+    its stored error bound times verify/precision.CHECK_FACTOR (κ scales it as it scales tol)."""
+    p = f.precision
+    return max(tol, precision_check.CHECK_FACTOR * p["max_rel_error"]) if p["type"] == "single" else tol
+
+
+def check_precision(f, samples=precision_check.SAMPLES, seed=1):
+    """{"worst", "allowed", "passed", "samples"}: the single-precision function ``f`` (from
+    ``generate(..., precision="single")``) against its double build (generated or taken from
+    the cache) on ``samples`` fresh random inputs (``seed``; the build measured with
+    verify/precision.BUILD_SEED): passed when its worst relative error stays within
+    verify/precision.CHECK_FACTOR times the bound its manifest stores."""
+    if f.precision["type"] != "single":
+        raise DelassusError(f"{f.manifest['function']} computes in double: check_precision checks single precision")
+    double = f.double_twin()
+    worst, allowed, passed = precision_check.within_bound(
+        f, double.outputs, precision_check.random_samples(f, f.robot, f.constraints, samples, seed))
+    return {"worst": worst, "allowed": allowed, "passed": passed, "samples": samples}
 
 
 def casadi_function(robot, constraints=None, algorithm=AUTO, tangent=False, cse=True, name=None):
@@ -129,4 +164,4 @@ def casadi_function(robot, constraints=None, algorithm=AUTO, tangent=False, cse=
 
 
 __all__ = ["generate", "load", "constraint_set", "default_constraints", "casadi_function", "StagedFunction", "links",
-           "check"]
+           "check", "check_precision"]

@@ -18,6 +18,7 @@ from .verify.derivatives import (DOT_TOL, FD_RULE, FD_TOL, PIVOT_MIN, Checkable,
                                  dot_products, evaluate)
 from .verify.derivative_oracle import PIN_RULE, PIN_TOL, not_comparable, pinocchio_errors
 from .codegen.build import DEFAULT_CFLAGS, check_osim, gives_osim
+from .codegen.precision import PRECISIONS
 from .runtime.door import DoorWarning
 from .opcount import count_ops
 from .codegen.derivatives import DERIVATIVES, METHODS, trace_derivative
@@ -231,11 +232,16 @@ _gen_opts = [click.option("-o", "--out", "out_dir", default=str(api.DEFAULT_OUT)
 @click.option("--casadi-derivatives", is_flag=True,
               help="also compile CasADi's derivative functions (fwd1_/adj1_/jac_<function>) into the .so (<algo>-casadi), "
                    "so that casadi.external(<function>, <so>) is differentiable inside CasADi")
+@click.option("--precision", type=click.Choice(PRECISIONS), default="double", show_default=True,
+              help="single: compute in float (scalar and batch; <algo>-single files), its error against double "
+                   "measured and stored in the manifest (docs/precision.md)")
 @_mimic_opt
 def generate(robot, fixed_base, scenario, specs, algorithms, cse, osim, out_dir, cflags, cc, force, name, package_dir, stages,
-             derivatives, wrt, method, casadi_derivatives, mimic):
+             derivatives, wrt, method, casadi_derivatives, precision, mimic):
     """Generate, compile and load C for each algorithm; print the files."""
     derivatives = _derivatives(derivatives, wrt)
+    if precision == "single" and (package_dir or stages):
+        raise click.UsageError("--precision single makes functions to call from Python: not with --package or --stages")
     robot, cs, _ = _resolve(robot, scenario, specs, fixed_base, mimic=mimic)
     made, algorithms = [], _algorithms(algorithms)
     for a in algorithms:            # refuse before generating anything
@@ -245,7 +251,7 @@ def generate(robot, fixed_base, scenario, specs, algorithms, cse, osim, out_dir,
             f = api.generate(robot, cs if specs else (scenario or api.default_constraints(robot)), a,
                              out_dir=out_dir, cflags=_cflags(cflags), cc=cc, cse=cse, force=force, osim=osim,
                              stages=stages, name=name, derivative=d, wrt=wrt, method=method,
-                             casadi_derivatives=casadi_derivatives)
+                             casadi_derivatives=casadi_derivatives, precision=precision)
             if stages:
                 made += f.stages
                 for g in f.stages:
@@ -262,6 +268,10 @@ def generate(robot, fixed_base, scenario, specs, algorithms, cse, osim, out_dir,
             extra = "".join(f", {c['function']} {c['op_count']['instructions']:,}" for c in m.get("casadi_derivatives", []))
             click.echo(f"{what}: {m['op_count']['instructions']:,} instructions{extra} -> "
                        f"{f.so_path.with_suffix('.{c,h,so,json}')}")
+            if precision == "single":
+                p = f.precision
+                click.echo(f"single precision: error against double max {p['max_rel_error']:.1e}, median "
+                           f"{p['median_rel_error']:.1e} over {p['samples']} samples (relative to the largest output entry)")
     if package_dir:
         from .codegen.package import write_package
         write_package(package_dir, made)
@@ -270,6 +280,16 @@ def generate(robot, fixed_base, scenario, specs, algorithms, cse, osim, out_dir,
 
 CHECK_HEADERS = ["robot", "scenario", "algorithm", "oracle", "m", "instructions", "output", "max rel. error",
                  "worst error/allowed (κ there)", "other outputs", "result", "s"]
+
+
+def _precision_row(f, algorithm, t0):
+    """The CHECK_HEADERS row of a single-precision function against its double build."""
+    with step(f"checking {algorithm} in single precision against its double build"):
+        c = api.check_precision(f)
+    return [f.robot.name, f.manifest["scenario"], algorithm, "double build", f.constraints.m,
+            f.op_count["instructions"], "all", c["worst"], f"{c['worst'] / c['allowed']:.2g} (of the stored bound × "
+            f"{c['allowed'] / f.precision['max_rel_error']:g})", f"{c['samples']} fresh samples",
+            "ok" if c["passed"] else "FAIL", round(time.perf_counter() - t0, 1)]
 
 
 def _not_applicable(reasons):
@@ -281,8 +301,10 @@ def _not_applicable(reasons):
 
 
 def _check_one(robot, constraints, algorithms, oracle_names, samples, tol, out_dir, cflags, cc, cse, force, osim,
-               name=None):
-    """Rows of CHECK_HEADERS (one per algorithm and oracle) and whether every one passed."""
+               name=None, precision="double"):
+    """Rows of CHECK_HEADERS (one per algorithm and oracle) and whether every one passed; in
+    single precision also a row of the function against its double build, within its stored
+    bound (api.check_precision), and the oracles' tolerance at least that bound."""
     rows, ok = [], True
     cs, scenario = api.constraint_set(robot, constraints)
     sessions = {}
@@ -302,7 +324,10 @@ def _check_one(robot, constraints, algorithms, oracle_names, samples, tol, out_d
                          "n/a: --osim needs a Delassus output", "skipped", 0.0])
             continue
         f = api.generate(robot, constraints, a, out_dir=out_dir, cflags=_cflags(cflags), cc=cc, cse=cse,
-                         force=force, osim=osim, name=name)
+                         force=force, osim=osim, name=name, precision=precision)
+        if precision == "single":
+            rows.append(_precision_row(f, a, t0))
+            ok &= rows[-1][10] == "ok"
         for o, session in sessions.items():
             head = [robot.name, f.manifest["scenario"], a, o, f.constraints.m, f.op_count["instructions"]]
             if isinstance(session, DelassusError):
@@ -310,7 +335,8 @@ def _check_one(robot, constraints, algorithms, oracle_names, samples, tol, out_d
                 ok = False
                 continue
             with step(f"checking {a} for {robot.name}/{f.manifest['scenario']} against {o} over {samples} samples"):
-                results = compare(f, robot, f.constraints, samples=samples, tol=tol, oracle=session)
+                results = compare(f, robot, f.constraints, samples=samples, tol=api.single_tolerance(f, tol),
+                                  oracle=session)
             not_applicable = "; ".join(filter(None, [_not_applicable(results.not_applicable), *(
                 f"{k} skipped at {n} of {samples} samples ({why})" for k, (n, why) in results.skipped.items())]))
             if not results:    # the oracle had no answer for any output (e.g. redundant hard constraints)
@@ -413,8 +439,11 @@ def _against_pinocchio(f, robot, constraints, algorithm, samples):
 @_with(_gen_opts)
 @_jobs_opt
 @_with(_derivative_opts)
+@click.option("--precision", type=click.Choice(PRECISIONS), default="double", show_default=True,
+              help="single: check the float build, against its double build within its stored error bound and "
+                   "against the oracles with at least that tolerance")
 def check(robot, fixed_base, scenario, specs, algorithms, cse, osim, oracle_opts, samples, tol, all_scenarios, out_dir,
-          cflags, cc, force, name, jobs, derivatives, wrt, method):
+          cflags, cc, force, name, jobs, derivatives, wrt, method, precision):
     algos, derivatives = _algorithms(algorithms), _derivatives(derivatives, wrt)
     for o in (n.strip() for g in oracle_opts for n in g.split(",") if n.strip()):
         oracles.get_oracle(o)               # an unknown name fails before anything is built
@@ -424,6 +453,8 @@ def check(robot, fixed_base, scenario, specs, algorithms, cse, osim, oracle_opts
         raise DelassusError("--fixed-base/--floating-base pick one model's base: not with 'check registry'")
     if derivatives and osim:
         raise click.UsageError("--derivative checks derivatives of the algorithms' own outputs: not with --osim")
+    if derivatives and precision == "single":
+        raise click.UsageError("--derivative checks double builds against finite differences: not with --precision single")
     if robot == "registry" or all_scenarios:
         targets = [(load_robot(n, floating_base=_floating(fixed_base)), None)
                    for n in (registry.names() if robot == "registry" else [robot])
@@ -466,7 +497,7 @@ def check(robot, fixed_base, scenario, specs, algorithms, cse, osim, oracle_opts
             click.echo(printable(f"  {row[0]}/{row[1]} {row[2]} vs {row[3]}: {err} ({row[10]})"), err=True)
     run([Job(f"{r.name}/{c if isinstance(c, str) else 'custom constraints'}", _check_one,
              (r, c, algos, oracles.oracle_names(oracle_opts, r), samples, DEFAULT_TOL if tol is None else tol, out_dir, cflags, cc, cse, force, osim,
-              name)) for r, c in targets],
+              name, precision)) for r, c in targets],
         workers=jobs, on_done=in_order(report_target))
     click.echo(report.table(rows, [h if h != "max rel. error" else f"max rel. error ({samples} samples)"
                                    for h in CHECK_HEADERS]))

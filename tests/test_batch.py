@@ -496,7 +496,9 @@ def test_batch_bench_reports_every_contender_it_can_measure(go1, monkeypatch):
     res = batch_bench.run(go1.robot, "4F3", "pv_osimr", reps=2, n_c=16, n_py=16, all_cpus={max(os.sched_getaffinity(0))},
                           python_calls=200, generate={"out_dir": go1.manifest_path.parents[2]})
     assert set(res["timings"]) == {batch_bench.SINGLE, batch_bench.BATCH_ONE, batch_bench.NO_OUTPUTS, "batch, 1 core (Python f(Q))",
-                                   "batch, 1 cores (C)", "batch, 1 cores (Python f(Q))"}
+                                   "batch, 1 cores (C)", "batch, 1 cores (Python f(Q))", batch_bench.PY_ONE_FP32,
+                                   "batch FP32, 1 cores (Python f(Q))"}
+    assert any(n.startswith("Single precision (FP32") and "error against double" in n for n in res["notes"])
     assert all(len(t.ns) == 2 * (batch_bench.BATCH_CALLS if k.startswith("batch") else 1) and min(t.ns) > 0
                for k, t in res["timings"].items())
     assert any("Pinocchio not measured: not here" in n for n in res["notes"])

@@ -21,7 +21,7 @@ from ..errors import CompilerError, DelassusError
 from ..progress import step
 from ..runtime.compiler import find_compiler
 from ..runtime import artifact
-from . import sincos, vectorise
+from . import precision as fp, sincos, vectorise
 from .emit import render, work_sizes
 from ..opcount import count_ops
 from .derivatives import casadi_companions, check_request, input_names, resolve_wrt, trace_derivative
@@ -65,16 +65,19 @@ COMPILER_SPECIFIC = (NATIVE, IRA_PRIORITY)
 AUTO_PORTABLE = "auto-portable"
 
 
-def resolve_cflags(cflags, instructions, cc=None, kind="value"):
+def resolve_cflags(cflags, instructions, cc=None, kind="value", precision="double"):
     """Replace an "auto" entry by the optimisation level for this function size, the math
     flags of AUTO_MATH, SCALAR_BATCH above SCALAR_BATCH_ABOVE[kind] instructions and, where
-    ``cc`` accepts them, IRA_PRIORITY and NATIVE; "auto-portable" likewise without NATIVE."""
+    ``cc`` accepts them, IRA_PRIORITY and NATIVE; "auto-portable" likewise without NATIVE.
+    Single ``precision`` adds precision.SINGLE_FLAGS where ``cc`` accepts them, whatever the flags."""
     level = next(lvl for limit, lvl in AUTO_LEVELS if instructions <= limit)
     common = [level, *AUTO_MATH] + ([SCALAR_BATCH] if instructions > SCALAR_BATCH_ABOVE[kind] else [])
     compiler = [flag for flag in (IRA_PRIORITY, NATIVE) if cc and accepts(cc, flag)]
     out = []
     for f in cflags:
         out += [*common, *compiler] if f == "auto" else [*common, *(c for c in compiler if c != NATIVE)] if f == AUTO_PORTABLE else [f]
+    if precision == "single":
+        out += [flag for flag in fp.SINGLE_FLAGS if cc and accepts(cc, flag) and flag not in out]
     return tuple(out)
 
 
@@ -134,13 +137,16 @@ def _compiler_key(cc):
     return shlex.join([os.path.basename(words[0]), *words[1:]])
 
 
-def content_hash(robot, constraints, algorithm, cflags, cse, cc, osim, function=None, variant=None):
-    """``variant``: what else determines the code (a derivative's mode, inputs and method)."""
+def content_hash(robot, constraints, algorithm, cflags, cse, cc, osim, function=None, variant=None, precision="double"):
+    """``variant``: what else determines the code (a derivative's mode, inputs and method);
+    ``precision`` enters the key where it is not double (double keys are as before)."""
     data = {"source": source_hash(), "robot": robot.describe(), "constraints": constraints.describe(), "algorithm": algorithm,
             "cflags": list(cflags), "cse": cse, "osim": osim, "compiler": _compiler_key(cc), "version": __version__,
             "function": function, "variant": variant}
     if "auto" in cflags or NATIVE in cflags:
         data["host_cpu"] = host_cpu()
+    if precision != "double":
+        data["precision"] = precision
     return hashlib.sha256(json.dumps(data, sort_keys=True).encode()).hexdigest()
 
 
@@ -153,10 +159,13 @@ def is_cached(manifest_path, key):
         return False
 
 
-def make_manifest(f, robot, constraints, scenario, inputs, outputs, cflags, cc, cse, key, companions=(), **head):
+def make_manifest(f, robot, constraints, scenario, inputs, outputs, cflags, cc, cse, key, companions=(),
+                  precision="double", **head):
     """The manifest of the generated function ``f``, led by ``head`` (function, algorithm, ...);
     ``cflags`` are resolved for the size of f and the ``companions`` compiled with it
-    (CasADi's derivative functions of f, recorded under ``casadi_derivatives``)."""
+    (CasADi's derivative functions of f, recorded under ``casadi_derivatives``), and for
+    ``precision`` (recorded under ``precision``; single: its measured error is added by
+    write_compiled)."""
     counts = count_ops(f)
     extra = [{"function": g.name(), "inputs": list(g.name_in()), "outputs": list(g.name_out()),
               "op_count": count_ops(g)} for g in companions]
@@ -170,7 +179,9 @@ def make_manifest(f, robot, constraints, scenario, inputs, outputs, cflags, cc, 
         "q_layout": robot.q_layout(), "q_convention": robot.q_convention, "constraints": constraints.describe(),
         "row_names": constraints.row_names, "inputs": inputs, "outputs": outputs,
         "op_count": counts, **({"casadi_derivatives": extra} if extra else {}),
-        "cse": cse, "cflags": list(resolve_cflags(cflags, total, cc, "derivative" if "derivative" in head else "value")),
+        "precision": {"type": precision},
+        "cse": cse, "cflags": list(resolve_cflags(cflags, total, cc, "derivative" if "derivative" in head else "value",
+                                                  precision)),
         "compiler": cc, **work_sizes(f), "hash": key, "version": __version__,
     }
 
@@ -183,11 +194,13 @@ def _size_text(manifest):
         (f" + {extra:,} in its CasADi derivative functions" if extra else "")
 
 
-def write_compiled(f, manifest, out_dir, stem, t_trace, companions=()):
+def write_compiled(f, manifest, out_dir, stem, t_trace, companions=(), measure=None):
     """Emit ``stem``.c/.h (with the ``companions`` after f), compile ``stem``.so and write
     ``stem``.json (with the timings, compile command and file records added to ``manifest``),
     atomically: built in this run's own temporary folder (artifact.build_folder), moved in
-    with the manifest last."""
+    with the manifest last.  ``measure(manifest_path)``, given, is called on the sealed files
+    there and returns entries added to the manifest's ``precision`` record before it is
+    sealed again (single precision: its measured error, verify/precision.py)."""
     out_dir = Path(out_dir)
     size = _size_text(manifest)
     with artifact.build_folder(out_dir, stem) as tmp:
@@ -205,6 +218,11 @@ def write_compiled(f, manifest, out_dir, stem, t_trace, companions=()):
         manifest["so_bytes"] = (tmp / f"{stem}.so").stat().st_size
         artifact.seal(manifest, tmp, stem)
         (tmp / f"{stem}.json").write_text(json.dumps(manifest, indent=1))
+        if measure is not None:
+            with step(f"measuring {stem}'s {manifest['precision']['type']} precision error against double"):
+                manifest["precision"] |= measure(tmp / f"{stem}.json")
+            artifact.seal(manifest, tmp, stem)
+            (tmp / f"{stem}.json").write_text(json.dumps(manifest, indent=1))
         return artifact.move_in(tmp, out_dir, stem)
 
 
@@ -220,15 +238,24 @@ def check_osim(algorithm, osim):
 
 
 def build(robot, constraints, algorithm, out_dir, scenario, cflags=DEFAULT_CFLAGS, cc=None, cse=True,
-          force=False, osim=False, model=None, derivative=None, wrt=None, method="auto", casadi_derivatives=False):
+          force=False, osim=False, model=None, derivative=None, wrt=None, method="auto", casadi_derivatives=False,
+          precision="double", measure=None):
     """Generate and compile into ``out_dir``; returns the path of the manifest (JSON).  Files
     are named after the algorithm (artifact.stem: ``<algo>-osim`` when Λ is an output too),
     the C function after ``model`` (artifact.model_name; default: the robot's), the scenario
     and the algorithm.  ``derivative`` ("jvp", "vjp", "jacobian") generates that derivative
     with respect to the inputs ``wrt`` (default all) instead; ``casadi_derivatives`` adds
     CasADi's derivative functions of the function to its .so, for casadi.external
-    (``<algo>-casadi``; codegen/derivatives.py)."""
+    (``<algo>-casadi``; codegen/derivatives.py).  ``precision="single"`` computes in float
+    (codegen/precision.py; files and C name marked ``-single``/``_SINGLE``) and stores the
+    error ``measure(f, manifest_path)`` measures against the traced function f in double in the
+    manifest (verify/precision.measurer; api.generate passes it)."""
     check_osim(algorithm, osim)
+    if fp.check(precision) == "single" and casadi_derivatives:
+        raise DelassusError("--casadi-derivatives are for casadi.external, which calls double code: not with single precision")
+    if precision == "single" and measure is None:
+        raise DelassusError("a single-precision build measures its error against double: pass measure "
+                            "(verify/precision.measurer), as api.generate does")
     request = None
     if (derivative is not None) + osim + casadi_derivatives > 1:
         raise DelassusError("--osim, --derivative and --casadi-derivatives do not combine: choose one")
@@ -239,11 +266,12 @@ def build(robot, constraints, algorithm, out_dir, scenario, cflags=DEFAULT_CFLAG
     cc = find_compiler(cc)
     out_dir = Path(out_dir)
     model = model or artifact.model_name(robot)
-    stem = artifact.stem(algorithm, osim, derivative=request, casadi=casadi_derivatives)
+    stem = artifact.stem(algorithm, osim, derivative=request, casadi=casadi_derivatives, precision=precision)
     manifest_path = out_dir / f"{stem}.json"
-    fname = artifact.function_name(model, scenario, algorithm, osim=osim, derivative=request, casadi=casadi_derivatives)
+    fname = artifact.function_name(model, scenario, algorithm, osim=osim, derivative=request, casadi=casadi_derivatives,
+                                   precision=precision)
     variant = request | {"method": method} if request else {"casadi_derivatives": artifact.CASADI_ORDER} if casadi_derivatives else None
-    key = content_hash(robot, constraints, algorithm, cflags, cse, cc, osim, fname, variant=variant)
+    key = content_hash(robot, constraints, algorithm, cflags, cse, cc, osim, fname, variant=variant, precision=precision)
     artifact.clean_stale(out_dir)       # what killed runs left here
     if not force and is_cached(manifest_path, key):
         return manifest_path
@@ -263,7 +291,9 @@ def build(robot, constraints, algorithm, out_dir, scenario, cflags=DEFAULT_CFLAG
         f, inputs, outputs = traced or trace(robot, constraints, algo, name=fname, cse=cse, osim=osim)
     companions = casadi_companions(f, cse) if casadi_derivatives else ()
     t_trace = time.perf_counter() - t0
-    manifest = make_manifest(f, robot, constraints, scenario, inputs, outputs, cflags, cc, cse, key, companions, **head)
+    manifest = make_manifest(f, robot, constraints, scenario, inputs, outputs, cflags, cc, cse, key, companions,
+                             precision, **head)
     if auto:
         manifest["auto"] = auto
-    return write_compiled(f, manifest, out_dir, stem, t_trace, companions)
+    return write_compiled(f, manifest, out_dir, stem, t_trace, companions,
+                          functools.partial(measure, f) if precision == "single" else None)

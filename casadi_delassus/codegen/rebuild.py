@@ -14,6 +14,9 @@ def rebuild(manifest, out_dir):
     """The manifest path of the function a manifest describes (robot by registry name or
     model file, its constraint specs, algorithm, flags), generated and compiled again under
     ``out_dir``."""
+    if manifest.get("precision", {}).get("type", "double") != "double":
+        raise DelassusError(f"{manifest['function']} computes in single precision, which a worker rebuilds only with the "
+                            f"build's error measurement: put its folder where the workers see it")
     if "stage" in manifest:
         raise DelassusError(f"{manifest['function']} is a stage of a staged function: rebuild the whole function")
     if manifest["source"] == URDF_TEXT:

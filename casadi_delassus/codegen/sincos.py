@@ -18,10 +18,13 @@ from __future__ import annotations
 
 import re
 
+from .escape import Safe
+from .precision import C_REAL, libm_name
 from .statements import ASSIGN, DECL, INPUT, function_body
 
 _SINCOS = re.compile(r"  (a\d+)=(sin|cos)\((a\d+)\);")
-PAD = 4                 # angles are computed in groups of the widest lane count used (4)
+# angles are computed in groups of the widest lane count used: 4 doubles, 8 floats (32 bytes)
+PAD = {"double": 4, "single": 8}
 
 
 def hoisted_body(body):
@@ -43,20 +46,24 @@ def hoisted_body(body):
     return out, list(angles)
 
 
-def hoist(casadi_code, env):
+def hoist(casadi_code, env, precision="double"):
     """(CasADi's code with its function's sin/cos of input entries computed up front (the
-    helper of template sincos.c.j2 placed before the function), number of angles)."""
+    helper of template sincos.c.j2 placed before the function), number of angles); in
+    single precision with float vectors and libmvec's float sin/cos."""
     first, body = function_body(casadi_code)
     new, angles = hoisted_body(body)
     if not angles:
         return casadi_code, 0
-    n = -(-len(angles) // PAD) * PAD
+    pad, real = PAD[precision], C_REAL[precision]
+    n = -(-len(angles) // pad) * pad
     values = ", ".join(f"arg[{i}]? arg[{i}][{k}] : 0" for i, k in angles) + ", 0" * (n - len(angles))
     decls = next(k for k, line in enumerate(new) if not DECL.fullmatch(line))
-    prologue = [f"  double cd_angle[{n}] = {{{values}}}, cd_sin[{n}], cd_cos[{n}];",
+    prologue = [f"  {real} cd_angle[{n}] = {{{values}}}, cd_sin[{n}], cd_cos[{n}];",
                 f"  cd_sincos({n}, cd_angle, cd_sin, cd_cos);"]
     lines = casadi_code.splitlines()
-    out = [*lines[:first - 1], env.get_template("sincos.c.j2").render(angles=len(angles)).rstrip("\n"), lines[first - 1],
+    out = [*lines[:first - 1], env.get_template("sincos.c.j2").render(
+        angles=len(angles), pad=pad, real=Safe(real), sin=Safe(libm_name("sin", precision)),
+        cos=Safe(libm_name("cos", precision))).rstrip("\n"), lines[first - 1],
            *new[:decls], *prologue, *new[decls:], *lines[first + len(body):]]
     return "\n".join(out) + "\n", len(angles)
 

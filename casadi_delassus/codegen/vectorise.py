@@ -12,8 +12,9 @@ nothing.)  A NULL input reads as zeros (CasADi's convention), a NULL output is n
 
 Inside, CasADi's straight-line code for one instance is rewritten (``vectorize``) so that
 every scalar becomes a GCC vector of CD_BATCH_LANES doubles, one instance per lane: the
-lane count is the CPU's vector width (AVX-512 8, AVX 4, SSE2/NEON 2; the preprocessor
-decides, so the same .c is portable), sin/cos go through glibc's vector math library
+lane count is the CPU's vector width (AVX-512 8, AVX 4, SSE2/NEON 2; floats in single
+precision, codegen/precision.py: twice that; the preprocessor decides, so the same .c is
+portable), sin/cos go through glibc's vector math library
 (libmvec) where it exists, comparisons and ``?:`` become bit masks (GNU C has no vector
 ternary), and rarer functions (fmin, pow, …) are applied lane by lane with the very scalar
 function the single call uses.  Without GNU C vectors (or with ``-DCD_BATCH_LANES=1``) the
@@ -34,6 +35,7 @@ from pathlib import Path
 
 from ..errors import CompilerError
 from .escape import Safe, c_comment, c_ident
+from .precision import C_REAL, libm_name
 from ..model.robot import unit_blocks
 from ..runtime.inputs import UNIT_TOL
 from .sincos import hoisted_body
@@ -68,8 +70,8 @@ class _Expression:
     printing its vector form: every value a cd_batch_v, literals splat, comparisons and logic
     as 1.0/0.0, ``c ? x : y`` a bitwise select."""
 
-    def __init__(self, text, variables, lineno, line):
-        self.variables, self.lineno, self.line = variables, lineno, line
+    def __init__(self, text, variables, lineno, line, precision="double"):
+        self.variables, self.lineno, self.line, self.precision = variables, lineno, line, precision
         self.tokens, pos = [], 0
         text = text.rstrip()
         while pos < len(text):
@@ -165,7 +167,7 @@ class _Expression:
             name, arity = _VECTOR_FUNCTIONS[value]
         elif value in _LANEWISE:
             name, arity = f"cd_batch_lanewise{_LANEWISE[value]}", _LANEWISE[value]
-            args = [value] + args
+            args = [libm_name(value, self.precision)] + args
         else:
             self.fail(f"function {value!r} has no vector form")
         if len(args) - (name.startswith("cd_batch_lanewise")) != arity:
@@ -173,10 +175,11 @@ class _Expression:
         return f"{name}({', '.join(args)})"
 
 
-def vectorize(casadi_code, n_in, n_out, in_sizes, out_sizes):
+def vectorize(casadi_code, n_in, n_out, in_sizes, out_sizes, precision="double"):
     """The body of ``cd_batch_kernel(const cd_batch_v** arg, cd_batch_v** res)``: CasADi's
-    scalar body with every statement rewritten for vectors.  Inputs and outputs must be read
-    and written within ``in_sizes`` / ``out_sizes`` entries (checked)."""
+    scalar body with every statement rewritten for vectors (of floats in single
+    ``precision``: lane-by-lane calls name libm's float functions).  Inputs and outputs must
+    be read and written within ``in_sizes`` / ``out_sizes`` entries (checked)."""
     first, body = function_body(casadi_code)
     body, angles = hoisted_body(body)          # sin/cos of inputs first, as the single call (codegen/sincos.py)
     variables, out = set(), []
@@ -202,11 +205,11 @@ def vectorize(casadi_code, n_in, n_out, in_sizes, out_sizes):
             i, k = int(m[1]), int(m[2])
             if i >= n_out or k >= out_sizes[i]:
                 _fail(lineno, line, "output written out of range")
-            out.append(f"  res[{i}][{k}]={_Expression(m[3], variables, lineno, line).parse()};")
+            out.append(f"  res[{i}][{k}]={_Expression(m[3], variables, lineno, line, precision).parse()};")
         elif m := ASSIGN.fullmatch(line):
             if m[1] not in variables:
                 _fail(lineno, line, f"assignment to undeclared {m[1]!r}")
-            out.append(f"  {m[1]}={_Expression(m[2], variables, lineno, line).parse()};")
+            out.append(f"  {m[1]}={_Expression(m[2], variables, lineno, line, precision).parse()};")
         elif line == "  return 0;":
             out.append(line)
         else:
@@ -236,19 +239,52 @@ def io_layout(specs):
     return out
 
 
-def signature(fname, inputs, outputs):
-    params = ["casadi_int n"] + [f"const double* x{i['k']}" for i in io_layout(inputs)] + \
-             [f"double* y{o['k']}" for o in io_layout(outputs)]
+def signature(fname, inputs, outputs, precision="double"):
+    real = C_REAL[precision]
+    params = ["casadi_int n"] + [f"const {real}* x{i['k']}" for i in io_layout(inputs)] + \
+             [f"{real}* y{o['k']}" for o in io_layout(outputs)]
     return f"int {fname}_batch({', '.join(params)})"
 
 
-def render(f, manifest, casadi_code, env):
+def transpose(lanes):
+    """The body of CD_BATCH_TRANSPOSE(t) for ``lanes`` vectors of ``lanes`` lanes: log2(lanes)
+    stages, stage b (1, 2, 4, …) swapping bit b of the row and of the column index of every
+    entry (the off-diagonal b × b blocks of each 2b × 2b block) by two shuffles per row pair;
+    after all of them t[j][l] is the former t[l][j]."""
+    lines, b = [], 1
+    while b < lanes:
+        low = [p if (p // b) % 2 == 0 else lanes + p - b for p in range(lanes)]
+        high = [p + b if (p // b) % 2 == 0 else lanes + p for p in range(lanes)]
+        for i in (i for i in range(lanes) if (i // b) % 2 == 0):
+            lines.append(f"    {{ cd_batch_v lo_ = CD_BATCH_SHUFFLE(t[{i}], t[{i + b}], {', '.join(map(str, low))}), "
+                         f"hi_ = CD_BATCH_SHUFFLE(t[{i}], t[{i + b}], {', '.join(map(str, high))}); "
+                         f"t[{i}] = lo_; t[{i + b}] = hi_; }}")
+        b *= 2
+    return " \
+".join(lines)
+
+
+def _c_names(precision):
+    """The C names batch.c.j2 uses in ``precision``: libmvec's macros (templates/libmvec.c.j2),
+    the square-root intrinsics of each vector width, libm's functions, the lane mask type."""
+    single = precision == "single"
+    ps, m = ("ps", "") if single else ("pd", "d")
+    names = {f"mv{b}": f"CD_MVEC_{'F' if single else ''}{b // (4 if single else 8)}" for b in (64, 32, 16)}
+    for bits, pre in ((512, "_mm512"), (256, "_mm256"), (128, "_mm")):
+        names |= {f"sqrt{bits}": f"{pre}_sqrt_{ps}", f"m{bits}": f"__m{bits}{m}"}
+    names |= {name: libm_name(name, precision) for name in ("sqrt", "fabs", "sin", "cos")}
+    return {k: Safe(v) for k, v in (names | {"mask": "int" if single else "long long"}).items()}
+
+
+def render(f, manifest, casadi_code, env, precision="double"):
     """The C of the batched entry point (appended to the .c after ``casadi_code``, CasADi's
-    code of ``f``) and its declaration (for the .h), from the templates of jinja2 ``env``."""
+    code of ``f``) and its declaration (for the .h), from the templates of jinja2 ``env``;
+    in single ``precision`` vectors of floats, twice the lanes."""
     inputs, outputs = io_layout(manifest["inputs"]), io_layout(manifest["outputs"])
     if len(inputs) != f.n_in() or len(outputs) != f.n_out():
         raise CompilerError(f"{f.name()}: manifest and function disagree on inputs/outputs")
-    kernel = vectorize(casadi_code, f.n_in(), f.n_out(), [i["size"] for i in inputs], [o["size"] for o in outputs])
+    kernel = vectorize(casadi_code, f.n_in(), f.n_out(), [i["size"] for i in inputs], [o["size"] for o in outputs],
+                       precision)
     fname = c_ident(f.name())
     for spec, x in zip(manifest["inputs"], inputs):
         x["positive"] = spec["name"] == "R"
@@ -256,7 +292,9 @@ def render(f, manifest, casadi_code, env):
     units = [{"k": q[0], "start": sl.start, "stop": sl.stop}
              for _, sl, _ in unit_blocks(manifest.get("q_layout", ()))] if q else []
     ctx = dict(fname=fname, inputs=inputs, outputs=outputs, kernel=Safe(kernel), units=units, unit_tol=UNIT_TOL,
-               signature=Safe(signature(fname, manifest["inputs"], manifest["outputs"])),
+               signature=Safe(signature(fname, manifest["inputs"], manifest["outputs"], precision)),
+               single=precision == "single", real=Safe(C_REAL[precision]), c=_c_names(precision),
+               transposes=[(n, Safe(transpose(n))) for n in ((8, 16) if precision == "single" else (8,))],
                sz_iw=max(int(f.sz_iw()), 1), sz_w=max(int(f.sz_w()), 1), sz_arg=max(int(f.sz_arg()), len(inputs), 1),
                sz_res=max(int(f.sz_res()), len(outputs), 1))
     return env.get_template("batch.c.j2").render(ctx), env.get_template("batch.h.j2").render(ctx)

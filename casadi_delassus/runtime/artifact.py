@@ -3,7 +3,7 @@ they are built in.
 
 Names.  A function's files are ``<folder>/<stem>.{c,h,so,json}`` with the folder
 ``<model>/<scenario>`` (each component from codegen/escape.py's sanitisers) and the stem the
-algorithm's name, ``<algorithm>-osim`` when Λ is an output too (a hyphen never occurs in an
+algorithm's name (then ``-single`` when it computes in float), ``<algorithm>-osim`` when Λ is an output too (a hyphen never occurs in an
 algorithm name, so no stem of one algorithm is another's), ``<algorithm>_<stage>`` for a
 stage, ``<algorithm>-<derivative>[-<wrt>]`` for a derivative (jvp, vjp, jacobian; ``<wrt>``
 names the inputs when they are not all of them, see :func:`wrt_part`).  The C function is
@@ -45,6 +45,8 @@ OSIM_FUNCTION = "_OSIM"
 CASADI_STEM = "-casadi"         # with CasADi's derivative functions in the .so
 CASADI_FUNCTION = "_CASADI"
 CASADI_ORDER = 2                # their order (derivatives.casadi_companions; manifest: casadi_derivative_order)
+SINGLE_STEM = "-single"         # computed in float (codegen/precision.py)
+SINGLE_FUNCTION = "_SINGLE"
 FILE_KINDS = ("c", "h", "so")
 _MODEL = re.compile(r"[A-Za-z0-9]+(?:_[A-Za-z0-9]+)*")
 MANIFEST_FORMAT = 2
@@ -70,7 +72,11 @@ def _derivative_suffix(derivative, sep):
     return sep + ident_part(derivative["mode"]) + (sep + part if part else "")
 
 
-def stem(algorithm, osim=False, stage=None, derivative=None, casadi=False):
+def stem(algorithm, osim=False, stage=None, derivative=None, casadi=False, precision="double"):
+    return _stem(algorithm, osim, stage, derivative, casadi) + (SINGLE_STEM if precision == "single" else "")
+
+
+def _stem(algorithm, osim, stage, derivative, casadi):
     if derivative:
         return algorithm + _derivative_suffix(derivative, "-")
     if casadi:
@@ -109,11 +115,17 @@ def _checked_model(model):
     return model
 
 
-def function_name(model, scenario, algorithm, osim=False, stage=None, derivative=None, casadi=False):
+def function_name(model, scenario, algorithm, osim=False, stage=None, derivative=None, casadi=False, precision="double"):
     """The C name of a generated function for the model name ``model`` (:func:`model_name`);
     stage functions are the traced function's name plus ``_<stage>`` (codegen/staging.py),
     derivatives plus ``_<mode>[_<wrt>]`` (codegen/derivatives.py; ``derivative`` its record),
-    a function with CasADi's derivative functions beside it plus ``_CASADI``."""
+    a function with CasADi's derivative functions beside it plus ``_CASADI``; a single-precision
+    one then ``_SINGLE``."""
+    suffix = SINGLE_FUNCTION if precision == "single" else ""
+    return _function_name(model, scenario, algorithm, osim, stage, derivative, casadi) + suffix
+
+
+def _function_name(model, scenario, algorithm, osim, stage, derivative, casadi):
     base = "_".join(["cd", *_prefix(model, scenario), ident_part(algorithm)])
     if derivative:
         return base + _derivative_suffix(derivative, "_")
@@ -150,7 +162,8 @@ def expected_function(manifest):
     stage = manifest.get("stage")
     return function_name(manifest["model_name"], manifest["scenario"], manifest["algorithm"],
                          osim=bool(manifest.get("osim")), stage=stage["name"] if stage else None,
-                         derivative=manifest.get("derivative"), casadi=bool(manifest.get("casadi_derivatives")))
+                         derivative=manifest.get("derivative"), casadi=bool(manifest.get("casadi_derivatives")),
+                         precision=manifest.get("precision", {}).get("type", "double"))
 
 
 # -- integrity ------------------------------------------------------------------------------

@@ -75,7 +75,7 @@ def door_binding(f):
     """(entry address, lanes, instructions per instance, MIN_SHARE_INSTRUCTIONS): what the door
     needs to run f(Q) straight from its call, for a function of q alone with a batched entry
     point; None otherwise (its batches come through ``evaluate``)."""
-    if [i["name"] for i in f.inputs] != ["q"] or not f.manifest.get("batch"):
+    if [i["name"] for i in f.inputs] != ["q"] or not f.manifest.get("batch") or f.dtype != np.float64:
         return None
     try:
         e = entry(f)
@@ -113,7 +113,8 @@ def check_threads(threads):
 
 
 def _canonical_one(f, spec, value, n, lead):
-    """One input as an aligned native float64 array (n, *shape), any strides."""
+    """One input as an aligned native array (n, *shape) of f's type (float64, float32 in single
+    precision: converted as runtime/inputs.py says), any strides."""
     shape = tuple(spec["shape"])
     refuse_masked(spec["name"], value)
     a = np.asarray(value)
@@ -127,12 +128,12 @@ def _canonical_one(f, spec, value, n, lead):
         want = " x ".join(map(str, (n, *shape)))
         raise InputError(f"input {spec['name']} has shape {a.shape}; a batch of {n} needs {want}"
                          + (f" (nq = {f.manifest['nq']})" if spec["name"] == "q" else ""))
-    a = np.asarray(a, dtype=np.float64)
+    a = np.asarray(a, dtype=f.dtype)
     return a if a.flags.aligned else a.copy()
 
 
 def canonical(f, first, inputs):
-    """(n, [arrays]) from the call's inputs, in manifest order: each (n, *shape) float64, in
+    """(n, [arrays]) from the call's inputs, in manifest order: each (n, *shape) of f's type, in
     whatever order it came (the runtime gathers what is not in the entry's layout)."""
     if first:
         inputs = {f.inputs[0]["name"]: first[0], **inputs}
@@ -148,12 +149,12 @@ def canonical(f, first, inputs):
     return n, [_canonical_one(f, s, inputs[s["name"]], n, s is f.inputs[0]) for s in f.inputs]
 
 
-def aligned_empty(shape, align=64):
-    """np.empty(shape) whose data starts at a multiple of ``align`` bytes (the batched code
-    streams large outputs with aligned vector stores)."""
-    size = int(np.prod(shape))
-    raw = np.empty(size + align // 8)
-    start = (-raw.ctypes.data % align) // 8
+def aligned_empty(shape, align=64, dtype=np.float64):
+    """np.empty(shape, dtype) whose data starts at a multiple of ``align`` bytes (the batched
+    code streams large outputs with aligned vector stores)."""
+    size, item = int(np.prod(shape)), np.dtype(dtype).itemsize
+    raw = np.empty(size + align // item, dtype)
+    start = (-raw.ctypes.data % align) // item
     return raw[start:start + size].reshape(shape)
 
 
@@ -163,7 +164,7 @@ def run(f, n, ins, outs, threads):
     e, module = entry(f), door.module()
     if module is not None:
         code = module.run_batch(e.address, e.lanes, e.per_instance, MIN_SHARE_INSTRUCTIONS, n,
-                                ins, outs, threads)
+                                ins, outs, threads, f.dtype.itemsize)
     else:
         ins = [np.ascontiguousarray(a) for a in ins]
         ptrs = [(ctypes.c_void_p * max(len(arrays), 1))(*[None if a is None else a.ctypes.data for a in arrays])
@@ -186,9 +187,9 @@ def refuse(f, i, ins):
     raise BatchInputError(i, "an input the single call refuses")
 
 
-def _output_buffer(spec, n, given):
+def _output_buffer(f, spec, n, given):
     shape = (n, *spec["shape"])
-    return aligned_empty(shape) if given is None else out_array(spec["name"], shape, given)
+    return aligned_empty(shape, dtype=f.dtype) if given is None else out_array(spec["name"], shape, given, dtype=f.dtype)
 
 
 def evaluate(f, first, inputs, threads=None, out=None, only_first=False):
@@ -202,7 +203,7 @@ def evaluate(f, first, inputs, threads=None, out=None, only_first=False):
     unknown = set(given) - {s["name"] for s in specs}
     if unknown:
         raise InputError(f"out names unknown outputs {sorted(unknown)}; this function has {[s['name'] for s in specs]}")
-    bufs = {s["name"]: _output_buffer(s, n, given.get(s["name"])) for s in wanted}
+    bufs = {s["name"]: _output_buffer(f, s, n, given.get(s["name"])) for s in wanted}
     # an out= over an input's memory would be written before all of that input is read
     ins = [a.copy() if any(np.may_share_memory(a, b) for b in bufs.values()) else a for a in ins]
     if n:

@@ -36,6 +36,8 @@
 #include <string.h>
 
 typedef int (*casadi_fn)(const double** arg, double** res, long long* iw, double* w, int mem);
+/* <fn>_batch_arrays of a generated function (float64 or float32 entries: see batches) */
+typedef int (*batch_arrays)(long long n, const void** x, void** y);
 
 enum { CHECK_FINITE = 0, CHECK_POSITIVE = 1 };
 #define POOL_KEEP 64            /* Sets kept for reuse; more concurrent callers free theirs */
@@ -83,7 +85,7 @@ typedef struct {
   double unit_tol;
   Set* pool;
   int pooled;
-  int (*batch_fn)(long long, const double**, double**);   /* <fn>_batch_arrays, for f(Q) of q alone */
+  batch_arrays batch_fn;   /* <fn>_batch_arrays, for f(Q) of q alone */
   long long batch_lanes, batch_per_instance, batch_min_share;   /* how run_batch splits (see batches) */
 } Door;
 
@@ -451,9 +453,9 @@ static PyObject *str_out, *str_threads, *str_evaluate;
  * before it returns (Linux; elsewhere one thread).  Each share calls <fn>_batch_arrays; an
  * input whose instances are not already in its layout (batch first, row-major per instance:
  * Fortran order, a slice, a single instance repeated with stride 0) is gathered into a
- * share's scratch, GATHER instances at a time.  An instance's result does not depend on the
+ * share's scratch, GATHER instances at a time.  Entries are float64, or float32 for a function
+ * generated in single precision (codegen/precision.py): one type for every array of a call.  An instance's result does not depend on the
  * share or block it is in (codegen/compile/vectorise.py), so every split gives the same bits. */
-typedef int (*batch_arrays)(long long n, const double** x, double** y);
 #define MAX_BATCH_ARRAYS 256
 #define MAX_BATCH_CPUS 256
 #define GATHER 256
@@ -462,6 +464,7 @@ typedef struct {
   char* data;                   /* instance 0, entry (0, 0); NULL: not passed (NULL to the entry) */
   npy_intp step, rs, cs;        /* bytes from one instance, row, column to the next */
   Py_ssize_t rows, cols, size;  /* per instance */
+  Py_ssize_t itemsize;          /* 8 (float64) or 4 (float32) */
   int direct;                   /* already the entry's layout: the pointer is passed as it is */
 } BatchArray;
 
@@ -475,27 +478,27 @@ typedef struct {
 } BatchJob;
 
 /* m instances of a from instance ``start`` into dst, in the entry's layout */
-static void gather(const BatchArray* a, long long start, long long m, double* dst) {
+static void gather(const BatchArray* a, long long start, long long m, char* dst) {
   for (long long i = 0; i < m; ++i) {
     const char* src = a->data + (start + i) * a->step;
     for (Py_ssize_t r = 0; r < a->rows; ++r)
-      for (Py_ssize_t c = 0; c < a->cols; ++c) *dst++ = *(const double*)(src + r * a->rs + c * a->cs);
+      for (Py_ssize_t c = 0; c < a->cols; ++c, dst += a->itemsize) memcpy(dst, src + r * a->rs + c * a->cs, (size_t)a->itemsize);
   }
 }
 
 /* instances [start, stop) in blocks of ``block``; 0, or the entry's code */
-static int run_range(BatchJob* j, long long start, long long stop, long long block, double* scratch) {
-  const double* x[MAX_BATCH_ARRAYS];
-  double* y[MAX_BATCH_ARRAYS];
+static int run_range(BatchJob* j, long long start, long long stop, long long block, char* scratch) {
+  const void* x[MAX_BATCH_ARRAYS];
+  void* y[MAX_BATCH_ARRAYS];
   for (long long s = start; s < stop; s += block) {
     long long m = stop - s < block ? stop - s : block;
-    double* g = scratch;
+    char* g = scratch;
     for (int k = 0; k < j->n_in + j->n_out; ++k) {
       const BatchArray* a = j->arrays + k;
-      double* p = !a->data ? NULL : a->direct ? (double*)(a->data + s * a->step) : g;
+      void* p = !a->data ? NULL : a->direct ? (void*)(a->data + s * a->step) : g;
       if (a->data && !a->direct) {
         gather(a, s, m, g);
-        g += m * a->size;
+        g += m * a->size * a->itemsize;
       }
       if (k < j->n_in) x[k] = p; else y[k - j->n_in] = p;
     }
@@ -508,10 +511,10 @@ static int run_range(BatchJob* j, long long start, long long stop, long long blo
 
 /* shares first, first + step, … of the job, each to its end unless an instance is refused */
 static void run_job(BatchJob* j) {
-  Py_ssize_t gathered = 0;
+  Py_ssize_t gathered = 0;         /* bytes per instance */
   for (int k = 0; k < j->n_in; ++k)
-    if (j->arrays[k].data && !j->arrays[k].direct) gathered += j->arrays[k].size;
-  double* scratch = gathered ? malloc(sizeof(double) * (size_t)(gathered * GATHER)) : NULL;
+    if (j->arrays[k].data && !j->arrays[k].direct) gathered += j->arrays[k].size * j->arrays[k].itemsize;
+  char* scratch = gathered ? malloc((size_t)(gathered * GATHER)) : NULL;
   if (gathered && !scratch) {
     j->failed = 1;
     return;
@@ -718,20 +721,21 @@ static long long run_batch_arrays(batch_arrays fn, long long lanes, long long pe
   return rc;
 }
 
-/* ``v`` (an aligned, native float64 array of n instances of rows x cols: ndim 2 for a vector,
- * 3 for a matrix; None: not passed) as a BatchArray; ``output``: it must be C-contiguous and
- * writeable.  0, or -1 with a TypeError. */
-static int batch_array(PyObject* v, long long n, int output, BatchArray* a) {
+/* ``v`` (an aligned, native array of n instances of rows x cols: ndim 2 for a vector, 3 for
+ * a matrix; None: not passed) of float64 (``itemsize`` 8) or float32 (4) as a BatchArray;
+ * ``output``: it must be C-contiguous and writeable.  0, or -1 with a TypeError. */
+static int batch_array(PyObject* v, long long n, int output, int itemsize, BatchArray* a) {
   memset(a, 0, sizeof *a);
   if (v == Py_None) return 0;
   PyArrayObject* x = (PyArrayObject*)v;
-  if (!PyArray_Check(v) || PyArray_TYPE(x) != NPY_DOUBLE || !PyArray_ISNOTSWAPPED(x) || !PyArray_ISALIGNED(x) ||
-      PyArray_NDIM(x) < 2 || PyArray_NDIM(x) > 3 || PyArray_DIMS(x)[0] != n ||
+  if (!PyArray_Check(v) || PyArray_TYPE(x) != (itemsize == 4 ? NPY_FLOAT : NPY_DOUBLE) || !PyArray_ISNOTSWAPPED(x) ||
+      !PyArray_ISALIGNED(x) || PyArray_NDIM(x) < 2 || PyArray_NDIM(x) > 3 || PyArray_DIMS(x)[0] != n ||
       (output && (!PyArray_ISCARRAY(x)))) {
-    PyErr_SetString(PyExc_TypeError, "run_batch: arrays are aligned native float64 (n, rows[, cols]), outputs "
-                                     "C-contiguous and writeable");
+    PyErr_Format(PyExc_TypeError, "run_batch: arrays are aligned native float%d (n, rows[, cols]), outputs "
+                                  "C-contiguous and writeable", 8 * itemsize);
     return -1;
   }
+  a->itemsize = itemsize;
   a->data = PyArray_BYTES(x);
   a->step = PyArray_STRIDES(x)[0];
   a->rows = PyArray_DIMS(x)[1];
@@ -739,8 +743,8 @@ static int batch_array(PyObject* v, long long n, int output, BatchArray* a) {
   a->cols = PyArray_NDIM(x) == 3 ? PyArray_DIMS(x)[2] : 1;
   a->cs = PyArray_NDIM(x) == 3 ? PyArray_STRIDES(x)[2] : 0;
   a->size = a->rows * a->cols;
-  a->direct = (a->rows < 2 || a->rs == (npy_intp)(8 * a->cols)) && (a->cols < 2 || a->cs == 8) &&
-              (n < 2 || a->step == (npy_intp)(8 * a->size));
+  a->direct = (a->rows < 2 || a->rs == (npy_intp)(itemsize * a->cols)) && (a->cols < 2 || a->cs == itemsize) &&
+              (n < 2 || a->step == (npy_intp)(itemsize * a->size));
   return 0;
 }
 
@@ -749,16 +753,23 @@ static long long as_count(PyObject* v) {
   return x < 0 && !PyErr_Occurred() ? (PyErr_SetString(PyExc_ValueError, "run_batch: a negative count"), -1) : x;
 }
 
-/* run_batch(address, lanes, per_instance, min_share, n, inputs, outputs, threads): the batch
- * entry <fn>_batch_arrays at ``address`` (checked by the loader) on n instances; inputs and
- * outputs lists of arrays (see batch_array) or None; threads 0 for every CPU.  Returns 0,
- * -1 - i when instance i was refused (the caller says why), 1 when the entry failed. */
+/* run_batch(address, lanes, per_instance, min_share, n, inputs, outputs, threads[, itemsize]):
+ * the batch entry <fn>_batch_arrays at ``address`` (checked by the loader) on n instances;
+ * inputs and outputs lists of arrays (see batch_array: all float64, or all float32 where
+ * ``itemsize`` is 4, the entry of a single-precision function) or None; threads 0 for every
+ * CPU.  Returns 0, -1 - i when instance i was refused (the caller says why), 1 when the entry
+ * failed. */
 static PyObject* run_batch(PyObject* self, PyObject* args) {
   (void)self;
   PyObject *address, *lanes, *per, *min_share, *count, *inputs, *outputs, *threads;
-  if (!PyArg_ParseTuple(args, "OOOOOO!O!O", &address, &lanes, &per, &min_share, &count, &PyList_Type, &inputs,
-                        &PyList_Type, &outputs, &threads))
+  int itemsize = 8;
+  if (!PyArg_ParseTuple(args, "OOOOOO!O!O|i", &address, &lanes, &per, &min_share, &count, &PyList_Type, &inputs,
+                        &PyList_Type, &outputs, &threads, &itemsize))
     return NULL;
+  if (itemsize != 8 && itemsize != 4) {
+    PyErr_SetString(PyExc_ValueError, "run_batch: itemsize is 8 (float64) or 4 (float32)");
+    return NULL;
+  }
   unsigned long long fn = PyLong_AsUnsignedLongLong(address);
   long long l = as_count(lanes), p = as_count(per), s = as_count(min_share), n = as_count(count), t = as_count(threads);
   if (PyErr_Occurred()) return NULL;
@@ -770,7 +781,7 @@ static PyObject* run_batch(PyObject* self, PyObject* args) {
   BatchArray arrays[MAX_BATCH_ARRAYS];
   for (Py_ssize_t k = 0; k < n_in + n_out; ++k)
     if (batch_array(k < n_in ? PyList_GET_ITEM(inputs, k) : PyList_GET_ITEM(outputs, k - n_in), n, k >= n_in,
-                    arrays + k) < 0)
+                    itemsize, arrays + k) < 0)
       return NULL;
   return PyLong_FromLongLong(run_batch_arrays((batch_arrays)(uintptr_t)fn, l, p, s, n, arrays, (int)n_in,
                                               (int)n_out, t));
@@ -878,8 +889,8 @@ static PyObject* batch_call(Door* d, PyObject* first, PyObject* out, PyObject* t
     Py_RETURN_NOTIMPLEMENTED;
   }
   BatchArray arrays[MAX_BATCH_ARRAYS];
-  batch_array(first, n, 0, arrays);
-  batch_array((PyObject*)y, n, 1, arrays + 1);
+  batch_array(first, n, 0, 8, arrays);
+  batch_array((PyObject*)y, n, 1, 8, arrays + 1);
   for (int k = 1; k < d->n_out; ++k) memset(arrays + 1 + k, 0, sizeof *arrays);     /* not written */
   if (run_batch_arrays(d->batch_fn, d->batch_lanes, d->batch_per_instance, d->batch_min_share, n, arrays, 1,
                        d->n_out, wanted)) {

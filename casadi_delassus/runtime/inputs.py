@@ -12,10 +12,14 @@ quaternion scaled by 3 scales every rotation entry by 9 (the dynamics outputs mo
 factor of 32).  Within UNIT_TOL of norm 1 they are normalised (float32 round-off, integrators
 that drift); further off they are rejected, since such a q is almost surely laid out wrongly
 and silently normalising would hide that.
+
+Precision.  A function generated in single precision (manifest ``precision``) reads float32:
+its inputs are converted to float32 as ``np.float32(x)`` rounds them (then checked: a value
+beyond float32's range becomes inf and is refused), and its unit blocks are normalised in
+float32, as its batched code does.
 """
 from __future__ import annotations
 
-import math
 
 import numpy as np
 
@@ -25,6 +29,12 @@ from ..model.robot import unit_blocks
 # |‖quaternion‖ − 1| (or |‖(cos, sin)‖ − 1|) normalised silently; above, an InputError
 UNIT_TOL = 1e-6
 _REAL_KINDS = "biuf"          # bool, int, unsigned, float: what converts to float64 exactly
+DTYPES = {"double": np.float64, "single": np.float32}
+
+
+def real_dtype(manifest):
+    """The numpy type a generated function reads and writes: float64, float32 in single precision."""
+    return np.dtype(DTYPES[manifest.get("precision", {}).get("type", "double")])
 
 
 def refuse_masked(name, value):
@@ -34,7 +44,7 @@ def refuse_masked(name, value):
                          f"the rows or entries you mean as a plain array (e.g. {name}.filled(...) or {name}.compressed())")
 
 
-def _real_array(name, value):
+def _real_array(name, value, dtype=np.float64):
     refuse_masked(name, value)
     try:
         a = np.asarray(value)
@@ -43,18 +53,18 @@ def _real_array(name, value):
     if a.dtype.kind not in _REAL_KINDS:
         raise InputError(f"input {name} must hold real numbers, got dtype {a.dtype} "
                          f"({'complex' if a.dtype.kind == 'c' else 'not numbers'})")
-    return a.astype(float)
+    return a.astype(dtype)
 
 
 def _normalised(q, manifest):
     q = q.copy()
     for joint, sl, what in unit_blocks(manifest.get("q_layout", ())):
         # the sum of squares in order and one square root, as runtime/door.c computes it
-        # (not sum(), which compensates from Python 3.12 on)
-        sq = 0.0
-        for x in q[sl].tolist():
+        # (not sum(), which compensates from Python 3.12 on), in q's own type
+        sq = q.dtype.type(0)
+        for x in q[sl]:
             sq += x * x
-        norm = math.sqrt(sq)
+        norm = np.sqrt(sq)
         if abs(norm - 1.0) > UNIT_TOL:
             raise InputError(f"q[{sl.start}:{sl.stop}], the {what} of joint {joint!r}, has norm {norm:.6g}, "
                              f"not 1 (within {UNIT_TOL:g}): normalise it, or check the q layout in the manifest")
@@ -64,9 +74,9 @@ def _normalised(q, manifest):
 
 def as_input(spec, value, manifest):
     """``value`` for the input ``spec`` ({"name", "shape"} of the manifest) as the flat,
-    column-major float64 array the C code reads (see the module docstring)."""
+    column-major float64 (float32) array the C code reads (see the module docstring)."""
     name, shape = spec["name"], tuple(spec["shape"])
-    a = _real_array(name, value)
+    a = _real_array(name, value, real_dtype(manifest))
     if len(shape) == 1:                      # vectors: any shape with the right number of entries
         a = a.reshape(-1)
     if name == "q" and a.size != manifest["nq"]:
@@ -84,15 +94,16 @@ def as_input(spec, value, manifest):
     return a.reshape(-1, order="F")
 
 
-def out_array(name, shape, given, fortran=False):
+def out_array(name, shape, given, fortran=False, dtype=np.float64):
     """``given`` when it can receive the output ``name`` of ``shape``: a writeable, aligned
-    float64 numpy array of exactly that shape, C-contiguous (or Fortran-contiguous where
+    numpy array of ``dtype`` of exactly that shape, C-contiguous (or Fortran-contiguous where
     ``fortran``); else an InputError."""
-    if isinstance(given, np.ndarray) and given.dtype == np.float64 and given.shape == shape and \
+    dtype = np.dtype(dtype)
+    if isinstance(given, np.ndarray) and given.dtype == dtype and given.shape == shape and \
             given.flags.writeable and given.flags.aligned and \
             (given.flags.c_contiguous or (fortran and given.flags.f_contiguous)):
         return given
     got = f"{given.dtype} {given.shape}" if isinstance(given, np.ndarray) else type(given).__name__
     order = "C- or Fortran-contiguous" if fortran else "C-contiguous"
-    raise InputError(f"out for {name} must be a writeable {order} float64 array of shape {shape}, got {got}"
+    raise InputError(f"out for {name} must be a writeable {order} {dtype} array of shape {shape}, got {got}"
                      + (" (not writeable)" if isinstance(given, np.ndarray) and not given.flags.writeable else ""))

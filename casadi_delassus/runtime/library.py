@@ -20,6 +20,7 @@ from ..errors import ArtifactError
 from . import artifact
 
 _int_p = ctypes.POINTER(ctypes.c_longlong)
+REAL_BYTES = {"double": 8, "single": 4}        # sizeof(casadi_real) of each precision
 
 
 class _DlInfo(ctypes.Structure):
@@ -122,6 +123,11 @@ def check_library(lib, mapped, so_path, manifest):
                             f"not {expected!r} (its model, scenario and algorithm): refusing to call it")
     if sym(f"{fname}_casadi_int_size")() != ctypes.sizeof(ctypes.c_longlong):
         raise ArtifactError(f"{so_path} uses another casadi_int size than 64-bit: regenerate it")
+    precision = manifest.get("precision", {}).get("type", "double")
+    real = sym(f"{fname}_casadi_real_size")()
+    if real != REAL_BYTES.get(precision):
+        raise ArtifactError(f"{so_path} computes with {real}-byte values, its manifest says {precision} precision: "
+                            f"regenerate it")
     for kind, specs in (("in", manifest["inputs"]), ("out", manifest["outputs"])):
         n = sym(f"{fname}_n_{kind}", ctypes.c_longlong)()
         if n != len(specs):

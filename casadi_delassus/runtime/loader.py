@@ -23,7 +23,7 @@ import numpy as np
 
 from ..errors import ArtifactError, DelassusError, DerivativeWarning, InputError
 from . import artifact, batch, door
-from .inputs import as_input, out_array
+from .inputs import as_input, out_array, real_dtype
 from .library import check_library, open_library
 
 _real_p = ctypes.POINTER(ctypes.c_double)
@@ -34,13 +34,13 @@ class _Buffers(threading.local):
     again, with the same arguments, in each new thread; one tuple because each attribute
     read of a threading.local costs a lookup in the thread's own dict."""
 
-    def __init__(self, input_sizes, output_sizes, work):
-        inputs = [np.zeros(n) for n in input_sizes]
-        outputs = [np.zeros(n) for n in output_sizes]
+    def __init__(self, input_sizes, output_sizes, work, dtype=np.float64):
+        inputs = [np.zeros(n, dtype) for n in input_sizes]
+        outputs = [np.zeros(n, dtype) for n in output_sizes]
         self.views = (inputs, outputs,
                       (_real_p * max(work["sz_arg"], 1))(*[a.ctypes.data_as(_real_p) for a in inputs]),
                       (_real_p * max(work["sz_res"], 1))(*[a.ctypes.data_as(_real_p) for a in outputs]),
-                      (ctypes.c_longlong * max(work["sz_iw"], 1))(), (ctypes.c_double * max(work["sz_w"], 1))())
+                      (ctypes.c_longlong * max(work["sz_iw"], 1))(), np.zeros(max(work["sz_w"], 1), dtype).ctypes)
 
 
 class CompiledFunction:
@@ -69,9 +69,11 @@ class CompiledFunction:
             self._sizes = ([int(np.prod(i["shape"])) for i in self.inputs], [int(np.prod(o["shape"])) for o in self.output_specs])
             if backend not in ("ctypes", "casadi"):
                 raise DelassusError(f"unknown backend {backend!r}: use 'ctypes' or 'casadi'")
+            self.dtype = real_dtype(m)
+            self._refuse_casadi_in_single(backend)
             lib, mapped = open_library(self.so_path, m["files"]["so"])
             self._fn, self._work = check_library(lib, mapped, self.so_path, m)
-            self._lib, self._mapped, self._buffers = lib, mapped, _Buffers(*self._sizes, self._work)
+            self._lib, self._mapped, self._buffers = lib, mapped, _Buffers(*self._sizes, self._work, self.dtype)
             binding = door.binding(self) if backend == "ctypes" else None
             if binding:
                 super().__init__(*binding)
@@ -89,6 +91,18 @@ class CompiledFunction:
         return self.manifest["op_count"]
 
     @property
+    def precision(self):
+        """The manifest's precision record: {"type": "double"}, or for single precision also the
+        measured error against double (verify/precision.py)."""
+        return self.manifest.get("precision", {"type": "double"})
+
+    def _refuse_casadi_in_single(self, backend):
+        """casadi.external calls a .so with CasADi's own double values: not a float one."""
+        if backend == "casadi" and self.dtype != np.float64:
+            raise DelassusError(f"{self.manifest['function']} computes in single precision: casadi.external "
+                                f"calls double code only (use backend='ctypes', or generate it in double)")
+
+    @property
     def casadi_derivative_order(self):
         """How far CasADi can differentiate :meth:`casadi_function`: 0 (no derivative functions
         in the .so), 1 (fwd1_/adj1_/jac_, an older .so: gradients and Jacobians) or 2 (also
@@ -102,6 +116,7 @@ class CompiledFunction:
         differentiates it with the derivative functions the .so carries (``generate(...,
         casadi_derivatives=True)``: first and second derivatives, in the stored coordinates of
         q); a .so with fewer says so here (a DerivativeWarning), not later inside the solver."""
+        self._refuse_casadi_in_single("casadi")
         m, order = self.manifest, self.casadi_derivative_order
         if order < artifact.CASADI_ORDER:
             offers = "no derivatives" if order == 0 else "first derivatives only (no exact Hessian)"
@@ -154,7 +169,8 @@ class CompiledFunction:
         unknown = set(given) - set(specs)
         if unknown:
             raise InputError(f"out names unknown outputs {sorted(unknown)}; this function has {list(specs)}")
-        return {name: out_array(name, tuple(specs[name]["shape"]), a, fortran=True) for name, a in given.items()}
+        return {name: out_array(name, tuple(specs[name]["shape"]), a, fortran=True, dtype=self.dtype)
+                for name, a in given.items()}
 
     def _evaluate(self, first, inputs, threads, out, only_first):
         """Every call the door does not take: batches, inputs to convert or refuse

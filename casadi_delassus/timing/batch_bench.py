@@ -9,6 +9,10 @@ BATCH_CALLS timed ones on the whole batch, the C harness and f(Q) alike); one-co
 this process may use, all-core ones on every allowed core (the process's CPU affinity:
 ``taskset``).
 
+Single precision (issue 26): the same function generated in float, ``f32(Q)`` from Python
+with a float32 Q on one core and on all cores, beside the double ``f(Q)`` from Python (the same
+door, the same batch runtime), with the ratio and the error bound its manifest stores.
+
 Also what a Python single call costs above the C time: ``f(q)`` (a new array per call) and
 ``f(q, out=D)``, median of 10 rounds of 10,000 calls cycling over the same configurations as
 the C harness.
@@ -39,6 +43,7 @@ BATCH_ONE = "batch, 1 core (C)"
 # the same call with NULL outputs: the price of moving results out of the lanes, by difference
 NO_OUTPUTS = "batch, 1 core, outputs not written (C)"
 BATCH_CALLS = 10
+PY_ONE, PY_ONE_FP32 = "batch, 1 core (Python f(Q))", "batch FP32, 1 core (Python f(Q))"
 HEADERS = ["contender", "configs/µs (median)", "min–max", "× single call", "× single call (best vs best)",
            "SX instr/ns per core", "of scalar peak", "flops of AVX2 FMA peak"]
 
@@ -119,17 +124,21 @@ def measure_peaks(cpu, progress=None):
         return peak.measure(reps=5, seconds=0.1)
 
 
-def _contenders(f, sets, qs, Q, n_c, threads, mujoco_calls, progress):
+def _contenders(f, sets, qs, Q, n_c, threads, mujoco_calls, progress, f32=None):
     """({label: harness} on one core, {label: harness} on all cores, notes); ``Q`` the Python
-    contenders' batch."""
+    contenders' batch; ``f32`` the function in single precision, given Q in float32."""
     # the batch contenders time BATCH_CALLS single calls of the whole batch per repetition after
     # one untimed call, C and Python alike: the C time includes waking its threads, as f(Q)'s
     one = {SINGLE: CHarness(f, sets, label="single"),
            BATCH_ONE: BatchHarness(f, sets, n=n_c, calls=1, threads=1),
            NO_OUTPUTS: BatchHarness(f, sets, n=n_c, calls=1, threads=1, outputs=False, label="no outputs"),
-           "batch, 1 core (Python f(Q))": PythonBatch(f, Q, 1, "python x1")}
+           PY_ONE: PythonBatch(f, Q, 1, "python x1")}
     many = {f"batch, {threads} cores (C)": BatchHarness(f, sets, n=n_c, calls=1, threads=threads),
             f"batch, {threads} cores (Python f(Q))": PythonBatch(f, Q, threads, f"python x{threads}")}
+    if f32 is not None:
+        Q32 = Q.astype(np.float32)
+        one[PY_ONE_FP32] = PythonBatch(f32, Q32, 1, "python fp32 x1")
+        many[f"batch FP32, {threads} cores (Python f(Q))"] = PythonBatch(f32, Q32, threads, f"python fp32 x{threads}")
     notes = []
     try:
         one["Pinocchio computeDelassusMatrix (C++ loop)"] = PinocchioCppHarness(f.robot, f.constraints, sets,
@@ -152,10 +161,10 @@ def _contenders(f, sets, qs, Q, n_c, threads, mujoco_calls, progress):
 
 
 def run(robot, constraints=None, algorithm="auto", reps=7, n_c=10_000, n_py=10_000, all_cpus=None, progress=None,
-        mujoco_calls=3000, python_calls=100_000, generate=None):
+        mujoco_calls=3000, python_calls=100_000, generate=None, single=True):
     """Every contender on one robot and constraint set (a Delassus function, ``algorithm``;
-    ``generate``: more keywords for api.generate); returns a dict for ``markdown`` (timings
-    {label: Timing}, the manifest, notes)."""
+    ``generate``: more keywords for api.generate; ``single``: also the function in single
+    precision); returns a dict for ``markdown`` (timings {label: Timing}, the manifest, notes)."""
     say = progress or (lambda s: None)
     all_cpus = set(all_cpus or os.sched_getaffinity(0))
     one_cpu, threads = {max(all_cpus)}, len(all_cpus)
@@ -171,7 +180,8 @@ def run(robot, constraints=None, algorithm="auto", reps=7, n_c=10_000, n_py=10_0
     sets = random_samples(f.robot, f.constraints, 64, 0)
     qs = [x["q"] for x in sets]
     Q = np.resize(np.array(qs), (n_py, f.robot.nq))
-    one, many, notes = _contenders(f, sets, qs, Q, n_c, threads, mujoco_calls, say)
+    f32 = api.generate(robot, constraints, algorithm, precision="single", **(generate or {})) if single else None
+    one, many, notes = _contenders(f, sets, qs, Q, n_c, threads, mujoco_calls, say, f32)
     timings = {}
     try:
         for r in range(reps):
@@ -190,6 +200,8 @@ def run(robot, constraints=None, algorithm="auto", reps=7, n_c=10_000, n_py=10_0
             ref = f(qs[0]).reshape(-1, order="F" if key.startswith("MuJoCo") else "C")
             if t.output.size == ref.size and relative_error(t.output, ref) > 1e-6:
                 notes.append(f"{key}: its sample 0 differs from the single call by {relative_error(t.output, ref):.1e}")
+    if f32 is not None:
+        notes.append(single_note(f32, timings))
     say(f"[{where}] Python single calls ({python_calls:,} each) ...")
     with pinned(one_cpu):
         notes.append(alignment_note(f, Q))
@@ -201,6 +213,16 @@ def run(robot, constraints=None, algorithm="auto", reps=7, n_c=10_000, n_py=10_0
     return {"scenario": where, "algorithm": label, "manifest": m, "timings": timings, "notes": notes,
             "threads": threads, "one_cpu": max(one_cpu), "n_c": n_c, "n_py": n_py,
             "python": {"f(q)": fresh, "f(q, out=D)": given, "C": c_ns}}
+
+
+def single_note(f32, timings):
+    """FP32 against FP64, both f(Q) from Python on one core, and what FP32 costs in error."""
+    p, b = f32.precision, f32.manifest["batch"]
+    a, d = timings[PY_ONE_FP32], timings[PY_ONE]
+    return (f"Single precision (FP32, {b['lanes']} lanes, {b['isa']}): f(Q) on 1 core {1e3 / a.median:.2f}/µs against "
+            f"FP64 {1e3 / d.median:.2f}/µs: {d.median / a.median:.2f}× (best vs best {d.min / a.min:.2f}×); its error "
+            f"against double, measured at build over {p['samples']} samples: max {p['max_rel_error']:.1e}, median "
+            f"{p['median_rel_error']:.1e} (relative to max |D| per sample)")
 
 
 def where_the_time_goes(res, peaks):
