@@ -16,6 +16,7 @@ from .model import load_robot
 from .registry import AUTO, is_auto
 
 DEFAULT_OUT = Path("codegen_out")
+TARGETS = ("c", "cuda")
 
 
 def constraint_set(robot, constraints, name=None):
@@ -48,7 +49,8 @@ def default_constraints(robot):
 
 def generate(robot, constraints=None, algorithm=AUTO, out_dir=DEFAULT_OUT, cflags=DEFAULT_CFLAGS,
              cc=None, cse=True, force=False, backend="ctypes", osim=False, stages=False, name=None, floating_base=None,
-             derivative=None, wrt=None, method="auto", casadi_derivatives=False):
+             derivative=None, wrt=None, method="auto", casadi_derivatives=False, target="c", precision="double",
+             layout="soa", nvcc="auto"):
     """Trace, count, emit, compile and load ``algorithm`` (default ``auto``, as in the CLI: the
     cheapest Delassus algorithm, registry.AUTO_RULE) for ``robot`` (a Robot, or anything
     ``load_robot`` takes, with ``floating_base`` as there) and ``constraints`` (a scenario name, a list of specs, or a ConstraintSet; default: the
@@ -62,7 +64,11 @@ def generate(robot, constraints=None, algorithm=AUTO, out_dir=DEFAULT_OUT, cflag
     function with respect to ``wrt`` (input names, default all; q in the tangent space) instead,
     ``method`` "auto" | "ad" | "analytic" (codegen/derivatives.py).  ``casadi_derivatives=True``
     compiles CasADi's derivative functions of the function into its .so (``<algo>-casadi``),
-    so that ``f.casadi_function()`` (casadi.external) is differentiable inside CasADi."""
+    so that ``f.casadi_function()`` (casadi.external) is differentiable inside CasADi.
+    ``target="cuda"`` also writes the CUDA form of each function (codegen/cuda.py, docs/gpu.md:
+    ``precision`` "double" | "single", ``layout`` "soa" | "aos", built by ``nvcc`` where it is
+    found) and returns a runtime.cuda.CudaFunction (with stages: one per stage, in order)."""
+    _check_target(target, precision, layout)
     robot = load_robot(robot, floating_base=floating_base)
     cs, scenario = constraint_set(robot, constraints if constraints is not None else default_constraints(robot), name)
     model = artifact.model_name(robot, name)
@@ -87,7 +93,29 @@ def generate(robot, constraints=None, algorithm=AUTO, out_dir=DEFAULT_OUT, cflag
     except ArtifactError:       # intact files the .so contradicts (an edited, resealed manifest): rebuild
         f = make(True)
     f.robot, f.constraints = robot, cs
+    if target == "cuda":
+        return _cuda(f, precision, layout, nvcc, force)
     return f
+
+
+def _check_target(target, precision, layout):
+    from .codegen.cuda import check_options
+    if target not in TARGETS:
+        raise DelassusError(unknown_name("target", target, TARGETS) + f" (known: {', '.join(TARGETS)})")
+    check_options(precision, layout)
+    if target == "c" and precision != "double":
+        raise DelassusError("precision 'single' is for target 'cuda' here (the C target computes in double)")
+
+
+def _cuda(f, precision, layout, nvcc, force):
+    """The CUDA forms of the C function(s) ``f`` (a StagedFunction: each stage's, in order)."""
+    from .codegen.cuda import derive
+    from .runtime.cuda import CudaFunction
+    made = [CudaFunction(derive(g.manifest_path, precision, layout, nvcc=nvcc, force=force))
+            for g in getattr(f, "stages", [f])]
+    for g in made:
+        g.robot, g.constraints, g.c_function = f.robot, f.constraints, f
+    return made if hasattr(f, "stages") else made[0]
 
 
 def links(robot, floating_base=None):
