@@ -249,3 +249,28 @@ def test_cli_refuses_bad_target_precision_layout(tmp_path, option):
     r, _ = run("generate", "go1", "-c", "FL_foot:3d", "-a", "pv_osim", "-o", str(tmp_path), *option)
     refused(r, option[0])
     assert not list(tmp_path.iterdir())
+
+
+def test_the_gpu_bench_run_half_on_the_host(out, tmp_path):
+    """bench/gpu.py run --host on a prepared folder of one small case: builds both layouts,
+    checks them against the CPU reference and prints a row per kernel and N."""
+    import sys
+    sys.path.insert(0, str(__import__("pathlib").Path(__file__).resolve().parents[1] / "bench"))
+    import gpu
+    robot, cs = case("ladder")
+    f = cd.generate(robot, cs, "pv_osim", out_dir=out)
+    cuda.shim_header(tmp_path)
+    Q = np.array([robot.random_q(np.random.default_rng(k)) for k in range(64)])
+    np.savez(tmp_path / "ladder.npz", Q=Q, **f.outputs(Q))
+    listed = []
+    for precision in cuda.PRECISIONS:
+        path = cuda.derive(f.manifest_path, precision, nvcc=None)
+        shutil.copy(path.with_suffix(".cu"), tmp_path / f"ladder-{precision}.cu")
+        shutil.copy(path, tmp_path / f"ladder-{precision}.json")
+        listed.append({"case": "ladder", "precision": precision, "stem": f"ladder-{precision}", "ref": "ladder.npz"})
+    (tmp_path / "cases.json").write_text(json.dumps(listed))
+    rows = gpu.run(tmp_path, host=True, sizes=[300], reps=2)
+    assert len(rows) == 4 and all(len(r["configs_per_us"]) == 2 for r in rows)
+    errors = {(r["precision"], r["layout"]): r["error"] for r in rows}
+    assert max(errors[("double", "soa")], errors[("double", "aos")]) < 1e-13
+    assert 1e-9 < errors[("single", "soa")] < 1e-4
