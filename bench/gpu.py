@@ -13,7 +13,10 @@ through the shim with --host), checks it against the CPU result on the reference
 (inputs tiled to N) with CUDA events, the layouts and precisions interleaved, and prints
 configurations/µs (median of REPS, spread min-max), registers and spills, and the fraction of the
 GPU's FP64/FP32 FMA peak and memory bandwidth (an instruction counted as one operation).
-MJX is not compared yet (docs/gpu.md).
+MJX (mujoco-mjx, wheels carried: docs/gpu.md) computes the same J M⁻¹ Jᵀ for go2 as
+``jit(vmap)`` of kinematics → com_pos → crb → factor_m → jac → solve_m, from the compiled model
+``prepare`` saves (MJB: the same mujoco version must load it), in a subprocess per precision
+(JAX's x64 switch is per process); skipped where mujoco.mjx cannot be imported.
 """
 from __future__ import annotations
 
@@ -25,23 +28,28 @@ import shutil
 import subprocess
 import sys
 import time
+from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
 import numpy as np
 
-REF_N = 4096
+REF_N = 2048
 SIZES = (65_536, 1_048_576)
 REPS = 7
 GO2_FEET = ("FR", "FL", "RR", "RL")
+FOOT = "-0.002,0,-0.213"         # the foot sphere's centre in the calf frame (bench/simulate.py)
+
+
+def go2_path():
+    import importlib.util
+    return Path(importlib.util.find_spec("robosuite_models").origin).parent / "assets/robots/go2/robot.xml"
 
 
 def cases():
     """(name, robot, constraints, algorithm) of the bench."""
-    import importlib.util
     import casadi_delassus as cd
-    path = Path(importlib.util.find_spec("robosuite_models").origin).parent / "assets/robots/go2/robot.xml"
-    go2 = cd.load_robot(str(path))
-    return [("go2-4F3w", go2, [f"{leg}_calf@-0.002,0,-0.213:3d-world" for leg in GO2_FEET], "pv_osimr"),
+    go2 = cd.load_robot(str(go2_path()))
+    return [("go2-4F3w", go2, [f"{leg}_calf:3d-world@{FOOT}" for leg in GO2_FEET], "pv_osimr"),
             ("talos-2F", cd.load_robot("talos"), "2F", "pv_osim")]
 
 
@@ -52,7 +60,7 @@ def prepare(out):
     cuda.shim_header(out)
     listed = []
     for name, robot, constraints, algorithm in cases():
-        f = cd.generate(robot, constraints, algorithm, out_dir=out / "codegen")
+        f = cd.generate(robot, constraints, algorithm)       # the C target, in the usual cache (codegen_out)
         rng = np.random.default_rng(0)
         Q = np.array([robot.random_q(rng) for _ in range(REF_N)])
         np.savez(out / f"{name}.npz", Q=Q, **f.outputs(Q))
@@ -63,7 +71,83 @@ def prepare(out):
             shutil.copy(path, out / f"{stem}.json")
             listed.append({"case": name, "precision": precision, "stem": stem, "ref": f"{name}.npz"})
     (out / "cases.json").write_text(json.dumps(listed, indent=1))
+    save_mjx_model(out)
     print(f"prepared {len(listed)} kernels in {out}: copy the folder to the GPU machine and run bench/gpu.py run there")
+
+
+def save_mjx_model(out):
+    """go2's compiled MuJoCo model (MJB, without its visual meshes, collisions off; the bodies'
+    inertias are explicit in the file) and its feet (body id, offset) for the MJX comparison."""
+    import mujoco
+    spec = mujoco.MjSpec.from_file(str(go2_path()))
+    for g in [g for g in spec.geoms if g.type == mujoco.mjtGeom.mjGEOM_MESH]:     # visuals: 40 MB of meshes
+        spec.delete(g)
+    for mesh in list(spec.meshes):
+        spec.delete(mesh)
+    m = spec.compile()
+    m.geom_contype[:], m.geom_conaffinity[:] = 0, 0         # no collisions: MJX lacks some pairs, J M⁻¹ Jᵀ needs none
+    mujoco.mj_saveModel(m, str(out / "go2.mjb"), None)
+    feet = [[m.body(f"{leg}_calf").id, [float(x) for x in FOOT.split(",")]] for leg in GO2_FEET]
+    (out / "mjx.json").write_text(json.dumps({"case": "go2-4F3w", "mujoco": mujoco.__version__, "feet": feet}))
+
+
+def mjx(out, precision, sizes, reps):
+    """MJX's configurations/µs at each size and its error against the CPU reference: one JSON line."""
+    import importlib
+    import jax
+    jax.config.update("jax_enable_x64", precision == "double")
+    import jax.numpy as jnp
+    import mujoco
+    from mujoco import mjx as mx_
+    spec = json.loads((out / "mjx.json").read_text())
+    if spec["mujoco"] != mujoco.__version__:
+        sys.exit(f"go2.mjb was saved by mujoco {spec['mujoco']}, this is {mujoco.__version__}: carry that version")
+    solve_m = getattr(mx_, "solve_m", None) or importlib.import_module("mujoco.mjx._src.smooth").solve_m
+    model = mx_.put_model(mujoco.MjModel.from_binary_path(str(out / "go2.mjb")))
+    dtype = jnp.float64 if precision == "double" else jnp.float32
+
+    def delassus(q):
+        d = mx_.make_data(model).replace(qpos=q)
+        for stage in (mx_.kinematics, mx_.com_pos, mx_.crb, mx_.factor_m):
+            d = stage(model, d)
+        rows = [mx_.jac(model, d, d.xpos[b] + d.xmat[b] @ jnp.asarray(p, dtype), b)[0].T for b, p in spec["feet"]]
+        J = jnp.concatenate(rows)
+        return J @ jax.vmap(lambda r: solve_m(model, d, r))(J).T
+
+    f = jax.jit(jax.vmap(delassus))
+    ref = np.load(out / f"{spec['case']}.npz")
+    got = np.asarray(f(jnp.asarray(ref["Q"], dtype)), float).reshape(len(ref["Q"]), -1)
+    want = ref["delassus"].reshape(got.shape)
+    error = float((np.abs(got - want).max(1) / np.abs(want).max(1)).max())
+    speeds = {}
+    for n in sizes:
+        Q = jnp.asarray(np.resize(ref["Q"], (n, ref["Q"].shape[1])), dtype)
+        f(Q).block_until_ready()                        # compiled for this n
+        times = []
+        for _ in range(reps):
+            t0 = time.perf_counter()
+            f(Q).block_until_ready()
+            times.append(time.perf_counter() - t0)
+        speeds[n] = [n / (t * 1e6) for t in times]
+    print(json.dumps({"precision": precision, "error": error, "speeds": speeds, "device": str(jax.devices()[0])}))
+
+
+def run_mjx(out, sizes, reps):
+    """MJX's rows per precision (subprocesses), or [] where mujoco.mjx is not installed."""
+    import importlib.util
+    if not (out / "mjx.json").exists() or importlib.util.find_spec("mujoco") is None or \
+            importlib.util.find_spec("mujoco.mjx") is None:
+        print("(MJX: mujoco.mjx not installed here, not compared)")
+        return []
+    rows = []
+    for precision in ("double", "single"):
+        proc = subprocess.run([sys.executable, __file__, "mjx", str(out), "--precision", precision,
+                               "--sizes", ",".join(map(str, sizes)), "--reps", str(reps)], capture_output=True, text=True)
+        if proc.returncode != 0:
+            print(f"(MJX {precision} failed: {proc.stderr.strip().splitlines()[-1][:300] if proc.stderr.strip() else proc.returncode})")
+            continue
+        rows.append(json.loads(proc.stdout.strip().splitlines()[-1]))
+    return rows
 
 
 def build(out, stem, layout, host):
@@ -149,14 +233,15 @@ def run(out, host, sizes, reps):
         import cupy as xp
     listed = json.loads((out / "cases.json").read_text())
     rows, kernels = [], []
-    for item in listed:
+    jobs = [(item, layout) for item in listed for layout in ("soa", "aos")]
+    with ThreadPoolExecutor() as pool:           # nvcc takes seconds per kernel: all at once
+        built = list(pool.map(lambda job: build(out, job[0]["stem"], job[1], host), jobs))
+    for (item, layout), (so, regs, spills) in zip(jobs, built):
         m = json.loads((out / f"{item['stem']}.json").read_text())
         ref = dict(np.load(out / item["ref"]))
         dtype = np.float64 if item["precision"] == "double" else np.float32
-        for layout in ("soa", "aos"):
-            so, regs, spills = build(out, item["stem"], layout, host)
-            k = Kernel(so, m)
-            kernels.append((item, layout, k, ref, dtype, regs, spills, check(k, ref, xp, dtype)))
+        k = Kernel(so, m)
+        kernels.append((item, layout, k, ref, dtype, regs, spills, check(k, ref, xp, dtype)))
     speeds = {}
     for _ in range(reps):                       # interleaved: every kernel once per repetition
         for item, layout, k, ref, dtype, *_ in kernels:
@@ -179,6 +264,15 @@ def run(out, host, sizes, reps):
                   f"{error:.1e} | {regs} | {spills} | {instr:,} | {frac} |")
             rows.append({"case": item["case"], "precision": item["precision"], "layout": layout, "n": n,
                          "configs_per_us": s, "error": error, "registers": regs, "spill_stores": spills})
+    for r in run_mjx(out, sizes, reps):
+        for n, s in r["speeds"].items():
+            med = float(np.median(s))
+            ours = float(np.median(speeds[(f"go2-4F3w-{r['precision']}", "soa", int(n))])) \
+                if (f"go2-4F3w-{r['precision']}", "soa", int(n)) in speeds else None
+            print(f"| go2-4F3w MJX ({r['device']}) | {r['precision']} | - | {int(n):,} | {med:,.2f} ({min(s):,.2f}-{max(s):,.2f}) | "
+                  f"{r['error']:.1e} | - | - | - | ours (SoA) / MJX: {ours / med:,.0f}x | - |" if ours else "")
+            rows.append({"case": "go2-4F3w", "mjx": True, "precision": r["precision"], "n": int(n), "configs_per_us": s,
+                         "error": r["error"], "device": r["device"]})
     (out / ("results-host.json" if host else "results.json")).write_text(json.dumps(rows, indent=1))
     if host:
         print("(--host: the shim's build on the CPU; timings are not GPU numbers)")
@@ -194,9 +288,16 @@ def main(argv=None):
     r.add_argument("--host", action="store_true", help="the host build through the shim (no GPU, no nvcc)")
     r.add_argument("--sizes", default=",".join(map(str, SIZES)), help="comma-separated N")
     r.add_argument("--reps", type=int, default=REPS)
+    x = sub.add_parser("mjx", help="(run's subprocess) MJX alone in one precision")
+    x.add_argument("out", type=Path)
+    x.add_argument("--precision", choices=("double", "single"), required=True)
+    x.add_argument("--sizes", default=",".join(map(str, SIZES)))
+    x.add_argument("--reps", type=int, default=REPS)
     a = p.parse_args(argv)
     if a.command == "prepare":
         return prepare(a.out)
+    if a.command == "mjx":
+        return mjx(a.out, a.precision, [int(s) for s in a.sizes.split(",")], a.reps)
     return run(a.out, a.host, [int(s) for s in a.sizes.split(",")], a.reps)
 
 
