@@ -111,10 +111,11 @@ def _cuda(f, precision, layout, nvcc, force):
     """The CUDA forms of the C function(s) ``f`` (a StagedFunction: each stage's, in order)."""
     from .codegen.cuda import derive
     from .runtime.cuda import CudaFunction
-    made = [CudaFunction(derive(g.manifest_path, precision, layout, nvcc=nvcc, force=force))
-            for g in getattr(f, "stages", [f])]
-    for g in made:
-        g.robot, g.constraints, g.c_function = f.robot, f.constraints, f
+    made = []
+    for c in getattr(f, "stages", [f]):
+        g = CudaFunction(derive(c.manifest_path, precision, layout, nvcc=nvcc, force=force))
+        g.robot, g.constraints, g.c_function = f.robot, f.constraints, c       # c: its reference, on the CPU
+        made.append(g)
     return made if hasattr(f, "stages") else made[0]
 
 

@@ -255,6 +255,7 @@ def generate(robot, fixed_base, scenario, specs, algorithms, cse, osim, out_dir,
             if target == "cuda":
                 for g in f if stages else [f]:
                     _echo_cuda(a, g)
+                    made.append(g.c_function)       # --package: the C beside it
                 continue
             if stages:
                 made += f.stages

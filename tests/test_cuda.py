@@ -274,3 +274,11 @@ def test_the_gpu_bench_run_half_on_the_host(out, tmp_path):
     errors = {(r["precision"], r["layout"]): r["error"] for r in rows}
     assert max(errors[("double", "soa")], errors[("double", "aos")]) < 1e-13
     assert 1e-9 < errors[("single", "soa")] < 1e-4
+
+
+def test_runtime_constraint_matrices_are_read_in_the_users_row_major_order(out, tmp_path):
+    """A K_<link> input (m_i x 6, a matrix input: CasADi's column-major entries moved to row-major)."""
+    robot = cd.load_robot("go1")
+    f = cd.generate(robot, ["FL_foot:3d-input", "RR_foot:6d"], "pv_osim", out_dir=out)
+    assert any(len(i["shape"]) == 2 and i["shape"][1] == 6 for i in f.inputs)
+    assert_equal(f, robot, tmp_path)
