@@ -121,14 +121,17 @@ def mjx(out, precision, sizes, reps):
     error = float((np.abs(got - want).max(1) / np.abs(want).max(1)).max())
     speeds = {}
     for n in sizes:
-        Q = jnp.asarray(np.resize(ref["Q"], (n, ref["Q"].shape[1])), dtype)
-        f(Q).block_until_ready()                        # compiled for this n
-        times = []
-        for _ in range(reps):
-            t0 = time.perf_counter()
-            f(Q).block_until_ready()
-            times.append(time.perf_counter() - t0)
-        speeds[n] = [n / (t * 1e6) for t in times]
+        try:
+            Q = jnp.asarray(np.resize(ref["Q"], (n, ref["Q"].shape[1])), dtype)
+            f(Q).block_until_ready()                        # compiled for this n
+            times = []
+            for _ in range(reps):
+                t0 = time.perf_counter()
+                f(Q).block_until_ready()
+                times.append(time.perf_counter() - t0)
+            speeds[n] = [n / (t * 1e6) for t in times]
+        except Exception as exc:                            # e.g. out of device memory at a million
+            speeds[n] = f"failed: {str(exc).splitlines()[0][:200]}"
     print(json.dumps({"precision": precision, "error": error, "speeds": speeds, "device": str(jax.devices()[0])}))
 
 
@@ -198,12 +201,15 @@ def check(kernel, ref, xp, dtype):
     return worst
 
 
-def timing(kernel, ref, xp, dtype, n, layout):
-    """Configurations per µs of the kernel alone on n configurations in its internal layout."""
-    m = kernel.manifest
+def buffers(kernel, ref, xp, dtype, n, layout):
+    """(inputs, outputs) for n configurations in the kernel's internal layout: the reference tiled."""
     Q = np.resize(ref["Q"], (n, ref["Q"].shape[1])).astype(dtype)
     Q = xp.asarray(Q if layout == "aos" else np.ascontiguousarray(Q.T))
-    outs = [xp.empty(n * int(np.prod(o["shape"])), dtype) for o in m["outputs"]]
+    return Q, [xp.empty(n * int(np.prod(o["shape"])), dtype) for o in kernel.manifest["outputs"]]
+
+
+def timing(kernel, xp, n, Q, outs):
+    """Configurations per µs of the kernel alone on n configurations (``buffers``)."""
     if xp is np:
         t0 = time.perf_counter()
         kernel.raw(n, _ptr(Q), *map(_ptr, outs), None)
@@ -243,10 +249,14 @@ def run(out, host, sizes, reps):
         k = Kernel(so, m)
         kernels.append((item, layout, k, ref, dtype, regs, spills, check(k, ref, xp, dtype)))
     speeds = {}
-    for _ in range(reps):                       # interleaved: every kernel once per repetition
-        for item, layout, k, ref, dtype, *_ in kernels:
-            for n in sizes:
-                speeds.setdefault((item["stem"], layout, n), []).append(timing(k, ref, xp, dtype, n, layout))
+    for n in sizes:                             # the buffers of one size at a time
+        data = {(item["stem"], layout): buffers(k, ref, xp, dtype, n, layout) for item, layout, k, ref, dtype, *_ in kernels}
+        for rep in range(reps + 1):             # interleaved: every kernel once per repetition; the first is a warm-up
+            for item, layout, k, *_ in kernels:
+                speed = timing(k, xp, n, *data[(item["stem"], layout)])
+                if rep:
+                    speeds.setdefault((item["stem"], layout, n), []).append(speed)
+        del data
     peak = peaks(xp)
     print("| case | precision | layout | N | configs/µs (median, min-max) | max rel. error vs CPU | registers | "
           "spill stores B | instr. | % FMA peak | % bandwidth |")
@@ -264,13 +274,21 @@ def run(out, host, sizes, reps):
                   f"{error:.1e} | {regs} | {spills} | {instr:,} | {frac} |")
             rows.append({"case": item["case"], "precision": item["precision"], "layout": layout, "n": n,
                          "configs_per_us": s, "error": error, "registers": regs, "spill_stores": spills})
-    for r in run_mjx(out, sizes, reps):
+    mjx_rows = run_mjx(out, sizes, reps)
+    if mjx_rows:
+        print("\n| go2-4F3w: MJX | precision | N | MJX configs/µs (median, min-max) | ours SoA | ours / MJX | "
+              "MJX max rel. error vs CPU |\n|---|---|---|---|---|---|---|")
+    for r in mjx_rows:
         for n, s in r["speeds"].items():
-            med = float(np.median(s))
-            ours = float(np.median(speeds[(f"go2-4F3w-{r['precision']}", "soa", int(n))])) \
-                if (f"go2-4F3w-{r['precision']}", "soa", int(n)) in speeds else None
-            print(f"| go2-4F3w MJX ({r['device']}) | {r['precision']} | - | {int(n):,} | {med:,.2f} ({min(s):,.2f}-{max(s):,.2f}) | "
-                  f"{r['error']:.1e} | - | - | - | ours (SoA) / MJX: {ours / med:,.0f}x | - |" if ours else "")
+            ours = speeds.get((f"go2-4F3w-{r['precision']}", "soa", int(n)))
+            ours = float(np.median(ours)) if ours else None
+            if isinstance(s, str):
+                cells = [s, f"{ours:,.1f}" if ours else "-", "-"]
+            else:
+                med = float(np.median(s))
+                cells = [f"{med:,.2f} ({min(s):,.2f}-{max(s):,.2f})", f"{ours:,.1f}" if ours else "-",
+                         f"{ours / med:,.0f}x" if ours else "-"]
+            print(f"| {r['device']} | {r['precision']} | {int(n):,} | {' | '.join(cells)} | {r['error']:.1e} |")
             rows.append({"case": "go2-4F3w", "mjx": True, "precision": r["precision"], "n": int(n), "configs_per_us": s,
                          "error": r["error"], "device": r["device"]})
     (out / ("results-host.json" if host else "results.json")).write_text(json.dumps(rows, indent=1))
