@@ -9,6 +9,7 @@ the same kind of array on the same device, computed on the current stream (PyTor
 stream for torch tensors, CuPy's otherwise); NumPy input is copied in and the outputs out.
 ``CudaFunction(manifest, host_library=so)`` runs the host build of the same .cu (C++ through
 the shim, codegen/cuda.host_library) on NumPy arrays: how the target is tested without a GPU.
+(The dynamic loader keeps a library by its path: give each host build a path of its own.)
 """
 from __future__ import annotations
 
@@ -17,7 +18,7 @@ from pathlib import Path
 
 import numpy as np
 
-from ..errors import DelassusError, InputError
+from ..errors import ArtifactError, DelassusError, InputError
 from . import artifact
 
 DTYPES = {"double": np.float64, "single": np.float32}
@@ -76,7 +77,11 @@ class CudaFunction:
             lib = ctypes.CDLL(str(self._so))
         except OSError as exc:
             raise DelassusError(f"cannot load {self._so.name}: {exc}") from None
-        fn = getattr(lib, self.manifest["entry"])
+        try:
+            fn = getattr(lib, self.manifest["entry"])
+        except AttributeError:
+            raise ArtifactError(f"{self._so.name} has no {self.manifest['entry']} (a library of another function?): "
+                                f"build it again") from None
         fn.restype = ctypes.c_int
         fn.argtypes = [ctypes.c_longlong] + [ctypes.c_void_p] * (len(self.inputs) + len(self.output_specs) + 1)
         self._lib, self._fn = lib, fn
