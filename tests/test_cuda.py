@@ -8,6 +8,7 @@ import json
 import math
 import re
 import shutil
+import subprocess
 
 import numpy as np
 import pytest
@@ -203,6 +204,19 @@ def test_nvcc_builds_for_sm90_and_reports_registers_and_spills(out):
         nv = m["nvcc"]
         assert nv["arch"] == "sm_90" and 0 < nv["registers"] <= 255 and nv["spill_stores_bytes"] >= 0
         assert "so" in m["files"] and "-arch=sm_90" in nv["command"]
+
+
+@needs_nvcc
+def test_single_precision_ptx_computes_nothing_in_double(out, tmp_path):
+    """The FP32 kernel's PTX holds no f64 instruction but CUDA's own sincosf large-argument
+    reduction (one int-to-double conversion and one multiply per angle)."""
+    robot, cs = case("go1-4F3")
+    f = cd.generate(robot, cs, "pv_osim", out_dir=out)
+    cu = cuda.derive(f.manifest_path, "single", nvcc=None).with_suffix(".cu")
+    subprocess.run(["nvcc", "-arch=sm_90", "-ptx", "-o", str(tmp_path / "k.ptx"), str(cu)], check=True, capture_output=True)
+    ops = re.findall(r"^\s+([a-z.]*f64[a-z0-9.]*)", (tmp_path / "k.ptx").read_text(), re.M)
+    angles = cu.read_text().count("cd_cuda_sincos(")
+    assert set(ops) <= {"cvt.rn.f64.s64", "mul.f64"} and ops.count("mul.f64") <= angles, sorted(set(ops))
 
 
 # -- the device path and bad input ----------------------------------------------------------------------
