@@ -18,6 +18,7 @@ from .registry import AUTO, is_auto
 from .verify import precision as precision_check
 
 DEFAULT_OUT = Path("codegen_out")
+TARGETS = ("c", "cuda")
 
 
 def constraint_set(robot, constraints, name=None):
@@ -50,7 +51,8 @@ def default_constraints(robot):
 
 def generate(robot, constraints=None, algorithm=AUTO, out_dir=DEFAULT_OUT, cflags=DEFAULT_CFLAGS,
              cc=None, cse=True, force=False, backend="ctypes", osim=False, stages=False, name=None, floating_base=None,
-             derivative=None, wrt=None, method="auto", casadi_derivatives=False, precision="double"):
+             derivative=None, wrt=None, method="auto", casadi_derivatives=False, target="c", precision="double",
+             layout="soa", nvcc="auto"):
     """Trace, count, emit, compile and load ``algorithm`` (default ``auto``, as in the CLI: the
     cheapest Delassus algorithm, registry.AUTO_RULE) for ``robot`` (a Robot, or anything
     ``load_robot`` takes, with ``floating_base`` as there) and ``constraints`` (a scenario name, a list of specs, or a ConstraintSet; default: the
@@ -67,7 +69,13 @@ def generate(robot, constraints=None, algorithm=AUTO, out_dir=DEFAULT_OUT, cflag
     so that ``f.casadi_function()`` (casadi.external) is differentiable inside CasADi.
     ``precision="single"`` computes in float32 (scalar and batch; inputs converted to float32,
     outputs float32) and stores its error against double, measured at build, in
-    ``f.precision`` (docs/precision.md)."""
+    ``f.precision`` (docs/precision.md).
+    ``target="cuda"`` also writes the CUDA form of each function (codegen/cuda.py, docs/gpu.md:
+    ``precision`` "double" | "single", ``layout`` "soa" | "aos", built by ``nvcc`` where it is
+    found) from the double C function, its reference, and returns a runtime.cuda.CudaFunction
+    (with stages: one per stage, in order)."""
+    _check_target(target, precision, layout)
+    c_precision = "double" if target == "cuda" else precision
     robot = load_robot(robot, floating_base=floating_base)
     cs, scenario = constraint_set(robot, constraints if constraints is not None else default_constraints(robot), name)
     model = artifact.model_name(robot, name)
@@ -82,25 +90,46 @@ def generate(robot, constraints=None, algorithm=AUTO, out_dir=DEFAULT_OUT, cflag
 
     def make(force):
         if stages:
-            if precision != "double":
+            if c_precision != "double":
                 raise DelassusError("stages are generated in double precision only")
             return StagedFunction(build_stages(robot, cs, algorithm, folder, scenario, cflags=tuple(cflags), cc=cc,
                                                cse=cse, force=force, model=model), backend=backend)
         return load(build(robot, cs, algorithm, folder, scenario, cflags=tuple(cflags), cc=cc, cse=cse, force=force,
                           osim=osim, model=model, derivative=derivative, wrt=wrt, method=method,
-                          casadi_derivatives=casadi_derivatives, precision=precision,
-                          measure=precision_check.measurer(robot, cs) if precision == "single" else None),
+                          casadi_derivatives=casadi_derivatives, precision=c_precision,
+                          measure=precision_check.measurer(robot, cs) if c_precision == "single" else None),
                     backend=backend)
     try:
         f = make(force)
     except ArtifactError:       # intact files the .so contradicts (an edited, resealed manifest): rebuild
         f = make(True)
     f.robot, f.constraints = robot, cs
+    if target == "cuda":
+        return _cuda(f, precision, layout, nvcc, force)
     if precision == "single":       # what check_precision compares with
         f.double_twin = functools.partial(generate, robot, constraints, algorithm, out_dir=out_dir, cflags=cflags, cc=cc,
                                           cse=cse, backend=backend, osim=osim, name=name, derivative=derivative, wrt=wrt,
                                           method=method, casadi_derivatives=casadi_derivatives)
     return f
+
+
+def _check_target(target, precision, layout):
+    from .codegen.cuda import check_options
+    if target not in TARGETS:
+        raise DelassusError(unknown_name("target", target, TARGETS) + f" (known: {', '.join(TARGETS)})")
+    check_options(precision, layout)
+
+
+def _cuda(f, precision, layout, nvcc, force):
+    """The CUDA forms of the C function(s) ``f`` (a StagedFunction: each stage's, in order)."""
+    from .codegen.cuda import derive
+    from .runtime.cuda import CudaFunction
+    made = []
+    for c in getattr(f, "stages", [f]):
+        g = CudaFunction(derive(c.manifest_path, precision, layout, nvcc=nvcc, force=force))
+        g.robot, g.constraints, g.c_function = f.robot, f.constraints, c       # c: its reference, on the CPU
+        made.append(g)
+    return made if hasattr(f, "stages") else made[0]
 
 
 def links(robot, floating_base=None):

@@ -232,15 +232,19 @@ _gen_opts = [click.option("-o", "--out", "out_dir", default=str(api.DEFAULT_OUT)
 @click.option("--casadi-derivatives", is_flag=True,
               help="also compile CasADi's derivative functions (fwd1_/adj1_/jac_<function>) into the .so (<algo>-casadi), "
                    "so that casadi.external(<function>, <so>) is differentiable inside CasADi")
+@click.option("--target", type=click.Choice(api.TARGETS), default="c", show_default=True,
+              help="cuda: also write <algo>-cuda.cu, a batched CUDA kernel of the C function (docs/gpu.md)")
 @click.option("--precision", type=click.Choice(PRECISIONS), default="double", show_default=True,
-              help="single: compute in float (scalar and batch; <algo>-single files), its error against double "
-                   "measured and stored in the manifest (docs/precision.md)")
+              help="single: compute in float (C: <algo>-single files; cuda: <algo>-cuda-f32.cu), its error against "
+                   "double measured and stored in the manifest (docs/precision.md)")
+@click.option("--layout", type=click.Choice(["soa", "aos"]), default="soa", show_default=True,
+              help="the CUDA kernel's internal layout: entry-major (soa) or configuration-major (aos)")
 @_mimic_opt
 def generate(robot, fixed_base, scenario, specs, algorithms, cse, osim, out_dir, cflags, cc, force, name, package_dir, stages,
-             derivatives, wrt, method, casadi_derivatives, precision, mimic):
+             derivatives, wrt, method, casadi_derivatives, target, precision, layout, mimic):
     """Generate, compile and load C for each algorithm; print the files."""
     derivatives = _derivatives(derivatives, wrt)
-    if precision == "single" and (package_dir or stages):
+    if precision == "single" and target == "c" and (package_dir or stages):
         raise click.UsageError("--precision single makes functions to call from Python: not with --package or --stages")
     robot, cs, _ = _resolve(robot, scenario, specs, fixed_base, mimic=mimic)
     made, algorithms = [], _algorithms(algorithms)
@@ -251,7 +255,12 @@ def generate(robot, fixed_base, scenario, specs, algorithms, cse, osim, out_dir,
             f = api.generate(robot, cs if specs else (scenario or api.default_constraints(robot)), a,
                              out_dir=out_dir, cflags=_cflags(cflags), cc=cc, cse=cse, force=force, osim=osim,
                              stages=stages, name=name, derivative=d, wrt=wrt, method=method,
-                             casadi_derivatives=casadi_derivatives, precision=precision)
+                             casadi_derivatives=casadi_derivatives, target=target, precision=precision, layout=layout)
+            if target == "cuda":
+                for g in f if stages else [f]:
+                    _echo_cuda(a, g)
+                    made.append(g.c_function)       # --package: the C beside it
+                continue
             if stages:
                 made += f.stages
                 for g in f.stages:
@@ -276,6 +285,16 @@ def generate(robot, fixed_base, scenario, specs, algorithms, cse, osim, out_dir,
         from .codegen.package import write_package
         write_package(package_dir, made)
         click.echo(f"C package -> {package_dir} (make, or cmake -S {package_dir} -B build; see its README.md)")
+
+
+def _echo_cuda(algorithm, f):
+    m = f.manifest
+    nvcc = m.get("nvcc")
+    built = (f"nvcc: {nvcc['registers']} registers, {nvcc['spill_stores_bytes']} B spill stores" if nvcc
+             else "no nvcc here: .so not built")
+    error = f", max rel. error vs double {m['fp32_error']['max_relative']:.1e}" if "fp32_error" in m else ""
+    click.echo(f"{algorithm} ({m['function']}): CUDA {m['precision']} {m['layout']}, {m['op_count']['instructions']:,} "
+               f"instructions{error}, {built} -> {f.manifest_path.with_suffix('.cu')}")
 
 
 CHECK_HEADERS = ["robot", "scenario", "algorithm", "oracle", "m", "instructions", "output", "max rel. error",

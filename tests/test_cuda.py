@@ -1,0 +1,314 @@
+"""The CUDA target (codegen/cuda.py, runtime/cuda.py; issue 26) without a GPU: the .cu of every
+function family, compiled as C++ on the host through the shim, equals the C target's batch
+(FP64: max |diff| / max |C| <= 1e-15 per configuration against the C batch or single call, or twice
+what those two differ by where that is more (dynamics: κ amplifies rounding); FP32: within the bound its manifest
+stores); both layouts; nvcc's register and spill report where nvcc is installed; the device
+path's clear error where there is no GPU, and its DLPack round trip where there is one."""
+import json
+import math
+import re
+import shutil
+import subprocess
+
+import numpy as np
+import pytest
+
+import casadi_delassus as cd
+from casadi_delassus.codegen import cuda
+from casadi_delassus.contact_modes import library
+from casadi_delassus.errors import CompilerError, DelassusError, InputError
+from casadi_delassus.model.robot import unit_blocks
+from casadi_delassus.runtime.cuda import CudaFunction
+
+from conftest import case
+from test_fuzzed_surfaces import refused, run
+
+FP64_TOL = 1e-15
+needs_nvcc = pytest.mark.skipif(shutil.which("nvcc") is None, reason="needs nvcc (CUDA toolkit)")
+
+
+def g_name(path):
+    """A host library's name: its function's (one path per library: the dynamic loader keeps them by path)."""
+    return json.loads(path.read_text())["function"] + path.stem[path.stem.index("-cuda"):]
+
+
+def host(c_function, tmp_path, precision="double", layout="soa", defines=()):
+    """The CUDA form of ``c_function`` (a CompiledFunction), built on the host through the shim."""
+    path = cuda.derive(c_function.manifest_path, precision, layout, nvcc=None)
+    so = cuda.host_library(path.with_suffix(".cu"), tmp_path / f"{g_name(path)}-{layout}.so", c_function.manifest["cflags"],
+                           defines=defines)
+    return CudaFunction(path, host_library=so)
+
+
+def as_the_c_path_reads(q, manifest):
+    """q with each unit block divided by its norm (summed in order, one square root) as the C path
+    does before it computes: the kernel takes q as given, and a quaternion one ulp off norm 1
+    moves a constrained-dynamics result by κ ulp (4e-15 on go1 4F3 pv)."""
+    q = q.copy()
+    for _, sl, _ in unit_blocks(manifest["q_layout"]):
+        for row in q:
+            sq = 0.0
+            for x in row[sl].tolist():
+                sq += x * x
+            row[sl] /= math.sqrt(sq)
+    return q
+
+
+def inputs(f, robot, n, seed, given=None):
+    """n random inputs of f in manifest order: q from the robot's own sampler, as the C path reads
+    it, ``given`` {name: array} as given."""
+    rng = np.random.default_rng(seed)
+    values = cuda.random_batch(f.manifest, n, rng)
+    if f.inputs[0]["name"] == "q":
+        values[0] = as_the_c_path_reads(np.array([robot.random_q(rng) for _ in range(n)]), f.manifest)
+    return [(given or {}).get(name, v) for name, v in zip(f.input_names, values)]
+
+
+class SingleCalls:
+    """The C path's single call, one configuration after the other (the batch's twin)."""
+
+    def __init__(self, f):
+        self.f, self.inputs = f, f.inputs
+
+    def outputs(self, q, **named):
+        outs = [self.f.outputs(q[i], **{k: v[i] for k, v in named.items()}) for i in range(len(q))]
+        return {k: np.array([o[k] for o in outs]) for k in outs[0]}
+
+
+def fp64_errors(g, c_function, values):
+    """g's error against the C path: its batch or its single call (they differ by up to 1.2e-15 on
+    go1 4F3 pv), whichever g is closer to."""
+    batch, single = (cuda.relative_errors(g, ref, values) for ref in (c_function, SingleCalls(c_function)))
+    return {k: min(batch[k], single[k]) for k in batch}
+
+
+def assert_equal(c_function, robot, tmp_path, precision="double", layout="soa", n=40, seed=3):
+    g = host(c_function, tmp_path, precision, layout)
+    values = inputs(c_function, robot, n, seed)
+    errors = fp64_errors(g, c_function, values) if precision == "double" else cuda.relative_errors(g, c_function, values)
+    bound = FP64_TOL if precision == "double" else g.manifest["fp32_error"]["bound"]
+    assert max(errors.values()) <= bound, (c_function.manifest["function"], errors, bound)
+    return errors
+
+
+@pytest.fixture(scope="module")
+def go1():
+    return case("go1-4F3")
+
+
+@pytest.fixture(scope="module")
+def out(tmp_path_factory):
+    return tmp_path_factory.mktemp("cuda")
+
+
+# -- every family on go1 4F3 (fast) ----------------------------------------------------------------
+@pytest.mark.parametrize("algorithm, kwargs", [
+    ("pv_osim", {}),                                    # Delassus family
+    ("pv_osimr", {"osim": True}),                       # Delassus and Λ
+    ("aba", {}),                                        # unconstrained dynamics
+    ("pv", {}),                                         # constrained dynamics
+    ("delassus_apply", {}),                             # operators
+    ("damped_inverse_apply", {}),
+    ("pv_osim", {"derivative": "jvp"}),                 # derivatives
+    ("aba", {"derivative": "jacobian", "wrt": ["q"]}),
+])
+def test_go1_families_equal_the_c_path(go1, out, tmp_path, algorithm, kwargs):
+    robot, cs = go1
+    f = cd.generate(robot, cs, algorithm, out_dir=out, **kwargs)
+    assert_equal(f, robot, tmp_path)
+
+
+def test_stages_equal_the_c_path_stage_by_stage(go1, out, tmp_path):
+    robot, cs = go1
+    staged = cd.generate(robot, cs, "damped_inverse_apply", out_dir=out, stages=True)
+    work = {}
+    for stage in staged.stages:
+        values = inputs(stage, robot, 30, 5, given=work)
+        errors = fp64_errors(host(stage, tmp_path), stage, values)
+        assert max(errors.values()) <= FP64_TOL, (stage.manifest["function"], errors)
+        names = stage.input_names
+        work = stage.outputs(values[0], **dict(zip(names[1:], values[1:])))
+
+
+def test_a_contact_mode_library_mode_equals_the_c_path(go1, out, tmp_path):
+    robot, _ = go1
+    lib = library(robot, "4F3", "auto", modes=[0b0101], out_dir=out, jobs=1)
+    assert_equal(lib.function(0b0101), robot, tmp_path)
+
+
+def test_single_precision_is_within_its_stored_bound_on_other_samples(go1, out, tmp_path):
+    robot, cs = go1
+    f = cd.generate(robot, cs, "pv_osim", out_dir=out)
+    errors = assert_equal(f, robot, tmp_path, precision="single", n=100, seed=11)
+    stored = json.loads(cuda.derive(f.manifest_path, "single", nvcc=None).read_text())["fp32_error"]
+    assert 1e-9 < stored["max_relative"] < 1e-4 and stored["samples"] == cuda.ERROR_SAMPLES
+    assert 1e-9 < max(errors.values())          # it computed in float: not the double result
+
+
+def test_single_precision_source_has_no_double(go1, out):
+    robot, cs = go1
+    f = cd.generate(robot, cs, "pv_osim", out_dir=out)
+    text = cuda.derive(f.manifest_path, "single", nvcc=None).with_suffix(".cu").read_text()
+    body = text[text.index("_device("):]
+    assert "double" not in body and "sincosf" in text
+    literals = re.findall(r"(?<![\w.])(\d+\.\d*(?:e[-+]?\d+)?)(f?)", body)
+    assert literals and all(suffix == "f" for _, suffix in literals)
+
+
+@pytest.mark.parametrize("layout", ["soa", "aos"])
+def test_both_layouts_and_the_aos_define_give_the_c_result(go1, out, tmp_path, layout):
+    robot, cs = go1
+    f = cd.generate(robot, cs, "pv_osim", out_dir=out)
+    assert_equal(f, robot, tmp_path, layout=layout)
+    path = cuda.derive(f.manifest_path, "double", layout, nvcc=None)
+    g = CudaFunction(path, host_library=cuda.host_library(path.with_suffix(".cu"), tmp_path / "other.so",
+                                                          defines=(f"CD_CUDA_AOS={int(layout == 'soa')}",)))
+    values = inputs(f, robot, 7, 1)
+    assert max(cuda.relative_errors(g, f, values).values()) <= FP64_TOL
+
+
+def test_the_launch_covers_a_partial_last_block_and_one_configuration(go1, out, tmp_path):
+    robot, cs = go1
+    f = cd.generate(robot, cs, "pv_osim", out_dir=out)
+    g = host(f, tmp_path)
+    values = inputs(f, robot, cuda.THREADS + 3, 2)
+    assert np.array_equal(g(values[0]), f(values[0])) or cuda.relative_errors(g, f, values)["delassus"] <= FP64_TOL
+    one = g(values[0][5])
+    assert one.shape == (12, 12) and np.allclose(one, f(values[0][5]), rtol=0, atol=1e-15 * np.abs(one).max())
+
+
+# -- small robots, loops, robot scale ----------------------------------------------------------------
+@pytest.mark.parametrize("name, algorithm", [("ladder", "pv_osim"), ("cassie-loops", "auto")])
+def test_ladder_and_cassie_loops_equal_the_c_path(out, tmp_path, name, algorithm):
+    robot, cs = case(name)
+    f = cd.generate(robot, cs, algorithm, out_dir=out)
+    assert_equal(f, robot, tmp_path, n=20)
+    assert_equal(f, robot, tmp_path, precision="single", n=20)
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("algorithm", ["pv_osim", "pv"])
+def test_talos_2f_equals_the_c_path(out, tmp_path, algorithm):
+    robot, cs = case("talos-2F")
+    f = cd.generate(robot, cs, algorithm, out_dir=out)
+    assert_equal(f, robot, tmp_path, n=20)
+
+
+# -- nvcc (where installed) --------------------------------------------------------------------------
+@needs_nvcc
+def test_nvcc_builds_for_sm90_and_reports_registers_and_spills(out):
+    robot, cs = case("ladder")
+    f = cd.generate(robot, cs, "pv_osim", out_dir=out)
+    for precision in ("double", "single"):
+        m = json.loads(cuda.derive(f.manifest_path, precision, nvcc="auto").read_text())
+        nv = m["nvcc"]
+        assert nv["arch"] == "sm_90" and 0 < nv["registers"] <= 255 and nv["spill_stores_bytes"] >= 0
+        assert "so" in m["files"] and "-arch=sm_90" in nv["command"]
+
+
+@needs_nvcc
+def test_single_precision_ptx_computes_nothing_in_double(out, tmp_path):
+    """The FP32 kernel's PTX holds no f64 instruction but CUDA's own sincosf large-argument
+    reduction (one int-to-double conversion and one multiply per angle)."""
+    robot, cs = case("go1-4F3")
+    f = cd.generate(robot, cs, "pv_osim", out_dir=out)
+    cu = cuda.derive(f.manifest_path, "single", nvcc=None).with_suffix(".cu")
+    subprocess.run(["nvcc", "-arch=sm_90", "-ptx", "-o", str(tmp_path / "k.ptx"), str(cu)], check=True, capture_output=True)
+    ops = re.findall(r"^\s+([a-z.]*f64[a-z0-9.]*)", (tmp_path / "k.ptx").read_text(), re.M)
+    angles = cu.read_text().count("cd_cuda_sincos(")
+    assert set(ops) <= {"cvt.rn.f64.s64", "mul.f64"} and ops.count("mul.f64") <= angles, sorted(set(ops))
+
+
+# -- the device path and bad input ----------------------------------------------------------------------
+def test_without_a_gpu_a_call_is_one_clear_error(go1, out):
+    robot, cs = go1
+    f = cd.generate(robot, cs, "pv_osim", out_dir=out, target="cuda", nvcc=None)
+    assert isinstance(f, CudaFunction) and f.manifest["target"] == "cuda" and f.manifest["layout"] == "soa"
+    try:
+        import cupy
+        if cupy.cuda.runtime.getDeviceCount() > 0:
+            pytest.skip("a GPU is present")
+    except Exception:
+        pass
+    with pytest.raises(DelassusError) as err:
+        f(np.array([robot.neutral_q()]))
+    assert "\n" not in str(err.value)
+
+
+def test_dlpack_round_trip_on_the_gpu(go1, out):
+    cupy = pytest.importorskip("cupy")
+    try:
+        if cupy.cuda.runtime.getDeviceCount() == 0:
+            pytest.skip("no CUDA device")
+    except Exception:
+        pytest.skip("no CUDA device")
+    robot, cs = go1
+    f = cd.generate(robot, cs, "pv_osim", out_dir=out, target="cuda")
+    Q = np.array([robot.random_q(np.random.default_rng(k)) for k in range(1000)])
+    got = f(cupy.asarray(Q))
+    assert isinstance(got, cupy.ndarray)
+    assert cuda.relative_errors(type("G", (), {"outputs": lambda s, q: {"delassus": got.get()}})(), f.c_function,
+                                [Q])["delassus"] < 1e-12
+
+
+def test_bad_inputs_are_typed_errors(go1, out, tmp_path):
+    robot, cs = go1
+    g = host(cd.generate(robot, cs, "pv_osim", out_dir=out), tmp_path)
+    with pytest.raises(InputError):
+        g(np.zeros((3, 18)))
+    with pytest.raises(InputError):
+        g(np.zeros((3, 19)), v=np.zeros(3))
+    with pytest.raises(DelassusError):
+        cd.generate(robot, cs, "pv_osim", out_dir=out, target="cuda", precision="half")
+    with pytest.raises(DelassusError):
+        cd.generate(robot, cs, "pv_osim", out_dir=out, target="metal")
+
+
+def test_unknown_statements_stop_the_rewrite():
+    code = "\n".join([__import__("casadi_delassus.codegen.statements", fromlist=["x"]).BODY_START, "  casadi_real a0;", "  a0=arg[0]? arg[0][0] : 0;",
+                      "  a0=mystery(a0);", "  return 0;", "}"])
+    io = [{"rows": 1, "cols": 1, "size": 1}]
+    with pytest.raises(CompilerError, match="mystery"):
+        cuda.device_body(code, io, io, False)
+    with pytest.raises(CompilerError, match="unknown statement"):
+        cuda.device_body(code.replace("  a0=mystery(a0);", "  goto x;"), io, io, False)
+
+
+@pytest.mark.parametrize("option", [("--target", "gpu"), ("--precision", "half"), ("--layout", "soaa")])
+def test_cli_refuses_bad_target_precision_layout(tmp_path, option):
+    r, _ = run("generate", "go1", "-c", "FL_foot:3d", "-a", "pv_osim", "-o", str(tmp_path), *option)
+    refused(r, option[0])
+    assert not list(tmp_path.iterdir())
+
+
+def test_the_gpu_bench_run_half_on_the_host(out, tmp_path):
+    """bench/gpu.py run --host on a prepared folder of one small case: builds both layouts,
+    checks them against the CPU reference and prints a row per kernel and N."""
+    import sys
+    sys.path.insert(0, str(__import__("pathlib").Path(__file__).resolve().parents[1] / "bench"))
+    import gpu
+    robot, cs = case("ladder")
+    f = cd.generate(robot, cs, "pv_osim", out_dir=out)
+    cuda.shim_header(tmp_path)
+    Q = np.array([robot.random_q(np.random.default_rng(k)) for k in range(64)])
+    np.savez(tmp_path / "ladder.npz", Q=Q, **f.outputs(Q))
+    listed = []
+    for precision in cuda.PRECISIONS:
+        path = cuda.derive(f.manifest_path, precision, nvcc=None)
+        shutil.copy(path.with_suffix(".cu"), tmp_path / f"ladder-{precision}.cu")
+        shutil.copy(path, tmp_path / f"ladder-{precision}.json")
+        listed.append({"case": "ladder", "precision": precision, "stem": f"ladder-{precision}", "ref": "ladder.npz"})
+    (tmp_path / "cases.json").write_text(json.dumps(listed))
+    rows = gpu.run(tmp_path, host=True, sizes=[300], reps=2)
+    assert len(rows) == 4 and all(len(r["configs_per_us"]) == 2 for r in rows)
+    errors = {(r["precision"], r["layout"]): r["error"] for r in rows}
+    assert max(errors[("double", "soa")], errors[("double", "aos")]) < 1e-13
+    assert 1e-9 < errors[("single", "soa")] < 1e-4
+
+
+def test_runtime_constraint_matrices_are_read_in_the_users_row_major_order(out, tmp_path):
+    """A K_<link> input (m_i x 6, a matrix input: CasADi's column-major entries moved to row-major)."""
+    robot = cd.load_robot("go1")
+    f = cd.generate(robot, ["FL_foot:3d-input", "RR_foot:6d"], "pv_osim", out_dir=out)
+    assert any(len(i["shape"]) == 2 and i["shape"][1] == 6 for i in f.inputs)
+    assert_equal(f, robot, tmp_path)
