@@ -280,6 +280,11 @@ class StepResult:
 _P = ctypes.POINTER(ctypes.c_double)
 
 
+def _ptr(a):
+    """A float array as the C functions' double pointer (None: NULL)."""
+    return None if a is None else a.ctypes.data_as(_P)
+
+
 class ContactStep:
     """A compiled contact step for one robot and contact set (``contact_step``)."""
 
@@ -298,8 +303,11 @@ class ContactStep:
         lib = ctypes.CDLL(str(self.so))
         fn = self.manifest["function"]
         self._step, self._batch = getattr(lib, fn + "_step"), getattr(lib, fn + "_step_batch")
+        self._step_gap, self._batch_gap = getattr(lib, fn + "_step_gap"), getattr(lib, fn + "_step_gap_batch")
         self._step.argtypes = [_P, _P, _P, ctypes.c_double, *[_P] * 8]
         self._batch.argtypes = [ctypes.c_int, *[_P] * 12, ctypes.c_int]
+        self._step_gap.argtypes = [_P, _P, _P, ctypes.c_double, *[_P] * 9]
+        self._batch_gap.argtypes = [ctypes.c_int, *[_P] * 13, ctypes.c_int]
         self._lib = lib
 
     def _mu(self, mu):
@@ -341,10 +349,13 @@ class ContactStep:
         return np.array([tol, max_iter, SOLVER_CODES[self.solver], float(self.exact), rho, eta, omega])
 
     def __call__(self, q, v, tau, dt=1e-3, lam0=None, tol=1e-10, max_iter=1000, mu=None, normals=None, rho=0.0,
-                 eta=1e-8, omega=1.0, threads=1):
+                 eta=1e-8, omega=1.0, threads=1, gap=None):
         """One step from (q, v, τ), or N steps from (Q, V, TAU) with the batch first (``threads``
         POSIX threads); ``lam0`` warm-starts λ (contact frames), ``mu`` overrides the friction,
-        ``normals`` (n_c × 3, unit) sets each contact's normal (default +z)."""
+        ``normals`` (n_c × 3, unit) sets each contact's normal (default +z), ``gap`` (m/s, one per
+        contact, N × n_c for a batch) is added to g's normal rows (``<name>_step_gap``: e.g. a
+        Baumgarte β·min(d, 0)/dt), so the solve asks σ_n ≥ −gap; ``sigma`` stays the contact velocity
+        Gλ + g, the residuals are those of the shifted problem."""
         batch = np.ndim(q) == 2 and len(np.asarray(q)) or 0
         if np.ndim(q) == 2 and batch == 0:
             raise InputError("q: an empty batch")
@@ -358,16 +369,21 @@ class ContactStep:
         n = self._normals(normals, batch)
         m, nv = self.contacts.m, r.nv
         lam0 = None if lam0 is None else self._state("lam0", lam0, m, batch)
+        gap = None if gap is None else self._state("gap", gap, self.nc, batch)
         shape = (batch,) if batch else ()
         v_next, lam, sigma, info = (np.empty(shape + (k,)) for k in (nv, m, m, N_INFO))
-        ptr = (lambda a: None if a is None else a.ctypes.data_as(_P))
+        ptr, outs = _ptr, (_ptr(v_next), _ptr(lam), _ptr(sigma), _ptr(info))
         if batch:
             dts = np.ascontiguousarray(np.broadcast_to(dt_a, (batch,)))
             mus = np.ascontiguousarray(np.broadcast_to(mu_a, (batch, self.nc)))
-            self._batch(batch, ptr(q), ptr(v), ptr(tau), ptr(dts), ptr(mus), ptr(n), ptr(lam0), ptr(opts), ptr(v_next),
-                        ptr(lam), ptr(sigma), ptr(info), int(threads))
-        elif self._step(ptr(q), ptr(v), ptr(tau), float(dt_a), ptr(mu_a), ptr(n), ptr(lam0), ptr(opts), ptr(v_next),
-                        ptr(lam), ptr(sigma), ptr(info)):
+            head = (batch, ptr(q), ptr(v), ptr(tau), ptr(dts), ptr(mus), ptr(n), ptr(lam0), ptr(opts))
+            if gap is None:
+                self._batch(*head, *outs, int(threads))
+            else:
+                self._batch_gap(*head, ptr(gap), *outs, int(threads))
+            return _result(lam, sigma, v_next, info, batch)
+        head = (ptr(q), ptr(v), ptr(tau), float(dt_a), ptr(mu_a), ptr(n), ptr(lam0), ptr(opts))
+        if self._step(*head, *outs) if gap is None else self._step_gap(*head, ptr(gap), *outs):
             raise InputError("the generated step failed to evaluate")
         return _result(lam, sigma, v_next, info, batch)
 
