@@ -179,15 +179,17 @@ finite_or_not = st.one_of(st.floats(allow_nan=True, allow_infinity=True),
 @given(dt=finite_or_not, mu=st.one_of(finite_or_not, st.lists(finite_or_not, min_size=1, max_size=5)),
        tol=st.one_of(finite_or_not, st.sampled_from([1e-10, 1e-8])), max_iter=st.integers(-3, 400),
        omega=st.floats(-1, 3), normal=st.one_of(st.none(), st.lists(st.floats(-1, 1), min_size=3, max_size=3)),
-       scale=st.floats(0, 0.3), solver=st.sampled_from(["admm", "pgs"]), relaxed=st.booleans())
-def test_fuzz_the_step_arguments(steps, problems, dt, mu, tol, max_iter, omega, normal, scale, solver, relaxed):
+       scale=st.floats(0, 0.3), solver=st.sampled_from(["admm", "pgs"]), relaxed=st.booleans(),
+       gap=st.one_of(st.none(), st.lists(st.one_of(st.floats(-0.05, 0.05), finite_or_not), min_size=3, max_size=5)))
+def test_fuzz_the_step_arguments(steps, problems, dt, mu, tol, max_iter, omega, normal, scale, solver, relaxed, gap):
     """Any arguments end in a one-line DelassusError, or in a status; a converged answer meets
     its tolerance and equals the NumPy reference on Pinocchio's G and g."""
     p = problems["go1_slide"]
     q = p.q.copy()
     q[7:] += scale * np.sin(np.arange(len(q) - 7))
     try:
-        r = steps[solver, relaxed](q, p.v, p.tau, dt=dt, mu=mu, tol=tol, max_iter=max_iter, omega=omega, normals=normal)
+        r = steps[solver, relaxed](q, p.v, p.tau, dt=dt, mu=mu, tol=tol, max_iter=max_iter, omega=omega, normals=normal,
+                                   gap=gap)
     except DelassusError as exc:
         assert str(exc).strip() and "\n" not in str(exc)
         return
@@ -199,7 +201,9 @@ def test_fuzz_the_step_arguments(steps, problems, dt, mu, tol, max_iter, omega, 
     G, g, _, _ = cp.delassus_and_free_velocity(p.model, p.frames, q, p.v, p.tau, dt)
     B = np.kron(np.eye(4), contact_frames([normal])[0]) if normal is not None else np.eye(12)
     mus = np.broadcast_to(np.asarray(mu, dtype=float), (4,))
-    ref = SOLVERS[solver](B @ G @ B.T, B @ g, mus, exact=not relaxed,
+    g = B @ g
+    g[2::3] += 0.0 if gap is None else np.asarray(gap)
+    ref = SOLVERS[solver](B @ G @ B.T, g, mus, exact=not relaxed,
                           options=Options(tol=tol, max_iter=max_iter, omega=omega))
     assert ref.status == "converged"
     assert np.max(np.abs(r.lam - ref.lam)) <= 1e-6 * max(np.max(np.abs(ref.lam)), 1e-12) + 10 * tol
