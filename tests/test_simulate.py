@@ -124,7 +124,7 @@ def test_go1_at_rest_stays(go1, stand):
     assert set(r.statuses) == {sim.OK}
     assert np.abs(r.q - stand.q).max() < 1e-9
     # warm started from the previous impulses: the later solves stop at once or after one iteration
-    assert r.iterations[0] > 5 and r.iterations[1:].max() <= 1
+    assert r.iterations[0] >= 5 and r.iterations[1:].max() <= 1     # cold: 5 iterations (admm.py, one rho jump)
 
 
 def test_drop_lands_and_caches_one_step_per_active_set(go1, stand):

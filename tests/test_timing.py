@@ -9,6 +9,8 @@ import pytest
 
 import casadi_delassus as cd
 from casadi_delassus import timing
+from casadi_delassus.errors import DelassusError
+from casadi_delassus.timing.pinocchio_harnesses import PinocchioCppHarness
 from casadi_delassus.verify.check import relative_error
 
 pytestmark = pytest.mark.skipif(shutil.which("cc") is None and shutil.which("gcc") is None,
@@ -89,3 +91,31 @@ def test_dynamics_timed_against_pinocchio_constraint_dynamics_on_the_same_proble
     assert pin_t.label == "pinocchio constraintDynamics" and all(x > 0 for x in pin_t.ns)
     vdot = ours.output[:f.robot.nv]
     assert relative_error(vdot, pin_t.output) < 1e-9
+
+
+@pytest.mark.parametrize("solver", ["admm", "pgs"])
+def test_pinocchio_cpp_contact_route_solves_the_problem_its_binding_solves(solver):
+    """The C++ harness's contact modes (issue 25's Pinocchio route) give the λ and the iteration
+    count of Pinocchio's Python solver on the same G, g, μ, tolerance; a mode without its problem
+    is refused.  Only a cached harness is exercised (see above)."""
+    from casadi_delassus.contact.step import check_contacts
+    from casadi_delassus.model import load_robot
+    from casadi_delassus.verify import contact_problems as cp
+    pytest.importorskip("pinocchio")
+    if timing.pinocchio_cpp_problem() or timing.build_pinocchio_harness(only_cached=True) is None:
+        pytest.skip("C++ Pinocchio harness not built yet (run casadi-delassus bench once)")
+    p = cp.build("go1_slide")
+    robot = load_robot(p.robot)
+    cons = check_contacts(robot, p.specs)
+    state = [dict(q=p.q, v=p.v, tau=p.tau)]
+    h = PinocchioCppHarness(robot, cons, state, calls=5, warmup=1, mode=f"contact_{solver}",
+                            contact=(p.dt, 1e-8, p.mu, p.G, p.g))
+    try:
+        t = h.run(2)
+    finally:
+        h.close()
+    lam, _, its, converged = cp.pinocchio_solve(p, solver=solver, tol=1e-8)
+    assert converged and t.output[0] == its and len(t.ns) == 2
+    assert np.abs(t.output[1:] - lam).max() <= 1e-12 * np.abs(lam).max()
+    with pytest.raises(DelassusError, match="needs the contact problem"):
+        PinocchioCppHarness(robot, cons, state, mode=f"contact_{solver}")

@@ -43,7 +43,7 @@ from .cones import de_saxce, project_cone
 from .result import Options, finish
 
 RHO_RATIO = 10.0
-RHO_CLIP = 1e3      # the most one update multiplies or divides ρ by
+RHO_CLIP = 1e6      # the most one update multiplies or divides ρ by (as RHO_RANGE: one jump, one refactor)
 RHO_STEP = 10.0     # the update when one of the two residuals is exactly 0
 RHO_RANGE = 1e6     # ρ stays within this factor of G's largest diagonal entry, either way
 

@@ -14,6 +14,10 @@ from .step import contact_frames
 
 LAMBDA_TOL = 1e-6      # relative to max |λ| of the reference
 VELOCITY_TOL = 1e-9    # m/s, rad/s
+# the matrix-free linear solve runs the reference's iteration in other arithmetic (the matrix inversion lemma, not
+# G's LDLᵀ): over 150 iterations the iterates part by roundoff, 1.5e-9 on go1's random states (`casadi-delassus step
+# go1 -c FL_foot:3d-world@-0.0173782,0,-0.0098993 -c RR_foot:3d-world --linear-solve matrix_free`)
+VELOCITY_TOL_MATRIX_FREE = 1e-8
 
 
 def reference_step(robot, contacts, q, v, tau, dt, mu, solver="admm", exact=True, normals=None, options=Options()):
@@ -43,11 +47,12 @@ class StepCheck:
     velocity_error: float      # max |Δv_next|
     iterations: int            # most iterations the compiled solve took
     unconverged: int           # samples whose compiled solve did not converge
+    velocity_tol: float = VELOCITY_TOL     # allowed velocity_error (VELOCITY_TOL_MATRIX_FREE for that route)
 
     @property
     def passed(self):
-        """Converged everywhere and within LAMBDA_TOL and VELOCITY_TOL."""
-        return self.unconverged == 0 and self.lam_error <= LAMBDA_TOL and self.velocity_error <= VELOCITY_TOL
+        """Converged everywhere and within LAMBDA_TOL and velocity_tol."""
+        return self.unconverged == 0 and self.lam_error <= LAMBDA_TOL and self.velocity_error <= self.velocity_tol
 
 
 def check_step(step, samples=20, seed=0, dt=1e-3, tol=1e-10, max_iter=2000):
@@ -64,4 +69,5 @@ def check_step(step, samples=20, seed=0, dt=1e-3, tol=1e-10, max_iter=2000):
         most = max(most, r.iterations)
         lam_err = max(lam_err, float(np.max(np.abs(r.lam - lam)) / max(np.max(np.abs(lam)), 1e-300)))
         v_err = max(v_err, float(np.max(np.abs(r.v_next - v_next))))
-    return StepCheck(samples, lam_err, v_err, most, bad)
+    free = step.manifest.get("linear_solve") == "matrix_free"
+    return StepCheck(samples, lam_err, v_err, most, bad, VELOCITY_TOL_MATRIX_FREE if free else VELOCITY_TOL)

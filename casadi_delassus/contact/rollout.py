@@ -39,7 +39,7 @@ from ..registry import AUTO
 from ..runtime import artifact
 from ..runtime.compiler import find_compiler
 from .step import (DEFAULT_CFLAGS, DEFAULT_OUT, SOLVER_CODES, STEP_SOLVERS, TEMPLATES, build_key, check_contacts, render,
-                   scenario_name, step_cflags, step_functions)
+                   scenario_name, step_cflags, step_parts)
 
 # what opts[] of the step holds after tolerance, iterations and solver: exact (De Saxcé), ρ automatic, η, ω (the
 # defaults of ContactStep.__call__)
@@ -76,13 +76,14 @@ def build(robot, cs, positions, out_dir=DEFAULT_OUT, cflags=DEFAULT_CFLAGS, cc=N
     so, manifest_path = folder / f"rollout_{key[:16]}.so", folder / f"rollout_{key[:16]}.json"
     if so.is_file() and manifest_path.is_file():
         return so, json.loads(manifest_path.read_text())
-    prep, post, chosen = step_functions(robot, cs, name, delassus)
+    # keep_active masks the explicit G: the dense route (the matrix-free factor is that of every candidate)
+    prep, post, chosen, factor, solve, _ = step_parts(robot, cs, name, delassus, "dense")
     loop = loop_functions(robot, positions, name)
     if auto:
         cflags = step_cflags(cflags, sum(count_ops(f)["instructions"] for f in (prep, post, *loop)), cc)
     text = TEMPLATES.get_template("rollout.c.j2").render(
         fname=Safe(name), robot=robot.name, contacts=" ".join(cs.specs), version=__version__,
-        step_code=Safe(render(robot, cs, name, prep, post, chosen, loop)))
+        step_code=Safe(render(robot, cs, name, prep, post, chosen, factor, solve, loop)))
     folder.mkdir(parents=True, exist_ok=True)
     with tempfile.TemporaryDirectory(dir=folder, prefix=".tmp-rollout-") as tmp:
         c_file = Path(tmp) / "rollout.c"

@@ -59,6 +59,11 @@ DEFAULT_CFLAGS = ("auto",)      # codegen/build.py resolve_cflags: level by size
 # The solver loop runs its iterations in the same file as prep/post, so "auto" keeps -O2 up to this many prep+post
 # instructions, where codegen/build.py's AUTO_LEVELS (sized for one evaluation per call) already give -O1.
 STEP_O2_UP_TO = 40_000
+# ADMM's linear solve (G + (ρ+η) I)⁻¹ b: "dense" (G's LDLᵀ, m³/6 per refactorization, m² per solve) or
+# "matrix_free" (damped_inverse_apply staged, O(n + m) each); "auto" takes the one with fewer instructions for a
+# step of issue 25's problems: 5 iterations, 2 refactorizations (talos_stand, go1_stand).  The PGS loop reads G only.
+LINEAR_SOLVES = ("auto", "dense", "matrix_free")
+LINEAR_SOLVE_ITERATIONS, LINEAR_SOLVE_FACTORS = 5, 2
 
 
 def contact_frames(normals):
@@ -95,11 +100,12 @@ def auto_solver(cs):
     return "admm" if max(per_body.values()) > 2 else "pgs"
 
 
-def step_functions(robot, cs, name, delassus=AUTO):
+def step_functions(robot, cs, name, delassus=AUTO, damped_first=None):
     """(prep, post, Delassus algorithm): the per-robot casadi.Functions of the step.  M⁻¹Jᵀλ is
     staged (codegen/staging.py): what it needs of q alone (transforms, articulated inertias) is
     computed in prep, where cse shares it with ABA and the Delassus algorithm, and handed to
-    post as the vector ``w``."""
+    post as the vector ``w``.  ``damped_first``: the matrix-free damped inverse's q stage
+    (matrix_free_functions), whose ``w_q`` prep then computes too (output ``wd``)."""
     if delassus == AUTO:
         delassus = choose_cheapest(robot, cs)[0]
     q, v, tau, dt, lam = (ca.SX.sym(n, k) for n, k in (("q", robot.nq), ("v", robot.nv), ("tau", robot.nv),
@@ -118,12 +124,63 @@ def step_functions(robot, cs, name, delassus=AUTO):
     dv = aba(still, cs, q, K_bodies, ca.SX.zeros(robot.nv), ca.mtimes(J.T, lam))["vdot"]
     first, last = split(ca.Function("post", [q, lam], [ca.densify(dv)], ["q", "lam"], ["dv"]),
                         [("q", ["q"]), ("lam", ["lam"])])
+    extra = [damped_first(q)] if damped_first is not None else []
     prep = ca.Function(f"{name}_prep", [q, v, tau, dt],
-                       ca.cse([ca.densify(v_free), ca.densify(G), ca.densify(J @ v_free), first.function(q)]),
-                       ["q", "v", "tau", "dt"], ["v_free", "G", "g", "w"])
+                       ca.cse([ca.densify(v_free), ca.densify(G), ca.densify(J @ v_free), first.function(q), *extra]),
+                       ["q", "v", "tau", "dt"], ["v_free", "G", "g", "w", *(["wd"] if extra else [])])
     post = ca.Function(f"{name}_post", last.function.sx_in(), ca.cse(last.function.call(last.function.sx_in())),
                        ["lam", "w"], ["dv"])
     return prep, post, delassus
+
+
+def matrix_free_functions(robot, cs, name):
+    """(q stage, factor, solve): the damped inverse (G + d I)⁻¹ b = (R⁻¹ + J M⁻¹ Jᵀ)⁻¹ b with the stiffness
+    R = 1/d on every row, by the registry's ``damped_inverse_apply`` (matrix-free paper
+    ../shared/papers/001_a194bdf892a0cc2c.txt, Sec. V: matrix inversion lemma + loop-constrained ABA, O(n + m))
+    staged as its Sec. VI-B re-evaluates it (codegen/staging.py): what q alone gives (its ``w_q``, computed in
+    prep), ``<name>_factor(R, w_q)`` when ρ changes, ``<name>_solve(b, w_R)`` at every iteration."""
+    q, R, b = ca.SX.sym("q", robot.nq), ca.SX.sym("R", cs.m), ca.SX.sym("lam", cs.m)
+    x = get_algorithm("damped_inverse_apply").fn(robot, cs, q, cs.symbolic_K_bodies(q, {}), R=R, lam=b)
+    f = ca.Function("damped", [q, R, b], [ca.densify(x["damped_inverse_apply"])], ["q", "R", "lam"], ["x"])
+    first, damping, apply = split(f, [("q", ["q"]), ("R", ["R"]), ("lam", ["lam"])])
+    factor = ca.Function(f"{name}_factor", damping.function.sx_in(), ca.cse(damping.function.call(damping.function.sx_in())),
+                         damping.function.name_in(), ["factors"])
+    solve = ca.Function(f"{name}_solve", apply.function.sx_in(), ca.cse(apply.function.call(apply.function.sx_in())),
+                        apply.function.name_in(), ["x"])
+    return first.function, factor, solve
+
+
+def without_damped(prep):
+    """prep without the matrix-free damped inverse's q stage (its fifth output, ``wd``)."""
+    outs = prep.call(prep.sx_in())[:4]
+    return ca.Function(prep.name(), prep.sx_in(), outs, prep.name_in(), prep.name_out()[:4])
+
+
+def linear_solve_costs(prep, mf_factor, mf_solve, m, name):
+    """{route: instructions of one step's linear solves}: LINEAR_SOLVE_FACTORS refactorizations and
+    LINEAR_SOLVE_ITERATIONS solves, plus for the matrix-free route what its q stage adds to ``prep`` (a prep
+    with ``wd``: little, cse shares the stage with ABA and the Delassus algorithm)."""
+    factor, solve = damped_inverse_functions(m, name)
+    n = lambda f: count_ops(f)["instructions"]     # noqa: E731
+    return {"dense": LINEAR_SOLVE_FACTORS * n(factor) + LINEAR_SOLVE_ITERATIONS * n(solve),
+            "matrix_free": n(prep) - n(without_damped(prep)) + LINEAR_SOLVE_FACTORS * n(mf_factor)
+            + LINEAR_SOLVE_ITERATIONS * n(mf_solve)}
+
+
+def step_parts(robot, cs, name, delassus, linear_solve):
+    """(prep, post, Delassus algorithm, factor, solve, route): the step's casadi.Functions with ADMM's linear solve
+    by ``linear_solve`` ("dense", "matrix_free", or "auto": the fewer instructions, linear_solve_costs)."""
+    if linear_solve not in LINEAR_SOLVES:
+        raise InputError(f"unknown linear_solve {linear_solve!r} (known: {', '.join(LINEAR_SOLVES)})")
+    if linear_solve == "dense":
+        return (*step_functions(robot, cs, name, delassus), *damped_inverse_functions(cs.m, name), "dense")
+    first, factor, solve = matrix_free_functions(robot, cs, name)
+    prep, post, chosen = step_functions(robot, cs, name, delassus, first)
+    if linear_solve == "auto":
+        costs = linear_solve_costs(prep, factor, solve, cs.m, name)
+        if costs["dense"] <= costs["matrix_free"]:
+            return without_damped(prep), post, chosen, *damped_inverse_functions(cs.m, name), "dense"
+    return prep, post, chosen, factor, solve, "matrix_free"
 
 
 def damped_inverse_functions(m, name):
@@ -140,15 +197,16 @@ def damped_inverse_functions(m, name):
     return factor, ca.Function(f"{name}_solve", [fac, b], [ca.vertcat(*x)], ["factors", "b"], ["x"])
 
 
-def render(robot, cs, name, prep, post, delassus, companions=()):
+def render(robot, cs, name, prep, post, delassus, factor, solve, companions=()):
     """The step's C source; ``companions`` (casadi.Functions) are emitted with its own (contact/rollout.py's kinematics)."""
-    factor, solve = damped_inverse_functions(cs.m, name)
     functions = (prep, post, factor, solve, *companions)
     sizes = {k: max(int(getattr(f, k)()) for f in functions) for k in ("sz_arg", "sz_res", "sz_iw", "sz_w")}
+    matrix_free = prep.n_out() > 4
     return TEMPLATES.get_template("step.c.j2").render(
         fname=Safe(name), robot=robot.name, contacts=" ".join(cs.specs), version=__version__, delassus=delassus,
         casadi_code=Safe(sincos.hoist(schedule.reorder(casadi_source(prep, functions[1:])), CODEGEN_TEMPLATES)[0]), nq=robot.nq, nv=robot.nv, m=cs.m, nc=cs.m // 3,
-        nfac=int(factor.numel_out(0)), nw=int(prep.numel_out(3)), **sizes)
+        nfac=int(factor.numel_out(0)), nw=int(prep.numel_out(3)), nwd=int(prep.numel_out(4)) if matrix_free else 0,
+        matrix_free=matrix_free, **sizes)
 
 
 def build_key(robot, cs, cflags, cc, **extra):
@@ -170,26 +228,30 @@ def step_cflags(cflags, instructions, cc):
     return tuple("-O2" if f == "-O1" and instructions <= STEP_O2_UP_TO else f for f in flags)
 
 
-def build(robot, cs, scenario, out_dir=DEFAULT_OUT, cflags=DEFAULT_CFLAGS, cc=None, delassus=AUTO, model=None):
-    """Compile the step (cached by a hash of everything that determines it); returns (.so path, manifest)."""
+def build(robot, cs, scenario, out_dir=DEFAULT_OUT, cflags=DEFAULT_CFLAGS, cc=None, delassus=AUTO, model=None,
+          linear_solve="auto"):
+    """Compile the step (cached by a hash of everything that determines it); returns (.so path, manifest).
+    ``linear_solve``: ADMM's damped inverse, "dense", "matrix_free" or "auto" (step_parts)."""
     cc = find_compiler(cc)
     model = artifact.model_name(robot, model)
     name = artifact.function_name(model, scenario, "contact")
     auto = any(f.startswith("auto") for f in cflags)
-    key = build_key(robot, cs, cflags, cc, delassus=delassus, host=host_cpu() if auto else None)
+    key = build_key(robot, cs, cflags, cc, delassus=delassus, host=host_cpu() if auto else None,
+                    linear_solve=linear_solve)
     folder = artifact.folder(out_dir, model, scenario)
     so, manifest_path = folder / f"contact_{key[:16]}.so", folder / f"contact_{key[:16]}.json"
     if so.is_file() and manifest_path.is_file():
         return so, json.loads(manifest_path.read_text())
-    prep, post, chosen = step_functions(robot, cs, name, delassus)
+    prep, post, chosen, factor, solve, route = step_parts(robot, cs, name, delassus, linear_solve)
     if auto:
         cflags = step_cflags(cflags, sum(count_ops(f)["instructions"] for f in (prep, post)), cc)
     folder.mkdir(parents=True, exist_ok=True)
     with tempfile.TemporaryDirectory(dir=folder, prefix=".tmp-contact-") as tmp:
         c_file = Path(tmp) / "contact.c"
-        c_file.write_text(render(robot, cs, name, prep, post, chosen))
+        c_file.write_text(render(robot, cs, name, prep, post, chosen, factor, solve))
         compile_shared(c_file, Path(tmp) / "contact.so", [*cflags, "-pthread"], cc)
-        manifest = {"function": name, "robot": robot.name, "contacts": cs.specs, "delassus": chosen, "nq": robot.nq,
+        manifest = {"function": name, "robot": robot.name, "contacts": cs.specs, "delassus": chosen,
+                    "linear_solve": route, "nq": robot.nq,
                     "nv": robot.nv, "m": cs.m, "cflags": list(cflags), "key": key, "version": __version__}
         (Path(tmp) / "contact.json").write_text(json.dumps(manifest, indent=1))
         os.replace(Path(tmp) / "contact.c", folder / f"contact_{key[:16]}.c")
@@ -218,11 +280,16 @@ class StepResult:
 _P = ctypes.POINTER(ctypes.c_double)
 
 
+def _ptr(a):
+    """A float array as the C functions' double pointer (None: NULL)."""
+    return None if a is None else a.ctypes.data_as(_P)
+
+
 class ContactStep:
     """A compiled contact step for one robot and contact set (``contact_step``)."""
 
     def __init__(self, robot, contacts, solver="admm", mu=0.8, relaxed=False, out_dir=DEFAULT_OUT,
-                 cflags=DEFAULT_CFLAGS, cc=None, delassus=AUTO, name=None):
+                 cflags=DEFAULT_CFLAGS, cc=None, delassus=AUTO, name=None, linear_solve="auto"):
         if solver not in STEP_SOLVERS:
             raise InputError(f"unknown contact solver {solver!r} (known: {', '.join(STEP_SOLVERS)})")
         self.robot = load_robot(robot)
@@ -231,12 +298,16 @@ class ContactStep:
         self.nc = self.contacts.m // 3
         self.mu = self._mu(mu)
         scenario = scenario_name("contact", self.contacts.specs)
-        self.so, self.manifest = build(self.robot, self.contacts, scenario, out_dir, tuple(cflags), cc, delassus, name)
+        self.so, self.manifest = build(self.robot, self.contacts, scenario, out_dir, tuple(cflags), cc, delassus, name,
+                                       linear_solve)
         lib = ctypes.CDLL(str(self.so))
         fn = self.manifest["function"]
         self._step, self._batch = getattr(lib, fn + "_step"), getattr(lib, fn + "_step_batch")
+        self._step_gap, self._batch_gap = getattr(lib, fn + "_step_gap"), getattr(lib, fn + "_step_gap_batch")
         self._step.argtypes = [_P, _P, _P, ctypes.c_double, *[_P] * 8]
         self._batch.argtypes = [ctypes.c_int, *[_P] * 12, ctypes.c_int]
+        self._step_gap.argtypes = [_P, _P, _P, ctypes.c_double, *[_P] * 9]
+        self._batch_gap.argtypes = [ctypes.c_int, *[_P] * 13, ctypes.c_int]
         self._lib = lib
 
     def _mu(self, mu):
@@ -278,10 +349,13 @@ class ContactStep:
         return np.array([tol, max_iter, SOLVER_CODES[self.solver], float(self.exact), rho, eta, omega])
 
     def __call__(self, q, v, tau, dt=1e-3, lam0=None, tol=1e-10, max_iter=1000, mu=None, normals=None, rho=0.0,
-                 eta=1e-8, omega=1.0, threads=1):
+                 eta=1e-8, omega=1.0, threads=1, gap=None):
         """One step from (q, v, τ), or N steps from (Q, V, TAU) with the batch first (``threads``
         POSIX threads); ``lam0`` warm-starts λ (contact frames), ``mu`` overrides the friction,
-        ``normals`` (n_c × 3, unit) sets each contact's normal (default +z)."""
+        ``normals`` (n_c × 3, unit) sets each contact's normal (default +z), ``gap`` (m/s, one per
+        contact, N × n_c for a batch) is added to g's normal rows (``<name>_step_gap``: e.g. a
+        Baumgarte β·min(d, 0)/dt), so the solve asks σ_n ≥ −gap; ``sigma`` stays the contact velocity
+        Gλ + g, the residuals are those of the shifted problem."""
         batch = np.ndim(q) == 2 and len(np.asarray(q)) or 0
         if np.ndim(q) == 2 and batch == 0:
             raise InputError("q: an empty batch")
@@ -295,16 +369,21 @@ class ContactStep:
         n = self._normals(normals, batch)
         m, nv = self.contacts.m, r.nv
         lam0 = None if lam0 is None else self._state("lam0", lam0, m, batch)
+        gap = None if gap is None else self._state("gap", gap, self.nc, batch)
         shape = (batch,) if batch else ()
         v_next, lam, sigma, info = (np.empty(shape + (k,)) for k in (nv, m, m, N_INFO))
-        ptr = (lambda a: None if a is None else a.ctypes.data_as(_P))
+        ptr, outs = _ptr, (_ptr(v_next), _ptr(lam), _ptr(sigma), _ptr(info))
         if batch:
             dts = np.ascontiguousarray(np.broadcast_to(dt_a, (batch,)))
             mus = np.ascontiguousarray(np.broadcast_to(mu_a, (batch, self.nc)))
-            self._batch(batch, ptr(q), ptr(v), ptr(tau), ptr(dts), ptr(mus), ptr(n), ptr(lam0), ptr(opts), ptr(v_next),
-                        ptr(lam), ptr(sigma), ptr(info), int(threads))
-        elif self._step(ptr(q), ptr(v), ptr(tau), float(dt_a), ptr(mu_a), ptr(n), ptr(lam0), ptr(opts), ptr(v_next),
-                        ptr(lam), ptr(sigma), ptr(info)):
+            head = (batch, ptr(q), ptr(v), ptr(tau), ptr(dts), ptr(mus), ptr(n), ptr(lam0), ptr(opts))
+            if gap is None:
+                self._batch(*head, *outs, int(threads))
+            else:
+                self._batch_gap(*head, ptr(gap), *outs, int(threads))
+            return _result(lam, sigma, v_next, info, batch)
+        head = (ptr(q), ptr(v), ptr(tau), float(dt_a), ptr(mu_a), ptr(n), ptr(lam0), ptr(opts))
+        if self._step(*head, *outs) if gap is None else self._step_gap(*head, ptr(gap), *outs):
             raise InputError("the generated step failed to evaluate")
         return _result(lam, sigma, v_next, info, batch)
 
@@ -323,5 +402,7 @@ def contact_step(robot, contacts, solver="admm", mu=0.8, relaxed=False, **build_
     tol=1e-10, max_iter=1000)`` → StepResult (``.lam``, ``.sigma``, ``.v_next``,
     ``.iterations``, ``.residuals``, ``.status``); ``s(Q, V, TAU)`` steps a batch.
     ``solver`` "admm", "pgs" or "auto" (auto_solver); ``relaxed=True`` solves the convex relaxation instead of the
-    exact (De Saxcé) problem; ``build_options``: out_dir, cflags, cc, delassus, name."""
+    exact (De Saxcé) problem; ``build_options``: out_dir, cflags, cc, delassus, name, and linear_solve
+    (ADMM's damped inverse: "auto", the default, "dense" or "matrix_free": LINEAR_SOLVES, step_parts; the
+    manifest's ``linear_solve`` says which was built)."""
     return ContactStep(robot, contacts, solver, mu, relaxed, **build_options)

@@ -1,7 +1,8 @@
 """Frictional contact step (issue 25): our compiled step (one C call: v_free by ABA, G by the
 cheapest Delassus algorithm, ADMM or PGS to TOL, M⁻¹Jᵀλ) against Pinocchio 4.1 (aba +
-computeDelassusMatrix + its ADMMConstraintSolver / PGSConstraintSolver, from Python with the
-binding cost of each call subtracted) and MuJoCo (mj_forward: mj_fwdPosition through its PGS,
+computeDelassusMatrix + its ADMMConstraintSolver / PGSConstraintSolver on the same G, g, μ and
+tolerance: from C++ (timing/templates/pinocchio_timing.cpp.j2, contact modes) where the harness
+builds, and from Python with the binding cost of each call subtracted as a cross-check) and MuJoCo (mj_forward: mj_fwdPosition through its PGS,
 CG or Newton solver with elliptic cones, warm start off) on issue 25's problems
 (verify/contact_problems.py), plus the batched step's throughput on one and two cores.  Used by
 ``casadi-delassus bench ROBOT --contact`` and bench/contact.py.
@@ -22,8 +23,10 @@ from pathlib import Path
 import numpy as np
 
 from ..contact.step import auto_solver, check_contacts, contact_step
+from ..errors import DelassusError
 from ..model import load_robot
 from ..verify import contact_problems as cp
+from .pinocchio_harnesses import PinocchioCppHarness, pinocchio_cpp_problem
 
 TOL = 1e-8
 CFLAGS = ("auto",)
@@ -97,6 +100,29 @@ def pinocchio_route(p, solver):
         pin.rnea(empty, edata, z, z, z)
         pin.rnea(empty, edata, z, z, z)
     return (lambda n: per_call(step, n) - per_call(binding, n)), int(result.iterations)
+
+
+def pinocchio_cpp_route(p, solver, calls, say=lambda s: None):
+    """(timer of one C++ round: aba + computeDelassusMatrix + its solver on the problem's G and g, in thread CPU
+    seconds per step; iterations), or None with a message when the harness cannot be built here.  Checks
+    that its λ is the Python binding's (the same solver on the same G, g, μ and tolerance)."""
+    from ..errors import CompilerError
+    problem = pinocchio_cpp_problem()
+    if problem:
+        say(f"{p.name}: Pinocchio C++ route not measured ({problem}); the Python figure remains")
+        return None
+    robot = load_robot(p.robot)
+    try:
+        h = PinocchioCppHarness(robot, check_contacts(robot, p.specs), [dict(q=p.q, v=p.v, tau=p.tau)], calls=calls,
+                                mode=f"contact_{solver}", contact=(p.dt, TOL, p.mu, p.G, p.g), progress=say)
+    except CompilerError as exc:
+        say(f"{p.name}: Pinocchio C++ route not measured ({exc}); the Python figure remains")
+        return None
+    first = h.run(1)
+    lam = cp.pinocchio_solve(p, solver=solver, tol=TOL)[0]
+    if not np.allclose(first.output[1:], lam, rtol=0, atol=1e-12 * max(np.abs(lam).max(), 1e-300)):
+        raise DelassusError(f"{p.name}: Pinocchio's {solver} λ from C++ differs from its Python binding's")
+    return (lambda: h.run(1).ns[0] * 1e-9), int(first.output[0])
 
 
 def mujoco_model(p, solver):
@@ -181,9 +207,12 @@ def measure(problems, reps, calls, out, say=lambda s: None):
             contenders[p.name, f"ours {solver}"] = timer(calls)
             contenders[p.name, f"ours {solver}, 0 iterations"] = timer(calls, 0)
             notes[p.name, f"ours {solver}"] = its
+            cpp = pinocchio_cpp_route(p, solver, calls, say)
+            if cpp:
+                contenders[p.name, f"Pinocchio {solver} C++"], notes[p.name, f"Pinocchio {solver} C++"] = cpp
             t, its = pinocchio_route(p, solver)
-            contenders[p.name, f"Pinocchio {solver}"] = (lambda t=t: t(calls))
-            notes[p.name, f"Pinocchio {solver}"] = its
+            contenders[p.name, f"Pinocchio {solver} Python"] = (lambda t=t: t(calls))
+            notes[p.name, f"Pinocchio {solver} Python"] = its
         if p.robot == "go1":
             for solver in ("pgs", "cg", "newton"):
                 t, its, ncon = mujoco_route(p, solver)
@@ -212,7 +241,8 @@ def markdown(problems, times, notes, command, reps, batch_rows=()):
     the batched throughput rows (``throughput``'s results with their solver and threads)."""
     lines = [f"# Contact step (issue 25), µs per step: median (min–max) of {reps} interleaved rounds", "",
              f"`{command}`; tolerance {TOL:g}, dt = 1e-3, thread CPU time, single calls pinned to one CPU.  "
-             "Pinocchio: aba + computeDelassusMatrix + its solver from Python, three bindings' cost subtracted; "
+             "Pinocchio: aba + computeDelassusMatrix + its solver on the same G, g, μ and tolerance, \"C++\" built "
+             "against the pin wheel (thread CPU time), \"Python\" from its bindings with three bindings' cost subtracted; "
              "MuJoCo: mj_forward minus an empty model's (its soft contacts, elliptic cones, no warm start).", "",
              "| problem | contender | µs per step | iterations | ns per iteration | ours faster by |",
              "|---|---|---|---|---|---|"]

@@ -56,6 +56,9 @@ PIN_FUNCTIONS = {"delassus": "computeDelassusMatrix", "dynamics": "constraintDyn
                  "dynamics_derivatives": "constraintDynamics + computeConstraintDynamicsDerivatives"}
 # the modes that solve Pinocchio's contact problem (constraint models, k = its zero contact acceleration)
 CONTACT_MODES = ("delassus", "dynamics", "dynamics_derivatives")
+# issue 25's contact step route, C++ only: aba + computeDelassusMatrix + its ADMM / PGS solver on a given problem
+CONTACT_SOLVERS = {"contact_admm": "aba + computeDelassusMatrix + ADMMConstraintSolver",
+                   "contact_pgs": "aba + computeDelassusMatrix + PGSConstraintSolver"}
 
 
 def pinocchio_k(robot, constraints, states):
@@ -99,7 +102,7 @@ def pinocchio_mode(manifest):
 
 
 def pinocchio_label(mode):
-    return "pinocchio" if mode == "delassus" else f"pinocchio {PIN_FUNCTIONS[mode]}"
+    return "pinocchio" if mode == "delassus" else f"pinocchio {PIN_FUNCTIONS.get(mode) or CONTACT_SOLVERS[mode]}"
 
 
 def _states(robot, xs):
@@ -219,28 +222,45 @@ def pinocchio_problem(robot, constraints, mode="delassus"):
     return None
 
 
+def _harness_spec(spec):
+    """(kind, link, offset) of a constraint for the C++ harness: frame_spec's, plus ``3d-world``
+    (LOCAL_WORLD_ALIGNED there)."""
+    world = ":3d-world" in spec
+    kind, link, offset = oracle.frame_spec(spec.replace(":3d-world", ":3d"))
+    return ("3d-world" if world else kind), link, offset
+
+
 class PinocchioCppHarness:
-    """``xs``: input sets (dicts with q, v, tau) or configurations."""
+    """``xs``: input sets (dicts with q, v, tau) or configurations.  ``contact``: for the
+    CONTACT_SOLVERS modes, the problem (dt, tol, μ per contact, G, g) Pinocchio's solver solves."""
 
     def __init__(self, robot, constraints, xs, calls=DEFAULT_CALLS, warmup=None, build_dir=None, progress=None,
-                 mode="delassus"):
+                 mode="delassus", contact=None):
         problem = pinocchio_problem(robot, constraints, mode)
         if problem:
             raise DelassusError(problem)
+        if (contact is None) != (mode not in CONTACT_SOLVERS):
+            raise DelassusError(f"Pinocchio C++ harness: mode {mode!r} " +
+                                ("needs the contact problem" if contact is None else "takes no contact problem"))
         self.exe = build_pinocchio_harness(build_dir, progress)
         self.robot, self.samples, self.calls, self.mode = robot, len(xs), int(calls), mode
         self.label = pinocchio_label(mode)
         self.warmup = default_warmup(self.calls, self.samples) if warmup is None else int(warmup)
         self._tmp = tempfile.TemporaryDirectory(prefix="cd-pin-timing-")
         d = Path(self._tmp.name)
-        self.specs, self.qfile = d / "constraints.txt", d / "q.bin"
+        self.specs, self.qfile, self.pfile = d / "constraints.txt", d / "q.bin", d / "problem.bin"
         self.specs.write_text("".join(f"{k} {link} {p[0]!r} {p[1]!r} {p[2]!r}\n"
-                                      for k, link, p in map(oracle.frame_spec, constraints.specs)))
+                                      for k, link, p in map(_harness_spec, constraints.specs)))
         np.concatenate([a for st in _states(robot, xs) for a in st]).tofile(self.qfile)
+        if contact is not None:
+            dt, tol, mu, G, g = contact
+            np.concatenate([[dt, tol], np.ravel(mu), np.ravel(G, order="F"), np.ravel(g)]).astype(np.float64).tofile(
+                self.pfile)
 
     def run(self, reps=DEFAULT_REPS):
+        extra = [self.pfile] if self.mode in CONTACT_SOLVERS else []
         out = run_harness([self.exe, self.mode, self.robot.source, int(self.robot.floating_base), self.specs, self.qfile,
-                    self.samples, self.calls, reps, self.warmup], "Pinocchio C++ timing")
+                           self.samples, self.calls, reps, self.warmup, *extra], "Pinocchio C++ timing")
         info = next((l.split()[1:] for l in out.splitlines() if l.startswith("info")), None)
         if info and int(info[0]) != self.robot.nq:
             raise DelassusError(f"Pinocchio's model has nq = {info[0]}, ours {self.robot.nq}")

@@ -1,0 +1,71 @@
+"""ADMM's linear solve in the compiled step (contact/step.py ``linear_solve``): the staged
+matrix-free damped inverse gives the dense LDLᵀ route's answer to the solver tolerance, on go1's
+four feet and on three points per foot (m = 36, G singular as on Talos's soles), with and
+without run-time normals; ``auto`` takes the route with fewer instructions and the manifest says
+which was built."""
+import numpy as np
+import pytest
+
+from casadi_delassus import contact_step
+from casadi_delassus.contact import step as step_module
+from casadi_delassus.errors import InputError
+
+pin = pytest.importorskip("pinocchio")
+from casadi_delassus.verify import contact_problems as cp  # noqa: E402
+
+TOL = 1e-10
+
+
+def three_per_foot(specs):
+    """Each foot's contact and two more points 1 cm away on the same body: 3 contacts per body."""
+    out = []
+    for s in specs:
+        link, point = s.split(":3d-world@")
+        x, y, z = map(float, point.split(","))
+        out += [s, cp.spec(link, (x + 0.01, y, z)), cp.spec(link, (x, y + 0.01, z))]
+    return out
+
+
+@pytest.fixture(scope="module")
+def problem():
+    return cp.build("go1_slide")
+
+
+@pytest.fixture(scope="module", params=["four feet", "three per foot"])
+def routes(request, problem, tmp_path_factory):
+    out = tmp_path_factory.mktemp("linear_solve")
+    specs = problem.specs if request.param == "four feet" else three_per_foot(problem.specs)
+    return {r: contact_step("go1", specs, solver="admm", mu=0.1, out_dir=out, cflags=("-O1",), delassus="pv_osim",
+                            linear_solve=r) for r in ("dense", "matrix_free")}
+
+
+@pytest.mark.parametrize("normal", [None, (0.1, -0.2, 1.0)])
+def test_matrix_free_route_gives_the_dense_routes_answer(routes, problem, normal):
+    dense, free = routes["dense"], routes["matrix_free"]
+    assert (dense.manifest["linear_solve"], free.manifest["linear_solve"]) == ("dense", "matrix_free")
+    normals = None if normal is None else np.tile(np.array(normal) / np.linalg.norm(normal), (dense.nc, 1))
+    a, b = (s(problem.q, problem.v, problem.tau, dt=problem.dt, tol=TOL, normals=normals) for s in (dense, free))
+    assert a.converged and b.converged
+    assert max(b.residuals.primal, b.residuals.dual, b.residuals.complementarity) <= TOL
+    # G is singular with three points per foot: λ is not unique, the velocities are
+    assert np.max(np.abs(a.sigma - b.sigma)) <= 1e-9
+    assert np.max(np.abs(a.v_next - b.v_next)) <= 1e-8
+    assert np.max(np.abs(a.lam - b.lam)) <= 1e-6 * np.max(np.abs(a.lam)) or dense.nc > 4
+
+
+def test_auto_takes_the_route_with_fewer_instructions(problem):
+    from casadi_delassus.contact.step import check_contacts
+    from casadi_delassus.model import load_robot
+    robot = load_robot("go1")
+    cs = check_contacts(robot, problem.specs)
+    prep, post, chosen, factor, solve, route = step_module.step_parts(robot, cs, "t", "pv_osim", "auto")
+    first, mf_factor, mf_solve = step_module.matrix_free_functions(robot, cs, "t")
+    full, _, _ = step_module.step_functions(robot, cs, "t", "pv_osim", first)
+    costs = step_module.linear_solve_costs(full, mf_factor, mf_solve, cs.m, "t")
+    assert route == min(costs, key=costs.get) == "dense"    # go1's m = 12: LDLᵀ of a 12×12 is cheap
+    assert prep.n_out() == 4 and costs["matrix_free"] > costs["dense"] > 0
+
+
+def test_unknown_linear_solve_is_refused(tmp_path, problem):
+    with pytest.raises(InputError, match="unknown linear_solve 'qr'"):
+        contact_step("go1", problem.specs, out_dir=tmp_path, linear_solve="qr")
