@@ -18,18 +18,14 @@ friction, distance and solver parameters are run-time inputs (``mujoco_contacts`
 from __future__ import annotations
 
 import ctypes
-import json
-import os
-import tempfile
 from dataclasses import dataclass
-from pathlib import Path
 
 import casadi as ca
 import numpy as np
 
 from .. import __version__
 from ..codegen import schedule, sincos
-from ..codegen.build import compile_shared
+from ..codegen.build import build_cached
 from ..codegen.emit import TEMPLATES as CODEGEN_TEMPLATES, casadi_source
 from ..codegen.escape import Safe
 from ..constraints import ConstraintSet
@@ -145,21 +141,15 @@ def build(robot, cs, out_dir, cflags, cc, delassus):
     scenario = scenario_name("mjsoft", cs.specs)
     name = artifact.function_name(artifact.model_name(robot, None), scenario, "mjsoft")
     key = build_key(robot, cs, cflags, cc, delassus=delassus)
-    folder = artifact.folder(out_dir, artifact.model_name(robot, None), scenario)
-    so, manifest_path = folder / f"mjsoft_{key[:16]}.so", folder / f"mjsoft_{key[:16]}.json"
-    if so.is_file() and manifest_path.is_file():
-        return so, json.loads(manifest_path.read_text())
-    prep, post, chosen = soft_functions(robot, cs, name, delassus)
-    folder.mkdir(parents=True, exist_ok=True)
-    with tempfile.TemporaryDirectory(dir=folder, prefix=".tmp-mjsoft-") as tmp:
-        c_file = Path(tmp) / "mjsoft.c"
-        c_file.write_text(render(robot, cs, name, prep, post, chosen))
-        compile_shared(c_file, Path(tmp) / "mjsoft.so", list(cflags), cc)
+
+    def make():
+        prep, post, chosen = soft_functions(robot, cs, name, delassus)
         manifest = {"function": name, "robot": robot.name, "contacts": cs.specs, "delassus": chosen, "nq": robot.nq,
-                    "nv": robot.nv, "nc": len(contact_blocks(cs)), "cflags": list(cflags), "key": key, "version": __version__}
-        os.replace(Path(tmp) / "mjsoft.so", so)
-        manifest_path.write_text(json.dumps(manifest, indent=1))      # last: a manifest means a complete build
-    return so, manifest
+                    "nv": robot.nv, "nc": len(contact_blocks(cs)), "cflags": list(cflags), "key": key,
+                    "version": __version__}
+        return render(robot, cs, name, prep, post, chosen), cflags, manifest
+    return build_cached(artifact.folder(out_dir, artifact.model_name(robot, None), scenario), f"mjsoft_{key[:16]}",
+                        make, cc, keep=("so",))
 
 
 @dataclass(frozen=True)

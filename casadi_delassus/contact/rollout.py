@@ -18,17 +18,13 @@ The C returns arrays and status codes; simulate.py and simulate_batch.py make th
 from __future__ import annotations
 
 import ctypes
-import json
-import os
-import tempfile
 from dataclasses import dataclass
-from pathlib import Path
 
 import casadi as ca
 import numpy as np
 
 from .. import __version__
-from ..codegen.build import compile_shared, host_cpu
+from ..codegen.build import build_cached, host_cpu
 from ..codegen.escape import Safe
 from ..codegen.trace import trace
 from ..constraints import ConstraintSet
@@ -72,30 +68,19 @@ def build(robot, cs, positions, out_dir=DEFAULT_OUT, cflags=DEFAULT_CFLAGS, cc=N
     q = ca.SX.sym("q", robot.nq)
     key = build_key(robot, cs, cflags, cc, delassus=delassus, host=host_cpu() if auto else None,
                     rollout=str(ca.densify(positions(q))))
-    folder = artifact.folder(out_dir, model, scenario)
-    so, manifest_path = folder / f"rollout_{key[:16]}.so", folder / f"rollout_{key[:16]}.json"
-    if so.is_file() and manifest_path.is_file():
-        return so, json.loads(manifest_path.read_text())
-    # keep_active masks the explicit G: the dense route (the matrix-free factor is that of every candidate)
-    prep, post, chosen, factor, solve, _ = step_parts(robot, cs, name, delassus, "dense")
-    loop = loop_functions(robot, positions, name)
-    if auto:
-        cflags = step_cflags(cflags, sum(count_ops(f)["instructions"] for f in (prep, post, *loop)), cc)
-    text = TEMPLATES.get_template("rollout.c.j2").render(
-        fname=Safe(name), robot=robot.name, contacts=" ".join(cs.specs), version=__version__,
-        step_code=Safe(render(robot, cs, name, prep, post, chosen, factor, solve, loop)))
-    folder.mkdir(parents=True, exist_ok=True)
-    with tempfile.TemporaryDirectory(dir=folder, prefix=".tmp-rollout-") as tmp:
-        c_file = Path(tmp) / "rollout.c"
-        c_file.write_text(text)
-        compile_shared(c_file, Path(tmp) / "rollout.so", [*cflags, "-pthread"], cc)
+
+    def make():
+        # keep_active masks the explicit G: the dense route (the matrix-free factor is that of every candidate)
+        prep, post, chosen, factor, solve, _ = step_parts(robot, cs, name, delassus, "dense")
+        loop = loop_functions(robot, positions, name)
+        flags = step_cflags(cflags, sum(count_ops(f)["instructions"] for f in (prep, post, *loop)), cc) if auto else cflags
+        text = TEMPLATES.get_template("rollout.c.j2").render(
+            fname=Safe(name), robot=robot.name, contacts=" ".join(cs.specs), version=__version__,
+            step_code=Safe(render(robot, cs, name, prep, post, chosen, factor, solve, loop)))
         manifest = {"function": name, "robot": robot.name, "contacts": cs.specs, "delassus": chosen, "nq": robot.nq,
-                    "nv": robot.nv, "m": cs.m, "cflags": list(cflags), "key": key, "version": __version__}
-        (Path(tmp) / "rollout.json").write_text(json.dumps(manifest, indent=1))
-        os.replace(c_file, folder / f"rollout_{key[:16]}.c")
-        os.replace(Path(tmp) / "rollout.so", so)
-        os.replace(Path(tmp) / "rollout.json", manifest_path)       # last: a manifest means a complete build
-    return so, manifest
+                    "nv": robot.nv, "m": cs.m, "cflags": list(flags), "key": key, "version": __version__}
+        return text, [*flags, "-pthread"], manifest
+    return build_cached(artifact.folder(out_dir, model, scenario), f"rollout_{key[:16]}", make, cc)
 
 
 @dataclass(frozen=True)

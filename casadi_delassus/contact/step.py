@@ -22,8 +22,6 @@ import copy
 import ctypes
 import hashlib
 import json
-import os
-import tempfile
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -32,7 +30,7 @@ import numpy as np
 
 from .. import __version__
 from ..runtime import artifact
-from ..codegen.build import compile_shared, host_cpu, resolve_cflags, source_hash
+from ..codegen.build import build_cached, host_cpu, resolve_cflags, source_hash
 from ..runtime.compiler import find_compiler
 from ..codegen import schedule, sincos
 from ..codegen.emit import TEMPLATES as CODEGEN_TEMPLATES, casadi_source
@@ -238,26 +236,15 @@ def build(robot, cs, scenario, out_dir=DEFAULT_OUT, cflags=DEFAULT_CFLAGS, cc=No
     auto = any(f.startswith("auto") for f in cflags)
     key = build_key(robot, cs, cflags, cc, delassus=delassus, host=host_cpu() if auto else None,
                     linear_solve=linear_solve)
-    folder = artifact.folder(out_dir, model, scenario)
-    so, manifest_path = folder / f"contact_{key[:16]}.so", folder / f"contact_{key[:16]}.json"
-    if so.is_file() and manifest_path.is_file():
-        return so, json.loads(manifest_path.read_text())
-    prep, post, chosen, factor, solve, route = step_parts(robot, cs, name, delassus, linear_solve)
-    if auto:
-        cflags = step_cflags(cflags, sum(count_ops(f)["instructions"] for f in (prep, post)), cc)
-    folder.mkdir(parents=True, exist_ok=True)
-    with tempfile.TemporaryDirectory(dir=folder, prefix=".tmp-contact-") as tmp:
-        c_file = Path(tmp) / "contact.c"
-        c_file.write_text(render(robot, cs, name, prep, post, chosen, factor, solve))
-        compile_shared(c_file, Path(tmp) / "contact.so", [*cflags, "-pthread"], cc)
+
+    def make():
+        prep, post, chosen, factor, solve, route = step_parts(robot, cs, name, delassus, linear_solve)
+        flags = step_cflags(cflags, sum(count_ops(f)["instructions"] for f in (prep, post)), cc) if auto else cflags
         manifest = {"function": name, "robot": robot.name, "contacts": cs.specs, "delassus": chosen,
-                    "linear_solve": route, "nq": robot.nq,
-                    "nv": robot.nv, "m": cs.m, "cflags": list(cflags), "key": key, "version": __version__}
-        (Path(tmp) / "contact.json").write_text(json.dumps(manifest, indent=1))
-        os.replace(Path(tmp) / "contact.c", folder / f"contact_{key[:16]}.c")
-        os.replace(Path(tmp) / "contact.so", so)
-        os.replace(Path(tmp) / "contact.json", manifest_path)       # last: a manifest means a complete build
-    return so, manifest
+                    "linear_solve": route, "nq": robot.nq, "nv": robot.nv, "m": cs.m, "cflags": list(flags), "key": key,
+                    "version": __version__}
+        return render(robot, cs, name, prep, post, chosen, factor, solve), [*flags, "-pthread"], manifest
+    return build_cached(artifact.folder(out_dir, model, scenario), f"contact_{key[:16]}", make, cc)
 
 
 @dataclass(frozen=True)
