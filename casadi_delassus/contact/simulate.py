@@ -44,7 +44,7 @@ from ..errors import InputError
 from ..model.integrate import integrate_sx
 from ..symbolic.frames import joint_transform
 from .feedback import LinearFeedback, pd_controller  # noqa: F401  (pd_controller: here too, as before)
-from .loop_step import StepResult, largest_residual as _largest
+from .result import CONVERGED, STATUS, StepResult
 from .step import contact_frames
 
 FALL_DEPTH = -1.0          # a gap below this (m) is a body through the ground, not a contact
@@ -196,7 +196,8 @@ def free_step(robot):
     aba = trace(robot, ConstraintSet(robot, [], allow_empty=True), "aba", cse=True)[0]
 
     def step(q, v, tau, dt, lam0=None, gap=None):
-        return StepResult(v + dt * np.asarray(aba(q, v, tau)).reshape(-1), np.zeros(0))
+        return StepResult(np.zeros(0), np.zeros(0), v + dt * np.asarray(aba(q, v, tau)).reshape(-1), 0, 0.0,
+                          STATUS[CONVERGED])
     return step
 
 
@@ -210,8 +211,7 @@ def compiled_steps(solver="admm", tol=1e-10, max_iter=1000, **build_options):
         normals = step_normals(frame, len(specs))
 
         def step(q, v, tau, dt, lam0=None, gap=None):
-            r = s(q, v, tau, dt=dt, lam0=lam0, tol=tol, max_iter=max_iter, normals=normals)
-            return StepResult(r.v_next, r.lam, r.iterations, _largest(r.residuals), r.status)
+            return s(q, v, tau, dt=dt, lam0=lam0, tol=tol, max_iter=max_iter, normals=normals)
 
         def batch(Q, V, TAU, dt, LAM0, threads=1):
             """N steps at once (the step's batch entry point, ``threads`` POSIX threads)."""

@@ -22,7 +22,6 @@ import copy
 import ctypes
 import hashlib
 import json
-from dataclasses import dataclass
 from pathlib import Path
 
 import casadi as ca
@@ -46,7 +45,7 @@ from ..symbolic import linalg
 from ..symbolic.frames import local_transforms
 from ..sweeps.joint_space import constraint_jacobian
 from .residuals import Residuals
-from .result import STATUS
+from .result import STATUS, StepResult
 
 TEMPLATES = environment("casadi_delassus", "contact/templates")
 SOLVER_CODES = {"admm": 0, "pgs": 1}
@@ -245,23 +244,6 @@ def build(robot, cs, scenario, out_dir=DEFAULT_OUT, cflags=DEFAULT_CFLAGS, cc=No
                     "version": __version__}
         return render(robot, cs, name, prep, post, chosen, factor, solve), [*flags, "-pthread"], manifest
     return build_cached(artifact.folder(out_dir, model, scenario), f"contact_{key[:16]}", make, cc)
-
-
-@dataclass(frozen=True)
-class StepResult:
-    """One step (or N, batch first): λ and σ in the contact frames [t₁, t₂, n] (N·s, m/s),
-    v_next, the solver's iterations, residuals and status."""
-    lam: np.ndarray
-    sigma: np.ndarray
-    v_next: np.ndarray
-    iterations: int | np.ndarray
-    residuals: Residuals | np.ndarray
-    status: str | list
-
-    @property
-    def converged(self):
-        """Whether the solve (every solve of a batch) met its tolerance."""
-        return np.all(np.asarray(self.status) == STATUS[0])
 
 
 _P = ctypes.POINTER(ctypes.c_double)
