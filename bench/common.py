@@ -41,6 +41,32 @@ def slope(x, y, larger_half=False):
     return float(np.polyfit(np.log(x[keep]), np.log(y[keep]), 1)[0])
 
 
+def say(msg):
+    """A progress line on stderr (stdout keeps the tables)."""
+    print(msg, file=sys.stderr, flush=True)
+
+
+def publish(name, text, preface=""):
+    """Print ``text`` (the table), write ``preface`` + ``text`` to results/<name> and say where; returns the path."""
+    print(text)
+    RESULTS.mkdir(parents=True, exist_ok=True)
+    path = RESULTS / name
+    path.write_text(preface + text)
+    say(f"-> {path}")
+    return path
+
+
+def save_figure(fig, name):
+    """Write the matplotlib figure ``fig`` to results/<name>, close it and say where; returns the path."""
+    import matplotlib.pyplot as plt
+    RESULTS.mkdir(parents=True, exist_ok=True)
+    path = RESULTS / name
+    fig.savefig(path, dpi=120)
+    plt.close(fig)
+    say(f"-> {path}")
+    return path
+
+
 def write(name, rows, headers, title=""):
     """Print the table and write results/<name>.md and .csv."""
     RESULTS.mkdir(parents=True, exist_ok=True)

@@ -18,13 +18,11 @@ from __future__ import annotations
 import argparse
 import os
 import statistics
-import sys
 import time
 
 import numpy as np
 
-import common  # noqa: F401
-from common import RESULTS
+from common import publish, say
 
 import casadi_delassus as cd
 from casadi_delassus.runtime import door
@@ -34,10 +32,6 @@ from casadi_delassus.timing.batch_harness import BatchHarness
 FUNCTIONS = ["go1/4F3", "talos/2F", "talos/2F+2H", "g1/2F"]
 BATCHES = [("go1/4F3", 16), ("go1/4F3", 256), ("talos/2F", 16), ("talos/2F", 256)]
 STAGED = ("go2", "4F3", "damped_inverse_apply")
-
-
-def say(msg):
-    print(msg, file=sys.stderr, flush=True)
 
 
 def rounds(call, args, per=10_000):
@@ -136,10 +130,7 @@ def main():
         lines += table_rows(spec, f, calls, ns)
         h.close()
     text = "\n".join(lines) + "\n"
-    print(text)
-    RESULTS.mkdir(parents=True, exist_ok=True)
-    (RESULTS / "door.md").write_text(text)
-    say(f"-> {RESULTS / 'door.md'}")
+    publish("door.md", text)
 
 
 if __name__ == "__main__":

@@ -18,8 +18,7 @@ import time
 
 import numpy as np
 
-import common  # noqa: F401
-from common import RESULTS
+from common import publish
 
 import casadi_delassus as cd
 
@@ -59,9 +58,7 @@ def main():
         lines.append(f"| {name} | {statistics.median(ts):.2f} | {min(ts):.2f}..{max(ts):.2f} | "
                      f"{statistics.median(ts) / base:.2f} |")
     text = "\n".join([f"go1 4F3 library, mode {MASK:#x}, {args.reps} interleaved rounds of {CALLS:,} calls", "", *lines])
-    print(text)
-    RESULTS.mkdir(parents=True, exist_ok=True)
-    (RESULTS / "library_call.md").write_text(text + "\n")
+    publish("library_call.md", text + "\n")
 
 
 if __name__ == "__main__":
