@@ -14,25 +14,15 @@ from __future__ import annotations
 import argparse
 import statistics
 import tempfile
-import time
 
 import numpy as np
 
-from common import publish
+from common import ns_per_call, publish
 
 import casadi_delassus as cd
 
 CALLS = 20_000
 MASK = 0b0101
-
-
-def per_call_us(call, qs):
-    """Microseconds per call over CALLS calls cycling through ``qs``."""
-    n = len(qs)
-    t0 = time.perf_counter()
-    for i in range(CALLS):
-        call(qs[i % n])
-    return (time.perf_counter() - t0) / CALLS * 1e6
 
 
 def main():
@@ -51,7 +41,7 @@ def main():
         times = {k: [] for k in contenders}
         for _ in range(args.reps):
             for name, call in contenders.items():
-                times[name].append(per_call_us(call, qs))
+                times[name].append(ns_per_call(call, qs, CALLS) / 1e3)
     base = statistics.median(times["f(q), f = lib.function(mask)"])
     lines = ["| call (each in a lambda) | median µs | min..max µs | × f(q) |", "|---|---|---|---|"]
     for name, ts in times.items():
