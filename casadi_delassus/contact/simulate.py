@@ -366,9 +366,14 @@ def _inputs(robot, q0, v0, T, dt):
     q0, v0 = np.array(q0, dtype=float).reshape(-1), np.array(v0, dtype=float).reshape(-1)
     if q0.shape != (robot.nq,) or v0.shape != (robot.nv,):
         raise InputError(f"q0 must have {robot.nq} entries and v0 {robot.nv}; got {q0.size} and {v0.size}")
+    return q0, v0, step_count(T, dt)
+
+
+def step_count(T, dt):
+    """The number of steps of ``dt`` in ``T`` seconds, both checked (dt > 0, T ≥ 0, finite)."""
     if not (np.isfinite(dt) and dt > 0 and np.isfinite(T) and T >= 0):
         raise InputError(f"dt must be > 0 and T ≥ 0 (finite); got dt = {dt!r}, T = {T!r}")
-    return q0, v0, int(round(T / dt))
+    return int(round(T / dt))
 
 
 def simulate(robot, contacts, q0, v0, T, dt, controller=None, normal=(0.0, 0.0, 1.0), height=0.0, mu=0.8,
