@@ -35,7 +35,7 @@ from ..registry import AUTO
 from ..runtime import artifact
 from ..runtime.compiler import find_compiler
 from .mujoco_soft import rows_per_contact, soft_rows
-from .step import DEFAULT_OUT, TEMPLATES, build_key, scenario_name, step_functions
+from .step import DEFAULT_OUT, DOUBLE_P, TEMPLATES, build_key, c_pointer, scenario_name, step_functions
 
 STATUS = ("converged", "max iterations", "not finite")
 
@@ -163,9 +163,6 @@ class SoftResult:
     status: str
 
 
-_P = ctypes.POINTER(ctypes.c_double)
-
-
 class MujocoContactStep:
     """A compiled step solving MuJoCo's soft contact problem for one robot and contact set
     (``mujoco_contact_step``)."""
@@ -178,7 +175,7 @@ class MujocoContactStep:
         self.so, self.manifest = build(self.robot, self.contacts, out_dir, tuple(cflags), cc, delassus)
         self._lib = ctypes.CDLL(str(self.so))
         self._soft = getattr(self._lib, self.manifest["function"] + "_soft")
-        self._soft.argtypes = [_P] * 15
+        self._soft.argtypes = [DOUBLE_P] * 15
 
     def _dims(self, dims):
         """condim per contact, checked against its rows: 1 or 3 on a fixed point, 1, 3, 4 or 6 on a 6d-world contact."""
@@ -214,7 +211,7 @@ class MujocoContactStep:
         warm = None if force_warm is None else self._warm(force_warm, m)
         opts = np.array([tol, max_iter, float(pyramidal), rho])
         qacc, force, info = np.empty(r.nv), np.empty(m), np.empty(4)
-        ptr = (lambda a: None if a is None else a.ctypes.data_as(_P))
+        ptr = c_pointer
         if self._soft(*map(ptr, arrays), ptr(warm), ptr(opts), ptr(qacc), ptr(force), ptr(info)):
             raise InputError("the generated MuJoCo contact step failed to evaluate")
         return SoftResult(force, qacc, int(info[0]), (float(info[1]), float(info[2])), STATUS[int(info[3])])

@@ -34,14 +34,13 @@ from ..opcount import count_ops
 from ..registry import AUTO
 from ..runtime import artifact
 from ..runtime.compiler import find_compiler
-from .step import (DEFAULT_CFLAGS, DEFAULT_OUT, SOLVER_CODES, STEP_SOLVERS, TEMPLATES, build_key, check_contacts, render,
-                   scenario_name, step_cflags, step_parts)
+from .step import (DEFAULT_CFLAGS, DEFAULT_OUT, DOUBLE_P, INT_P, SOLVER_CODES, STEP_SOLVERS, TEMPLATES, build_key,
+                   c_pointer, check_contacts, render, scenario_name, step_cflags, step_parts)
 
 # what opts[] of the step holds after tolerance, iterations and solver: exact (De Saxcé), ρ automatic, η, ω (the
 # defaults of ContactStep.__call__)
 STEP_DEFAULTS = (1.0, 0.0, 1e-8, 1.0)
 FIRST_STOP = 3          # status codes from this one on stop a rollout (rollout.c.j2: nan state, fell, …)
-_P, _I = ctypes.POINTER(ctypes.c_double), ctypes.POINTER(ctypes.c_int)
 
 
 def loop_functions(robot, positions, name):
@@ -118,9 +117,9 @@ class CompiledRollout:
         lib = ctypes.CDLL(str(self.so))
         fn = self.manifest["function"]
         self._one, self._batch = getattr(lib, fn + "_rollout"), getattr(lib, fn + "_rollout_batch")
-        args = [_P] * 7 + [_I, _I, _P] + [_P] * 7 + [_I]
+        args = [DOUBLE_P] * 7 + [INT_P, INT_P, DOUBLE_P] + [DOUBLE_P] * 7 + [INT_P]
         self._one.argtypes = [ctypes.c_int, *args]
-        self._batch.argtypes = [ctypes.c_int, ctypes.c_int, *args, _I, ctypes.c_int]
+        self._batch.argtypes = [ctypes.c_int, ctypes.c_int, *args, INT_P, ctypes.c_int]
         self._lib = lib
 
     def __call__(self, Q0, V0, steps, dt, feedback, normal, height, radii, mu, margin, tau_limit, fall_depth,
@@ -141,7 +140,7 @@ class CompiledRollout:
         Q0, V0 = (np.ascontiguousarray(x, dtype=float) for x in (Q0, V0))
         out = RawRollouts(np.zeros(N, dtype=np.int32), *(np.empty(s) for s in ((N, T + 1, r.nq), (N, T + 1, r.nv),
                           (N, T, r.nv), (N, T, k), (N, T, k, 3), (N, T), (N, T))), np.empty((N, T), dtype=np.int32))
-        ptr = (lambda a: None if a is None else a.ctypes.data_as(_I if a.dtype == np.int32 else _P))
+        ptr = c_pointer
         tail = [*map(ptr, ins), ptr(joint_q), ptr(self.body), ptr(self.opts)]
         if threads is None:
             for e in range(N):

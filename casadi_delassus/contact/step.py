@@ -246,12 +246,12 @@ def build(robot, cs, scenario, out_dir=DEFAULT_OUT, cflags=DEFAULT_CFLAGS, cc=No
     return build_cached(artifact.folder(out_dir, model, scenario), f"contact_{key[:16]}", make, cc)
 
 
-_P = ctypes.POINTER(ctypes.c_double)
+DOUBLE_P, INT_P = ctypes.POINTER(ctypes.c_double), ctypes.POINTER(ctypes.c_int)
 
 
-def _ptr(a):
-    """A float array as the C functions' double pointer (None: NULL)."""
-    return None if a is None else a.ctypes.data_as(_P)
+def c_pointer(a):
+    """An array as the C functions' pointer: int for int32 arrays, else double (None: NULL)."""
+    return None if a is None else a.ctypes.data_as(INT_P if a.dtype == np.int32 else DOUBLE_P)
 
 
 class ContactStep:
@@ -273,10 +273,10 @@ class ContactStep:
         fn = self.manifest["function"]
         self._step, self._batch = getattr(lib, fn + "_step"), getattr(lib, fn + "_step_batch")
         self._step_gap, self._batch_gap = getattr(lib, fn + "_step_gap"), getattr(lib, fn + "_step_gap_batch")
-        self._step.argtypes = [_P, _P, _P, ctypes.c_double, *[_P] * 8]
-        self._batch.argtypes = [ctypes.c_int, *[_P] * 12, ctypes.c_int]
-        self._step_gap.argtypes = [_P, _P, _P, ctypes.c_double, *[_P] * 9]
-        self._batch_gap.argtypes = [ctypes.c_int, *[_P] * 13, ctypes.c_int]
+        self._step.argtypes = [DOUBLE_P, DOUBLE_P, DOUBLE_P, ctypes.c_double, *[DOUBLE_P] * 8]
+        self._batch.argtypes = [ctypes.c_int, *[DOUBLE_P] * 12, ctypes.c_int]
+        self._step_gap.argtypes = [DOUBLE_P, DOUBLE_P, DOUBLE_P, ctypes.c_double, *[DOUBLE_P] * 9]
+        self._batch_gap.argtypes = [ctypes.c_int, *[DOUBLE_P] * 13, ctypes.c_int]
         self._lib = lib
 
     def _mu(self, mu):
@@ -341,7 +341,8 @@ class ContactStep:
         gap = None if gap is None else self._state("gap", gap, self.nc, batch)
         shape = (batch,) if batch else ()
         v_next, lam, sigma, info = (np.empty(shape + (k,)) for k in (nv, m, m, N_INFO))
-        ptr, outs = _ptr, (_ptr(v_next), _ptr(lam), _ptr(sigma), _ptr(info))
+        ptr = c_pointer
+        outs = (ptr(v_next), ptr(lam), ptr(sigma), ptr(info))
         if batch:
             dts = np.ascontiguousarray(np.broadcast_to(dt_a, (batch,)))
             mus = np.ascontiguousarray(np.broadcast_to(mu_a, (batch, self.nc)))
