@@ -97,6 +97,13 @@ def auto_solver(cs):
     return "admm" if max(per_body.values()) > 2 else "pgs"
 
 
+def minv_apply(robot, cs, q, K_bodies, f):
+    """M(q)⁻¹ f (SX): ABA without velocity and gravity."""
+    still = copy.copy(robot)
+    still.gravity = np.zeros(3)
+    return get_algorithm("aba").fn(still, cs, q, K_bodies, ca.SX.zeros(robot.nv), f)["vdot"]
+
+
 def step_functions(robot, cs, name, delassus=AUTO, damped_first=None):
     """(prep, post, Delassus algorithm): the per-robot casadi.Functions of the step.  M⁻¹Jᵀλ is
     staged (codegen/staging.py): what it needs of q alone (transforms, articulated inertias) is
@@ -116,9 +123,7 @@ def step_functions(robot, cs, name, delassus=AUTO, damped_first=None):
     for i, body in enumerate(robot.bodies):            # MuJoCo's free joints: v_lin = E ṗ (sweeps/tree.py)
         if body.joint.mujoco_velocity:
             J[:, body.v_index:body.v_index + 3] = ca.mtimes(J[:, body.v_index:body.v_index + 3], T[i].X.E)
-    still = copy.copy(robot)        # M⁻¹ Jᵀλ: ABA without velocity and gravity
-    still.gravity = np.zeros(3)
-    dv = aba(still, cs, q, K_bodies, ca.SX.zeros(robot.nv), ca.mtimes(J.T, lam))["vdot"]
+    dv = minv_apply(robot, cs, q, K_bodies, ca.mtimes(J.T, lam))
     first, last = split(ca.Function("post", [q, lam], [ca.densify(dv)], ["q", "lam"], ["dv"]),
                         [("q", ["q"]), ("lam", ["lam"])])
     extra = [damped_first(q)] if damped_first is not None else []

@@ -42,7 +42,6 @@ derivative is meaningful then (``StepJacobian.unique`` False).
 """
 from __future__ import annotations
 
-import copy
 import json
 from dataclasses import dataclass
 
@@ -61,7 +60,7 @@ from ..runtime import artifact
 from ..runtime.compiler import find_compiler
 from ..symbolic.frames import local_transforms
 from ..sweeps.joint_space import constraint_jacobian
-from .step import DEFAULT_OUT, build_key, check_contacts, contact_frames, scenario_name
+from .step import DEFAULT_OUT, build_key, check_contacts, contact_frames, minv_apply, scenario_name
 
 MODES = ("separating", "sticking", "sliding")
 KINDS = ("parts", "fwd", "adj")
@@ -86,9 +85,7 @@ def traced_functions(robot, cs, name):
     K = cs.symbolic_K_bodies(qp, {})
     aba = get_algorithm("aba").fn
     J = constraint_jacobian(robot, cs, local_transforms(robot, qp), K)
-    still = copy.copy(robot)        # M⁻¹ Jᵀλ: ABA without velocity and gravity
-    still.gravity = np.zeros(3)
-    v_next = v + dt * aba(robot, cs, qp, K, v, tau)["vdot"] + aba(still, cs, qp, K, ca.SX.zeros(nv), J.T @ lam)["vdot"]
+    v_next = v + dt * aba(robot, cs, qp, K, v, tau)["vdot"] + minv_apply(robot, cs, qp, K, J.T @ lam)
     sigma = J @ v_next
     x, out = ca.vertcat(delta, v, tau), ca.vertcat(v_next, sigma)
     x_dot, v_bar, s_bar = ca.SX.sym("x_dot", 3 * nv), ca.SX.sym("v_bar", nv), ca.SX.sym("sigma_bar", m)
