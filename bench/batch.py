@@ -13,18 +13,12 @@ from __future__ import annotations
 import argparse
 import json
 import os
-import sys
 
-import common  # noqa: F401
-from common import RESULTS
+from common import publish, say
 
 from casadi_delassus.timing import batch_bench
 
 SCENARIOS = ["go1/4F3", "talos/2F"]
-
-
-def say(msg):
-    print(msg, file=sys.stderr, flush=True)
 
 
 def main():
@@ -44,11 +38,8 @@ def main():
     command = (f"taskset -c {','.join(map(str, sorted(all_cpus)))} .venv/bin/python bench/batch.py "
                + " ".join(f"-s {s}" for s in args.scenario or SCENARIOS) + f" --reps {args.reps} --n {args.n}")
     text = batch_bench.markdown(results, peaks, command, args.reps)
-    print(text)
-    RESULTS.mkdir(parents=True, exist_ok=True)
-    (RESULTS / "batch.md").write_text(text)
-    (RESULTS / "batch.json").write_text(json.dumps(batch_bench.as_json(results, peaks), indent=1))
-    say(f"-> {RESULTS / 'batch.md'}, batch.json")
+    md = publish("batch.md", text)
+    md.with_suffix(".json").write_text(json.dumps(batch_bench.as_json(results, peaks), indent=1))
 
 
 if __name__ == "__main__":

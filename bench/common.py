@@ -3,6 +3,7 @@ Talos constraint sets, the instruction count of a traced algorithm and the log-l
 from __future__ import annotations
 
 import sys
+import time
 from pathlib import Path
 
 import numpy as np
@@ -39,6 +40,41 @@ def slope(x, y, larger_half=False):
             np.asarray([b for b in y if b is not None], float))
     keep = x >= np.median(x) if larger_half else np.ones(len(x), bool)
     return float(np.polyfit(np.log(x[keep]), np.log(y[keep]), 1)[0])
+
+
+def ns_per_call(call, args, calls):
+    """Nanoseconds per ``call(x)`` over ``calls`` calls cycling through ``args``."""
+    n = len(args)
+    t0 = time.perf_counter_ns()
+    for i in range(calls):
+        call(args[i % n])
+    return (time.perf_counter_ns() - t0) / calls
+
+
+def say(msg):
+    """A progress line on stderr (stdout keeps the tables)."""
+    print(msg, file=sys.stderr, flush=True)
+
+
+def publish(name, text, preface=""):
+    """Print ``text`` (the table), write ``preface`` + ``text`` to results/<name> and say where; returns the path."""
+    print(text)
+    RESULTS.mkdir(parents=True, exist_ok=True)
+    path = RESULTS / name
+    path.write_text(preface + text)
+    say(f"-> {path}")
+    return path
+
+
+def save_figure(fig, name):
+    """Write the matplotlib figure ``fig`` to results/<name>, close it and say where; returns the path."""
+    import matplotlib.pyplot as plt
+    RESULTS.mkdir(parents=True, exist_ok=True)
+    path = RESULTS / name
+    fig.savefig(path, dpi=120)
+    plt.close(fig)
+    say(f"-> {path}")
+    return path
 
 
 def write(name, rows, headers, title=""):

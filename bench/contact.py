@@ -11,12 +11,9 @@ from __future__ import annotations
 import argparse
 import os
 
-import common  # noqa: F401  (puts the repository on sys.path)
+import common
 from casadi_delassus.timing import contact_bench as cb
 from casadi_delassus.verify import contact_problems as cp
-
-RESULTS = common.RESULTS
-
 
 def main():
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
@@ -30,9 +27,7 @@ def main():
     command = (f"taskset -c {','.join(map(str, cpus))} .venv/bin/python bench/contact.py --reps {args.reps} "
                f"--calls {args.calls}")
     text = cb.markdown(problems, times, notes, command, args.reps, cb.batch_rows(problems[0], args.out, args.reps))
-    RESULTS.mkdir(exist_ok=True)
-    (RESULTS / "contact.md").write_text(text)
-    print(text)
+    common.publish("contact.md", text)
 
 
 if __name__ == "__main__":

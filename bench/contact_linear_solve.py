@@ -17,15 +17,12 @@ import time
 
 import numpy as np
 
-import common  # noqa: F401  (puts the repository on sys.path)
+import common
 from casadi_delassus import contact_step
 from casadi_delassus.contact import step as st
 from casadi_delassus.model import load_robot
 from casadi_delassus.opcount import count_ops
 from casadi_delassus.verify import contact_problems as cp
-
-RESULTS = common.RESULTS
-
 
 def sole_points(k):
     """k points on a sole: a (k/2) × 2 grid over x ∈ [-0.1, 0.1], y = ±0.05 (k = 4: the corners)."""
@@ -100,9 +97,7 @@ def main():
             f"`taskset -c 0 .venv/bin/python bench/contact_linear_solve.py --reps {args.reps} --calls {args.calls} "
             f"--time-up-to {args.time_up_to}`; instructions per call (CasADi's count); µs: ADMM at tolerance 1e-8, "
             f"median of {args.reps} interleaved rounds of {args.calls} steps (thread CPU time).\n\n" + "\n".join(rows) + "\n")
-    RESULTS.mkdir(exist_ok=True)
-    (RESULTS / "contact_linear_solve.md").write_text(text)
-    print(text)
+    common.publish("contact_linear_solve.md", text)
 
 
 if __name__ == "__main__":

@@ -12,17 +12,13 @@ Writes bench/results/contact_sweep.md."""
 from __future__ import annotations
 
 import argparse
-from pathlib import Path
 
 import numpy as np
 
-import common  # noqa: F401  (puts the repository on sys.path)
+import common
 from casadi_delassus import contact_step
 from casadi_delassus.contact.residuals import residuals
 from casadi_delassus.verify import contact_problems as cp
-
-RESULTS = Path(__file__).resolve().parent / "results"
-
 
 def random_state(p, rng):
     """(q, v, τ, μ) near problem p's stance."""
@@ -72,9 +68,7 @@ def main():
              "| worst difference from Pinocchio | compared | not converged |",
              "|---|---|---|---|---|---|---|"]
     lines += [f"| {r} | {s} | {res:.1e} | {pin:.1e} | {d:.1e} | {what} | {bad} |" for r, s, res, pin, d, what, bad in rows]
-    RESULTS.mkdir(exist_ok=True)
-    (RESULTS / "contact_sweep.md").write_text("\n".join(lines) + "\n")
-    print("\n".join(lines))
+    common.publish("contact_sweep.md", "\n".join(lines) + "\n")
 
 
 if __name__ == "__main__":

@@ -18,13 +18,10 @@ from __future__ import annotations
 import argparse
 import os
 import statistics
-import sys
-import time
 
 import numpy as np
 
-import common  # noqa: F401
-from common import RESULTS
+from common import ns_per_call, publish, say
 
 import casadi_delassus as cd
 from casadi_delassus.runtime import door
@@ -34,18 +31,6 @@ from casadi_delassus.timing.batch_harness import BatchHarness
 FUNCTIONS = ["go1/4F3", "talos/2F", "talos/2F+2H", "g1/2F"]
 BATCHES = [("go1/4F3", 16), ("go1/4F3", 256), ("talos/2F", 16), ("talos/2F", 256)]
 STAGED = ("go2", "4F3", "damped_inverse_apply")
-
-
-def say(msg):
-    print(msg, file=sys.stderr, flush=True)
-
-
-def rounds(call, args, per=10_000):
-    n = len(args)
-    t0 = time.perf_counter_ns()
-    for i in range(per):
-        call(args[i % n])
-    return (time.perf_counter_ns() - t0) / per
 
 
 def ctypes_twin(f):
@@ -114,11 +99,11 @@ def main():
         for spec, f, h, calls in cases:
             ns[spec, "C harness"].append(h.run(1).ns[0])
             for k, (call, xs) in calls.items():
-                ns[spec, k].append(rounds(call, xs))
+                ns[spec, k].append(ns_per_call(call, xs, 10_000))
         for spec, n, f, h, calls in batches:
             ns[spec, "C harness"].append(h.run(1).ns[0] * n)
             for k, (call, xs) in calls.items():
-                ns[spec, k].append(rounds(call, xs, per=max(100, 20_000 // n)))
+                ns[spec, k].append(ns_per_call(call, xs, max(100, 20_000 // n)))
         say(f"round {r + 1}/{args.reps}")
     lines = ["# The Python door: a single call's cost above the C time", "",
              f"Machine: {machine()}.",
@@ -136,10 +121,7 @@ def main():
         lines += table_rows(spec, f, calls, ns)
         h.close()
     text = "\n".join(lines) + "\n"
-    print(text)
-    RESULTS.mkdir(parents=True, exist_ok=True)
-    (RESULTS / "door.md").write_text(text)
-    say(f"-> {RESULTS / 'door.md'}")
+    publish("door.md", text)
 
 
 if __name__ == "__main__":

@@ -18,7 +18,7 @@ import argparse
 import time
 
 import numpy as np
-from common import RESULTS, instructions, slope, write
+from common import instructions, save_figure, slope, write
 
 from casadi_delassus import load_robot
 from casadi_delassus.api import constraint_set
@@ -55,10 +55,7 @@ def plot(name, x, series, xlabel, title):
     ax.grid(True, which="both", alpha=0.3)
     ax.legend(fontsize=8)
     fig.tight_layout()
-    RESULTS.mkdir(parents=True, exist_ok=True)
-    fig.savefig(RESULTS / f"{name}.png", dpi=120)
-    plt.close(fig)
-    print(f"-> {RESULTS / name}.png")
+    save_figure(fig, f"{name}.png")
 
 
 def main(argv=None):

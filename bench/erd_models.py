@@ -39,7 +39,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from casadi_delassus import DelassusError, load_robot  # noqa: E402
 from casadi_delassus.api import constraint_set  # noqa: E402
-from casadi_delassus.codegen.trace import trace  # noqa: E402
+from casadi_delassus.codegen.trace import TracedFunction  # noqa: E402
 from casadi_delassus.registry import delassus_algorithms  # noqa: E402
 from casadi_delassus.verify.check import compare  # noqa: E402
 from casadi_delassus.verify.oracles import get_oracle  # noqa: E402
@@ -94,16 +94,6 @@ def contacts(path):
     return fixed, [f"{end.name}:6d"], "fixed base, end effector 6D"
 
 
-class Traced:
-    """The traced casadi.Function with the interface verify/check.compare uses."""
-
-    def __init__(self, robot, cs, algorithm):
-        self.fn, self.inputs, _ = trace(robot, cs, algorithm)
-
-    def outputs(self, q, **inputs):
-        return {k: np.array(v) for k, v in self.fn(q=q, **inputs).items()}
-
-
 def pinocchio_mass_spectrum(path, floating, samples, rng):
     """min over samples of λ_min(M)/λ_max(M) of Pinocchio's own parse, or its load error."""
     import pinocchio as pin
@@ -140,7 +130,7 @@ def check_model(path, samples, tol, rng):
     worst, failed, notes = 0.0, [], []
     for a in ALGORITHMS:
         try:
-            f = Traced(robot, cs, a)
+            f = TracedFunction(robot, cs, a)
         except DelassusError as exc:
             row["results"][a] = "refused"
             notes.append(f"{a} refused: {str(exc)[:90]}")

@@ -14,26 +14,15 @@ from __future__ import annotations
 import argparse
 import statistics
 import tempfile
-import time
 
 import numpy as np
 
-import common  # noqa: F401
-from common import RESULTS
+from common import ns_per_call, publish
 
 import casadi_delassus as cd
 
 CALLS = 20_000
 MASK = 0b0101
-
-
-def per_call_us(call, qs):
-    """Microseconds per call over CALLS calls cycling through ``qs``."""
-    n = len(qs)
-    t0 = time.perf_counter()
-    for i in range(CALLS):
-        call(qs[i % n])
-    return (time.perf_counter() - t0) / CALLS * 1e6
 
 
 def main():
@@ -52,16 +41,14 @@ def main():
         times = {k: [] for k in contenders}
         for _ in range(args.reps):
             for name, call in contenders.items():
-                times[name].append(per_call_us(call, qs))
+                times[name].append(ns_per_call(call, qs, CALLS) / 1e3)
     base = statistics.median(times["f(q), f = lib.function(mask)"])
     lines = ["| call (each in a lambda) | median µs | min..max µs | × f(q) |", "|---|---|---|---|"]
     for name, ts in times.items():
         lines.append(f"| {name} | {statistics.median(ts):.2f} | {min(ts):.2f}..{max(ts):.2f} | "
                      f"{statistics.median(ts) / base:.2f} |")
     text = "\n".join([f"go1 4F3 library, mode {MASK:#x}, {args.reps} interleaved rounds of {CALLS:,} calls", "", *lines])
-    print(text)
-    RESULTS.mkdir(parents=True, exist_ok=True)
-    (RESULTS / "library_call.md").write_text(text + "\n")
+    publish("library_call.md", text + "\n")
 
 
 if __name__ == "__main__":

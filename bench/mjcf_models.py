@@ -20,11 +20,10 @@ from __future__ import annotations
 
 import argparse
 import importlib.util
-import sys
 from pathlib import Path
 
 import numpy as np
-from common import ROOT, write
+from common import ROOT, say, write
 
 from casadi_delassus import load_robot
 from casadi_delassus.codegen.trace import trace
@@ -65,10 +64,6 @@ DM_CONTROL = {"dm_model_with_ball_joints": "mujoco/testing/assets/model_with_bal
               "dm_walker": "suite/walker.xml", "dm_cheetah": "suite/cheetah.xml", "dm_humanoid": "suite/humanoid.xml",
               "dm_humanoid_CMU": "suite/humanoid_CMU.xml", "dm_quadruped": "suite/quadruped.xml",
               "dm_dog": "suite/dog.xml"}
-
-
-def say(msg):
-    print(msg, file=sys.stderr, flush=True)
 
 
 def models():

@@ -20,7 +20,7 @@ import argparse
 import time
 
 import numpy as np
-from common import RESULTS
+from common import publish
 
 from casadi_delassus.contact.mujoco_step import mujoco_contact_step, mujoco_contacts, soft_parameters
 from casadi_delassus.model.mjcf import mujoco_module
@@ -115,9 +115,7 @@ def main():
     if timed:
         lines += ["", "Go2 standing, elliptic, condim 6 (one core):", "", *timings()]
     text = "\n".join(lines)
-    print(text)
-    RESULTS.mkdir(parents=True, exist_ok=True)
-    (RESULTS / "mujoco_contacts.md").write_text(__doc__.split("\n\n")[0] + "\n\n" + text + "\n")
+    publish("mujoco_contacts.md", text + "\n", preface=__doc__.split("\n\n")[0] + "\n\n")
 
 
 if __name__ == "__main__":

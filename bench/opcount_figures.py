@@ -12,7 +12,7 @@ from __future__ import annotations
 import argparse
 import time
 
-from common import ANCHOR_JSON, ANCHOR_SPECS, RESULTS, instructions, slope, write
+from common import ANCHOR_JSON, ANCHOR_SPECS, instructions, save_figure, slope, write
 
 from casadi_delassus import load_robot
 from casadi_delassus.registry import ALGORITHMS
@@ -71,10 +71,7 @@ def plot(name, panels, xlabel, title, loglog=False):
     axes[0][-1].legend(fontsize=8)
     fig.suptitle(title)
     fig.tight_layout()
-    RESULTS.mkdir(parents=True, exist_ok=True)
-    fig.savefig(RESULTS / f"{name}.png", dpi=120)
-    plt.close(fig)
-    print(f"-> {RESULTS / name}.png")
+    save_figure(fig, f"{name}.png")
 
 
 def study_stem(quick):

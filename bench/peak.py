@@ -12,8 +12,7 @@ import json
 import platform
 from pathlib import Path
 
-import common  # noqa: F401  (puts the repository on sys.path)
-from common import RESULTS
+from common import publish
 
 from casadi_delassus.timing.peak import LABELS, PER_ANGLE, measure
 
@@ -34,10 +33,7 @@ def main():
         else:
             lines.append(f"| {LABELS[name]} | {v['best']:.2f} | {v['median']:.2f} |")
     text = "\n".join(lines) + "\n"
-    print(text)
-    RESULTS.mkdir(parents=True, exist_ok=True)
-    (RESULTS / "peak.md").write_text(text)
-    (RESULTS / "peak.json").write_text(json.dumps({"cpu": cpu, **res}, indent=1))
+    publish("peak.md", text).with_suffix(".json").write_text(json.dumps({"cpu": cpu, **res}, indent=1))
 
 
 if __name__ == "__main__":

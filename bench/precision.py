@@ -15,11 +15,9 @@ from __future__ import annotations
 import argparse
 import os
 import statistics
-import sys
 import time
 
-import common  # noqa: F401
-from common import RESULTS
+from common import publish, say
 
 import numpy as np
 
@@ -29,10 +27,6 @@ from casadi_delassus.timing.results import machine
 SCENARIOS = ["go1/4F3", "talos/2F"]
 CALLS = 5
 FLAGS = {"native": ("auto",), "avx2": ("auto", "-mno-avx512f")}
-
-
-def say(msg):
-    print(msg, file=sys.stderr, flush=True)
 
 
 def ns_per_config(f, Q, out):
@@ -99,10 +93,7 @@ def main():
         "| scenario | auto → instructions | ISA, lanes FP64 / FP32 | FP64 configs/µs | FP32 configs/µs | FP32 / FP64 "
         "| stored error max / median | error in this batch | fresh check |",
         "| --- | --- | --- | --- | --- | --- | --- | --- | --- |", *rows, ""])
-    print(text)
-    RESULTS.mkdir(parents=True, exist_ok=True)
-    (RESULTS / "precision.md").write_text(text)
-    say(f"-> {RESULTS / 'precision.md'}")
+    publish("precision.md", text)
 
 
 if __name__ == "__main__":

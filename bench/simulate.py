@@ -48,6 +48,7 @@ from casadi_delassus.contact.rollout_io import plot, write_csv  # noqa: E402
 from casadi_delassus.verify import contact_problems, reference  # noqa: E402
 
 GO2_STAND = {"hip": 0.0, "thigh": 0.9, "calf": -1.8}
+GO1_FEET = [f"{leg}_foot@-0.0173782,0,-0.0098993" for leg in ("FL", "FR", "RL", "RR")]
 GO2_FEET = [f"{leg}_calf@-0.002,0,-0.213/0.022" for leg in ("FR", "FL", "RR", "RL")]
 DROP, DT = 0.05, 1e-3
 KP, KD = 100.0, 10.0           # joint PD gains of go1 and go2 (N·m/rad, N·m·s/rad)
@@ -88,11 +89,15 @@ def per_step(controller):
     return lambda t, q, v: controller(t, q, v)
 
 
+def go1_scene():
+    """(go1_stand's problem, go1, the scene of its four foot-sphere bottoms)."""
+    robot = cd.load_robot("go1")
+    return contact_problems.build("go1_stand"), robot, sim.Scene(robot, GO1_FEET)
+
+
 def go1(args):
     """go1 dropped 5 cm under PD to the standing pose: comes to rest."""
-    p = contact_problems.build("go1_stand")
-    robot = cd.load_robot("go1")
-    scene = sim.Scene(robot, [f"{leg}_foot@-0.0173782,0,-0.0098993" for leg in ("FL", "FR", "RL", "RR")])
+    p, robot, scene = go1_scene()
     t0 = time.perf_counter()
     r = sim.run(scene, sim.place(scene, p.q, DROP), np.zeros(robot.nv), args.T or 4.0, DT,
                 cd.pd_controller(robot, p.q, KP, KD), sim.factory("compiled", args.solver, max_iter=args.max_iter))
@@ -262,9 +267,7 @@ def speed(args):
     step against mj_step on the same robot and contact points with each MuJoCo solver, the same
     Python PD callback in both; interleaved repetitions; run it under taskset -c 0 (one core)."""
     import mujoco
-    p = contact_problems.build("go1_stand")
-    robot = cd.load_robot("go1")
-    scene = sim.Scene(robot, [f"{leg}_foot@-0.0173782,0,-0.0098993" for leg in ("FL", "FR", "RL", "RR")])
+    p, robot, scene = go1_scene()
     pd = per_step(cd.pd_controller(robot, p.q, KP, KD))
     steps = sim.StepCache(scene, sim.factory("compiled", args.solver, max_iter=args.max_iter), p.q)
     sim.run(scene, p.q, np.zeros(robot.nv), 0.2, DT, pd, steps=steps)       # builds the steps first
@@ -346,9 +349,7 @@ def rollout_speed(args):
     Python and by mujoco.rollout (its C loop), each of PGS, CG and Newton; interleaved repetitions."""
     import mujoco
     from mujoco import rollout as mj_rollout
-    p = contact_problems.build("go1_stand")
-    robot = cd.load_robot("go1")
-    scene = sim.Scene(robot, [f"{leg}_foot@-0.0173782,0,-0.0098993" for leg in ("FL", "FR", "RL", "RR")])
+    p, robot, scene = go1_scene()
     pd, v0 = cd.pd_controller(robot, p.q, KP, KD), np.zeros(robot.nv)
     factory = sim.factory("compiled", args.solver, args.tol, args.max_iter)
     ours = sim.run(scene, p.q, v0, 1.0, DT, pd, factory)          # builds the rollout first
@@ -383,9 +384,7 @@ def rollout_batch_speed(args):
     import mujoco
     from mujoco import rollout as mj_rollout
     from casadi_delassus.contact.simulate_batch import run_batch
-    p = contact_problems.build("go1_stand")
-    robot = cd.load_robot("go1")
-    scene = sim.Scene(robot, [f"{leg}_foot@-0.0173782,0,-0.0098993" for leg in ("FL", "FR", "RL", "RR")])
+    p, robot, scene = go1_scene()
     pd, factory = cd.pd_controller(robot, p.q, KP, KD), sim.factory("compiled", args.solver, args.tol, args.max_iter)
     N, n, threads = args.envs, args.steps, args.threads
     drops = np.linspace(0.0, 0.02, N)
@@ -410,9 +409,7 @@ def batch(args):
     """Environment-steps per second of N go1 environments under PD, dropped from 0 to 2 cm:
     run_batch on 1 and 2 threads against N single rollouts, interleaved repetitions."""
     from casadi_delassus.contact.simulate_batch import run_batch
-    p = contact_problems.build("go1_stand")
-    robot = cd.load_robot("go1")
-    scene = sim.Scene(robot, [f"{leg}_foot@-0.0173782,0,-0.0098993" for leg in ("FL", "FR", "RL", "RR")])
+    p, robot, scene = go1_scene()
     pd = per_step(cd.pd_controller(robot, p.q, KP, KD))
     N, T = args.envs, 0.2
     # dropped from 0 to 2 cm: perturbed joints diverged in flight under this explicit PD (status

@@ -18,12 +18,10 @@ import argparse
 import shlex
 import statistics
 import subprocess
-import sys
 import tempfile
 from pathlib import Path
 
-import common  # noqa: F401
-from common import RESULTS
+from common import publish, say
 
 import casadi_delassus as cd
 from casadi_delassus.codegen import emit
@@ -31,10 +29,6 @@ from casadi_delassus.codegen.build import IRA_PRIORITY
 from casadi_delassus.timing import CHarness, machine, random_samples
 
 SCENARIOS = ["go1/4F3", "talos/2F", "talos/2F+2H", "g1/2F"]
-
-
-def say(msg):
-    print(msg, file=sys.stderr, flush=True)
 
 
 def compile_variant(f, c_file, so_file, drop=(), add=()):
@@ -95,9 +89,7 @@ def main():
                              f"| {statistics.median(v) / base:.2f} |")
             say(f"{spec}: done")
     text = "\n".join(lines) + "\n"
-    print(text)
-    RESULTS.mkdir(parents=True, exist_ok=True)
-    (RESULTS / "single_call.md").write_text(text)
+    publish("single_call.md", text)
 
 
 if __name__ == "__main__":

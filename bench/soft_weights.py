@@ -16,7 +16,7 @@ import argparse
 import time
 
 import numpy as np
-from common import RESULTS, write
+from common import save_figure, write
 
 from casadi_delassus import load_robot
 from casadi_delassus.verify import reference as ref
@@ -94,9 +94,7 @@ def main(argv=None):
         ax.legend(fontsize=7)
     fig.suptitle(f"{args.robot} {args.scenario}, {args.samples} random configurations")
     fig.tight_layout()
-    RESULTS.mkdir(parents=True, exist_ok=True)
-    fig.savefig(RESULTS / "soft_weights.png", dpi=120)
-    print(f"-> {RESULTS / 'soft_weights.png'}")
+    save_figure(fig, "soft_weights.png")
 
 
 if __name__ == "__main__":

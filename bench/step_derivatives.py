@@ -29,7 +29,6 @@ import numpy as np
 
 import common
 from casadi_delassus.contact import derivative_check as check
-from casadi_delassus.runtime.compiler import find_compiler
 
 
 def gcc_cost(deriv):
@@ -99,12 +98,11 @@ def main():
     command = (f"taskset -c {','.join(map(str, sorted(os.sched_getaffinity(0))))} .venv/bin/python "
                f"bench/step_derivatives.py --h {args.h:g} --cflags {' '.join(args.cflags)} --reps {args.reps} "
                f"--problems {' '.join(args.problems)}")
-    common.RESULTS.mkdir(exist_ok=True)
-    (common.RESULTS / "step_derivatives.md").write_text(
-        f"# Contact step derivatives\n\n`{command}`\n\n"
-        f"## Against central finite differences (h = {args.h:g}, τ: h/dt)\n\n" + "\n".join(accuracy) + "\n\n"
-        "## Build\n\n" + "\n".join(build) + "\n\n"
-        f"## Calls ({args.reps} interleaved rounds: median (min–max))\n\n" + "\n".join(calls) + "\n")
+    common.publish("step_derivatives.md",
+                   f"# Contact step derivatives\n\n`{command}`\n\n"
+                   f"## Against central finite differences (h = {args.h:g}, τ: h/dt)\n\n" + "\n".join(accuracy) + "\n\n"
+                   "## Build\n\n" + "\n".join(build) + "\n\n"
+                   f"## Calls ({args.reps} interleaved rounds: median (min–max))\n\n" + "\n".join(calls) + "\n")
 
 
 if __name__ == "__main__":

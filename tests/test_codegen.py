@@ -183,3 +183,26 @@ def test_the_trace_cache_keeps_the_recently_used_within_its_size(tmp_path, monke
     trace_module.trace(robot, cs, "aba")
     kept = list((tmp_path / "traces").glob("*.casadi"))
     assert len(kept) == 1 and kept[0] != old
+
+
+def test_build_cached_builds_once_and_leaves_nothing_half_written(tmp_path):
+    """codegen/build.build_cached (the contact step, rollout, derivatives and MuJoCo step): a build moves in the kept
+    files and the manifest; a second call reads them back without making anything; a compile that fails leaves no
+    file, manifest or temporary folder."""
+    from casadi_delassus.codegen.build import build_cached
+    from casadi_delassus.errors import CompilerError
+    made = []
+
+    def make(source="double twice(double x) { return 2 * x; }\n"):
+        made.append(source)
+        return source, ["-O1"], {"what": "twice"}
+    so, manifest = build_cached(tmp_path / "a", "twice", make, "gcc")
+    assert manifest == {"what": "twice"} and json.loads(so.with_suffix(".json").read_text()) == manifest
+    assert sorted(p.name for p in (tmp_path / "a").iterdir()) == ["twice.c", "twice.json", "twice.so"]
+    assert build_cached(tmp_path / "a", "twice", make, "gcc") == (so, manifest) and len(made) == 1
+    build_cached(tmp_path / "b", "twice", make, "gcc", keep=("so",), timed=True)
+    assert sorted(p.name for p in (tmp_path / "b").iterdir()) == ["twice.json", "twice.so"]
+    assert json.loads((tmp_path / "b" / "twice.json").read_text())["compile_s"] >= 0
+    with pytest.raises(CompilerError):
+        build_cached(tmp_path / "c", "broken", lambda: make("this is not C"), "gcc")
+    assert not (tmp_path / "c").exists()

@@ -7,22 +7,21 @@ from click.testing import CliRunner
 
 from casadi_delassus import cli
 from casadi_delassus.verify.check import DEFAULT_TOL, allowed_error, compare, relative_error
-from casadi_delassus.codegen.trace import trace
+from casadi_delassus.codegen.trace import TracedFunction
 from casadi_delassus.constraints import ConstraintSet
 
 from conftest import model_for
 
 
-class Traced:
-    """A traced function with the interface `compare` uses (inputs, outputs(q, **inputs)),
-    optionally corrupted by ``corrupt(name, array) -> array``."""
+class Traced(TracedFunction):
+    """A traced function with the interface `compare` uses, optionally corrupted by ``corrupt(name, array) -> array``."""
 
     def __init__(self, robot, cs, algorithm, corrupt=None, **kw):
-        self.fn, self.inputs, _ = trace(robot, cs, algorithm, **kw)
+        super().__init__(robot, cs, algorithm, **kw)
         self.corrupt = corrupt or (lambda name, a: a)
 
     def outputs(self, q, **inputs):
-        return {k: self.corrupt(k, np.array(v)) for k, v in self.fn(q=q, **inputs).items()}
+        return {k: self.corrupt(k, a) for k, a in super().outputs(q, **inputs).items()}
 
 
 @pytest.fixture(scope="module")

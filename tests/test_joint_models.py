@@ -14,7 +14,7 @@ import casadi_delassus as cd
 from casadi_delassus.codegen import staging
 from casadi_delassus.runtime.inputs import as_input
 from casadi_delassus.codegen.package import neutral_q as package_neutral_q
-from casadi_delassus.codegen.trace import trace
+from casadi_delassus.codegen.trace import TracedFunction, trace
 from casadi_delassus.constraints import ConstraintSet
 from casadi_delassus.errors import InputError, ModelError
 from casadi_delassus.model import load_robot, registry
@@ -554,18 +554,8 @@ def test_zero_mass_bodies_in_every_algorithm():
     assert robot.bodies[1].mass == 0 and not robot.bodies[2].inertia.any()
     cs = ConstraintSet.parse(robot, ["tip:3d@0,0.1,0.05"])
     for a in delassus_algorithms(cs) + list(DYNAMICS) + list(OPERATORS):
-        res = compare(_Traced(robot, cs, a), robot, cs, samples=10)
+        res = compare(TracedFunction(robot, cs, a), robot, cs, samples=10)
         assert all(c.error <= TOL for c in res.values()), (a, res)
-
-
-class _Traced:
-    """A traced function with the interface check.compare uses."""
-
-    def __init__(self, robot, cs, algorithm):
-        self.fn, self.inputs, _ = trace(robot, cs, algorithm)
-
-    def outputs(self, q, **inputs):
-        return {k: np.array(v) for k, v in self.fn(q=q, **inputs).items()}
 
 
 

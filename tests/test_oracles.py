@@ -8,14 +8,13 @@ import subprocess
 import sys
 from pathlib import Path
 
-import numpy as np
 import pytest
 from click.testing import CliRunner
 
 import casadi_delassus as cd
 from casadi_delassus import cli
 from casadi_delassus.api import constraint_set
-from casadi_delassus.codegen.trace import trace
+from casadi_delassus.codegen.trace import TracedFunction as Traced
 from casadi_delassus.errors import DelassusError
 from casadi_delassus.model import urdf
 from casadi_delassus.verify import oracles
@@ -25,14 +24,6 @@ from conftest import model_for
 
 pytest.importorskip("pinocchio")
 BOLT = "erd:bolt_description/robots/bolt.urdf"
-
-
-class Traced:
-    def __init__(self, robot, cs, algorithm):
-        self.fn, self.inputs, _ = trace(robot, cs, algorithm)
-
-    def outputs(self, q, **inputs):
-        return {k: np.array(v) for k, v in self.fn(q=q, **inputs).items()}
 
 
 def rows(result, robot):
@@ -100,8 +91,7 @@ def test_outputs_an_oracle_cannot_compare_are_named():
         assert all("no counterpart" in v for v in out.not_applicable.values())
     # redundant points: Λ does not exist; reported n/a by both oracles, Λ⁻¹ still compared
     cs, _ = constraint_set(robot, ["FL_foot:3d", "FL_foot:3d-world"])
-    f = Traced(robot, cs, "pv_osim")
-    f.fn, f.inputs, _ = trace(robot, cs, "pv_osim", osim=True)
+    f = Traced(robot, cs, "pv_osim", osim=True)
     for name in ("numpy", "pinocchio"):
         out = compare(f, robot, cs, samples=3, oracle=oracles.get_oracle(name).session(robot, cs))
         assert "delassus" in out and "osim" in out.not_applicable and "no unique answer" in out.not_applicable["osim"]

@@ -146,7 +146,8 @@ def test_drop_lands_and_caches_one_step_per_active_set(go1, stand):
 def _fake(status="converged"):
     """A step factory whose steps keep v and report ``status``."""
     return lambda robot, specs, mu, frame: (
-        lambda q, v, tau, dt, lam0=None, gap=None: sim.StepResult(v, np.zeros(3 * len(specs)), 7, 0.5, status))
+        lambda q, v, tau, dt, lam0=None, gap=None: sim.StepResult(np.zeros(3 * len(specs)), np.zeros(3 * len(specs)), v,
+                                                                  7, 0.5, status))
 
 
 def test_stopping_statuses(go1, stand):
@@ -335,7 +336,7 @@ def _fails_when_warm(robot, specs, mu, frame):
     """A step that converges from λ₀ = 0 only (λ = 1e-3 each time): a warm start that fails."""
     def step(q, v, tau, dt, lam0=None, gap=None):
         warm = lam0 is not None and np.any(lam0)
-        return sim.StepResult(v, np.full(3 * len(specs), 1e-3), 9, 1.0 if warm else 0.0,
+        return sim.StepResult(np.full(3 * len(specs), 1e-3), np.zeros(3 * len(specs)), v, 9, 1.0 if warm else 0.0,
                               "max iterations" if warm else "converged")
     return step
 

@@ -131,6 +131,26 @@ def compile_shared(c_file, so_file, cflags, cc):
     return time.perf_counter() - t0, cmd
 
 
+def build_cached(folder, stem, make, cc, keep=("c", "so"), timed=False):
+    """(.so path, manifest) of ``folder/stem``.{c,so,json}, ``stem`` naming the cache key: read back when the .so and
+    the manifest are both there, else ``make()`` → (C source, compile flags, manifest) is written and compiled in a
+    temporary folder beside them (artifact.build_folder) and the ``keep`` files moved in, the manifest last (a
+    manifest means a complete build).  ``timed``: gcc's seconds go in the manifest as ``compile_s``."""
+    folder = Path(folder)
+    so, manifest_path = folder / f"{stem}.so", folder / f"{stem}.json"
+    if so.is_file() and manifest_path.is_file():
+        return so, json.loads(manifest_path.read_text())
+    source, cflags, manifest = make()
+    with artifact.build_folder(folder, stem) as tmp:
+        (tmp / f"{stem}.c").write_text(source)
+        seconds, _ = compile_shared(tmp / f"{stem}.c", tmp / f"{stem}.so", list(cflags), cc)
+        if timed:
+            manifest["compile_s"] = round(seconds, 2)
+        (tmp / f"{stem}.json").write_text(json.dumps(manifest, indent=1))
+        artifact.move_in(tmp, folder, stem, keep)
+    return so, manifest
+
+
 def _compiler_key(cc):
     """The compiler's name and arguments, not where it is installed."""
     words = shlex.split(cc)

@@ -4,6 +4,7 @@ from __future__ import annotations
 import time
 
 import casadi as ca
+import numpy as np
 
 from ..progress import step
 from . import trace_cache
@@ -101,6 +102,17 @@ def trace(robot, constraints, algorithm, name=None, cse=True, osim=False):
              "row_names": constraints.row_names if f.size1_out(k) == constraints.m else None}
             for k, n in enumerate(f.name_out())]
     return f, describe_inputs(robot, constraints, algo), outs
+
+
+class TracedFunction:
+    """``trace``'s function evaluated numerically, with the interface of a compiled one that verify/check.compare uses:
+    ``inputs`` (their description) and ``outputs(q, **inputs)`` → {name: array}.  ``trace_options``: name, cse, osim."""
+
+    def __init__(self, robot, constraints, algorithm, **trace_options):
+        self.fn, self.inputs, _ = trace(robot, constraints, algorithm, **trace_options)
+
+    def outputs(self, q, **inputs):
+        return {k: np.array(v) for k, v in self.fn(q=q, **inputs).items()}
 
 
 # the q input's meaning by Robot.q_convention (model/robot.py); v, τ and v̇ follow the same joints

@@ -18,18 +18,14 @@ friction, distance and solver parameters are run-time inputs (``mujoco_contacts`
 from __future__ import annotations
 
 import ctypes
-import json
-import os
-import tempfile
 from dataclasses import dataclass
-from pathlib import Path
 
 import casadi as ca
 import numpy as np
 
 from .. import __version__
 from ..codegen import schedule, sincos
-from ..codegen.build import compile_shared
+from ..codegen.build import build_cached
 from ..codegen.emit import TEMPLATES as CODEGEN_TEMPLATES, casadi_source
 from ..codegen.escape import Safe
 from ..constraints import ConstraintSet
@@ -39,7 +35,7 @@ from ..registry import AUTO
 from ..runtime import artifact
 from ..runtime.compiler import find_compiler
 from .mujoco_soft import rows_per_contact, soft_rows
-from .step import DEFAULT_OUT, TEMPLATES, build_key, scenario_name, step_functions
+from .step import DEFAULT_OUT, DOUBLE_P, TEMPLATES, build_key, c_pointer, scenario_name, step_functions
 
 STATUS = ("converged", "max iterations", "not finite")
 
@@ -145,21 +141,15 @@ def build(robot, cs, out_dir, cflags, cc, delassus):
     scenario = scenario_name("mjsoft", cs.specs)
     name = artifact.function_name(artifact.model_name(robot, None), scenario, "mjsoft")
     key = build_key(robot, cs, cflags, cc, delassus=delassus)
-    folder = artifact.folder(out_dir, artifact.model_name(robot, None), scenario)
-    so, manifest_path = folder / f"mjsoft_{key[:16]}.so", folder / f"mjsoft_{key[:16]}.json"
-    if so.is_file() and manifest_path.is_file():
-        return so, json.loads(manifest_path.read_text())
-    prep, post, chosen = soft_functions(robot, cs, name, delassus)
-    folder.mkdir(parents=True, exist_ok=True)
-    with tempfile.TemporaryDirectory(dir=folder, prefix=".tmp-mjsoft-") as tmp:
-        c_file = Path(tmp) / "mjsoft.c"
-        c_file.write_text(render(robot, cs, name, prep, post, chosen))
-        compile_shared(c_file, Path(tmp) / "mjsoft.so", list(cflags), cc)
+
+    def make():
+        prep, post, chosen = soft_functions(robot, cs, name, delassus)
         manifest = {"function": name, "robot": robot.name, "contacts": cs.specs, "delassus": chosen, "nq": robot.nq,
-                    "nv": robot.nv, "nc": len(contact_blocks(cs)), "cflags": list(cflags), "key": key, "version": __version__}
-        os.replace(Path(tmp) / "mjsoft.so", so)
-        manifest_path.write_text(json.dumps(manifest, indent=1))      # last: a manifest means a complete build
-    return so, manifest
+                    "nv": robot.nv, "nc": len(contact_blocks(cs)), "cflags": list(cflags), "key": key,
+                    "version": __version__}
+        return render(robot, cs, name, prep, post, chosen), cflags, manifest
+    return build_cached(artifact.folder(out_dir, artifact.model_name(robot, None), scenario), f"mjsoft_{key[:16]}",
+                        make, cc, keep=("so",))
 
 
 @dataclass(frozen=True)
@@ -171,9 +161,6 @@ class SoftResult:
     iterations: int
     residuals: tuple
     status: str
-
-
-_P = ctypes.POINTER(ctypes.c_double)
 
 
 class MujocoContactStep:
@@ -188,7 +175,7 @@ class MujocoContactStep:
         self.so, self.manifest = build(self.robot, self.contacts, out_dir, tuple(cflags), cc, delassus)
         self._lib = ctypes.CDLL(str(self.so))
         self._soft = getattr(self._lib, self.manifest["function"] + "_soft")
-        self._soft.argtypes = [_P] * 15
+        self._soft.argtypes = [DOUBLE_P] * 15
 
     def _dims(self, dims):
         """condim per contact, checked against its rows: 1 or 3 on a fixed point, 1, 3, 4 or 6 on a 6d-world contact."""
@@ -224,7 +211,7 @@ class MujocoContactStep:
         warm = None if force_warm is None else self._warm(force_warm, m)
         opts = np.array([tol, max_iter, float(pyramidal), rho])
         qacc, force, info = np.empty(r.nv), np.empty(m), np.empty(4)
-        ptr = (lambda a: None if a is None else a.ctypes.data_as(_P))
+        ptr = c_pointer
         if self._soft(*map(ptr, arrays), ptr(warm), ptr(opts), ptr(qacc), ptr(force), ptr(info)):
             raise InputError("the generated MuJoCo contact step failed to evaluate")
         return SoftResult(force, qacc, int(info[0]), (float(info[1]), float(info[2])), STATUS[int(info[3])])

@@ -16,7 +16,7 @@ import numpy as np
 
 from ..constraints import ConstraintSet
 from ..verify import reference
-from .loop_step import StepResult, largest_residual as _largest
+from .result import StepResult
 
 
 def reference_steps(solver="admm", exact=True, tol=1e-10, max_iter=1000):
@@ -41,6 +41,7 @@ def reference_steps(solver="admm", exact=True, tol=1e-10, max_iter=1000):
             if gap is not None:
                 g[2::3] += np.asarray(gap) / dt
             r = solve(J @ MiJt, g, mu, exact=exact, lam0=lam0, options=options)
-            return StepResult(v_free + MiJt @ r.lam, r.lam, r.iterations, _largest(r.residuals), r.status)
+            v_next = v_free + MiJt @ r.lam
+            return StepResult(r.lam, J @ v_next, v_next, r.iterations, r.residuals, r.status)
         return step
     return factory

@@ -1,5 +1,6 @@
-"""What a contact solve returns and is told: options, statuses, and the one stopping test the
-NumPy solvers and the compiled loop (templates/step.c.j2) share."""
+"""What a contact solve returns and is told: options, statuses, the one stopping test the
+NumPy solvers and the compiled loop (templates/step.c.j2) share, and what a step returns, whichever
+made it (the compiled step, the NumPy reference step, the time-stepping loop's free step)."""
 from __future__ import annotations
 
 from dataclasses import dataclass
@@ -36,6 +37,29 @@ class Result:
     def converged(self):
         """Whether the solve met its tolerance."""
         return self.status == STATUS[CONVERGED]
+
+
+@dataclass(frozen=True)
+class StepResult:
+    """One step (or N, batch first): λ and σ = Gλ + g in the contact frames [t₁, t₂, n] (N·s, m/s),
+    v_next, the solver's iterations, residuals and status."""
+    lam: np.ndarray
+    sigma: np.ndarray
+    v_next: np.ndarray
+    iterations: int | np.ndarray
+    residuals: Residuals | np.ndarray | float
+    status: str | list
+
+    @property
+    def converged(self):
+        """Whether the solve (every solve of a batch) met its tolerance."""
+        return np.all(np.asarray(self.status) == STATUS[CONVERGED])
+
+    @property
+    def residual(self):
+        """The largest residual (what the time-stepping loop records)."""
+        r = self.residuals
+        return float(r.max()) if isinstance(r, Residuals) else float(np.max(r, initial=0.0))
 
 
 def finish(lam, sigma, mu, exact, k, options, last=False, step=0.0):

@@ -18,17 +18,13 @@ The C returns arrays and status codes; simulate.py and simulate_batch.py make th
 from __future__ import annotations
 
 import ctypes
-import json
-import os
-import tempfile
 from dataclasses import dataclass
-from pathlib import Path
 
 import casadi as ca
 import numpy as np
 
 from .. import __version__
-from ..codegen.build import compile_shared, host_cpu
+from ..codegen.build import build_cached, host_cpu
 from ..codegen.escape import Safe
 from ..codegen.trace import trace
 from ..constraints import ConstraintSet
@@ -38,14 +34,13 @@ from ..opcount import count_ops
 from ..registry import AUTO
 from ..runtime import artifact
 from ..runtime.compiler import find_compiler
-from .step import (DEFAULT_CFLAGS, DEFAULT_OUT, SOLVER_CODES, STEP_SOLVERS, TEMPLATES, build_key, check_contacts, render,
-                   scenario_name, step_cflags, step_parts)
+from .step import (DEFAULT_CFLAGS, DEFAULT_OUT, DOUBLE_P, INT_P, SOLVER_CODES, STEP_SOLVERS, TEMPLATES, build_key,
+                   c_pointer, check_contacts, render, scenario_name, step_cflags, step_parts)
 
 # what opts[] of the step holds after tolerance, iterations and solver: exact (De Saxcé), ρ automatic, η, ω (the
 # defaults of ContactStep.__call__)
 STEP_DEFAULTS = (1.0, 0.0, 1e-8, 1.0)
 FIRST_STOP = 3          # status codes from this one on stop a rollout (rollout.c.j2: nan state, fell, …)
-_P, _I = ctypes.POINTER(ctypes.c_double), ctypes.POINTER(ctypes.c_int)
 
 
 def loop_functions(robot, positions, name):
@@ -72,30 +67,19 @@ def build(robot, cs, positions, out_dir=DEFAULT_OUT, cflags=DEFAULT_CFLAGS, cc=N
     q = ca.SX.sym("q", robot.nq)
     key = build_key(robot, cs, cflags, cc, delassus=delassus, host=host_cpu() if auto else None,
                     rollout=str(ca.densify(positions(q))))
-    folder = artifact.folder(out_dir, model, scenario)
-    so, manifest_path = folder / f"rollout_{key[:16]}.so", folder / f"rollout_{key[:16]}.json"
-    if so.is_file() and manifest_path.is_file():
-        return so, json.loads(manifest_path.read_text())
-    # keep_active masks the explicit G: the dense route (the matrix-free factor is that of every candidate)
-    prep, post, chosen, factor, solve, _ = step_parts(robot, cs, name, delassus, "dense")
-    loop = loop_functions(robot, positions, name)
-    if auto:
-        cflags = step_cflags(cflags, sum(count_ops(f)["instructions"] for f in (prep, post, *loop)), cc)
-    text = TEMPLATES.get_template("rollout.c.j2").render(
-        fname=Safe(name), robot=robot.name, contacts=" ".join(cs.specs), version=__version__,
-        step_code=Safe(render(robot, cs, name, prep, post, chosen, factor, solve, loop)))
-    folder.mkdir(parents=True, exist_ok=True)
-    with tempfile.TemporaryDirectory(dir=folder, prefix=".tmp-rollout-") as tmp:
-        c_file = Path(tmp) / "rollout.c"
-        c_file.write_text(text)
-        compile_shared(c_file, Path(tmp) / "rollout.so", [*cflags, "-pthread"], cc)
+
+    def make():
+        # keep_active masks the explicit G: the dense route (the matrix-free factor is that of every candidate)
+        prep, post, chosen, factor, solve, _ = step_parts(robot, cs, name, delassus, "dense")
+        loop = loop_functions(robot, positions, name)
+        flags = step_cflags(cflags, sum(count_ops(f)["instructions"] for f in (prep, post, *loop)), cc) if auto else cflags
+        text = TEMPLATES.get_template("rollout.c.j2").render(
+            fname=Safe(name), robot=robot.name, contacts=" ".join(cs.specs), version=__version__,
+            step_code=Safe(render(robot, cs, name, prep, post, chosen, factor, solve, loop)))
         manifest = {"function": name, "robot": robot.name, "contacts": cs.specs, "delassus": chosen, "nq": robot.nq,
-                    "nv": robot.nv, "m": cs.m, "cflags": list(cflags), "key": key, "version": __version__}
-        (Path(tmp) / "rollout.json").write_text(json.dumps(manifest, indent=1))
-        os.replace(c_file, folder / f"rollout_{key[:16]}.c")
-        os.replace(Path(tmp) / "rollout.so", so)
-        os.replace(Path(tmp) / "rollout.json", manifest_path)       # last: a manifest means a complete build
-    return so, manifest
+                    "nv": robot.nv, "m": cs.m, "cflags": list(flags), "key": key, "version": __version__}
+        return text, [*flags, "-pthread"], manifest
+    return build_cached(artifact.folder(out_dir, model, scenario), f"rollout_{key[:16]}", make, cc)
 
 
 @dataclass(frozen=True)
@@ -133,9 +117,9 @@ class CompiledRollout:
         lib = ctypes.CDLL(str(self.so))
         fn = self.manifest["function"]
         self._one, self._batch = getattr(lib, fn + "_rollout"), getattr(lib, fn + "_rollout_batch")
-        args = [_P] * 7 + [_I, _I, _P] + [_P] * 7 + [_I]
+        args = [DOUBLE_P] * 7 + [INT_P, INT_P, DOUBLE_P] + [DOUBLE_P] * 7 + [INT_P]
         self._one.argtypes = [ctypes.c_int, *args]
-        self._batch.argtypes = [ctypes.c_int, ctypes.c_int, *args, _I, ctypes.c_int]
+        self._batch.argtypes = [ctypes.c_int, ctypes.c_int, *args, INT_P, ctypes.c_int]
         self._lib = lib
 
     def __call__(self, Q0, V0, steps, dt, feedback, normal, height, radii, mu, margin, tau_limit, fall_depth,
@@ -156,7 +140,7 @@ class CompiledRollout:
         Q0, V0 = (np.ascontiguousarray(x, dtype=float) for x in (Q0, V0))
         out = RawRollouts(np.zeros(N, dtype=np.int32), *(np.empty(s) for s in ((N, T + 1, r.nq), (N, T + 1, r.nv),
                           (N, T, r.nv), (N, T, k), (N, T, k, 3), (N, T), (N, T))), np.empty((N, T), dtype=np.int32))
-        ptr = (lambda a: None if a is None else a.ctypes.data_as(_I if a.dtype == np.int32 else _P))
+        ptr = c_pointer
         tail = [*map(ptr, ins), ptr(joint_q), ptr(self.body), ptr(self.opts)]
         if threads is None:
             for e in range(N):

@@ -44,7 +44,7 @@ from ..errors import InputError
 from ..model.integrate import integrate_sx
 from ..symbolic.frames import joint_transform
 from .feedback import LinearFeedback, pd_controller  # noqa: F401  (pd_controller: here too, as before)
-from .loop_step import StepResult, largest_residual as _largest
+from .result import CONVERGED, STATUS, StepResult
 from .step import contact_frames
 
 FALL_DEPTH = -1.0          # a gap below this (m) is a body through the ground, not a contact
@@ -196,7 +196,8 @@ def free_step(robot):
     aba = trace(robot, ConstraintSet(robot, [], allow_empty=True), "aba", cse=True)[0]
 
     def step(q, v, tau, dt, lam0=None, gap=None):
-        return StepResult(v + dt * np.asarray(aba(q, v, tau)).reshape(-1), np.zeros(0))
+        return StepResult(np.zeros(0), np.zeros(0), v + dt * np.asarray(aba(q, v, tau)).reshape(-1), 0, 0.0,
+                          STATUS[CONVERGED])
     return step
 
 
@@ -210,8 +211,7 @@ def compiled_steps(solver="admm", tol=1e-10, max_iter=1000, **build_options):
         normals = step_normals(frame, len(specs))
 
         def step(q, v, tau, dt, lam0=None, gap=None):
-            r = s(q, v, tau, dt=dt, lam0=lam0, tol=tol, max_iter=max_iter, normals=normals)
-            return StepResult(r.v_next, r.lam, r.iterations, _largest(r.residuals), r.status)
+            return s(q, v, tau, dt=dt, lam0=lam0, tol=tol, max_iter=max_iter, normals=normals)
 
         def batch(Q, V, TAU, dt, LAM0, threads=1):
             """N steps at once (the step's batch entry point, ``threads`` POSIX threads)."""
@@ -366,9 +366,14 @@ def _inputs(robot, q0, v0, T, dt):
     q0, v0 = np.array(q0, dtype=float).reshape(-1), np.array(v0, dtype=float).reshape(-1)
     if q0.shape != (robot.nq,) or v0.shape != (robot.nv,):
         raise InputError(f"q0 must have {robot.nq} entries and v0 {robot.nv}; got {q0.size} and {v0.size}")
+    return q0, v0, step_count(T, dt)
+
+
+def step_count(T, dt):
+    """The number of steps of ``dt`` in ``T`` seconds, both checked (dt > 0, T ≥ 0, finite)."""
     if not (np.isfinite(dt) and dt > 0 and np.isfinite(T) and T >= 0):
         raise InputError(f"dt must be > 0 and T ≥ 0 (finite); got dt = {dt!r}, T = {T!r}")
-    return q0, v0, int(round(T / dt))
+    return int(round(T / dt))
 
 
 def simulate(robot, contacts, q0, v0, T, dt, controller=None, normal=(0.0, 0.0, 1.0), height=0.0, mu=0.8,

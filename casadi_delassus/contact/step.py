@@ -22,9 +22,6 @@ import copy
 import ctypes
 import hashlib
 import json
-import os
-import tempfile
-from dataclasses import dataclass
 from pathlib import Path
 
 import casadi as ca
@@ -32,7 +29,7 @@ import numpy as np
 
 from .. import __version__
 from ..runtime import artifact
-from ..codegen.build import compile_shared, host_cpu, resolve_cflags, source_hash
+from ..codegen.build import build_cached, host_cpu, resolve_cflags, source_hash
 from ..runtime.compiler import find_compiler
 from ..codegen import schedule, sincos
 from ..codegen.emit import TEMPLATES as CODEGEN_TEMPLATES, casadi_source
@@ -48,7 +45,7 @@ from ..symbolic import linalg
 from ..symbolic.frames import local_transforms
 from ..sweeps.joint_space import constraint_jacobian
 from .residuals import Residuals
-from .result import STATUS
+from .result import STATUS, StepResult
 
 TEMPLATES = environment("casadi_delassus", "contact/templates")
 SOLVER_CODES = {"admm": 0, "pgs": 1}
@@ -100,6 +97,13 @@ def auto_solver(cs):
     return "admm" if max(per_body.values()) > 2 else "pgs"
 
 
+def minv_apply(robot, cs, q, K_bodies, f):
+    """M(q)⁻¹ f (SX): ABA without velocity and gravity."""
+    still = copy.copy(robot)
+    still.gravity = np.zeros(3)
+    return get_algorithm("aba").fn(still, cs, q, K_bodies, ca.SX.zeros(robot.nv), f)["vdot"]
+
+
 def step_functions(robot, cs, name, delassus=AUTO, damped_first=None):
     """(prep, post, Delassus algorithm): the per-robot casadi.Functions of the step.  M⁻¹Jᵀλ is
     staged (codegen/staging.py): what it needs of q alone (transforms, articulated inertias) is
@@ -119,9 +123,7 @@ def step_functions(robot, cs, name, delassus=AUTO, damped_first=None):
     for i, body in enumerate(robot.bodies):            # MuJoCo's free joints: v_lin = E ṗ (sweeps/tree.py)
         if body.joint.mujoco_velocity:
             J[:, body.v_index:body.v_index + 3] = ca.mtimes(J[:, body.v_index:body.v_index + 3], T[i].X.E)
-    still = copy.copy(robot)        # M⁻¹ Jᵀλ: ABA without velocity and gravity
-    still.gravity = np.zeros(3)
-    dv = aba(still, cs, q, K_bodies, ca.SX.zeros(robot.nv), ca.mtimes(J.T, lam))["vdot"]
+    dv = minv_apply(robot, cs, q, K_bodies, ca.mtimes(J.T, lam))
     first, last = split(ca.Function("post", [q, lam], [ca.densify(dv)], ["q", "lam"], ["dv"]),
                         [("q", ["q"]), ("lam", ["lam"])])
     extra = [damped_first(q)] if damped_first is not None else []
@@ -238,51 +240,23 @@ def build(robot, cs, scenario, out_dir=DEFAULT_OUT, cflags=DEFAULT_CFLAGS, cc=No
     auto = any(f.startswith("auto") for f in cflags)
     key = build_key(robot, cs, cflags, cc, delassus=delassus, host=host_cpu() if auto else None,
                     linear_solve=linear_solve)
-    folder = artifact.folder(out_dir, model, scenario)
-    so, manifest_path = folder / f"contact_{key[:16]}.so", folder / f"contact_{key[:16]}.json"
-    if so.is_file() and manifest_path.is_file():
-        return so, json.loads(manifest_path.read_text())
-    prep, post, chosen, factor, solve, route = step_parts(robot, cs, name, delassus, linear_solve)
-    if auto:
-        cflags = step_cflags(cflags, sum(count_ops(f)["instructions"] for f in (prep, post)), cc)
-    folder.mkdir(parents=True, exist_ok=True)
-    with tempfile.TemporaryDirectory(dir=folder, prefix=".tmp-contact-") as tmp:
-        c_file = Path(tmp) / "contact.c"
-        c_file.write_text(render(robot, cs, name, prep, post, chosen, factor, solve))
-        compile_shared(c_file, Path(tmp) / "contact.so", [*cflags, "-pthread"], cc)
+
+    def make():
+        prep, post, chosen, factor, solve, route = step_parts(robot, cs, name, delassus, linear_solve)
+        flags = step_cflags(cflags, sum(count_ops(f)["instructions"] for f in (prep, post)), cc) if auto else cflags
         manifest = {"function": name, "robot": robot.name, "contacts": cs.specs, "delassus": chosen,
-                    "linear_solve": route, "nq": robot.nq,
-                    "nv": robot.nv, "m": cs.m, "cflags": list(cflags), "key": key, "version": __version__}
-        (Path(tmp) / "contact.json").write_text(json.dumps(manifest, indent=1))
-        os.replace(Path(tmp) / "contact.c", folder / f"contact_{key[:16]}.c")
-        os.replace(Path(tmp) / "contact.so", so)
-        os.replace(Path(tmp) / "contact.json", manifest_path)       # last: a manifest means a complete build
-    return so, manifest
+                    "linear_solve": route, "nq": robot.nq, "nv": robot.nv, "m": cs.m, "cflags": list(flags), "key": key,
+                    "version": __version__}
+        return render(robot, cs, name, prep, post, chosen, factor, solve), [*flags, "-pthread"], manifest
+    return build_cached(artifact.folder(out_dir, model, scenario), f"contact_{key[:16]}", make, cc)
 
 
-@dataclass(frozen=True)
-class StepResult:
-    """One step (or N, batch first): λ and σ in the contact frames [t₁, t₂, n] (N·s, m/s),
-    v_next, the solver's iterations, residuals and status."""
-    lam: np.ndarray
-    sigma: np.ndarray
-    v_next: np.ndarray
-    iterations: int | np.ndarray
-    residuals: Residuals | np.ndarray
-    status: str | list
-
-    @property
-    def converged(self):
-        """Whether the solve (every solve of a batch) met its tolerance."""
-        return np.all(np.asarray(self.status) == STATUS[0])
+DOUBLE_P, INT_P = ctypes.POINTER(ctypes.c_double), ctypes.POINTER(ctypes.c_int)
 
 
-_P = ctypes.POINTER(ctypes.c_double)
-
-
-def _ptr(a):
-    """A float array as the C functions' double pointer (None: NULL)."""
-    return None if a is None else a.ctypes.data_as(_P)
+def c_pointer(a):
+    """An array as the C functions' pointer: int for int32 arrays, else double (None: NULL)."""
+    return None if a is None else a.ctypes.data_as(INT_P if a.dtype == np.int32 else DOUBLE_P)
 
 
 class ContactStep:
@@ -304,10 +278,10 @@ class ContactStep:
         fn = self.manifest["function"]
         self._step, self._batch = getattr(lib, fn + "_step"), getattr(lib, fn + "_step_batch")
         self._step_gap, self._batch_gap = getattr(lib, fn + "_step_gap"), getattr(lib, fn + "_step_gap_batch")
-        self._step.argtypes = [_P, _P, _P, ctypes.c_double, *[_P] * 8]
-        self._batch.argtypes = [ctypes.c_int, *[_P] * 12, ctypes.c_int]
-        self._step_gap.argtypes = [_P, _P, _P, ctypes.c_double, *[_P] * 9]
-        self._batch_gap.argtypes = [ctypes.c_int, *[_P] * 13, ctypes.c_int]
+        self._step.argtypes = [DOUBLE_P, DOUBLE_P, DOUBLE_P, ctypes.c_double, *[DOUBLE_P] * 8]
+        self._batch.argtypes = [ctypes.c_int, *[DOUBLE_P] * 12, ctypes.c_int]
+        self._step_gap.argtypes = [DOUBLE_P, DOUBLE_P, DOUBLE_P, ctypes.c_double, *[DOUBLE_P] * 9]
+        self._batch_gap.argtypes = [ctypes.c_int, *[DOUBLE_P] * 13, ctypes.c_int]
         self._lib = lib
 
     def _mu(self, mu):
@@ -372,7 +346,8 @@ class ContactStep:
         gap = None if gap is None else self._state("gap", gap, self.nc, batch)
         shape = (batch,) if batch else ()
         v_next, lam, sigma, info = (np.empty(shape + (k,)) for k in (nv, m, m, N_INFO))
-        ptr, outs = _ptr, (_ptr(v_next), _ptr(lam), _ptr(sigma), _ptr(info))
+        ptr = c_pointer
+        outs = (ptr(v_next), ptr(lam), ptr(sigma), ptr(info))
         if batch:
             dts = np.ascontiguousarray(np.broadcast_to(dt_a, (batch,)))
             mus = np.ascontiguousarray(np.broadcast_to(mu_a, (batch, self.nc)))

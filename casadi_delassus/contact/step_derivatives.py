@@ -42,18 +42,15 @@ derivative is meaningful then (``StepJacobian.unique`` False).
 """
 from __future__ import annotations
 
-import copy
 import json
-import os
-import tempfile
 from dataclasses import dataclass
-from pathlib import Path
 
 import casadi as ca
 import numpy as np
 
 from .. import __version__
-from ..codegen.build import compile_shared, host_cpu, resolve_cflags
+from ..codegen.build import build_cached, host_cpu, resolve_cflags
+from ..codegen.emit import casadi_source
 from ..errors import DelassusError, InputError
 from ..model import load_robot
 from ..model.integrate import integrate_sx
@@ -63,7 +60,7 @@ from ..runtime import artifact
 from ..runtime.compiler import find_compiler
 from ..symbolic.frames import local_transforms
 from ..sweeps.joint_space import constraint_jacobian
-from .step import DEFAULT_OUT, build_key, check_contacts, contact_frames, scenario_name
+from .step import DEFAULT_OUT, build_key, check_contacts, contact_frames, minv_apply, scenario_name
 
 MODES = ("separating", "sticking", "sliding")
 KINDS = ("parts", "fwd", "adj")
@@ -88,9 +85,7 @@ def traced_functions(robot, cs, name):
     K = cs.symbolic_K_bodies(qp, {})
     aba = get_algorithm("aba").fn
     J = constraint_jacobian(robot, cs, local_transforms(robot, qp), K)
-    still = copy.copy(robot)        # M⁻¹ Jᵀλ: ABA without velocity and gravity
-    still.gravity = np.zeros(3)
-    v_next = v + dt * aba(robot, cs, qp, K, v, tau)["vdot"] + aba(still, cs, qp, K, ca.SX.zeros(nv), J.T @ lam)["vdot"]
+    v_next = v + dt * aba(robot, cs, qp, K, v, tau)["vdot"] + minv_apply(robot, cs, qp, K, J.T @ lam)
     sigma = J @ v_next
     x, out = ca.vertcat(delta, v, tau), ca.vertcat(v_next, sigma)
     x_dot, v_bar, s_bar = ca.SX.sym("x_dot", 3 * nv), ca.SX.sym("v_bar", nv), ca.SX.sym("sigma_bar", m)
@@ -116,33 +111,17 @@ def build(robot, cs, scenario, out_dir=DEFAULT_OUT, cflags=DEFAULT_CFLAGS, cc=No
     name = artifact.function_name(model, scenario, "contact") + "_deriv"
     auto = any(f.startswith("auto") for f in cflags)
     key = build_key(robot, cs, cflags, cc, host=host_cpu() if auto else None)
-    folder = artifact.folder(out_dir, model, scenario)
-    stem = folder / f"contact_deriv_{key[:16]}"
-    so, manifest_path = stem.with_suffix(".so"), stem.with_suffix(".json")
-    if not (so.is_file() and manifest_path.is_file()):
-        _compile(traced_functions(robot, cs, name), stem, cflags, cc, auto)
-    return {k: ca.external(f"{name}_{k}", str(so)) for k in KINDS}, stem
 
-
-def _compile(functions, stem, cflags, cc, auto):
-    """Emit ``functions`` into one C file and compile it at ``stem``.{c,so,json}, atomically."""
-    sizes = {f.name().rsplit("_", 1)[1]: count_ops(f)["instructions"] for f in functions}
-    if auto:
-        cflags = resolve_cflags(cflags, max(sizes.values()), cc, kind="derivative")
-    stem.parent.mkdir(parents=True, exist_ok=True)
-    with tempfile.TemporaryDirectory(dir=stem.parent, prefix=".tmp-contact-deriv-") as tmp:
-        gen = ca.CodeGenerator("contact_deriv.c", {"with_header": False})
-        for f in functions:
-            gen.add(f)
-        gen.generate(tmp + os.sep)
-        c_file, so_file = Path(tmp) / "contact_deriv.c", Path(tmp) / "contact_deriv.so"
-        seconds, _ = compile_shared(c_file, so_file, list(cflags), cc)
-        manifest = {"instructions": sizes, "c_bytes": c_file.stat().st_size, "cc": cc, "cflags": list(cflags),
-                    "compile_s": round(seconds, 2), "version": __version__}
-        Path(tmp, "contact_deriv.json").write_text(json.dumps(manifest, indent=1))
-        os.replace(c_file, stem.with_suffix(".c"))
-        os.replace(so_file, stem.with_suffix(".so"))
-        os.replace(Path(tmp) / "contact_deriv.json", stem.with_suffix(".json"))   # last: a manifest means a complete build
+    def make():
+        functions = traced_functions(robot, cs, name)
+        sizes = {f.name().rsplit("_", 1)[1]: count_ops(f)["instructions"] for f in functions}
+        flags = resolve_cflags(cflags, max(sizes.values()), cc, kind="derivative") if auto else cflags
+        source = casadi_source(functions[0], functions[1:])
+        return source, flags, {"instructions": sizes, "c_bytes": len(source.encode()), "cc": cc, "cflags": list(flags),
+                               "version": __version__}
+    stem = f"contact_deriv_{key[:16]}"
+    so, _ = build_cached(artifact.folder(out_dir, model, scenario), stem, make, cc, timed=True)
+    return {k: ca.external(f"{name}_{k}", str(so)) for k in KINDS}, so.with_suffix("")
 
 
 def classify(lam, sigma, mu, lam_tol=1e-9, vel_tol=SLIP_TOL):

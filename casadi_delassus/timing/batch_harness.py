@@ -12,7 +12,6 @@ results out of the vector lanes, which prices that step by difference.
 from __future__ import annotations
 
 import shlex
-import subprocess
 import tempfile
 from pathlib import Path
 
@@ -21,10 +20,9 @@ import numpy as np
 from .. import __version__
 from ..codegen.vectorise import io_layout
 from ..codegen.build import find_compiler
-from ..errors import CompilerError
 from .c_harness import _manifest, _robot_and_constraints, random_samples
 from .render import ENV
-from .stats import DEFAULT_REPS, Timing, parse_timings, run_harness
+from .stats import DEFAULT_REPS, Timing, compile_harness, parse_timings, run_harness
 
 HARNESS_CFLAGS = ("-O2", "-pthread")
 
@@ -72,10 +70,7 @@ class BatchHarness:
             dict(self.manifest, inputs=io_layout(self.manifest["inputs"]), outputs=io_layout(self.manifest["outputs"]),
                  version=__version__)))
         cc = find_compiler(cc)
-        proc = subprocess.run([*shlex.split(cc), *HARNESS_CFLAGS, "-o", str(self.exe), str(src), "-ldl"], capture_output=True,
-                              text=True)
-        if proc.returncode != 0:
-            raise CompilerError(f"compiling the batch timing harness failed: {proc.stderr.strip()[:400]}")
+        compile_harness([*shlex.split(cc), *HARNESS_CFLAGS, "-o", self.exe, src, "-ldl"], "the batch timing harness", cc)
 
     def run(self, reps=DEFAULT_REPS):
         out = run_harness([self.exe, self.so_path, self.data, self.n, self.calls, reps, self.warmup, self.threads,

@@ -5,7 +5,6 @@ repetitions, each of ``calls`` calls cycling over the inputs (CLOCK_MONOTONIC)."
 from __future__ import annotations
 
 import shlex
-import subprocess
 import tempfile
 from pathlib import Path
 
@@ -13,11 +12,12 @@ import numpy as np
 
 from .. import __version__, api
 from ..codegen.build import find_compiler
-from ..errors import CompilerError, DelassusError
+from ..errors import DelassusError
 from ..model import load_robot
 from .pinocchio_harnesses import pinocchio_k
 from .render import ENV
-from .stats import DEFAULT_CALLS, DEFAULT_REPS, DEFAULT_SAMPLES, Timing, default_warmup, parse_timings, run_harness
+from .stats import (DEFAULT_CALLS, DEFAULT_REPS, DEFAULT_SAMPLES, Timing, compile_harness, default_warmup, parse_timings,
+                    run_harness)
 
 HARNESS_CFLAGS = ("-O2",)
 
@@ -122,13 +122,7 @@ class CHarness:
         src, self.exe = self.dir / f"{stem}.timing.c", self.dir / f"{stem}.timing"
         src.write_text(render_c_harness(self.manifest))
         cc = find_compiler(cc)
-        cmd = [*shlex.split(cc), *HARNESS_CFLAGS, "-o", self.exe, src, "-ldl"]
-        try:
-            proc = subprocess.run([str(c) for c in cmd], capture_output=True, text=True)
-        except OSError as exc:
-            raise CompilerError(f"cannot run C compiler {cc}: {exc}") from None
-        if proc.returncode != 0:
-            raise CompilerError(f"compiling the timing harness failed: {proc.stderr.strip()[:400]}")
+        compile_harness([*shlex.split(cc), *HARNESS_CFLAGS, "-o", self.exe, src, "-ldl"], "the timing harness", cc)
 
     def run(self, reps=DEFAULT_REPS):
         out = run_harness([self.exe, self.so_path, self.data, self.samples, self.calls, reps, self.warmup],

@@ -16,7 +16,6 @@ world-frame linear velocity, Pinocchio's the local one), so the matrices agree e
 """
 from __future__ import annotations
 
-import subprocess
 import xml.etree.ElementTree as ET
 import tempfile
 from pathlib import Path
@@ -24,7 +23,7 @@ from pathlib import Path
 import numpy as np
 
 from ..verify import pinocchio_oracle as oracle
-from .stats import Timing, parse_timings, run_harness
+from .stats import Timing, compile_harness, parse_timings, run_harness
 from .render import ENV
 
 
@@ -239,10 +238,8 @@ class MujocoHarness:
         root = Path(mujoco.__file__).parent
         lib = next(root.glob("libmujoco.so*"))
         (d / "mj_timing.c").write_text(HARNESS.replace("@BIND@", ENV.get_template("bind_threads.c.j2").render()))
-        proc = subprocess.run([cc, "-O2", "-pthread", f"-I{root / 'include'}", "-o", str(self.exe), str(d / "mj_timing.c"),
-                               str(lib), f"-Wl,-rpath,{root}"], capture_output=True, text=True)
-        if proc.returncode != 0:
-            raise RuntimeError(f"building the MuJoCo harness failed: {proc.stderr.strip()[:400]}")
+        compile_harness([cc, "-O2", "-pthread", f"-I{root / 'include'}", "-o", self.exe, d / "mj_timing.c", lib,
+                         f"-Wl,-rpath,{root}"], "the MuJoCo harness", cc)
 
     def run(self, reps=1):
         out = run_harness([self.exe, self.mjb, self.sites, self.qfile, self.samples, self.calls, reps,

@@ -9,7 +9,7 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from ..errors import DelassusError
+from ..errors import CompilerError, DelassusError
 
 DEFAULT_CALLS = 10_000
 
@@ -56,6 +56,17 @@ class Timing:
         if other.overhead_ns is not None:
             self.overhead_ns = other.overhead_ns
         return self
+
+
+def compile_harness(cmd, what, cc):
+    """Run the compiler command line ``cmd`` (of the compiler ``cc``) that builds ``what``; CompilerError (one line)
+    when it cannot run or fails."""
+    try:
+        proc = subprocess.run([str(c) for c in cmd], capture_output=True, text=True)
+    except OSError as exc:
+        raise CompilerError(f"cannot run C compiler {cc}: {exc}") from None
+    if proc.returncode != 0:
+        raise CompilerError(f"compiling {what} failed: {proc.stderr.strip()[:400]}")
 
 
 def run_harness(cmd, what, timeout=None):
