@@ -10,7 +10,9 @@ and single, meet the same load.
     taskset -c 0 .venv/bin/python bench/batch_ab.py time -s go1/4F3 --isa avx2 /tmp/ab/before /tmp/ab/after
 
 ``time`` calls each build's C entry point <fn>_batch through ctypes (no door, no threads) on N
-configurations into a 64-byte aligned output: one call of every build in turn per round, REPS
+configurations into a 64-byte aligned output (the same arrays for every build of one
+precision: the same code runs 20% slower or faster with its buffers elsewhere, measured on this
+host): one call of every build in turn per round, REPS
 rounds; median, min-max ns per configuration, and the FP32/FP64 ratio of medians (of best times)
 per folder.  Functions of q alone with one output (the Delassus family).  (No bench/common.py
 here: it puts this checkout first on sys.path, and ``build`` must use the one PYTHONPATH names.)"""
@@ -57,12 +59,14 @@ def entry(folder, scenario, isa, label):
 def time_builds(scenario, isa, folders, reps, n):
     robot = cd.load_robot(scenario.split("/")[0])
     Q = robot.random_q(np.random.default_rng(0), n)
-    runs = []
+    runs, arrays = [], {}
     for folder in folders:
         for label in PRECISIONS:
             fn, dtype, manifest = entry(folder, scenario, isa, label)
-            x = np.ascontiguousarray(Q, dtype)
-            y = aligned_empty((n, *manifest["outputs"][0]["shape"]), dtype=dtype)
+            if label not in arrays:        # the builds of one precision share Q and D: where the
+                shape = (n, *manifest["outputs"][0]["shape"])    # buffers lie moves timings by ±20%
+                arrays[label] = np.ascontiguousarray(Q, dtype), aligned_empty(shape, dtype=dtype)
+            x, y = arrays[label]
             runs.append({"folder": folder, "label": label, "fn": fn, "x": x, "y": y, "ns": [],
                          "lanes": manifest["batch"]["lanes"]})
     for r in range(reps + 1):
