@@ -15,7 +15,7 @@ import pytest
 
 import casadi_delassus as cd
 from casadi_delassus.verify import reference as ref
-from casadi_delassus.codegen import vectorise
+from casadi_delassus.codegen import precision as fp, vectorise
 from casadi_delassus.runtime import batch
 from casadi_delassus.codegen.build import accepts_native, find_compiler
 from casadi_delassus.codegen.emit import TEMPLATES, casadi_source
@@ -145,6 +145,49 @@ def _body(extra):
     f, _ = all_ops()
     code = casadi_source(f)
     return code.replace("  return 0;\n}", f"{extra}\n  return 0;\n}}", 1)
+
+
+def matrix_ops(precision):
+    """A function of a 3 x 5 matrix and a vector of 11 whose outputs (5 x 3 and 4 x 3) are all
+    different mixes of entries, so an entry read or written in the wrong place shows; the
+    sizes leave a remainder at every lane count.  (C source with its batch entry point, the
+    function.)"""
+    A, b = ca.SX.sym("A", 3, 5), ca.SX.sym("b", 11)
+    B = ca.reshape(b[:9] * b[9] - b[10], 3, 3)
+    f = ca.Function("mat", [A, b], [A.T @ B + ca.DM(np.arange(15).reshape(5, 3)) * A.T, B[:, 0] @ A[0, :4] / (1 + A[:, 1].T @ A[:, 1]) ], ["A", "b"], ["C", "D"])
+    manifest = {"inputs": [{"name": "A", "shape": [3, 5]}, {"name": "b", "shape": [11]}],
+                "outputs": [{"name": "C", "shape": [5, 3]}, {"name": "D", "shape": [3, 4]}]}
+    code = casadi_source(f, precision=precision)
+    scalar = fp.to_float(code) if precision == "single" else code
+    return scalar + "\n" + vectorise.render(f, manifest, code, TEMPLATES, precision)[0], f
+
+
+@pytest.mark.parametrize("precision", ["double", "single"])
+@pytest.mark.parametrize("lanes", [1, 2, 4, 8, 16])
+def test_matrix_entries_keep_their_places(precision, lanes, tmp_path):
+    """The kernel keeps each instance's entries in row-major order (the scalar code's are
+    column-major): matrix inputs and outputs that are neither square nor symmetric, through
+    whole register transposes and their remainders, equal the scalar function's, bit for bit,
+    in a full and a partial last group."""
+    source, f = matrix_ops(precision)
+    lib = compile_ops(source, tmp_path, (f"-DCD_BATCH_LANES={lanes}", "-Wno-error"))
+    real = np.float32 if precision == "single" else np.float64
+    rng = np.random.default_rng(lanes)
+    n = 2 * lanes + 3
+    A, b = rng.normal(size=(n, 3, 5)).astype(real), rng.normal(size=(n, 11)).astype(real)
+    C, D = np.full((n, 5, 3), np.nan, real), np.full((n, 3, 4), np.nan, real)
+    fn = lib.mat_batch
+    fn.argtypes = [ctypes.c_longlong] + [ctypes.c_void_p] * 4
+    assert fn(n, A.ctypes.data, b.ctypes.data, C.ctypes.data, D.ctypes.data) == 0
+    ptr = ctypes.POINTER(ctypes.c_float if precision == "single" else ctypes.c_double)
+    for i in range(n):
+        a, bi = np.asfortranarray(A[i]), b[i].copy()
+        c, d = np.empty((5, 3), real, order="F"), np.empty((3, 4), real, order="F")
+        args = (ptr * 2)(a.ctypes.data_as(ptr), bi.ctypes.data_as(ptr))
+        res = (ptr * 2)(c.ctypes.data_as(ptr), d.ctypes.data_as(ptr))
+        assert lib.mat(args, res, None, None, 0) == 0
+        assert np.array_equal(C[i], c) and np.array_equal(D[i], d), (lanes, i)
+    assert not np.array_equal(C[0], C[0].T.reshape(5, 3))
 
 
 @pytest.mark.parametrize("line, why", [

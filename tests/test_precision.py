@@ -102,6 +102,26 @@ def test_bit_identical_across_threads_sizes_and_positions(pair):
     assert all(np.array_equal(v, want[k]) for k, v in fortran.items())
 
 
+@pytest.mark.parametrize("cflags", [("auto",), ("auto", "-mno-avx512f")], ids=["native", "avx2"])
+def test_streamed_float_outputs_at_every_alignment(cflags, out_dir):
+    """Above CD_BATCH_STREAM_BYTES the float output goes out with non-temporal stores: whole
+    vectors where instances are vector-aligned, 16-byte halves (AVX) where they are 16-byte
+    aligned, plain stores otherwise; on one thread (one call of the entry point over all n)
+    every alignment gives the result of two threads (two calls each below the threshold), bit
+    for bit, and the single call's to rounding."""
+    f32 = cd.generate("go1", "4F3", out_dir=out_dir, precision="single", cflags=cflags)
+    n = 7400                                        # 7400 x 144 floats > 4 MiB
+    Q = f32.robot.random_q(np.random.default_rng(9), 64).astype(np.float32)[np.arange(n) % 64]
+    want = f32(Q, threads=2)
+    raw = np.empty(n * 144 + 64, np.float32)
+    start = (-raw.ctypes.data % 64) // 4
+    for offset in (0, 8, 4, 1):                     # bytes mod 64: 0, 32, 16, 4
+        out = raw[start + offset:start + offset + n * 144].reshape(n, 12, 12)
+        out[...] = np.nan
+        assert f32(Q, out=out, threads=1) is out and np.array_equal(out, want), offset
+    assert max(rel(want[i], f32(Q[i])) for i in range(64)) <= FLOAT_ULPS_45
+
+
 def test_float64_inputs_are_rounded_to_float32(pair):
     f32, _ = pair
     x = batch_inputs(f32, 9, seed=5)
@@ -186,7 +206,8 @@ def test_generate_prints_the_bound(tmp_path):
 @pytest.mark.parametrize("lanes", [1, 4, 8, 16])
 def test_every_float_lane_count_agrees(lanes, out_dir):
     """The float batch at each lane count (SSE 4, AVX 8, AVX-512 16; 1: a loop over the scalar
-    call): its register transposes, the rows' remainders (go1: q of 19 entries, 12 x 12 outputs)
+    call): its register transposes over each instance's entries in order and their remainder
+    (go1: q of 19 entries, 12 x 12 outputs)
     and libmvec's float sin/cos of that width, against single calls and the double build."""
     if lanes == 16 and "avx512f" not in open("/proc/cpuinfo").read():
         pytest.skip("no AVX-512 here")

@@ -6,9 +6,10 @@ Memory order (C and Python alike): batch first, then each instance's entries in 
 order -- entry (i, a, b) of an input or output whose per-instance shape is rows x cols sits
 at ``i*rows*cols + a*cols + b``; vectors are rows x 1.  A C-contiguous float64 numpy array
 of shape (n, *shape) is therefore passed without a copy, and outputs come back as one.  (The
-scalar function's own matrices are column-major; the batched entry point transposes each
-instance while it moves it into and out of SIMD registers anyway, so row-major costs
-nothing.)  A NULL input reads as zeros (CasADi's convention), a NULL output is not written.
+scalar function's own matrices are column-major, and so are the vector kernel's; the entry
+point moves CD_BATCH_LANES consecutive entries of CD_BATCH_LANES instances into and out of the
+lanes by one register transpose, whatever the shape, each entry to or from its column-major
+slot: go1 4F3's 12 x 12 output in 18 transposes of 8 floats, not 24 row by row.)  A NULL input reads as zeros (CasADi's convention), a NULL output is not written.
 
 Inside, CasADi's straight-line code for one instance is rewritten (``vectorize``) so that
 every scalar becomes a GCC vector of CD_BATCH_LANES doubles, one instance per lane: the
@@ -235,8 +236,17 @@ def io_layout(specs):
         if shape[1] == 1:
             shape = [1, shape[0]]
         out.append({"k": k, "rows": int(shape[0]), "cols": int(shape[1]), "size": int(shape[0] * shape[1]),
-                    "label": c_comment(f"{s['name']} [{' x '.join(map(str, s['shape']))}]")})
+                    "label": c_comment(f"{s['name']} [{' x '.join(map(str, s['shape']))}]"),
+                    "slots": _slots(*shape)})
     return out
+
+
+def _slots(rows, cols):
+    """Where CasADi's (column-major) code keeps the row-major entries 0, 1, … of a rows x cols
+    matrix, as C numbers; None for a vector (1 x r: in place)."""
+    if rows == 1:
+        return None
+    return Safe(", ".join(str(a + rows * b) for a in range(rows) for b in range(cols)))
 
 
 def signature(fname, inputs, outputs, precision="double"):
@@ -266,13 +276,15 @@ def transpose(lanes):
 
 def _c_names(precision):
     """The C names batch.c.j2 uses in ``precision``: libmvec's macros (templates/libmvec.c.j2),
-    the square-root intrinsics of each vector width, libm's functions, the lane mask type."""
+    the square-root intrinsics of each vector width, libm's functions, the lane mask type,
+    the intrinsics' suffix (ps, pd), the lane numbers of a 256-bit vector."""
     single = precision == "single"
     ps, m = ("ps", "") if single else ("pd", "d")
     names = {f"mv{b}": f"CD_MVEC_{'F' if single else ''}{b // (4 if single else 8)}" for b in (64, 32, 16)}
     for bits, pre in ((512, "_mm512"), (256, "_mm256"), (128, "_mm")):
         names |= {f"sqrt{bits}": f"{pre}_sqrt_{ps}", f"m{bits}": f"__m{bits}{m}"}
     names |= {name: libm_name(name, precision) for name in ("sqrt", "fabs", "sin", "cos")}
+    names |= {"ps": ps, "iota256": ", ".join(map(str, range(8 if single else 4)))}     # 0, 1, … over a 256-bit vector
     return {k: Safe(v) for k, v in (names | {"mask": "int" if single else "long long"}).items()}
 
 
