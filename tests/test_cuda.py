@@ -351,6 +351,15 @@ def has_gpu():
         return False
 
 
+def test_cli_generate_prints_the_stored_single_precision_error(tmp_path):
+    r, _ = run("generate", "chain:n=3", "-c", "link3:3d", "-a", "pv_osim", "--target", "cuda", "--precision", "single",
+               "-o", str(tmp_path))
+    assert r.returncode == 0, r.stderr
+    said = float(re.search(r"CUDA single soa, .* max rel\. error vs double (\S+),", r.stdout)[1])
+    stored = json.loads(next(tmp_path.rglob("pv_osim-cuda-f32.json")).read_text())["precision"]["max_rel_error"]
+    assert said == float(f"{stored:.1e}") and 1e-9 < said < 1e-4
+
+
 @pytest.mark.skipif(has_gpu(), reason="a GPU is present: bench --gpu would run")
 def test_bench_gpu_without_a_gpu_is_one_line_and_exit_2(tmp_path):
     r, _ = run("bench", "go1", "-s", "4F3", "-a", "pv_osim", "--gpu", "-o", str(tmp_path))
