@@ -79,10 +79,18 @@ class SingleCalls:
 
 
 def fp64_errors(g, c_function, values):
-    """g's error against the C path: its batch or its single call (they differ by up to 1.2e-15 on
-    go1 4F3 pv), whichever g is closer to."""
-    batch, single = (batch_errors(g, ref, values) for ref in (c_function, SingleCalls(c_function)))
-    return {k: min(batch[k], single[k]) for k in batch}
+    """Per output, (g's error against the C path: its batch or its single call, whichever g is
+    closer to; what it may be: FP64_TOL, or twice what the C path's batch and single call differ by
+    where that is more).  They differ by up to 1.2e-15 on go1 4F3 pv, and by 7.7e-13 on an output
+    that amplifies rounding: Λ = (Λ⁻¹)⁻¹ of pv_osim_fast on talos 2F."""
+    single = SingleCalls(c_function)
+    batch, one, spread = (batch_errors(a, b, values) for a, b in ((g, c_function), (g, single), (c_function, single)))
+    return {k: (min(batch[k], one[k]), max(FP64_TOL, 2 * spread[k])) for k in batch}
+
+
+def worst(errors):
+    """The (error, allowed) of fp64_errors' output nearest to (or furthest past) what it may be."""
+    return max(errors.values(), key=lambda e: e[0] / e[1])
 
 
 # issue 26's point 1: every function family on these cases (the robot-scale matrix, slow tests and
@@ -102,6 +110,13 @@ FAMILIES = {
 }
 
 
+# families whose single precision has no bound a measurement could store: the error's tail is
+# heavy, fresh samples reach many times the stored max on both targets
+FP32_UNBOUNDED = {"pv_early": "PV-early's rank-1 early elimination loses its digits in float near a small pivot: "
+                              "on go1 4F3 the C target's own FP32 build errs 22 x the scale of λ on 20 samples "
+                              "(stored max 0.18, median 7e-7)"}
+
+
 def family_functions(name, label, out):
     """The C functions of the family ``label`` on the case ``name``: one, or a staged algorithm's
     stages in order; a library mode of every other constraint.  The C target's own refusals
@@ -117,14 +132,15 @@ def family_functions(name, label, out):
 
 def family_errors(functions, robot, tmp_path, n=20, seed=3):
     """Per function (stages chained: each takes the previous one's outputs), the host build's
-    (function name, FP64 error, FP32 error, FP32 stored max, FP32 bound) against the C path."""
+    (function name, FP64 error and what it may be, FP32 error, FP32 stored max, FP32 bound)
+    against the C path."""
     rows, work = [], {}
     for f in functions:
         values = inputs(f, robot, n, seed, given=work)
-        fp64 = max(fp64_errors(host(f, tmp_path), f, values).values())
+        fp64 = worst(fp64_errors(host(f, tmp_path), f, values))
         single = host(f, tmp_path, "single")
         stored = single.manifest["precision"]["max_rel_error"]
-        rows.append((f.manifest["function"], fp64, max(batch_errors(single, f, values).values()),
+        rows.append((f.manifest["function"], *fp64, max(batch_errors(single, f, values).values()),
                      stored, fp32_bound(single)))
         work = f.outputs(values[0], **dict(zip(f.input_names[1:], values[1:])))
     return rows
@@ -138,9 +154,12 @@ def fp32_bound(g):
 def assert_equal(c_function, robot, tmp_path, precision="double", layout="soa", n=40, seed=3):
     g = host(c_function, tmp_path, precision, layout)
     values = inputs(c_function, robot, n, seed)
-    errors = fp64_errors(g, c_function, values) if precision == "double" else batch_errors(g, c_function, values)
-    bound = FP64_TOL if precision == "double" else fp32_bound(g)
-    assert max(errors.values()) <= bound, (c_function.manifest["function"], errors, bound)
+    if precision == "double":
+        errors = fp64_errors(g, c_function, values)
+        assert all(e <= allowed for e, allowed in errors.values()), (c_function.manifest["function"], errors)
+        return {k: e for k, (e, _) in errors.items()}
+    errors = batch_errors(g, c_function, values)
+    assert max(errors.values()) <= fp32_bound(g), (c_function.manifest["function"], errors, fp32_bound(g))
     return errors
 
 
@@ -179,7 +198,7 @@ def test_stages_equal_the_c_path_stage_by_stage(go1, out, tmp_path):
     for stage in staged.stages:
         values = inputs(stage, robot, 30, 5, given=work)
         errors = fp64_errors(host(stage, tmp_path), stage, values)
-        assert max(errors.values()) <= FP64_TOL, (stage.manifest["function"], errors)
+        assert all(e <= allowed for e, allowed in errors.values()), (stage.manifest["function"], errors)
         names = stage.input_names
         work = stage.outputs(values[0], **dict(zip(names[1:], values[1:])))
 
@@ -252,8 +271,11 @@ def test_every_family_on_every_case_equals_the_c_path(out, tmp_path, name, label
         functions = family_functions(name, label, out)
     except ConstraintError as exc:          # the C target's own refusal (Cassie's loops: loop algorithms only)
         pytest.skip(f"the C target refuses {label} on {name}: {str(exc).splitlines()[0]}")
-    for function, fp64, fp32, _, bound in family_errors(functions, robot, tmp_path):
-        assert fp64 <= FP64_TOL and fp32 <= bound, (function, fp64, fp32, bound)
+    for function, fp64, allowed, fp32, _, bound in family_errors(functions, robot, tmp_path):
+        assert fp64 <= allowed, (function, fp64, allowed)
+        if fp32 > bound and label in FP32_UNBOUNDED:
+            pytest.xfail(FP32_UNBOUNDED[label])
+        assert fp32 <= bound, (function, fp32, bound)
 
 
 # -- nvcc (where installed) --------------------------------------------------------------------------
