@@ -4,6 +4,7 @@ function family, compiled as C++ on the host through the shim, equals the C targ
 what those two differ by where that is more (dynamics: κ amplifies rounding); FP32: within the bound its manifest
 stores); both layouts; nvcc's register and spill report where nvcc is installed; the device
 path's clear error where there is no GPU, and its DLPack round trip where there is one."""
+import functools
 import json
 import math
 import re
@@ -396,6 +397,21 @@ def test_bench_gpu_with_a_device_but_no_nvcc_names_nvcc(monkeypatch):
     with pytest.raises(DelassusError, match="nvcc") as err:
         gpu_bench.require_gpu()
     assert "\n" not in str(err.value)
+
+
+def test_bench_gpu_prepares_and_measures_one_robot(out, monkeypatch, capsys):
+    """bench --gpu's path with the device replaced by the host build: both precisions and layouts,
+    checked against the C target's outputs before they are timed."""
+    from casadi_delassus.timing import gpu_bench, gpu_kernels
+    measure = gpu_kernels.measure
+    monkeypatch.setattr(gpu_bench, "require_gpu", lambda: None)
+    monkeypatch.setattr(gpu_kernels, "measure", lambda folder, host, sizes, reps: measure(folder, True, sizes, reps))
+    robot = cd.load_robot("chain:n=3")
+    rows = gpu_bench.bench_on_gpu("chain3", robot, ["link3:3d"], "pv_osim", functools.partial(cd.generate, out_dir=out),
+                                  sizes=[200], reps=1)
+    assert {(r["precision"], r["layout"]) for r in rows} == {(p, l) for p in PRECISIONS for l in cuda.LAYOUTS}
+    assert all(r["error"] < (1e-13 if r["precision"] == "double" else 1e-4) for r in rows)
+    assert "| chain3 | single | aos | 200 |" in capsys.readouterr().out
 
 
 def test_the_gpu_measurement_imports_no_part_of_the_package():
