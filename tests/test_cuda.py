@@ -149,7 +149,7 @@ def family_errors(functions, robot, tmp_path, n=20, seed=3):
 
 def fp32_bound(g):
     """What fresh samples of the single-precision CudaFunction g may err: ERROR_MARGIN × its stored max."""
-    return cuda.ERROR_MARGIN * g.manifest["precision"]["max_rel_error"]
+    return cuda.ERROR_MARGIN * g.precision["max_rel_error"]
 
 
 def assert_equal(c_function, robot, tmp_path, precision="double", layout="soa", n=40, seed=3):

@@ -62,6 +62,11 @@ class CudaFunction:
         self._fn = None
 
     @property
+    def precision(self):
+        """The manifest's precision record, as a C target's CompiledFunction.precision."""
+        return self.manifest["precision"]
+
+    @property
     def input_names(self):
         return [i["name"] for i in self.inputs]
 
