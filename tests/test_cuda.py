@@ -1,9 +1,11 @@
 """The CUDA target (codegen/cuda.py, runtime/cuda.py; issue 26) without a GPU: the .cu of every
 function family, compiled as C++ on the host through the shim, equals the C target's batch
 (FP64: max |diff| / max |C| <= 1e-15 per configuration against the C batch or single call, or twice
-what those two differ by where that is more (dynamics: κ amplifies rounding); FP32: within the bound its manifest
-stores); both layouts; nvcc's register and spill report where nvcc is installed; the device
-path's clear error where there is no GPU, and its DLPack round trip where there is one."""
+what those two differ by where that is more (an output that amplifies rounding); FP32: within
+ERROR_MARGIN x the error its manifest stores); one of each family on small cases, the whole
+family x robot matrix as slow tests; both layouts; nvcc's register and spill report where nvcc is
+installed (skipped without it); bench --gpu and the device path's clear errors where there is no
+GPU, and the DLPack round trip where there is one."""
 import functools
 import json
 import math
