@@ -44,7 +44,7 @@ def summary(results, names):
     cells = {}
     for r in results:
         if len(r) == 3:
-            cells[r[:2]] = "refused: " + ("loop constraints" if "link-to-link" in r[2] else r[2][:60])
+            cells[r[:2]] = "refused (loop rows)" if "one link and the world only" in r[2] else f"refused: {r[2][:60]}"
             continue
         new = ((r[3], r[4]), (r[5], r[7]))
         old = cells.get(r[:2], new)
@@ -55,7 +55,7 @@ def summary(results, names):
           f"worst FP32 error / bound {worst32[5] / worst32[7]:.2f} ({worst32[0]} {worst32[2]}); "
           f"{len(results) - len(measured)} pairs refused by the C target")
     print("\n| family | " + " | ".join(names) + " |\n|---|" + "---|" * len(names))
-    for label in dict.fromkeys(r[1] for r in results):
+    for label in sorted(dict.fromkeys(r[1] for r in results), key=list(t.FAMILIES).index):
         row = [cells.get((name, label), "not run") for name in names]
         print(f"| {label} | " + " | ".join(c if isinstance(c, str) else _cell(*c) for c in row) + " |")
 
@@ -67,19 +67,20 @@ def _cell(fp64, fp32):
 
 def read_log(paths):
     """The result rows of this script's printed tables in ``paths`` (an older table without the
-    FP64 allowed column: 1e-15 allowed)."""
-    results = []
+    FP64 allowed column: 1e-15 allowed); a later row of the same case, family and function
+    replaces an earlier one."""
+    results = {}
     for path in paths:
         for line in Path(path).read_text().splitlines():
             cells = [c.strip() for c in line.strip().strip("|").split("|")]
             if len(cells) not in (7, 8) or cells[0] not in t.MATRIX_CASES:
                 continue
             if cells[2].startswith("refused by the C target: "):
-                results.append((cells[0], cells[1], cells[2][len("refused by the C target: "):]))
+                results[tuple(cells[:2])] = (cells[0], cells[1], cells[2][len("refused by the C target: "):])
                 continue
             numbers = [float(c) for c in cells[3:]]
-            results.append((*cells[:3], *(numbers if len(cells) == 8 else [numbers[0], t.FP64_TOL, *numbers[1:]])))
-    return results
+            results[tuple(cells[:3])] = (*cells[:3], *(numbers if len(cells) == 8 else [numbers[0], t.FP64_TOL, *numbers[1:]]))
+    return list(results.values())
 
 
 def main(argv=None):
