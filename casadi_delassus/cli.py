@@ -1,6 +1,7 @@
 """The ``casadi-delassus`` command (also ``python -m casadi_delassus``)."""
 from __future__ import annotations
 
+import functools
 import math
 import signal
 import sys
@@ -292,8 +293,9 @@ def _echo_cuda(algorithm, f):
     nvcc = m.get("nvcc")
     built = (f"nvcc: {nvcc['registers']} registers, {nvcc['spill_stores_bytes']} B spill stores" if nvcc
              else "no nvcc here: .so not built")
-    error = f", max rel. error vs double {m['fp32_error']['max_relative']:.1e}" if "fp32_error" in m else ""
-    click.echo(f"{algorithm} ({m['function']}): CUDA {m['precision']} {m['layout']}, {m['op_count']['instructions']:,} "
+    p = m["precision"]
+    error = f", max rel. error vs double {p['max_rel_error']:.1e}" if "max_rel_error" in p else ""
+    click.echo(f"{algorithm} ({m['function']}): CUDA {p['type']} {m['layout']}, {m['op_count']['instructions']:,} "
                f"instructions{error}, {built} -> {f.manifest_path.with_suffix('.cu')}")
 
 
@@ -586,20 +588,32 @@ def library(robot, fixed_base, scenario, specs, algorithm, modes, osim, cse, out
 @click.option("--contact", is_flag=True,
               help="instead: issue 25's frictional contact step on ROBOT's problems (go1: go1_stand, go1_slide; talos: "
                    "talos_stand) against Pinocchio's ADMM and PGS routes and MuJoCo (DIR/contact.md with --results)")
+@click.option("--gpu", is_flag=True,
+              help="instead: the CUDA kernels (FP64/FP32, both layouts) on this machine's GPU, configurations/µs at "
+                   "N = 65,536 and 1,048,576 (bench/gpu.py's measurement); exit 2 without CuPy, a CUDA device or nvcc")
 @_with(_gen_opts)
 def bench(robot, fixed_base, scenario, specs, algorithms, reps, calls, samples, pin_method, results_dir, batch_n, contact,
-          out_dir, cflags, cc, force, name):
+          gpu, out_dir, cflags, cc, force, name):
     """Time the generated C (a C harness calling the compiled .so) against Pinocchio's
     computeDelassusMatrix (constraintDynamics for the constrained-dynamics solvers, aba for
     aba) on the same inputs; with --batch N the batched evaluation (casadi_delassus/timing/batch_bench.py);
-    with --contact the contact step (casadi_delassus/timing/contact_bench.py)."""
+    with --contact the contact step (casadi_delassus/timing/contact_bench.py); with --gpu the CUDA
+    kernels on the GPU (casadi_delassus/timing/gpu_bench.py)."""
     from . import timing
     from .registry import delassus_algorithms, dynamics_algorithms
     if contact:
-        if specs or scenario or batch_n or algorithms:
-            raise click.UsageError("--contact times issue 25's contact problems: not with -c, --scenario, --batch or -a")
+        if specs or scenario or batch_n or algorithms or gpu:
+            raise click.UsageError("--contact times issue 25's contact problems: not with -c, --scenario, --batch, --gpu or -a")
         return _bench_contact(robot, reps, calls, results_dir, out_dir)
     robot, cs, _ = _resolve(robot, scenario, specs, fixed_base)
+    if gpu:
+        if batch_n or len(algorithms) > 1:
+            raise click.UsageError("--gpu times one algorithm (-a ALGO, default auto): not with --batch")
+        from .timing import gpu_bench
+        generate = functools.partial(api.generate, out_dir=out_dir, cflags=_cflags(cflags), cc=cc, force=force, name=name)
+        gpu_bench.bench_on_gpu("case", robot, cs if specs else (scenario or api.default_constraints(robot)),
+                               (algorithms or [AUTO])[0], generate, reps=reps)
+        return
     if batch_n:
         return _bench_batch(robot, cs if specs else (scenario or api.default_constraints(robot)), algorithms, reps,
                             batch_n, results_dir, dict(out_dir=out_dir, cflags=_cflags(cflags), cc=cc, force=force,

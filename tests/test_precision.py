@@ -176,6 +176,20 @@ def test_relative_error_is_scaled_by_the_largest_entry():
     assert precision.relative_error(ref, ref + [[0, 4e-6], [0, 0]]) == pytest.approx(1e-6)
     assert precision.relative_error(ref, ref * np.nan) == np.inf
     assert precision.relative_error(np.zeros(3), np.ones(3)) == np.inf
+    assert precision.relative_error(ref * np.inf, ref) == np.inf         # a non-finite reference too
+
+
+def test_relative_errors_of_a_batch_are_each_samples_relative_error():
+    """One definition for both targets: the batch form (the CUDA target's) is sample by sample
+    the single-sample one (the C target's)."""
+    rng = np.random.default_rng(2)
+    ref = rng.normal(size=(6, 3, 4))
+    ref[2] = 0.0
+    val = ref + rng.normal(size=ref.shape) * 1e-7
+    val[2], val[4, 1, 1] = 0.0, np.nan
+    got = precision.relative_errors(ref, val)
+    assert got.shape == (6,) and got[2] == 0.0 and got[4] == np.inf and 1e-9 < got[0] < 1e-6
+    assert got.tolist() == [precision.relative_error(r, v) for r, v in zip(ref, val)]
 
 
 def test_to_float_casts_literals_and_renames_libm_calls():

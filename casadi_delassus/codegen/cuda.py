@@ -34,21 +34,24 @@ import numpy as np
 from ..errors import CompilerError, DelassusError
 from ..model.robot import unit_blocks
 from ..runtime import artifact
+from ..verify import precision as vp
+from . import precision as fp
 from .emit import TEMPLATES
 from .escape import Safe, c_comment, c_ident
 from .statements import ASSIGN, DECL, INPUT, OUTPUT, fail, function_body
 from .trace_cache import source_hash
 from .vectorise import io_layout
 
-PRECISIONS = {"double": "double", "single": "float"}
 LAYOUTS = ("soa", "aos")
 THREADS = 128                   # threads per block; the kernel's __launch_bounds__
 ARCH = "sm_90"                  # H100/H200
 CUDA_STEM = "-cuda"
 SINGLE_STEM = "-f32"
 KINDS = ("cu",)
-# single precision's error bound: the largest error measured over ERROR_SAMPLES random inputs, times
-# ERROR_MARGIN (other samples than those measured may round a little worse)
+# single precision's error: measured over ERROR_SAMPLES random inputs and recorded with the C target's
+# keys (verify/precision.record); fresh samples are checked against ERROR_MARGIN times its
+# max_rel_error (other samples than those measured may round a little worse; the C target's
+# check allows verify/precision.CHECK_FACTOR)
 ERROR_SAMPLES = 256
 ERROR_MARGIN = 8.0
 
@@ -58,10 +61,6 @@ _SINCOS_CALL = re.compile(r"  cd_sincos\((\d+), cd_angle, cd_sin, cd_cos\);")
 _HOISTED = re.compile(r"  (a\d+)=cd_(sin|cos)\[(\d+)\];")
 _TOKEN = re.compile(r"(\s*)(?:(?P<num>(?:\d+\.?\d*|\.\d+)(?:[eE][-+]?\d+)?)|(?P<name>[A-Za-z_]\w*)|"
                     r"(?P<op><=|>=|==|!=|&&|\|\||[-+*/<>!?:(),]))")
-# libm functions (C99) with a float form named <f>f, which CUDA and glibc both have
-_MATH = {"sin", "cos", "tan", "asin", "acos", "atan", "atan2", "sinh", "cosh", "tanh", "asinh", "acosh", "atanh",
-         "exp", "log", "pow", "sqrt", "fabs", "floor", "ceil", "fmod", "fmin", "fmax", "copysign", "erf",
-         "remainder", "log1p", "expm1", "hypot"}
 # CasADi's helpers, defined again as device functions over casadi_real; {m} is the libm suffix
 _HELPERS = {
     "casadi_sq": "casadi_real casadi_sq(casadi_real x) { return x*x; }",
@@ -80,7 +79,7 @@ def _fail(lineno, line, why):
     fail(lineno, line, why, "rewrite for CUDA")
 
 
-def _expression(text, variables, single, used, lineno, line):
+def _expression(text, variables, precision, used, lineno, line):
     """``text`` (one expression of CasADi's C) with its names checked and, in single precision,
     float literals and float libm calls; ``used`` collects the CasADi helpers it calls."""
     out, pos, tokens = [], 0, []
@@ -93,12 +92,12 @@ def _expression(text, variables, single, used, lineno, line):
         pos = m.end()
     for k, m in enumerate(tokens):
         value = m[m.lastgroup]
-        if m.lastgroup == "num" and single and re.search(r"[.eE]", value):
+        if m.lastgroup == "num" and precision == "single" and re.search(r"[.eE]", value):
             value += "f"
         elif m.lastgroup == "name":
             call = k + 1 < len(tokens) and tokens[k + 1][0].strip() == "("
-            if call and value in _MATH:
-                value += "f" if single else ""
+            if call and value in fp.LIBM:     # CUDA has the float forms of all of them too
+                value = fp.libm_name(value, precision)
             elif call and value in _HELPERS:
                 used.add(value)
             elif call:
@@ -118,7 +117,7 @@ def _entry(layout, i, k, lineno, line):
     return (k % rows) * cols + k // rows
 
 
-def device_body(c_code, inputs, outputs, single):
+def device_body(c_code, inputs, outputs, precision):
     """(the body of the device function: CasADi's statements of the .c's function rewritten,
     the CasADi helpers it calls).  ``inputs``/``outputs``: io_layout of the manifest's."""
     first, body = function_body(c_code)
@@ -150,11 +149,11 @@ def device_body(c_code, inputs, outputs, single):
             out.append(f"  {m[1]}={load.format(int(m[2]), _entry(inputs, int(m[2]), int(m[3]), lineno, line))};")
         elif m := OUTPUT.fullmatch(line):
             i, e = int(m[1]), _entry(outputs, int(m[1]), int(m[2]), lineno, line)
-            out.append(f"  if (y{i}) CD_AT(y{i}, {e})={_expression(m[3], variables, single, used, lineno, line)};")
+            out.append(f"  if (y{i}) CD_AT(y{i}, {e})={_expression(m[3], variables, precision, used, lineno, line)};")
         elif m := ASSIGN.fullmatch(line):
             if m[1] not in variables:
                 _fail(lineno, line, f"assignment to undeclared {m[1]!r}")
-            out.append(f"  {m[1]}={_expression(m[2], variables, single, used, lineno, line)};")
+            out.append(f"  {m[1]}={_expression(m[2], variables, precision, used, lineno, line)};")
         else:
             _fail(lineno, line, "unknown statement")
     if body and body[-1] != "  return 0;":
@@ -169,9 +168,9 @@ def render(manifest, c_code, precision="double", layout="soa", threads=THREADS, 
     offset = 0
     for x in (*inputs, *outputs):           # the SoA scratch memory, entries of every array one after the other
         x["offset"], offset = offset, offset + x["size"]
-    body, used = device_body(c_code, inputs, outputs, single)
+    body, used = device_body(c_code, inputs, outputs, precision)
     fname = c_ident(manifest["function"])
-    real = PRECISIONS[precision]
+    real = fp.C_REAL[precision]
     xs, ys = [f"x{x['k']}" for x in inputs], [f"y{y['k']}" for y in outputs]
     params = [f"const casadi_real* {x}" for x in xs] + [f"casadi_real* {y}" for y in ys]
     per = [x["size"] for x in (*inputs, *outputs)]
@@ -256,8 +255,7 @@ def find_nvcc(nvcc="auto"):
 
 
 def check_options(precision, layout):
-    if precision not in PRECISIONS:
-        raise DelassusError(f"unknown precision {precision!r}: use one of {', '.join(PRECISIONS)}")
+    fp.check(precision)
     if layout not in LAYOUTS:
         raise DelassusError(f"unknown CUDA layout {layout!r}: use one of {', '.join(LAYOUTS)}")
 
@@ -283,7 +281,8 @@ def derive(c_manifest_path, precision="double", layout="soa", threads=THREADS, n
     """Write the CUDA form of the generated function whose C manifest is ``c_manifest_path``
     beside it: ``<stem>-cuda[-f32].cu``, ``.json`` and, where ``nvcc`` (a path, "auto": on PATH,
     None: none) is found, the nvcc-built ``.so`` with the kernel's registers and spills in the
-    manifest.  Single precision measures its error against the C path (fp32_error).  Cached by
+    manifest.  Single precision measures its error against the C path into the manifest's
+    ``precision`` record (the C target's keys, verify/precision.record).  Cached by
     a hash of the C function and these options; written atomically.  Returns the manifest's path."""
     check_options(precision, layout)
     c_manifest_path = Path(c_manifest_path)
@@ -302,7 +301,7 @@ def derive(c_manifest_path, precision="double", layout="soa", threads=THREADS, n
         keep = ("function", "model_name", "algorithm", "osim", "derivative", "stage", "robot", "scenario", "nq", "nv", "m",
                 "q_layout", "q_convention", "row_names", "inputs", "outputs", "op_count", "cse")
         manifest = {k: c_manifest[k] for k in keep if k in c_manifest} | {
-            "target": "cuda", "precision": precision, "real": PRECISIONS[precision], "layout": layout,
+            "target": "cuda", "precision": {"type": precision}, "real": fp.C_REAL[precision], "layout": layout,
             "layout_note": "user arrays: batch first, row-major per configuration; inside: " +
                            ("entry-major (SoA), transposed on the device" if layout == "soa" else "the same (AoS)"),
             "threads_per_block": threads, "entry": f"{c_manifest['function']}_cuda",
@@ -310,7 +309,7 @@ def derive(c_manifest_path, precision="double", layout="soa", threads=THREADS, n
             "c_hash": c_manifest["hash"], "hash": key, "version": c_manifest["version"],
             "timings_s": {"emit": round(time.perf_counter() - t0, 3)}}
         if precision == "single":
-            manifest["fp32_error"] = measure_error(tmp / f"{name}.cu", c_manifest_path, c_manifest)
+            manifest["precision"] |= measure_error(tmp / f"{name}.cu", c_manifest_path, c_manifest)
         if nvcc:
             manifest["nvcc"] = device_library(tmp / f"{name}.cu", tmp / f"{name}.so", f"{c_manifest['function']}_kernel",
                                               nvcc, arch)
@@ -320,21 +319,20 @@ def derive(c_manifest_path, precision="double", layout="soa", threads=THREADS, n
 
 
 def measure_error(cu_file, c_manifest_path, c_manifest, samples=ERROR_SAMPLES, seed=0):
-    """The single-precision build's largest error against the FP64 C path over ``samples`` random
-    inputs (its host build through the shim, with the C path's flags): per output and sample
-    max |diff| / max |C result|; ``bound`` is ERROR_MARGIN times the largest."""
+    """The single-precision build's error against the FP64 C path over ``samples`` random inputs
+    (its host build through the shim, with the C path's flags), per sample the worst over the
+    outputs: verify/precision.record's entries."""
     from ..runtime.cuda import CudaFunction
     from ..runtime.loader import load
     so = host_library(cu_file, Path(cu_file).with_suffix(".host.so"), c_manifest["cflags"])
-    spec = {"precision": "single", "inputs": c_manifest["inputs"], "outputs": c_manifest["outputs"],
+    spec = {"precision": {"type": "single"}, "inputs": c_manifest["inputs"], "outputs": c_manifest["outputs"],
             "entry": f"{c_manifest['function']}_cuda", "function": c_manifest["function"]}
     values = random_batch(c_manifest, samples, np.random.default_rng(seed))
-    errors = relative_errors(CudaFunction(spec, host_library=so), load(c_manifest_path), values)
-    worst = max(errors.values())
+    named = dict(zip([i["name"] for i in c_manifest["inputs"]][1:], values[1:]))
+    got = CudaFunction(spec, host_library=so).outputs(values[0], **named)
+    want = load(c_manifest_path).outputs(values[0], **named)
     so.unlink()
-    return {"max_relative": worst, "by_output": errors, "samples": samples, "seed": seed, "bound": worst * ERROR_MARGIN,
-            "measured_on": "the host build of this .cu (g++ through the shim) against the C target's batch (FP64)",
-            "measure": "per output and sample: max |single - double| / max |double|; the largest over samples"}
+    return vp.record(np.max([vp.relative_errors(w, got[name]) for name, w in want.items()], axis=0), seed)
 
 
 def random_batch(manifest, n, rng):
@@ -350,21 +348,3 @@ def random_batch(manifest, n, rng):
                 a[:, sl] /= np.linalg.norm(a[:, sl], axis=1, keepdims=True)
         out.append(a)
     return out
-
-
-def relative_errors(f, reference, values):
-    """{output: the largest over configurations of max |f - reference| / max |reference|} for the
-    batch ``values`` (inputs in manifest order); inf where either is not finite."""
-    names = [i["name"] for i in reference.inputs]
-    got = f.outputs(values[0], **dict(zip(names[1:], values[1:])))
-    want = reference.outputs(values[0], **dict(zip(names[1:], values[1:])))
-    errors = {}
-    for name, w in want.items():
-        w = np.asarray(w, float).reshape(len(values[0]), -1)
-        g = np.asarray(got[name], float).reshape(w.shape)
-        if not (np.isfinite(g).all() and np.isfinite(w).all()):
-            errors[name] = float("inf")
-            continue
-        scale = np.maximum(np.abs(w).max(axis=1), 1e-300)
-        errors[name] = float((np.abs(g - w).max(axis=1) / scale).max())
-    return errors

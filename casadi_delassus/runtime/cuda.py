@@ -25,7 +25,8 @@ DTYPES = {"double": np.float64, "single": np.float32}
 INSTALL = "pip install 'casadi_delassus[gpu]' (CuPy) on a machine with an NVIDIA GPU"
 
 
-def _cupy():
+def device_cupy():
+    """CuPy where it is installed and sees a CUDA device, else a one-line DelassusError."""
     try:
         import cupy
     except ImportError:
@@ -55,10 +56,15 @@ class CudaFunction:
             self.manifest = artifact.verify(self.manifest_path, ("cu",))
         m = self.manifest
         self.inputs, self.output_specs = m["inputs"], m["outputs"]
-        self.dtype = DTYPES[m["precision"]]
+        self.dtype = DTYPES[m["precision"]["type"]]
         self.host = host_library is not None
         self._so = Path(host_library) if self.host else None
         self._fn = None
+
+    @property
+    def precision(self):
+        """The manifest's precision record, as a C target's CompiledFunction.precision."""
+        return self.manifest["precision"]
 
     @property
     def input_names(self):
@@ -131,7 +137,7 @@ class CudaFunction:
         return {k: o[0] for k, o in outs.items()} if one else outs
 
     def _device_call(self, values):
-        cp = _cupy()
+        cp = device_cupy()
         kind = _kind(values[0])
         stream = cp.cuda.get_current_stream()
         if kind == "torch":
@@ -156,4 +162,4 @@ class CudaFunction:
 
     def __repr__(self):
         m = self.manifest
-        return f"<{m['algorithm']} for {m['robot']}/{m['scenario']}: CUDA, {m['precision']}, {m['layout']}>"
+        return f"<{m['algorithm']} for {m['robot']}/{m['scenario']}: CUDA, {m['precision']['type']}, {m['layout']}>"

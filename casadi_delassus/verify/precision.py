@@ -1,10 +1,11 @@
 """What single precision costs: a function's error in float against the same function in
 double, measured on random inputs (issue 26).
 
-For one sample, ``relative_error(reference, value)`` is max |value − reference| / max
-|reference| over an output's entries (the scale of the output, not entry by entry: entries
-that cancel to ~0 in double would otherwise dominate); a function's error at a sample is the
-worst over its outputs.  ``measure_bound`` records the largest and the median over SAMPLES
+For one sample, ``relative_error(reference, value)`` (``relative_errors``: per sample of a
+batch) is max |value − reference| / max |reference| over an output's entries (the scale of
+the output, not entry by entry: entries that cancel to ~0 in double would otherwise dominate);
+a function's error at a sample is the worst over its outputs.  The CUDA target
+(codegen/cuda.py) measures and records its single precision with the same definitions.  ``measure_bound`` records the largest and the median over SAMPLES
 samples of verify/check.random_inputs (the sampler of ``check``), with the seed it used; the
 build stores that record in the manifest's ``precision`` entry (codegen/build.py).
 
@@ -26,16 +27,40 @@ BUILD_SEED = 26            # the build's samples; check's fresh ones use other s
 # fresh samples may reach a little past the largest of SAMPLES measured ones (a worse
 # conditioned configuration); wrong float code errs by orders of magnitude more
 CHECK_FACTOR = 4.0
+RELATIVE_TO = "max |double output| per sample"
+
+
+def relative_errors(reference, value):
+    """Per sample (the first axis), max |value − reference| / max |reference| over the entries of
+    one output (float64 arithmetic); inf where either is not finite, 0 for two zero outputs."""
+    ref = np.asarray(reference, np.float64).reshape(len(reference), -1)
+    val = np.asarray(value, np.float64).reshape(ref.shape)
+    diff, scale = np.abs(val - ref).max(axis=1, initial=0.0), np.abs(ref).max(axis=1, initial=0.0)
+    with np.errstate(divide="ignore", invalid="ignore"):
+        errors = np.where(scale > 0, diff / scale, np.where(diff == 0, 0.0, np.inf))
+    errors[~(np.isfinite(val).all(axis=1) & np.isfinite(ref).all(axis=1))] = np.inf
+    return errors
 
 
 def relative_error(reference, value):
-    """max |value − reference| / max |reference| of one output at one sample (float64
-    arithmetic); inf for a non-finite value, 0 for two zero outputs."""
-    ref, val = np.asarray(reference, np.float64), np.asarray(value, np.float64)
-    if not np.all(np.isfinite(val)):
-        return float("inf")
-    diff, scale = float(np.max(np.abs(val - ref), initial=0.0)), float(np.max(np.abs(ref), initial=0.0))
-    return diff / scale if scale > 0 else (0.0 if diff == 0 else float("inf"))
+    """relative_errors of one sample."""
+    return float(relative_errors(np.asarray(reference)[None], np.asarray(value)[None])[0])
+
+
+def batch_errors(f, reference, values):
+    """{output: the largest relative_errors over the batch} of ``f`` against ``reference`` (both
+    with ``outputs(Q, **named inputs)`` over batches) at ``values`` (inputs in manifest order)."""
+    named = dict(zip([i["name"] for i in reference.inputs][1:], values[1:]))
+    got, want = f.outputs(values[0], **named), reference.outputs(values[0], **named)
+    return {name: float(relative_errors(w, got[name]).max()) for name, w in want.items()}
+
+
+def record(errors, seed):
+    """The manifest's ``precision`` entries of a measurement (both targets, C and CUDA): the largest
+    and the median of the per-sample ``errors``, how many, the seed."""
+    errors = np.asarray(errors)
+    return {"max_rel_error": float(np.max(errors)), "median_rel_error": float(np.median(errors)),
+            "samples": int(errors.size), "seed": seed, "relative_to": RELATIVE_TO}
 
 
 def random_samples(f, robot, constraints, samples=SAMPLES, seed=BUILD_SEED):
@@ -61,9 +86,7 @@ def sample_errors(single, double, samples):
 def measure_bound(single, double, samples, seed=BUILD_SEED):
     """The manifest's record of what single precision costs: the largest and the median
     relative error of ``single`` against ``double`` over ``samples`` (input dicts), how many."""
-    errors = sample_errors(_outputs(single), double, samples)
-    return {"max_rel_error": float(np.max(errors)), "median_rel_error": float(np.median(errors)),
-            "samples": int(errors.size), "seed": seed, "relative_to": "max |double output| per sample"}
+    return record(sample_errors(_outputs(single), double, samples), seed)
 
 
 def within_bound(single, double, samples):
