@@ -169,6 +169,16 @@ def test_feedback_of_another_robot_is_refused(scene, stand, compiled):
         sim.run(scene, stand.q, np.zeros(18), 0.01, DT, other, compiled)
 
 
+@pytest.mark.parametrize("kwargs, message", [({"tol": float("nan")}, "tol: must be finite"),
+                                             ({"max_iter": 2.5}, "max_iter: must be an integer")])
+def test_rollout_solver_settings_are_checked_before_building(scene, stand, tmp_path, kwargs, message):
+    """The rollout's opts[] are the step's (step.solver_options): refused in one line, and nothing is built."""
+    from casadi_delassus.contact.rollout import CompiledRollout
+    with pytest.raises(InputError, match=message):
+        CompiledRollout(scene.robot, scene.specs(stand.q), scene._positions, out_dir=tmp_path, **kwargs)
+    assert not any(tmp_path.iterdir())
+
+
 @pytest.mark.parametrize("kwargs, message", [
     ({"Kp": np.ones(3)}, "Kp: expected 18"),
     ({"Kd": np.full((18, 18), np.nan)}, "Kd: expected"),

@@ -34,12 +34,9 @@ from ..opcount import count_ops
 from ..registry import AUTO
 from ..runtime import artifact
 from ..runtime.compiler import find_compiler
-from .step import (DEFAULT_CFLAGS, DEFAULT_OUT, DOUBLE_P, INT_P, SOLVER_CODES, STEP_SOLVERS, TEMPLATES, build_key,
-                   c_pointer, check_contacts, render, scenario_name, step_cflags, step_parts)
+from .step import (DEFAULT_CFLAGS, DEFAULT_OUT, DOUBLE_P, INT_P, STEP_SOLVERS, TEMPLATES, build_key,
+                   c_pointer, check_contacts, render, scenario_name, solver_options, step_cflags, step_parts)
 
-# what opts[] of the step holds after tolerance, iterations and solver: exact (De Saxcé), ρ automatic, η, ω (the
-# defaults of ContactStep.__call__)
-STEP_DEFAULTS = (1.0, 0.0, 1e-8, 1.0)
 FIRST_STOP = 3          # status codes from this one on stop a rollout (rollout.c.j2: nan state, fell, …)
 
 
@@ -111,7 +108,8 @@ class CompiledRollout:
         self.robot, self.contacts = robot, check_contacts(robot, specs)
         self.k = self.contacts.m // 3
         self.auto = solver == "auto"
-        self.opts = np.array([tol, max_iter, SOLVER_CODES.get(solver, 0), *STEP_DEFAULTS])
+        # the exact (De Saxcé) problem, ADMM's defaults; "auto" picks the solver per active set in C
+        self.opts = solver_options(tol, max_iter, "admm" if self.auto else solver, exact=True)
         self.body = np.array([c.body for c in self.contacts.constraints], dtype=np.int32)
         self.so, self.manifest = build(robot, self.contacts, positions, out_dir, tuple(cflags), cc, delassus, name)
         lib = ctypes.CDLL(str(self.so))

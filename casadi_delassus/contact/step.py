@@ -49,6 +49,8 @@ from .result import STATUS, StepResult
 
 TEMPLATES = environment("casadi_delassus", "contact/templates")
 SOLVER_CODES = {"admm": 0, "pgs": 1}
+# ADMM's ρ (0: automatic), proximal η and relaxation ω unless a call gives them
+DEFAULT_RHO, DEFAULT_ETA, DEFAULT_OMEGA = 0.0, 1e-8, 1.0
 STEP_SOLVERS = ("auto", *SOLVER_CODES)
 N_INFO = 5
 DEFAULT_OUT = Path("codegen_out")
@@ -312,18 +314,8 @@ class ContactStep:
             raise InputError("normals: each contact's normal must be a finite unit vector (|n| = 1 to 1e-9)")
         return n
 
-    def _opts(self, tol, max_iter, rho, eta, omega):
-        """The C loop's opts[] (layout in templates/step.c.j2), each value checked."""
-        if not (np.isfinite(tol) and tol > 0):
-            raise InputError(f"tol: must be finite and > 0, got {tol!r}")
-        if int(max_iter) != max_iter or max_iter < 0:
-            raise InputError(f"max_iter: must be an integer >= 0, got {max_iter!r}")
-        if not (np.isfinite(eta) and eta >= 0 and np.isfinite(rho) and 0 < omega < 2):
-            raise InputError(f"eta >= 0, finite rho and 0 < omega < 2 required, got {eta!r}, {rho!r}, {omega!r}")
-        return np.array([tol, max_iter, SOLVER_CODES[self.solver], float(self.exact), rho, eta, omega])
-
-    def __call__(self, q, v, tau, dt=1e-3, lam0=None, tol=1e-10, max_iter=1000, mu=None, normals=None, rho=0.0,
-                 eta=1e-8, omega=1.0, threads=1, gap=None):
+    def __call__(self, q, v, tau, dt=1e-3, lam0=None, tol=1e-10, max_iter=1000, mu=None, normals=None, rho=DEFAULT_RHO,
+                 eta=DEFAULT_ETA, omega=DEFAULT_OMEGA, threads=1, gap=None):
         """One step from (q, v, τ), or N steps from (Q, V, TAU) with the batch first (``threads``
         POSIX threads); ``lam0`` warm-starts λ (contact frames), ``mu`` overrides the friction,
         ``normals`` (n_c × 3, unit) sets each contact's normal (default +z), ``gap`` (m/s, one per
@@ -339,7 +331,7 @@ class ContactStep:
         if dt_a.ndim > 1 or not np.all(np.isfinite(dt_a)) or np.any(dt_a <= 0):
             raise InputError(f"dt: must be finite and > 0, got {dt!r}")
         mu_a = self.mu if mu is None else self._mu(mu)
-        opts = self._opts(tol, max_iter, rho, eta, omega)
+        opts = solver_options(tol, max_iter, self.solver, self.exact, rho, eta, omega)
         n = self._normals(normals, batch)
         m, nv = self.contacts.m, r.nv
         lam0 = None if lam0 is None else self._state("lam0", lam0, m, batch)
@@ -361,6 +353,17 @@ class ContactStep:
         if self._step(*head, *outs) if gap is None else self._step_gap(*head, ptr(gap), *outs):
             raise InputError("the generated step failed to evaluate")
         return _result(lam, sigma, v_next, info, batch)
+
+
+def solver_options(tol, max_iter, solver, exact, rho=DEFAULT_RHO, eta=DEFAULT_ETA, omega=DEFAULT_OMEGA):
+    """The C loop's opts[] (layout in templates/step.c.j2) for ``solver`` ("admm" or "pgs"), each value checked."""
+    if not (np.isfinite(tol) and tol > 0):
+        raise InputError(f"tol: must be finite and > 0, got {tol!r}")
+    if int(max_iter) != max_iter or max_iter < 0:
+        raise InputError(f"max_iter: must be an integer >= 0, got {max_iter!r}")
+    if not (np.isfinite(eta) and eta >= 0 and np.isfinite(rho) and 0 < omega < 2):
+        raise InputError(f"eta >= 0, finite rho and 0 < omega < 2 required, got {eta!r}, {rho!r}, {omega!r}")
+    return np.array([tol, max_iter, SOLVER_CODES[solver], float(exact), rho, eta, omega])
 
 
 def _result(lam, sigma, v_next, info, batch):
