@@ -38,7 +38,7 @@ from ..verify import precision as vp
 from . import precision as fp
 from .emit import TEMPLATES
 from .escape import Safe, c_comment, c_ident
-from .statements import ASSIGN, DECL, INPUT, OUTPUT, fail, function_body
+from .statements import ASSIGN, DECL, INPUT, OUTPUT, fail, function_body, tokens
 from .trace_cache import source_hash
 from .vectorise import io_layout
 
@@ -59,8 +59,6 @@ _ANGLES = re.compile(r"  double cd_angle\[(\d+)\] = \{(.*)\}, cd_sin\[\1\], cd_c
 _ANGLE = re.compile(r"arg\[(\d+)\]\? arg\[\1\]\[(\d+)\] : 0|0")
 _SINCOS_CALL = re.compile(r"  cd_sincos\((\d+), cd_angle, cd_sin, cd_cos\);")
 _HOISTED = re.compile(r"  (a\d+)=cd_(sin|cos)\[(\d+)\];")
-_TOKEN = re.compile(r"(\s*)(?:(?P<num>(?:\d+\.?\d*|\.\d+)(?:[eE][-+]?\d+)?)|(?P<name>[A-Za-z_]\w*)|"
-                    r"(?P<op><=|>=|==|!=|&&|\|\||[-+*/<>!?:(),]))")
 # CasADi's helpers, defined again as device functions over casadi_real; {m} is the libm suffix
 _HELPERS = {
     "casadi_sq": "casadi_real casadi_sq(casadi_real x) { return x*x; }",
@@ -82,20 +80,13 @@ def _fail(lineno, line, why):
 def _expression(text, variables, precision, used, lineno, line):
     """``text`` (one expression of CasADi's C) with its names checked and, in single precision,
     float literals and float libm calls; ``used`` collects the CasADi helpers it calls."""
-    out, pos, tokens = [], 0, []
-    text = text.rstrip()
-    while pos < len(text):
-        m = _TOKEN.match(text, pos)
-        if not m or m.end() == pos:
-            _fail(lineno, line, f"unknown token at {text[pos:pos + 10]!r}")
-        tokens.append(m)
-        pos = m.end()
-    for k, m in enumerate(tokens):
+    out, found = [], tokens(text, lineno, line, "rewrite for CUDA")
+    for k, m in enumerate(found):
         value = m[m.lastgroup]
         if m.lastgroup == "num" and precision == "single" and re.search(r"[.eE]", value):
             value += "f"
         elif m.lastgroup == "name":
-            call = k + 1 < len(tokens) and tokens[k + 1][0].strip() == "("
+            call = k + 1 < len(found) and found[k + 1][0].strip() == "("
             if call and value in fp.LIBM:     # CUDA has the float forms of all of them too
                 value = fp.libm_name(value, precision)
             elif call and value in _HELPERS:

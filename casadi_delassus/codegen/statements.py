@@ -14,10 +14,26 @@ DECL = re.compile(r"  casadi_real (a\d+(?:, a\d+)*);")
 INPUT = re.compile(r"  (a\d+)=arg\[(\d+)\]\? arg\[\2\]\[(\d+)\] : 0;")
 OUTPUT = re.compile(r"  if \(res\[(\d+)\]!=0\) res\[\1\]\[(\d+)\]=(.+);")
 ASSIGN = re.compile(r"  (a\d+)=(.+);")
+# one token of an expression, with the white space before it (group 1): a number, a name or an operator
+TOKEN = re.compile(r"(\s*)(?:(?P<num>(?:\d+\.?\d*|\.\d+)(?:[eE][-+]?\d+)?)|(?P<name>[A-Za-z_]\w*)|"
+                   r"(?P<op><=|>=|==|!=|&&|\|\||[-+*/<>!?:(),]))")
 
 
 def fail(lineno, line, why, what="rewrite"):
     raise CompilerError(f"cannot {what} line {lineno} of the generated code ({why}): {line.strip()[:120]}")
+
+
+def tokens(text, lineno, line, what="rewrite"):
+    """The TOKEN matches of the expression ``text`` (of line ``lineno``), in order; CompilerError
+    naming the line at anything that is not a token."""
+    found, pos, text = [], 0, text.rstrip()
+    while pos < len(text):
+        m = TOKEN.match(text, pos)
+        if not m or m.end() == pos:
+            fail(lineno, line, f"unknown token at {text[pos:pos + 10]!r}", what)
+        found.append(m)
+        pos = m.end()
+    return found
 
 
 def function_body(casadi_code):

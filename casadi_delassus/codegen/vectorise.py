@@ -40,13 +40,10 @@ from .precision import C_REAL, libm_name
 from ..model.robot import unit_blocks
 from ..runtime.inputs import UNIT_TOL
 from .sincos import hoisted_body
-from .statements import ASSIGN, DECL, INPUT, OUTPUT, fail, function_body
+from .statements import ASSIGN, DECL, INPUT, OUTPUT, fail, function_body, tokens
 
 # -- the rewrite of CasADi's function body ------------------------------------------------
 _HOISTED = re.compile(r"  (a\d+)=cd_(?:sin|cos)\[\d+\];")
-_TOKEN = re.compile(r"\s*(?:(?P<num>(?:\d+\.?\d*|\.\d+)(?:[eE][-+]?\d+)?)|(?P<name>[A-Za-z_]\w*)|"
-                    r"(?P<op><=|>=|==|!=|&&|\|\||[-+*/<>!?:(),]))")
-
 # vector forms exact by construction (bit operations, correctly rounded sqrt) or, for
 # sin/cos, libmvec's (a few ulp; lane by lane libm without it)
 _VECTOR_FUNCTIONS = {"sin": ("cd_batch_sin", 1), "cos": ("cd_batch_cos", 1), "sqrt": ("cd_batch_sqrt", 1),
@@ -73,14 +70,7 @@ class _Expression:
 
     def __init__(self, text, variables, lineno, line, precision="double"):
         self.variables, self.lineno, self.line, self.precision = variables, lineno, line, precision
-        self.tokens, pos = [], 0
-        text = text.rstrip()
-        while pos < len(text):
-            m = _TOKEN.match(text, pos)
-            if not m or m.end() == pos:
-                _fail(lineno, line, f"unknown token at {text[pos:pos + 10]!r}")
-            self.tokens.append((m.lastgroup, m.group(m.lastgroup)))
-            pos = m.end()
+        self.tokens = [(m.lastgroup, m[m.lastgroup]) for m in tokens(text, lineno, line, "vectorise")]
         self.pos = 0
 
     def fail(self, why):
