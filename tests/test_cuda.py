@@ -367,6 +367,8 @@ def test_unknown_statements_stop_the_rewrite():
         cuda.device_body(code, io, io, "double")
     with pytest.raises(CompilerError, match="unknown statement"):
         cuda.device_body(code.replace("  a0=mystery(a0);", "  goto x;"), io, io, "double")
+    with pytest.raises(CompilerError, match="declared twice"):      # as the SIMD rewrite refuses it
+        cuda.device_body(code.replace("  a0=mystery(a0);", "  casadi_real a0;"), io, io, "double")
 
 
 @pytest.mark.parametrize("option", [("--target", "gpu"), ("--precision", "half"), ("--layout", "soaa")])

@@ -118,7 +118,10 @@ def device_body(c_code, inputs, outputs, precision):
         if not line.strip() or line == "  return 0;" or _SINCOS_CALL.fullmatch(line):
             continue        # the sincos call: its angles were read from the cd_angle line before it
         if m := DECL.fullmatch(line):
-            variables.update(m[1].split(", "))
+            names = m[1].split(", ")
+            if variables & set(names):
+                _fail(lineno, line, "variable declared twice")
+            variables.update(names)
             out.append(f"  casadi_real {m[1]};")
         elif m := _ANGLES.fullmatch(line):
             entries = [e.strip() for e in m[2].split(", ")]
