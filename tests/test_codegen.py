@@ -1,5 +1,6 @@
 """The end-to-end path: trace -> count -> C -> gcc -> load -> compare with the reference."""
 import json
+import os
 
 import numpy as np
 import pytest
@@ -183,6 +184,71 @@ def test_the_trace_cache_keeps_the_recently_used_within_its_size(tmp_path, monke
     trace_module.trace(robot, cs, "aba")
     kept = list((tmp_path / "traces").glob("*.casadi"))
     assert len(kept) == 1 and kept[0] != old
+
+
+# Each case: trace naive on chain:n=3 with its cache entry replaced by a damaged one, then trace
+# again (the entry the first trace wrote back), comparing both with a trace that skips the cache.
+_DAMAGED_TRACES = r"""
+import json, sys
+import numpy as np
+import casadi_delassus as cd
+from casadi_delassus.codegen import trace as trace_module, trace_cache
+trace_cache.KEEP_AFTER_S = -1.0             # every trace is kept, a retraced one written back
+robot = cd.load_robot("chain:n=3")
+cs, _ = cd.constraint_set(robot, "default")
+symbols, outputs, _ = trace_module.traced_outputs(robot, cs, "naive")
+fresh = trace_module.function_of("naive", symbols, outputs, True, "naive")
+path = trace_cache.cache_dir("traces") / (trace_cache.key(robot, cs, "naive", True, False) + ".casadi")
+rng = np.random.default_rng(1)
+qs = [robot.random_q(rng) for _ in range(5)]
+want = [np.array(fresh(q)) for q in qs]
+wrong = []
+for k, damaged in enumerate(json.loads(sys.stdin.read())):
+    path.write_bytes(bytes.fromhex(damaged))
+    for attempt in range(2):
+        f = trace_module.trace(robot, cs, "naive")[0]
+        if f.name() != "naive" or any(not np.array_equal(np.array(f(q)), w) for q, w in zip(qs, want)):
+            wrong.append([k, attempt])
+print(json.dumps(wrong))
+"""
+
+
+def _damaged_entries(entry, other, rng):
+    """Damaged forms of the trace cache entry ``entry`` (bytes): single characters changed at
+    random positions (a digit, a letter, a space), truncations, an empty file, binary noise, and
+    ``other``, the intact entry of another key, swapped in."""
+    out = []
+    for pos in sorted(rng.choice(len(entry), size=120, replace=False)):
+        for c in (b"7", b"x", b" ")[pos % 3:pos % 3 + 1]:
+            if entry[pos:pos + 1] != c:
+                out.append(entry[:pos] + c + entry[pos + 1:])
+    out += [entry[:n] for n in (1, 10, len(entry) // 3, len(entry) // 2, len(entry) - 1)]
+    return out + [b"", bytes(rng.integers(0, 256, 400, dtype=np.uint8)), other, entry + b"\n"]
+
+
+def test_a_damaged_trace_cache_entry_is_traced_again_never_trusted(tmp_path, monkeypatch):
+    """Issue 31 point 5: a trace cache entry changed by one character (at 120 positions), truncated,
+    empty, noise or another key's intact entry gives, in the trace that reads it and the one after,
+    exactly the values of a trace that skips the cache, and never crashes the process (CasADi's
+    deserialize segfaulted on some: the loads run in a subprocess)."""
+    import subprocess
+    import sys
+    from casadi_delassus.codegen import trace as trace_module
+    from casadi_delassus.codegen import trace_cache
+    monkeypatch.setenv("CASADI_DELASSUS_CACHE", str(tmp_path))
+    monkeypatch.setattr(trace_cache, "KEEP_AFTER_S", -1.0)
+    robot = cd.load_robot("chain:n=3")
+    cs, _ = cd.constraint_set(robot, "default")
+    folder = tmp_path / "traces"
+    entries = {}
+    for algorithm in ("naive", "ltl_osim"):
+        trace_module.trace(robot, cs, algorithm)
+        entries[algorithm] = (folder / f"{trace_cache.key(robot, cs, algorithm, True, False)}.casadi").read_bytes()
+    damaged = _damaged_entries(entries["naive"], entries["ltl_osim"], np.random.default_rng(5))
+    r = subprocess.run([sys.executable, "-c", _DAMAGED_TRACES], input=json.dumps([d.hex() for d in damaged]),
+                       capture_output=True, text=True, env={**os.environ, "CASADI_DELASSUS_CACHE": str(tmp_path)})
+    assert r.returncode == 0, f"the process died (status {r.returncode}): {r.stderr[-500:]}"
+    assert json.loads(r.stdout) == [], f"{len(json.loads(r.stdout))} traces of {2 * len(damaged)} differ from a fresh one"
 
 
 def test_build_cached_builds_once_and_leaves_nothing_half_written(tmp_path):

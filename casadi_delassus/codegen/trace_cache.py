@@ -3,9 +3,15 @@
 (``Function.serialize``) in the cache folder ``traces`` (runtime/cache_dirs.py), named by the sha256 of the package's source, CasADi's
 version, the robot, the constraints, the algorithm, cse and osim.  Only traces that took
 longer than KEEP_AFTER_S are kept (a quick one costs less than its file), the least recently
-used removed beyond MAX_BYTES, and a file is written under a temporary name and moved in, so readers never see half of one."""
+used removed beyond MAX_BYTES, and a file is written under a temporary name and moved in, so readers never see half of one.
+
+An entry is checked before CasADi reads it: its first line holds the sha256 of its key and the
+serialised text after it (:func:`seal`).  CasADi's deserialiser trusts its input (one character
+changed can crash the process or give another function), so an entry that does not match (a
+damaged file, a truncated one, another key's entry copied over it) is removed and traced again."""
 from __future__ import annotations
 
+import contextlib
 import functools
 import hashlib
 import json
@@ -19,6 +25,7 @@ from .. import __version__
 from ..runtime.cache_dirs import cache_dir, private_folder
 
 KEEP_AFTER_S = 1.0
+HEADER = b"casadi_delassus trace sha256="
 MAX_BYTES = 512 * 2 ** 20       # the least recently used traces go beyond this
 
 
@@ -46,17 +53,47 @@ def _folder():
     return folder if private_folder(folder) else None
 
 
+def seal(trace_key, text):
+    """The bytes of an entry: HEADER, the sha256 of ``trace_key`` and ``text`` (the serialised
+    function), a newline, then ``text``: an entry of another key never matches."""
+    body = text.encode()
+    return HEADER + _digest(trace_key, body) + b"\n" + body
+
+
+def _digest(trace_key, body):
+    return hashlib.sha256(trace_key.encode() + b"\n" + body).hexdigest().encode()
+
+
+def _unsealed(trace_key, data):
+    """The serialised text of the entry ``data`` (bytes) if it is the sealed entry of
+    ``trace_key``, else None."""
+    head, _, body = data.partition(b"\n")
+    if head != HEADER + _digest(trace_key, body):
+        return None
+    try:
+        return body.decode()
+    except UnicodeDecodeError:
+        return None
+
+
 def load(trace_key, name):
-    """The cached function of ``trace_key`` under the name ``name``, or None."""
+    """The cached function of ``trace_key`` under the name ``name``, or None (nothing cached, or
+    an entry that fails its check: removed, so that the trace is stored again)."""
     folder = _folder()
     path = folder / f"{trace_key}.casadi" if folder else None
     if path is None or not path.is_file():
         return None
     try:
-        f = ca.Function.deserialize(path.read_text())
+        text = _unsealed(trace_key, path.read_bytes())
+        f = None if text is None else ca.Function.deserialize(text)
+    except (OSError, RuntimeError):
+        f = None            # unreadable, or sealed but not read by this CasADi
+    if f is None:
+        with contextlib.suppress(OSError):
+            path.unlink(missing_ok=True)
+        return None
+    with contextlib.suppress(OSError):
         os.utime(path)      # recently used: kept longest (_prune)
-    except (OSError, RuntimeError, UnicodeDecodeError):
-        return None         # damaged or from another CasADi: trace again (and overwrite it)
     if f.name() == name:
         return f
     x = f.sx_in()
@@ -69,8 +106,8 @@ def store(trace_key, f, seconds):
     if folder is None or seconds <= KEEP_AFTER_S:
         return
     try:
-        with tempfile.NamedTemporaryFile("w", dir=folder, suffix=".tmp", delete=False) as tmp:
-            tmp.write(f.serialize())
+        with tempfile.NamedTemporaryFile("wb", dir=folder, suffix=".tmp", delete=False) as tmp:
+            tmp.write(seal(trace_key, f.serialize()))
         os.replace(tmp.name, folder / f"{trace_key}.casadi")
         _prune(folder)
     except OSError:
