@@ -96,7 +96,7 @@ def compile_jacobian(robot, cs, scenario, algorithm, wrt, out_dir=api.DEFAULT_OU
     index = folder / f"{stem}.stages.json"
     if not force and index.is_file():
         paths = [folder / p for p in json.loads(index.read_text())]
-        if all(build.is_cached(p, key) for p in paths):
+        if all(artifact.cached(p, key) for p in paths):
             return _load(paths)
     f = ca.Function(fname, f.sx_in(), f.call(f.sx_in()), f.name_in(), f.name_out())
     stages = staging.split_outputs(f, [(x, [o for o in f.name_out() if o.endswith(f"_d{x}")]) for x in wrt])

@@ -8,6 +8,7 @@ import pytest
 import casadi_delassus as cd
 from casadi_delassus.verify.check import check_delassus
 from casadi_delassus.codegen.build import AUTO_MATH, resolve_cflags
+from casadi_delassus.runtime import artifact
 
 TOL = 1e-10
 
@@ -252,9 +253,9 @@ def test_a_damaged_trace_cache_entry_is_traced_again_never_trusted(tmp_path, mon
 
 
 def test_build_cached_builds_once_and_leaves_nothing_half_written(tmp_path):
-    """codegen/build.build_cached (the contact step, rollout, derivatives and MuJoCo step): a build moves in the kept
-    files and the manifest; a second call reads them back without making anything; a compile that fails leaves no
-    file, manifest or temporary folder."""
+    """codegen/build.build_cached (the contact step, rollout, derivatives and MuJoCo step): a build moves in the .c,
+    the .so and the sealed manifest; a second call for the same key takes them without making anything, another key
+    builds again; a compile that fails leaves no file, manifest or temporary folder."""
     from casadi_delassus.codegen.build import build_cached
     from casadi_delassus.errors import CompilerError
     made = []
@@ -262,13 +263,13 @@ def test_build_cached_builds_once_and_leaves_nothing_half_written(tmp_path):
     def make(source="double twice(double x) { return 2 * x; }\n"):
         made.append(source)
         return source, ["-O1"], {"what": "twice"}
-    so, manifest = build_cached(tmp_path / "a", "twice", make, "gcc")
-    assert manifest == {"what": "twice"} and json.loads(so.with_suffix(".json").read_text()) == manifest
+    path = build_cached(tmp_path / "a", "twice", make, "gcc", "key1", "step")
+    manifest = artifact.verify(path, ("c", "so"), "step")
+    assert manifest["what"] == "twice" and manifest["hash"] == "key1" and manifest["artifact"] == "step"
     assert sorted(p.name for p in (tmp_path / "a").iterdir()) == ["twice.c", "twice.json", "twice.so"]
-    assert build_cached(tmp_path / "a", "twice", make, "gcc") == (so, manifest) and len(made) == 1
-    build_cached(tmp_path / "b", "twice", make, "gcc", keep=("so",), timed=True)
-    assert sorted(p.name for p in (tmp_path / "b").iterdir()) == ["twice.json", "twice.so"]
-    assert json.loads((tmp_path / "b" / "twice.json").read_text())["compile_s"] >= 0
+    assert build_cached(tmp_path / "a", "twice", make, "gcc", "key1", "step") == path and len(made) == 1
+    build_cached(tmp_path / "a", "twice", make, "gcc", "key2", "step", timed=True)
+    assert len(made) == 2 and artifact.verify(path, ("c", "so"), "step")["compile_s"] >= 0
     with pytest.raises(CompilerError):
-        build_cached(tmp_path / "c", "broken", lambda: make("this is not C"), "gcc")
+        build_cached(tmp_path / "c", "broken", lambda: make("this is not C"), "gcc", "key1", "step")
     assert not (tmp_path / "c").exists()

@@ -12,6 +12,7 @@ import math
 import re
 import shutil
 import subprocess
+import sys
 
 import numpy as np
 import pytest
@@ -20,7 +21,7 @@ import casadi_delassus as cd
 from casadi_delassus.codegen import cuda
 from casadi_delassus.codegen.precision import PRECISIONS
 from casadi_delassus.contact_modes import library
-from casadi_delassus.errors import CompilerError, ConstraintError, DelassusError, InputError
+from casadi_delassus.errors import ArtifactError, CompilerError, ConstraintError, DelassusError, InputError
 from casadi_delassus.model.robot import unit_blocks
 from casadi_delassus.registry import ALGORITHMS, delassus_algorithms
 from casadi_delassus.runtime.cuda import CudaFunction
@@ -482,3 +483,114 @@ def test_runtime_constraint_matrices_are_read_in_the_users_row_major_order(out, 
     f = cd.generate(robot, ["FL_foot:3d-input", "RR_foot:6d"], "pv_osim", out_dir=out)
     assert any(len(i["shape"]) == 2 and i["shape"][1] == 6 for i in f.inputs)
     assert_equal(f, robot, tmp_path)
+
+
+# -- a manifest is data: checked against the library before any call (issue 31 point 9) -----------------------
+@pytest.fixture(scope="module")
+def chain_builds(tmp_path_factory):
+    """chain:n=3's naive in both precisions: {precision: (manifest path, its host build)}."""
+    out = tmp_path_factory.mktemp("cuda_chain")
+    c = cd.generate("chain:n=3", None, "naive", out_dir=out)
+    builds = {}
+    for precision in PRECISIONS:
+        path = cuda.derive(c.manifest_path, precision, nvcc=None)
+        builds[precision] = path, cuda.host_library(path.with_suffix(".cu"), out / f"host-{precision}.so")
+    return builds
+
+
+def defined_symbols(so):
+    """The names of the functions ``so`` defines (nm)."""
+    out = subprocess.run(["nm", "-D", "--defined-only", str(so)], capture_output=True, text=True, check=True).stdout
+    return {line.split()[-1] for line in out.splitlines() if " T " in line}
+
+
+@pytest.mark.skipif(shutil.which("nm") is None, reason="needs nm")
+def test_float_and_double_builds_share_no_symbol(chain_builds):
+    """The single-precision build's names end in _SINGLE, as the C target's: its manifest's function and entry points
+    and every symbol its library defines differ from the double build's."""
+    (double, d_so), (single, s_so) = chain_builds["double"], chain_builds["single"]
+    d, s = (json.loads(p.read_text()) for p in (double, single))
+    assert s["function"] == d["function"] + "_SINGLE" and s["entry"] == s["function"] + "_cuda"
+    assert s["c_function"] == d["c_function"] == d["function"]
+    d_syms, s_syms = defined_symbols(d_so), defined_symbols(s_so)
+    assert {d["entry"], d["raw_entry"], d["function"] + "_cuda_layout"} <= d_syms
+    assert {s["entry"], s["raw_entry"], s["function"] + "_cuda_layout"} <= s_syms
+    assert not {x for x in d_syms & s_syms if x.startswith("cd_")}
+
+
+@pytest.mark.parametrize("manifest_precision", PRECISIONS)
+def test_a_library_of_the_other_precision_is_refused(chain_builds, manifest_precision):
+    """A double manifest with the float build's library (or the reverse) is refused with one line before any call:
+    it returned garbage when both exported the same symbols."""
+    other = "single" if manifest_precision == "double" else "double"
+    path, so = chain_builds[manifest_precision][0], chain_builds[other][1]
+    with pytest.raises(ArtifactError, match="a library of another function or precision") as err:
+        CudaFunction(path, host_library=so)
+    assert "\n" not in str(err.value)
+    renamed = json.loads(path.read_text()) | {k: v for k, v in json.loads(chain_builds[other][0].read_text()).items()
+                                              if k in ("function", "entry", "raw_entry")}
+    with pytest.raises(ArtifactError, match=f"computes with {8 if other == 'double' else 4}-byte values"):
+        CudaFunction(renamed, host_library=so)
+
+
+# hostile manifests as dicts; each is tried in a process of its own (before these checks, the library wrote past
+# buffers sized from the dict: a heap overflow, SIGSEGV or SIGABRT)
+_HOSTILE = r"""
+import json, sys
+import numpy as np
+from casadi_delassus.errors import DelassusError
+from casadi_delassus.runtime.cuda import CudaFunction
+manifest, so, change = json.loads(sys.argv[1]), sys.argv[2], json.loads(sys.argv[3])
+manifest.update(change.get("set", {}))
+for part, k, value in change.get("spec", []):
+    manifest[part][k]["shape"] = value
+try:
+    f = CudaFunction(manifest, host_library=so)
+    out = f.outputs(np.zeros((64, 3)))
+    print(json.dumps({"said": None, "shapes": {k: list(v.shape) for k, v in out.items()}}))
+except DelassusError as exc:
+    print(json.dumps({"said": str(exc), "type": type(exc).__name__}))
+"""
+HOSTILE = {
+    "output smaller than the library writes": {"spec": [["outputs", 0, [1, 1]]]},
+    "output larger than the library writes": {"spec": [["outputs", 0, [60, 60]]]},
+    "input larger than the library reads": {"spec": [["inputs", 0, [3000]]]},
+    "transposed output": {"spec": [["outputs", 0, [3, 12]]]},
+    "an output fewer": {"set": {"outputs": []}},
+    "an input more": {"set": {"inputs": [{"name": "q", "shape": [3]}, {"name": "v", "shape": [3]}]}},
+    "shape of a negative size": {"spec": [["outputs", 0, [-6, 6]]]},
+    "shape of a huge size": {"spec": [["outputs", 0, [2 ** 40, 2 ** 40]]]},
+    "shape as text": {"spec": [["outputs", 0, "66"]]},
+    "shape of floats": {"spec": [["outputs", 0, [6.0, 6.0]]]},
+    "precision unknown": {"set": {"precision": {"type": "quad"}}},
+    "precision missing": {"set": {"precision": None}},
+    "precision of the other build": {"set": {"precision": {"type": "single"}}},
+    "entry naming libc's system": {"set": {"entry": "system"}},
+    "function naming libc's system": {"set": {"function": "system", "entry": "system_cuda", "raw_entry": "system_cuda_raw"}},
+    "function not an identifier": {"set": {"function": "x; system", "entry": "x; system_cuda"}},
+    "inputs not a list": {"set": {"inputs": "q"}},
+}
+
+
+@pytest.mark.parametrize("name", list(HOSTILE))
+def test_a_hostile_manifest_dict_is_refused_with_one_line(chain_builds, name):
+    path, so = chain_builds["double"]
+    r = subprocess.run([sys.executable, "-c", _HOSTILE, path.read_text(), str(so), json.dumps(HOSTILE[name])],
+                       capture_output=True, text=True)
+    assert r.returncode == 0, f"the process died (status {r.returncode}): {r.stderr[-500:]}"
+    got = json.loads(r.stdout)
+    assert got["said"] and got["type"] == "ArtifactError" and "\n" not in got["said"], got
+
+
+def test_a_manifest_dict_that_matches_its_library_runs_and_other_arguments_are_refused(chain_builds):
+    """The intact manifest as a dict runs the host build (equal to the manifest by path); an array for the manifest
+    (CudaFunction(Q, Q)) or the host library, and a dict without a host build, are one-line errors."""
+    path, so = chain_builds["double"]
+    Q = np.random.default_rng(0).normal(size=(8, 3))
+    by_path, by_dict = CudaFunction(path, host_library=so), CudaFunction(json.loads(path.read_text()), host_library=so)
+    assert np.array_equal(by_path(Q), by_dict(Q))
+    for args, match in (((Q, Q), "a CUDA manifest is a dict or the path of one, not ndarray"),
+                        ((path, Q), "host_library: the path of a host build, not ndarray"),
+                        ((json.loads(path.read_text()),), "runs a host build only")):
+        with pytest.raises(ArtifactError, match=match):
+            CudaFunction(*args)

@@ -676,3 +676,184 @@ def test_environment_compiler_with_arguments(tmp_path, command):
     words = shlex.split(command.format(cc=CC))
     manifest = cd.load(tmp_path / "out" / "chain_n3" / "default" / "naive.json").manifest
     assert manifest["compiler"] == shlex.join([shutil.which(words[0]), *words[1:]])
+
+
+# -- Cache integrity of every compiled kind (issue 31 point 6, issue 35 point 1) -------------------------------
+# Each kind is built small, its files damaged one way at a time; then its explicit load by path must refuse with
+# one line and the next build must rebuild it (intact files again) and give the first build's values.  A kind runs
+# in its own process: before every kind was sealed, a truncated .so was mapped (SIGBUS) and would end the session.
+
+DAMAGES = ("truncated .so", "another valid .so", ".c edited, .so rebuilt by hand", "manifest corrupted",
+           "manifest truncated")
+DONOR_C = "int cd_donor(void) { return 1; }\n"
+
+
+def _chain_state():
+    """A state of chain:n=3 (q, v, τ) drawn once."""
+    rng = np.random.default_rng(3)
+    robot = cd.load_robot("chain:n=3")
+    return robot, robot.random_q(rng), rng.normal(size=robot.nv), rng.normal(size=robot.nv)
+
+
+def _function_kind(out):
+    robot, q, _, _ = _chain_state()
+    f = cd.generate(robot, None, "naive", out_dir=out)
+    return f.manifest_path, f.manifest_path, [f(q)], lambda p: cd.load(p)
+
+
+def _library_kind(out):
+    from casadi_delassus.contact_modes import library, load_library
+    robot, q, _, _ = _chain_state()
+    lib = library(robot, ["link3:3d", "link2:3d"], "naive", modes="0x3", out_dir=out, jobs=1)
+    full = lib.function(0x3)
+    return lib.manifest_path, full.manifest_path, [lib(0x3, q)], \
+        lambda p: [load_library(p).function(0x3), cd.load(full.manifest_path)]
+
+
+def _open(what):
+    """The explicit load of a build_cached kind: its sealed manifest by path (runtime/library.open_sealed)."""
+    return lambda p: library.open_sealed(p, ("c", "so"), what)
+
+
+def _step_kind(out):
+    robot, q, v, tau = _chain_state()
+    s = cd.contact_step(robot, ["link3:3d-world"], out_dir=out, cflags=("-O1",))
+    r = s(q, v, 50 * tau, dt=1e-2)
+    return s.so.with_suffix(".json"), s.so.with_suffix(".json"), [r.v_next, r.lam], _open("step")
+
+
+def _rollout_kind(out):
+    from casadi_delassus.contact import simulate as sim
+    from casadi_delassus.contact.rollout import CompiledRollout
+    robot, q, _, _ = _chain_state()
+    scene = sim.Scene(robot, ["link3@0,0,0.1"])
+    scene.height = float(scene.positions(q)[0] @ scene.normal) - 0.1 + 1e-3      # touching at q
+    c = CompiledRollout(robot, scene.specs(q), scene._positions, out_dir=out, cflags=("-O1",))
+    raw = sim.c_rollouts(scene, c, q[None], np.zeros((1, robot.nv)), 20, 1e-3, cd.pd_controller(robot, q, 10.0, 1.0), 1e3)
+    return c.so.with_suffix(".json"), c.so.with_suffix(".json"), [raw.Q, raw.FORCES], _open("rollout")
+
+
+def _mjsoft_kind(out):
+    mujoco = pytest.importorskip("mujoco")
+    from casadi_delassus.contact.mujoco_step import mujoco_contact_step, mujoco_contacts
+    m = mujoco.MjModel.from_xml_string('<mujoco model="ball"><worldbody><geom type="plane" size="5 5 .1"/>'
+                                       '<body name="ball" pos="0 0 0.099"><freejoint/>'
+                                       '<geom type="sphere" size="0.1" mass="1"/></body></worldbody></mujoco>')
+    d = mujoco.MjData(m)
+    mujoco.mj_forward(m, d)
+    s = mujoco_contact_step(m, mujoco_contacts(m, d).specs, out_dir=out, cflags=["-O1"])
+    r = s.solve(m, d)
+    return s.so.with_suffix(".json"), s.so.with_suffix(".json"), [r.force, r.qacc], _open("mjsoft")
+
+
+def _step_derivatives_kind(out):
+    from casadi_delassus.contact.step_derivatives import StepDerivatives
+    robot, q, v, tau = _chain_state()
+    d = StepDerivatives(robot, ["link3:3d-world"], out_dir=out, cflags=("-O1",))
+    values = [np.array(x) for x in d._f["parts"](q, v, tau, 1e-3, [0.1, -0.2, 3.0])]
+    return d.files.with_suffix(".json"), d.files.with_suffix(".json"), values, _open("step_derivatives")
+
+
+def _cuda_kind(out):
+    """The CUDA form with a device library: the host build stands in for nvcc's (none here)."""
+    from casadi_delassus.codegen import cuda
+    from casadi_delassus.runtime.cuda import CudaFunction
+    robot, q, _, _ = _chain_state()
+    cuda.find_nvcc = lambda nvcc="auto": "nvcc"
+    cuda.device_library = lambda cu, so, *a, **k: cuda.host_library(cu, so) and {"command": "host build"}
+    f = cd.generate(robot, None, "naive", out_dir=out, target="cuda")
+    host = cuda.host_library(f.manifest_path.with_suffix(".cu"), out / f"host-{len(list(out.glob('host-*')))}.so")
+    return f.manifest_path, f.manifest_path, [CudaFunction(f.manifest_path, host_library=host)(q[None])], \
+        lambda p: CudaFunction(p)._entry()
+
+
+ARTIFACT_KINDS = {"function": _function_kind, "library": _library_kind, "step": _step_kind, "rollout": _rollout_kind,
+                  "mjsoft": _mjsoft_kind, "step_derivatives": _step_derivatives_kind, "cuda": _cuda_kind}
+
+
+def _damage(manifest_path, so_owner, damage, donor):
+    """Damage one kind's files: ``so_owner``'s .so (the manifest's own, or for a library its mode function's), its
+    source (.c, or .cu) with the .so rebuilt from it, or ``manifest_path`` itself."""
+    so = so_owner.with_suffix(".so")
+    if damage == "truncated .so":
+        with open(so, "r+b") as fh:             # in place, as a full disk or a crash would
+            fh.truncate(so.stat().st_size // 2)
+    elif damage == "another valid .so":
+        shutil.copyfile(donor, so)
+    elif damage == ".c edited, .so rebuilt by hand":
+        source = next(p for p in (manifest_path.with_suffix(".c"), manifest_path.with_suffix(".cu")) if p.is_file())
+        source.write_text(source.read_text() + "\n/* edited by hand */\n")
+        if source.suffix == ".cu":
+            from casadi_delassus.codegen import cuda
+            cuda.host_library(source, so)
+        elif so_owner == manifest_path:
+            subprocess.run([CC, "-O1", "-fPIC", "-shared", "-o", str(so), str(source), "-lm", "-pthread"], check=True)
+    else:
+        data = manifest_path.read_bytes()
+        if damage == "manifest corrupted":          # still JSON: the version it names changed
+            data = data.replace(b'"version": "', b'"version": "9', 1)
+        manifest_path.write_bytes(data[:len(data) // 2] if damage == "manifest truncated" else data)
+
+
+def damage_every_way(kind, out):
+    """Build ``kind`` in ``out``, then per damage: what its explicit load said, whether the next build left intact
+    files (artifact.verify) and gave the first build's values.  Run in its own process (see above)."""
+    out = pathlib.Path(out)
+    donor = out / "donor.so"
+    (out / "donor.c").write_text(DONOR_C)
+    subprocess.run([CC, "-shared", "-fPIC", "-o", str(donor), str(out / "donor.c")], check=True)
+    manifest_path, so_owner, want, load = ARTIFACT_KINDS[kind](out / "a")
+    results = {}
+    for damage in DAMAGES:
+        _damage(manifest_path, so_owner, damage, donor)
+        try:
+            load(manifest_path)
+            said = None
+        except cd.ArtifactError as exc:
+            said = str(exc)
+        except Exception as exc:                 # noqa: BLE001 -- what the old loaders raised
+            said = f"{type(exc).__name__} (not an ArtifactError): {exc}"
+        _, _, got, _ = ARTIFACT_KINDS[kind](out / "a")
+        sealed = json.loads(manifest_path.read_text())
+        intact = all(artifact.cached(p, json.loads(p.read_text()).get("hash"), tuple(sealed_kinds(p)), what(p))
+                     for p in {manifest_path, so_owner})
+        results[damage] = {"said": said, "intact": intact,
+                           "equal": all(np.array_equal(np.asarray(a), np.asarray(b)) for a, b in zip(got, want)),
+                           "artifact": sealed.get("artifact")}
+    return results
+
+
+def sealed_kinds(path):
+    """The files a sealed manifest records."""
+    return json.loads(path.read_text()).get("files", {}).keys()
+
+
+def what(path):
+    return json.loads(path.read_text()).get("artifact", "function")
+
+
+@needs_cc
+@pytest.mark.parametrize("kind", list(ARTIFACT_KINDS))
+def test_cache_integrity_every_compiled_kind_refuses_damage_and_rebuilds(kind, tmp_path):
+    """Issue 31 point 6 / issue 35 point 1: for each compiled kind (generated function, contact-mode library,
+    contact step, rollout, MuJoCo step, step derivatives, CUDA) a truncated .so, another valid .so, a .c edited with
+    the .so rebuilt from it by hand, a corrupted or a truncated manifest: an explicit load by path refuses with one
+    line (ArtifactError), and the next build rebuilds (intact sealed files) and gives the first build's values."""
+    if kind == "mjsoft":
+        pytest.importorskip("mujoco")
+    code = f"import json, sys; import test_trust_artifacts as t; print(json.dumps(t.damage_every_way({kind!r}, {str(tmp_path)!r})))"
+    r = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
+                       cwd=pathlib.Path(__file__).parent, env={**os.environ, "PYTHONPATH": str(pathlib.Path(__file__).parent)})
+    assert r.returncode == 0, f"the process died (status {r.returncode}): {r.stderr[-800:]}"
+    results = json.loads(r.stdout.strip().splitlines()[-1])
+    for damage, res in results.items():
+        assert res["said"] and "\n" not in res["said"] and "not an ArtifactError" not in res["said"], (damage, res)
+        assert res["intact"] and res["equal"] and res["artifact"] == kind, (damage, res)
+
+
+@needs_cc
+def test_cache_integrity_cd_load_names_the_kind_of_another_artifact(tmp_path):
+    """cd.load of an intact contact step's manifest: one line saying what it is, not a generated function."""
+    path = _step_kind(tmp_path)[0]
+    with pytest.raises(cd.ArtifactError, match=r"is the manifest of a contact step, not of a generated function$"):
+        cd.load(path)

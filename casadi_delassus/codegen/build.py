@@ -131,24 +131,30 @@ def compile_shared(c_file, so_file, cflags, cc):
     return time.perf_counter() - t0, cmd
 
 
-def build_cached(folder, stem, make, cc, keep=("c", "so"), timed=False):
-    """(.so path, manifest) of ``folder/stem``.{c,so,json}, ``stem`` naming the cache key: read back when the .so and
-    the manifest are both there, else ``make()`` → (C source, compile flags, manifest) is written and compiled in a
-    temporary folder beside them (artifact.build_folder) and the ``keep`` files moved in, the manifest last (a
-    manifest means a complete build).  ``timed``: gcc's seconds go in the manifest as ``compile_s``."""
+BUILT_KINDS = ("c", "so")        # the files build_cached keeps and seals
+
+
+def build_cached(folder, stem, make, cc, key, what, timed=False):
+    """The manifest path of ``folder/stem``.{c,so,json}, a ``what`` (runtime/artifact.ARTIFACTS) for the cache key
+    ``key``: taken as it is when its sealed manifest records ``key`` and its .c and .so are intact (artifact.cached),
+    else ``make()`` → (C source, compile flags, manifest) is written and compiled in a temporary folder beside them
+    (artifact.build_folder), the manifest sealed with ``key`` as its ``hash`` and the files moved in, the manifest
+    last (a manifest means a complete build; a damaged or mismatched one is replaced).  ``timed``: gcc's seconds go
+    in the manifest as ``compile_s``.  Load what it returns with runtime/library.open_sealed."""
     folder = Path(folder)
-    so, manifest_path = folder / f"{stem}.so", folder / f"{stem}.json"
-    if so.is_file() and manifest_path.is_file():
-        return so, json.loads(manifest_path.read_text())
+    manifest_path = folder / f"{stem}.json"
+    if artifact.cached(manifest_path, key, BUILT_KINDS, what):
+        return manifest_path
     source, cflags, manifest = make()
     with artifact.build_folder(folder, stem) as tmp:
         (tmp / f"{stem}.c").write_text(source)
         seconds, _ = compile_shared(tmp / f"{stem}.c", tmp / f"{stem}.so", list(cflags), cc)
         if timed:
             manifest["compile_s"] = round(seconds, 2)
+        manifest["hash"] = key
+        artifact.seal(manifest, tmp, stem, BUILT_KINDS, what)
         (tmp / f"{stem}.json").write_text(json.dumps(manifest, indent=1))
-        artifact.move_in(tmp, folder, stem, keep)
-    return so, manifest
+        return artifact.move_in(tmp, folder, stem, BUILT_KINDS)
 
 
 def _compiler_key(cc):
@@ -168,15 +174,6 @@ def content_hash(robot, constraints, algorithm, cflags, cse, cc, osim, function=
     if precision != "double":
         data["precision"] = precision
     return hashlib.sha256(json.dumps(data, sort_keys=True).encode()).hexdigest()
-
-
-def is_cached(manifest_path, key):
-    """True when ``manifest_path`` was built for the hash ``key`` and it and its .c, .h and
-    .so are intact (runtime/artifact.py: sizes and sha256 as recorded)."""
-    try:
-        return artifact.verify(manifest_path).get("hash") == key
-    except DelassusError:
-        return False
 
 
 def make_manifest(f, robot, constraints, scenario, inputs, outputs, cflags, cc, cse, key, companions=(),
@@ -293,7 +290,7 @@ def build(robot, constraints, algorithm, out_dir, scenario, cflags=DEFAULT_CFLAG
     variant = request | {"method": method} if request else {"casadi_derivatives": artifact.CASADI_ORDER} if casadi_derivatives else None
     key = content_hash(robot, constraints, algorithm, cflags, cse, cc, osim, fname, variant=variant, precision=precision)
     artifact.clean_stale(out_dir)       # what killed runs left here
-    if not force and is_cached(manifest_path, key):
+    if not force and artifact.cached(manifest_path, key):
         return manifest_path
     t0 = time.perf_counter()
     auto, traced = None, None

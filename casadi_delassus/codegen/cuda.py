@@ -34,6 +34,7 @@ import numpy as np
 from ..errors import CompilerError, DelassusError
 from ..model.robot import unit_blocks
 from ..runtime import artifact
+from ..runtime import cuda as rc
 from ..verify import precision as vp
 from . import precision as fp
 from .emit import TEMPLATES
@@ -163,7 +164,7 @@ def render(manifest, c_code, precision="double", layout="soa", threads=THREADS, 
     for x in (*inputs, *outputs):           # the SoA scratch memory, entries of every array one after the other
         x["offset"], offset = offset, offset + x["size"]
     body, used = device_body(c_code, inputs, outputs, precision)
-    fname = c_ident(manifest["function"])
+    fname = c_ident(rc.function_name(manifest["function"], precision))
     real = fp.C_REAL[precision]
     xs, ys = [f"x{x['k']}" for x in inputs], [f"y{y['k']}" for y in outputs]
     params = [f"const casadi_real* {x}" for x in xs] + [f"casadi_real* {y}" for y in ys]
@@ -173,6 +174,7 @@ def render(manifest, c_code, precision="double", layout="soa", threads=THREADS, 
                single=single, inputs=inputs, outputs=outputs, aos=layout == "aos", threads=threads, real=Safe(real), total=offset,
                helpers=[Safe(_HELPERS[h].replace("{m}", "f" if single else "")) for h in sorted(used)],
                body=Safe(body), params=Safe(", ".join(params)),
+               layout_table=Safe(", ".join(map(str, rc.layout_table(manifest["inputs"], manifest["outputs"])))),
                kernel_args=Safe(", ".join(xs + ys)),
                aos_args=Safe(", ".join(f"{p} ? {p} + i * {s} : 0" for p, s in zip(xs + ys, per))),
                soa_args=Safe(", ".join(f"{p} ? {p} + i : 0" for p in xs + ys)),
@@ -264,13 +266,6 @@ def _key(c_manifest, precision, layout, threads, nvcc, arch):
     return hashlib.sha256(json.dumps(data, sort_keys=True).encode()).hexdigest()
 
 
-def _cached(path, key, kinds):
-    try:
-        return artifact.verify(path, kinds).get("hash") == key
-    except DelassusError:
-        return False
-
-
 def derive(c_manifest_path, precision="double", layout="soa", threads=THREADS, nvcc="auto", arch=ARCH, force=False):
     """Write the CUDA form of the generated function whose C manifest is ``c_manifest_path``
     beside it: ``<stem>-cuda[-f32].cu``, ``.json`` and, where ``nvcc`` (a path, "auto": on PATH,
@@ -281,33 +276,36 @@ def derive(c_manifest_path, precision="double", layout="soa", threads=THREADS, n
     check_options(precision, layout)
     c_manifest_path = Path(c_manifest_path)
     c_manifest = artifact.verify(c_manifest_path)
+    if c_manifest.get("precision", {}).get("type", "double") != "double":
+        raise DelassusError(f"{c_manifest_path.name}: the CUDA form is derived from a double C function (its reference); "
+                            f"choose its precision with precision=")
     nvcc = find_nvcc(nvcc)
     kinds = KINDS + (("so",) if nvcc else ())
     name = stem(c_manifest_path.stem, precision)
     folder = c_manifest_path.parent
     key = _key(c_manifest, precision, layout, threads, nvcc, arch)
-    if not force and _cached(folder / f"{name}.json", key, kinds):
+    if not force and artifact.cached(folder / f"{name}.json", key, kinds, "cuda"):
         return folder / f"{name}.json"
     c_code = c_manifest_path.with_suffix(".c").read_text()
     with artifact.build_folder(folder, name) as tmp:
         t0 = time.perf_counter()
         (tmp / f"{name}.cu").write_text(render(c_manifest, c_code, precision, layout, threads, c_manifest_path.with_suffix(".c").name))
-        keep = ("function", "model_name", "algorithm", "osim", "derivative", "stage", "robot", "scenario", "nq", "nv", "m",
+        keep = ("model_name", "algorithm", "osim", "derivative", "stage", "robot", "scenario", "nq", "nv", "m",
                 "q_layout", "q_convention", "row_names", "inputs", "outputs", "op_count", "cse")
         manifest = {k: c_manifest[k] for k in keep if k in c_manifest} | {
             "target": "cuda", "precision": {"type": precision}, "real": fp.C_REAL[precision], "layout": layout,
             "layout_note": "user arrays: batch first, row-major per configuration; inside: " +
                            ("entry-major (SoA), transposed on the device" if layout == "soa" else "the same (AoS)"),
-            "threads_per_block": threads, "entry": f"{c_manifest['function']}_cuda",
-            "raw_entry": f"{c_manifest['function']}_cuda_raw", "c_manifest": c_manifest_path.name,
+            "threads_per_block": threads, **rc.names(c_manifest["function"], precision),
+            "c_function": c_manifest["function"], "c_manifest": c_manifest_path.name,
             "c_hash": c_manifest["hash"], "hash": key, "version": c_manifest["version"],
             "timings_s": {"emit": round(time.perf_counter() - t0, 3)}}
         if precision == "single":
             manifest["precision"] |= measure_error(tmp / f"{name}.cu", c_manifest_path, c_manifest)
         if nvcc:
-            manifest["nvcc"] = device_library(tmp / f"{name}.cu", tmp / f"{name}.so", f"{c_manifest['function']}_kernel",
+            manifest["nvcc"] = device_library(tmp / f"{name}.cu", tmp / f"{name}.so", f"{manifest['function']}_kernel",
                                               nvcc, arch)
-        artifact.seal(manifest, tmp, name, kinds)
+        artifact.seal(manifest, tmp, name, kinds, "cuda")
         (tmp / f"{name}.json").write_text(json.dumps(manifest, indent=1))
         return artifact.move_in(tmp, folder, name, kinds)
 
@@ -316,14 +314,13 @@ def measure_error(cu_file, c_manifest_path, c_manifest, samples=ERROR_SAMPLES, s
     """The single-precision build's error against the FP64 C path over ``samples`` random inputs
     (its host build through the shim, with the C path's flags), per sample the worst over the
     outputs: verify/precision.record's entries."""
-    from ..runtime.cuda import CudaFunction
     from ..runtime.loader import load
     so = host_library(cu_file, Path(cu_file).with_suffix(".host.so"), c_manifest["cflags"])
     spec = {"precision": {"type": "single"}, "inputs": c_manifest["inputs"], "outputs": c_manifest["outputs"],
-            "entry": f"{c_manifest['function']}_cuda", "function": c_manifest["function"]}
+            **rc.names(c_manifest["function"], "single")}
     values = random_batch(c_manifest, samples, np.random.default_rng(seed))
     named = dict(zip([i["name"] for i in c_manifest["inputs"]][1:], values[1:]))
-    got = CudaFunction(spec, host_library=so).outputs(values[0], **named)
+    got = rc.CudaFunction(spec, host_library=so).outputs(values[0], **named)
     want = load(c_manifest_path).outputs(values[0], **named)
     so.unlink()
     return vp.record(np.max([vp.relative_errors(w, got[name]) for name, w in want.items()], axis=0), seed)

@@ -30,7 +30,7 @@ import numpy as np
 from ..registry import get_algorithm
 from ..errors import DelassusError
 from ..runtime import artifact
-from .build import DEFAULT_CFLAGS, content_hash, find_compiler, is_cached, make_manifest, write_compiled
+from .build import DEFAULT_CFLAGS, content_hash, find_compiler, make_manifest, write_compiled
 from .trace import trace
 
 
@@ -138,7 +138,7 @@ def build_stages(robot, constraints, algorithm, out_dir, scenario, cflags=DEFAUL
     key = content_hash(robot, constraints, algorithm, cflags, cse, cc, False, fname) + "-stages"
     paths = [Path(out_dir) / f"{artifact.stem(algorithm, stage=name)}.json" for name, _ in algorithm_stages(algorithm, [])]
     artifact.clean_stale(out_dir)
-    if not force and all(is_cached(p, key) for p in paths):
+    if not force and all(artifact.cached(p, key) for p in paths):
         return paths
     t0 = time.perf_counter()
     f, inputs, outputs = trace(robot, constraints, algorithm, name=fname, cse=cse)

@@ -17,7 +17,6 @@ world offset from the origin, so one step serves every state) or the cheaper fix
 friction, distance and solver parameters are run-time inputs (``mujoco_contacts``)."""
 from __future__ import annotations
 
-import ctypes
 from dataclasses import dataclass
 
 import casadi as ca
@@ -25,7 +24,8 @@ import numpy as np
 
 from .. import __version__
 from ..codegen import schedule, sincos
-from ..codegen.build import build_cached
+from ..codegen.build import BUILT_KINDS, build_cached
+from ..runtime.library import entries, open_sealed
 from ..codegen.emit import TEMPLATES as CODEGEN_TEMPLATES, casadi_source
 from ..codegen.escape import Safe
 from ..constraints import ConstraintSet
@@ -136,7 +136,8 @@ def render(robot, cs, name, prep, post, delassus):
 
 
 def build(robot, cs, out_dir, cflags, cc, delassus):
-    """Compile the step (cached by a hash of everything that determines it); returns (.so path, manifest)."""
+    """Compile the step (cached by a hash of everything that determines it); returns its manifest's path (sealed:
+    load it with runtime/library.open_sealed)."""
     cc = find_compiler(cc)
     scenario = scenario_name("mjsoft", cs.specs)
     name = artifact.function_name(artifact.model_name(robot, None), scenario, "mjsoft")
@@ -145,11 +146,11 @@ def build(robot, cs, out_dir, cflags, cc, delassus):
     def make():
         prep, post, chosen = soft_functions(robot, cs, name, delassus)
         manifest = {"function": name, "robot": robot.name, "contacts": cs.specs, "delassus": chosen, "nq": robot.nq,
-                    "nv": robot.nv, "nc": len(contact_blocks(cs)), "cflags": list(cflags), "key": key,
+                    "nv": robot.nv, "nc": len(contact_blocks(cs)), "cflags": list(cflags),
                     "version": __version__}
         return render(robot, cs, name, prep, post, chosen), cflags, manifest
     return build_cached(artifact.folder(out_dir, artifact.model_name(robot, None), scenario), f"mjsoft_{key[:16]}",
-                        make, cc, keep=("so",))
+                        make, cc, key, "mjsoft")
 
 
 @dataclass(frozen=True)
@@ -172,10 +173,10 @@ class MujocoContactStep:
         self.contacts = ConstraintSet.parse(self.robot, list(contacts))
         self.blocks = contact_blocks(self.contacts)
         self.nc = len(self.blocks)
-        self.so, self.manifest = build(self.robot, self.contacts, out_dir, tuple(cflags), cc, delassus)
-        self._lib = ctypes.CDLL(str(self.so))
-        self._soft = getattr(self._lib, self.manifest["function"] + "_soft")
-        self._soft.argtypes = [DOUBLE_P] * 15
+        path = build(self.robot, self.contacts, out_dir, tuple(cflags), cc, delassus)
+        self.so = path.with_suffix(".so")
+        self.manifest, self._lib, mapped = open_sealed(path, BUILT_KINDS, "mjsoft")
+        self._soft, = entries(self._lib, mapped, self.so, self.manifest["function"], [("_soft", [DOUBLE_P] * 15)])
 
     def _dims(self, dims):
         """condim per contact, checked against its rows: 1 or 3 on a fixed point, 1, 3, 4 or 6 on a 6d-world contact."""

@@ -24,7 +24,8 @@ import casadi as ca
 import numpy as np
 
 from .. import __version__
-from ..codegen.build import build_cached, host_cpu
+from ..codegen.build import BUILT_KINDS, build_cached, host_cpu
+from ..runtime.library import entries, open_sealed
 from ..codegen.escape import Safe
 from ..codegen.trace import trace
 from ..constraints import ConstraintSet
@@ -55,7 +56,7 @@ def loop_functions(robot, positions, name):
 
 def build(robot, cs, positions, out_dir=DEFAULT_OUT, cflags=DEFAULT_CFLAGS, cc=None, delassus=AUTO, model=None):
     """Compile the rollout for the contacts ``cs`` and candidate positions ``positions`` (cached by a hash of what
-    determines it); returns (.so path, manifest)."""
+    determines it); returns its manifest's path (sealed: load it with runtime/library.open_sealed)."""
     cc = find_compiler(cc)
     model = artifact.model_name(robot, model)
     scenario = scenario_name("rollout", cs.specs)
@@ -74,9 +75,9 @@ def build(robot, cs, positions, out_dir=DEFAULT_OUT, cflags=DEFAULT_CFLAGS, cc=N
             fname=Safe(name), robot=robot.name, contacts=" ".join(cs.specs), version=__version__,
             step_code=Safe(render(robot, cs, name, prep, post, chosen, factor, solve, loop)))
         manifest = {"function": name, "robot": robot.name, "contacts": cs.specs, "delassus": chosen, "nq": robot.nq,
-                    "nv": robot.nv, "m": cs.m, "cflags": list(flags), "key": key, "version": __version__}
+                    "nv": robot.nv, "m": cs.m, "cflags": list(flags), "version": __version__}
         return text, [*flags, "-pthread"], manifest
-    return build_cached(artifact.folder(out_dir, model, scenario), f"rollout_{key[:16]}", make, cc)
+    return build_cached(artifact.folder(out_dir, model, scenario), f"rollout_{key[:16]}", make, cc, key, "rollout")
 
 
 @dataclass(frozen=True)
@@ -111,13 +112,12 @@ class CompiledRollout:
         # the exact (De Saxcé) problem, ADMM's defaults; "auto" picks the solver per active set in C
         self.opts = solver_options(tol, max_iter, "admm" if self.auto else solver, exact=True)
         self.body = np.array([c.body for c in self.contacts.constraints], dtype=np.int32)
-        self.so, self.manifest = build(robot, self.contacts, positions, out_dir, tuple(cflags), cc, delassus, name)
-        lib = ctypes.CDLL(str(self.so))
-        fn = self.manifest["function"]
-        self._one, self._batch = getattr(lib, fn + "_rollout"), getattr(lib, fn + "_rollout_batch")
+        path = build(robot, self.contacts, positions, out_dir, tuple(cflags), cc, delassus, name)
+        self.so = path.with_suffix(".so")
+        self.manifest, lib, mapped = open_sealed(path, BUILT_KINDS, "rollout")
         args = [DOUBLE_P] * 7 + [INT_P, INT_P, DOUBLE_P] + [DOUBLE_P] * 7 + [INT_P]
-        self._one.argtypes = [ctypes.c_int, *args]
-        self._batch.argtypes = [ctypes.c_int, ctypes.c_int, *args, INT_P, ctypes.c_int]
+        self._one, self._batch = entries(lib, mapped, self.so, self.manifest["function"], [
+            ("_rollout", [ctypes.c_int, *args]), ("_rollout_batch", [ctypes.c_int, ctypes.c_int, *args, INT_P, ctypes.c_int])])
         self._lib = lib
 
     def __call__(self, Q0, V0, steps, dt, feedback, normal, height, radii, mu, margin, tau_limit, fall_depth,

@@ -29,7 +29,8 @@ import numpy as np
 
 from .. import __version__
 from ..runtime import artifact
-from ..codegen.build import build_cached, host_cpu, resolve_cflags, source_hash
+from ..codegen.build import BUILT_KINDS, build_cached, host_cpu, resolve_cflags, source_hash
+from ..runtime.library import entries, open_sealed
 from ..runtime.compiler import find_compiler
 from ..codegen import schedule, sincos
 from ..codegen.emit import TEMPLATES as CODEGEN_TEMPLATES, casadi_source
@@ -234,7 +235,8 @@ def step_cflags(cflags, instructions, cc):
 
 def build(robot, cs, scenario, out_dir=DEFAULT_OUT, cflags=DEFAULT_CFLAGS, cc=None, delassus=AUTO, model=None,
           linear_solve="auto"):
-    """Compile the step (cached by a hash of everything that determines it); returns (.so path, manifest).
+    """Compile the step (cached by a hash of everything that determines it); returns its manifest's path (sealed:
+    load it with runtime/library.open_sealed).
     ``linear_solve``: ADMM's damped inverse, "dense", "matrix_free" or "auto" (step_parts)."""
     cc = find_compiler(cc)
     model = artifact.model_name(robot, model)
@@ -247,10 +249,10 @@ def build(robot, cs, scenario, out_dir=DEFAULT_OUT, cflags=DEFAULT_CFLAGS, cc=No
         prep, post, chosen, factor, solve, route = step_parts(robot, cs, name, delassus, linear_solve)
         flags = step_cflags(cflags, sum(count_ops(f)["instructions"] for f in (prep, post)), cc) if auto else cflags
         manifest = {"function": name, "robot": robot.name, "contacts": cs.specs, "delassus": chosen,
-                    "linear_solve": route, "nq": robot.nq, "nv": robot.nv, "m": cs.m, "cflags": list(flags), "key": key,
+                    "linear_solve": route, "nq": robot.nq, "nv": robot.nv, "m": cs.m, "cflags": list(flags),
                     "version": __version__}
         return render(robot, cs, name, prep, post, chosen, factor, solve), [*flags, "-pthread"], manifest
-    return build_cached(artifact.folder(out_dir, model, scenario), f"contact_{key[:16]}", make, cc)
+    return build_cached(artifact.folder(out_dir, model, scenario), f"contact_{key[:16]}", make, cc, key, "step")
 
 
 DOUBLE_P, INT_P = ctypes.POINTER(ctypes.c_double), ctypes.POINTER(ctypes.c_int)
@@ -274,16 +276,14 @@ class ContactStep:
         self.nc = self.contacts.m // 3
         self.mu = self._mu(mu)
         scenario = scenario_name("contact", self.contacts.specs)
-        self.so, self.manifest = build(self.robot, self.contacts, scenario, out_dir, tuple(cflags), cc, delassus, name,
-                                       linear_solve)
-        lib = ctypes.CDLL(str(self.so))
-        fn = self.manifest["function"]
-        self._step, self._batch = getattr(lib, fn + "_step"), getattr(lib, fn + "_step_batch")
-        self._step_gap, self._batch_gap = getattr(lib, fn + "_step_gap"), getattr(lib, fn + "_step_gap_batch")
-        self._step.argtypes = [DOUBLE_P, DOUBLE_P, DOUBLE_P, ctypes.c_double, *[DOUBLE_P] * 8]
-        self._batch.argtypes = [ctypes.c_int, *[DOUBLE_P] * 12, ctypes.c_int]
-        self._step_gap.argtypes = [DOUBLE_P, DOUBLE_P, DOUBLE_P, ctypes.c_double, *[DOUBLE_P] * 9]
-        self._batch_gap.argtypes = [ctypes.c_int, *[DOUBLE_P] * 13, ctypes.c_int]
+        path = build(self.robot, self.contacts, scenario, out_dir, tuple(cflags), cc, delassus, name, linear_solve)
+        self.so = path.with_suffix(".so")
+        self.manifest, lib, mapped = open_sealed(path, BUILT_KINDS, "step")
+        self._step, self._batch, self._step_gap, self._batch_gap = entries(lib, mapped, self.so, self.manifest["function"], [
+            ("_step", [DOUBLE_P, DOUBLE_P, DOUBLE_P, ctypes.c_double, *[DOUBLE_P] * 8]),
+            ("_step_batch", [ctypes.c_int, *[DOUBLE_P] * 12, ctypes.c_int]),
+            ("_step_gap", [DOUBLE_P, DOUBLE_P, DOUBLE_P, ctypes.c_double, *[DOUBLE_P] * 9]),
+            ("_step_gap_batch", [ctypes.c_int, *[DOUBLE_P] * 13, ctypes.c_int])])
         self._lib = lib
 
     def _mu(self, mu):

@@ -42,14 +42,14 @@ derivative is meaningful then (``StepJacobian.unique`` False).
 """
 from __future__ import annotations
 
-import json
 from dataclasses import dataclass
 
 import casadi as ca
 import numpy as np
 
 from .. import __version__
-from ..codegen.build import build_cached, host_cpu, resolve_cflags
+from ..codegen.build import BUILT_KINDS, build_cached, host_cpu, resolve_cflags
+from ..runtime.library import open_sealed
 from ..codegen.emit import casadi_source
 from ..errors import DelassusError, InputError
 from ..model import load_robot
@@ -102,7 +102,8 @@ def traced_functions(robot, cs, name):
 
 def build(robot, cs, scenario, out_dir=DEFAULT_OUT, cflags=DEFAULT_CFLAGS, cc=None, model=None):
     """Compile the three functions into one library (cached by a hash of what determines them);
-    returns ({short name: casadi.external}, the files' path without suffix: .c, .so, .json).
+    returns ({short name: casadi.external}, the files' path without suffix: .c, .so, .json, the manifest), loaded
+    through runtime/library.open_sealed.
     gcc's time and memory grow faster than linearly with the largest function in the file
     (codegen/build.py), so "auto" picks the level from that function's instruction count; the
     manifest (.json) records the counts, the C size, the flags and the compile time."""
@@ -117,11 +118,13 @@ def build(robot, cs, scenario, out_dir=DEFAULT_OUT, cflags=DEFAULT_CFLAGS, cc=No
         sizes = {f.name().rsplit("_", 1)[1]: count_ops(f)["instructions"] for f in functions}
         flags = resolve_cflags(cflags, max(sizes.values()), cc, kind="derivative") if auto else cflags
         source = casadi_source(functions[0], functions[1:])
-        return source, flags, {"instructions": sizes, "c_bytes": len(source.encode()), "cc": cc, "cflags": list(flags),
-                               "version": __version__}
+        return source, flags, {"function": name, "instructions": sizes, "c_bytes": len(source.encode()), "cc": cc,
+                               "cflags": list(flags), "version": __version__}
     stem = f"contact_deriv_{key[:16]}"
-    so, _ = build_cached(artifact.folder(out_dir, model, scenario), stem, make, cc, timed=True)
-    return {k: ca.external(f"{name}_{k}", str(so)) for k in KINDS}, so.with_suffix("")
+    path = build_cached(artifact.folder(out_dir, model, scenario), stem, make, cc, key, "step_derivatives", timed=True)
+    manifest, functions, _ = open_sealed(path, BUILT_KINDS, "step_derivatives",
+                                         lambda so: {k: ca.external(f"{name}_{k}", so) for k in KINDS})
+    return functions, path.with_suffix(""), manifest
 
 
 def classify(lam, sigma, mu, lam_tol=1e-9, vel_tol=SLIP_TOL):
@@ -222,8 +225,7 @@ class StepDerivatives:
         self.contacts = check_contacts(self.robot, contacts)
         self.nc, self.mu = self.contacts.m // 3, np.asarray(mu, dtype=float)
         scenario = scenario_name("contact", self.contacts.specs)
-        self._f, self.files = build(self.robot, self.contacts, scenario, out_dir, tuple(cflags), cc, name)
-        self.manifest = json.loads(self.files.with_suffix(".json").read_text())
+        self._f, self.files, self.manifest = build(self.robot, self.contacts, scenario, out_dir, tuple(cflags), cc, name)
 
     def point(self, q, v, tau, lam, dt=1e-3, mu=None, normals=None, modes=None):
         """The linearisation at a solution λ (contact frames) of the step from (q, v, τ), each

@@ -33,8 +33,7 @@ from pathlib import Path
 from .. import __version__, executor
 from ..api import DEFAULT_OUT, constraint_set, default_constraints
 from ..runtime import artifact
-from ..codegen.build import (DEFAULT_CFLAGS, NATIVE, build, find_compiler, host_cpu, is_cached,
-                              source_hash)
+from ..codegen.build import DEFAULT_CFLAGS, NATIVE, build, find_compiler, host_cpu, source_hash
 from ..errors import ArtifactError, DelassusError, OutputError
 from ..model import load_robot
 from ..progress import Bar
@@ -136,7 +135,7 @@ def _write(lib_folder, lib, manifest):
     with artifact.build_folder(lib_folder, lib) as tmp:
         for name, text in render_dispatcher(manifest).items():
             (tmp / name).write_text(text)
-        artifact.seal(manifest, tmp, lib, kinds=("c", "h"))
+        artifact.seal(manifest, tmp, lib, kinds=("c", "h"), what="library")
         (tmp / f"{lib}.json").write_text(json.dumps(manifest, indent=1))
         return artifact.move_in(tmp, lib_folder, lib, kinds=("c", "h"))
 
@@ -160,7 +159,7 @@ def _earlier_masks(lib_folder, lib, cs, cse):
     and cse; none when there is none or it is damaged): a run for fewer modes adds its modes
     to them instead of replacing the library with a narrower one."""
     try:
-        m = artifact.verify(lib_folder / f"{lib}.json", kinds=("c", "h"))
+        m = artifact.verify(lib_folder / f"{lib}.json", kinds=("c", "h"), what="library")
         if [c["spec"] for c in m["constraints"]] != list(cs.specs) or m["cse"] != cse:
             return set()
         return {mask for mask in (int(md["mask"]) for md in m["modes"]) if 0 <= mask < 1 << len(cs.specs)}
@@ -184,7 +183,7 @@ def build_library(robot, constraints=None, algorithm="auto", modes="all", out_di
     cflags = tuple(cflags)
     compiler = find_compiler(cc)
     planned = plan_modes(robot, cs, scenario, model, algorithm, osim, masks, lib_folder, cflags, compiler, cse, inputs)
-    todo = [md for md in planned if md.algorithm and (force or not is_cached(md.manifest_path, md.key))]
+    todo = [md for md in planned if md.algorithm and (force or not artifact.cached(md.manifest_path, md.key))]
     if client is not None:
         check_workers(client.run(worker_identity), _uses_native(cflags))
     t0 = time.perf_counter()
@@ -213,7 +212,7 @@ def build_library(robot, constraints=None, algorithm="auto", modes="all", out_di
         kept = [md for md in plan_modes(robot, cs, scenario, model, algorithm, osim,
                                         sorted(_earlier_masks(lib_folder, lib, cs, cse) - set(masks)), lib_folder,
                                         cflags, compiler, cse, inputs)
-                if not md.algorithm or is_cached(md.manifest_path, md.key)]
+                if not md.algorithm or artifact.cached(md.manifest_path, md.key)]
         planned = sorted(planned + kept, key=lambda md: md.mask)
         functions = [md for md in planned if md.algorithm]
         manifest = {

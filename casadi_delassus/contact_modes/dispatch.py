@@ -73,7 +73,7 @@ class Library:
 
     def __init__(self, manifest_path, backend="ctypes"):
         self.manifest_path = Path(manifest_path)
-        self.manifest = m = artifact.verify(self.manifest_path, kinds=("c", "h"))
+        self.manifest = m = artifact.verify(self.manifest_path, kinds=("c", "h"), what="library")
         try:
             if m.get("library_format") != LIBRARY_FORMAT:
                 raise ArtifactError(f"{self.manifest_path} is not a library manifest of format {LIBRARY_FORMAT}")

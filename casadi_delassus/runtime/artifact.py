@@ -11,12 +11,16 @@ names the inputs when they are not all of them, see :func:`wrt_part`).  The C fu
 ``_<stage>`` or ``_<derivative>[_<wrt>]`` (no stage is named jvp, vjp or jacobian); with
 CasADi's derivative functions in the .so, ``<algorithm>-casadi`` and ``_CASADI``.
 
-Integrity.  The manifest records the size and sha256 of the .c, .h and .so and the sha256
-of its own content (``manifest_sha256``).  :func:`verify` recomputes all of them before
-anything is loaded or taken from the cache: a truncated .so, a deleted header or an edited
-manifest is refused (the cache regenerates, ``cd.load`` raises a one-line error) instead of
-being mapped into the process.  The record detects damage and stale mixtures of files; it is
-not a signature: whoever can write the folder can write a new .so too.
+Integrity.  Every compiled artifact (a generated function, a contact-mode library, a CUDA
+function, the contact step, rollout, MuJoCo step and step derivatives) has a manifest sealed
+by :func:`seal`: what it is (``artifact``, one of ARTIFACTS), the size and sha256 of its files
+(.c, .h, .so, .cu: ``files``) and the sha256 of its own content (``manifest_sha256``), which
+covers its cache key (``hash``).  :func:`verify` recomputes all of them before anything is
+loaded or taken from the cache (:func:`cached`), and runtime/library.open_sealed maps a .so
+only through it: a truncated .so, a .so or .c replaced or rebuilt by hand, a deleted header or
+an edited manifest is refused (a cache rebuilds it, ``cd.load`` raises a one-line error)
+instead of being mapped into the process.  The record detects damage and stale mixtures of
+files; it is not a signature: whoever can write the folder can write a new .so too.
 
 Temporary folders.  Files are built in ``.tmp-<host>-<pid>-<time>-<stem>-XXXX`` inside the
 output folder and moved into place.  A run that is killed (SIGKILL) cannot remove its own,
@@ -50,6 +54,10 @@ SINGLE_FUNCTION = "_SINGLE"
 FILE_KINDS = ("c", "h", "so")
 _MODEL = re.compile(r"[A-Za-z0-9]+(?:_[A-Za-z0-9]+)*")
 MANIFEST_FORMAT = 2
+# what a sealed manifest describes (its "artifact"), as errors name it
+ARTIFACTS = {"function": "generated function", "library": "contact-mode library", "cuda": "CUDA function",
+             "step": "contact step", "rollout": "rollout", "mjsoft": "MuJoCo contact step",
+             "step_derivatives": "contact step's derivatives"}
 
 
 # -- names ----------------------------------------------------------------------------------
@@ -180,19 +188,22 @@ def self_hash(manifest):
     return hashlib.sha256(json.dumps(body, sort_keys=True, separators=(",", ":")).encode()).hexdigest()
 
 
-def seal(manifest, folder_, file_stem, kinds=FILE_KINDS):
-    """Record the files ``folder_/file_stem.{c,h,so}`` (``kinds``) and the manifest's own hash."""
+def seal(manifest, folder_, file_stem, kinds=FILE_KINDS, what="function"):
+    """Record that the manifest describes a ``what`` (ARTIFACTS), its files
+    ``folder_/file_stem.{kinds…}`` and its own hash."""
     manifest["manifest_format"] = MANIFEST_FORMAT
+    manifest["artifact"] = what
     manifest["files"] = {k: {"bytes": (Path(folder_) / f"{file_stem}.{k}").stat().st_size,
                              "sha256": sha256_file(Path(folder_) / f"{file_stem}.{k}")} for k in kinds}
     manifest["manifest_sha256"] = self_hash(manifest)
     return manifest
 
 
-def verify(manifest_path, kinds=FILE_KINDS):
-    """The manifest at ``manifest_path`` after checking its own hash and the size and sha256
-    of its .c, .h and .so (``kinds``: what the caller requires, never what the manifest
-    says it has); ArtifactError (one line) on any mismatch."""
+def verify(manifest_path, kinds=FILE_KINDS, what="function"):
+    """The manifest at ``manifest_path`` after checking its own hash, that it describes a ``what``
+    (a manifest from before ``artifact`` was recorded passes), and the size and sha256 of its
+    files of ``kinds`` (what the caller requires, never what the manifest says it has);
+    ArtifactError (one line) on any mismatch."""
     path = Path(manifest_path)
     try:
         manifest = json.loads(path.read_text())
@@ -203,23 +214,40 @@ def verify(manifest_path, kinds=FILE_KINDS):
                             f"or not by casadi_delassus): regenerate it")
     if self_hash(manifest) != manifest["manifest_sha256"]:
         raise ArtifactError(f"manifest {path} was modified after it was written (its hash does not match): regenerate it")
+    found = manifest.get("artifact", what)
+    if found != what:
+        name = ARTIFACTS.get(found) if isinstance(found, str) else None
+        raise ArtifactError(f"{path} is the manifest of a {name or 'thing casadi_delassus does not make'}, "
+                            f"not of a {ARTIFACTS[what]}")
     files = manifest["files"]
     for kind in kinds:
-        p = path.with_suffix("." + kind)
-        record = files.get(kind) if isinstance(files, dict) else None
-        if not isinstance(record, dict):
-            raise ArtifactError(f"manifest {path} does not record its .{kind} file: regenerate it")
-        if not p.is_file():
-            raise ArtifactError(f"{p} is missing (the manifest {path.name} records it): regenerate it")
-        try:
-            size = p.stat().st_size
-            digest = sha256_file(p) if size == record.get("bytes") else None
-        except OSError as exc:
-            raise ArtifactError(f"cannot read {p}: {exc.strerror or exc}") from None
-        if size != record.get("bytes") or digest != record.get("sha256"):
-            raise ArtifactError(f"{p} is not the file its manifest records ({size:,} bytes, recorded "
-                                f"{record.get('bytes')!r}; sha256 differs): regenerate it")
+        _verify_file(path, path.with_suffix("." + kind), files.get(kind) if isinstance(files, dict) else None, kind)
     return manifest
+
+
+def _verify_file(path, p, record, kind):
+    """Check the file ``p`` against its ``record`` in the manifest at ``path``."""
+    if not isinstance(record, dict):
+        raise ArtifactError(f"manifest {path} does not record its .{kind} file: regenerate it")
+    if not p.is_file():
+        raise ArtifactError(f"{p} is missing (the manifest {path.name} records it): regenerate it")
+    try:
+        size = p.stat().st_size
+        digest = sha256_file(p) if size == record.get("bytes") else None
+    except OSError as exc:
+        raise ArtifactError(f"cannot read {p}: {exc.strerror or exc}") from None
+    if size != record.get("bytes") or digest != record.get("sha256"):
+        raise ArtifactError(f"{p} is not the file its manifest records ({size:,} bytes, recorded "
+                            f"{record.get('bytes')!r}; sha256 differs): regenerate it")
+
+
+def cached(manifest_path, key, kinds=FILE_KINDS, what="function"):
+    """Whether ``manifest_path`` holds the ``what`` built for the cache key ``key``, intact
+    (:func:`verify`): what a cache may take instead of building again."""
+    try:
+        return verify(manifest_path, kinds, what).get("hash") == key
+    except DelassusError:
+        return False
 
 
 def move_in(tmp, folder_, file_stem, kinds=FILE_KINDS):

@@ -3,7 +3,7 @@ every block of rows of a ``dask.array`` of configurations (N x nq), on whatever 
 array is computed on.
 
 A task carries the manifest (a few kB), not the compiled code: each worker process loads
-the .so beside the manifest's path when it is there and was built from the same hash
+the .so beside the manifest's path when it is there, intact and built from the same hash
 (a shared file system, a LocalCluster), or else regenerates the function from the manifest
 into its own cache folder (``CASADI_DELASSUS_CACHE``, default a folder in the temporary
 directory; codegen/rebuild.py) and checks that it got the same function (name and
@@ -15,7 +15,6 @@ bit for bit.  Needs the ``distributed`` extra (``dask[distributed]``).
 """
 from __future__ import annotations
 
-import json
 import os
 import tempfile
 import threading
@@ -24,6 +23,7 @@ from pathlib import Path
 import numpy as np
 
 from ..errors import BatchInputError, InputError
+from . import artifact
 
 _loaded = {}
 _lock = threading.Lock()
@@ -31,13 +31,6 @@ _lock = threading.Lock()
 
 def cache_dir():
     return Path(os.environ.get("CASADI_DELASSUS_CACHE") or Path(tempfile.gettempdir()) / "casadi_delassus-workers")
-
-
-def _same_build(manifest_path, manifest):
-    try:
-        return json.loads(Path(manifest_path).read_text()).get("hash") == manifest["hash"]
-    except (OSError, ValueError):
-        return False
 
 
 def worker_function(manifest_path, manifest, load):
@@ -49,7 +42,7 @@ def worker_function(manifest_path, manifest, load):
     with _lock:
         if key not in _loaded:
             path = manifest_path
-            if not (_same_build(manifest_path, manifest) and Path(manifest_path).with_suffix(".so").is_file()):
+            if not artifact.cached(manifest_path, manifest["hash"]):      # not there, damaged or another build
                 # the one use of the compile side by the runtime: a worker that cannot see the
                 # .so compiles it (tests/test_imports.py names this import and no other)
                 from ..codegen.rebuild import rebuild

@@ -1,4 +1,6 @@
-"""The compiled library of a generated function, mapped and checked before anything is called.
+"""The compiled library of a generated function, mapped and checked before anything is called;
+every other compiled kind (contact step, rollout, MuJoCo step, step derivatives, CUDA device
+library) is mapped the same way, through :func:`open_sealed`.
 
 What is mapped is a private copy of the .so whose bytes were checked against the manifest as
 they were copied (then unlinked): a later change of the file in place cannot reach the
@@ -15,6 +17,7 @@ import ctypes
 import hashlib
 import os
 import tempfile
+from pathlib import Path
 
 from ..errors import ArtifactError
 from . import artifact
@@ -78,6 +81,17 @@ def open_library(so_path, record, load=ctypes.CDLL):
         raise ArtifactError(f"cannot load {so_path}: {str(exc).strip().splitlines()[-1]}") from None
 
 
+def open_sealed(manifest_path, kinds, what, load=ctypes.CDLL):
+    """(manifest, ``load(path)``, path): the sealed manifest of a ``what`` at ``manifest_path``
+    and its ``kinds`` files verified (artifact.verify, ``kinds`` holding "so"), then its .so
+    loaded through a private copy whose bytes are checked again as they are copied
+    (:func:`open_library`).  A damaged or mismatched artifact is a one-line ArtifactError and is
+    never mapped."""
+    manifest = artifact.verify(manifest_path, kinds, what)
+    loaded, mapped = open_library(Path(manifest_path).with_suffix(".so"), manifest["files"]["so"], load)
+    return manifest, loaded, mapped
+
+
 def own_symbol(lib, mapped, name, restype=ctypes.c_int, argtypes=None, label=None):
     """``name`` from the shared library ``lib`` mapped from the file ``mapped``, refused unless
     that library itself defines it (dlsym also finds the symbols of its dependencies, such as
@@ -98,6 +112,12 @@ def own_symbol(lib, mapped, name, restype=ctypes.c_int, argtypes=None, label=Non
     if argtypes is not None:
         fn.argtypes = argtypes
     return fn
+
+
+def entries(lib, mapped, label, prefix, signatures):
+    """The C functions ``prefix + suffix`` of ``lib`` for each (suffix, argument types) of
+    ``signatures``, in order: each returns int and is defined by that library itself (own_symbol)."""
+    return [own_symbol(lib, mapped, prefix + suffix, argtypes=list(types), label=label) for suffix, types in signatures]
 
 
 def _shape_of(sparsity, name, so_path):

@@ -3,7 +3,8 @@ manifest written beside the .so.
 
 A manifest is data, not code.  Before anything is mapped, the manifest's own hash and the
 recorded sizes and sha256 of its .c, .h and .so are checked (runtime/artifact.py), and the
-library is mapped and checked by runtime/library.py.  The function called is the one the
+library is mapped and checked by runtime/library.py (open_sealed: the one way every compiled
+kind is mapped).  The function called is the one the
 manifest's model, scenario and algorithm name (artifact.expected_function).
 
 The runtime (this package) loads and calls generated code; it never imports the compile side
@@ -24,7 +25,7 @@ import numpy as np
 from ..errors import ArtifactError, DelassusError, DerivativeWarning, InputError
 from . import artifact, batch, door
 from .inputs import as_input, out_array, real_dtype
-from .library import check_library, open_library
+from .library import check_library, open_library, open_sealed
 
 _real_p = ctypes.POINTER(ctypes.c_double)
 
@@ -60,18 +61,18 @@ class CompiledFunction:
         return base.__new__(concrete)
 
     def __init__(self, manifest_path, backend="ctypes"):
+        if backend not in ("ctypes", "casadi"):
+            raise DelassusError(f"unknown backend {backend!r}: use 'ctypes' or 'casadi'")
         self.manifest_path = Path(manifest_path)
-        self.manifest = m = artifact.verify(self.manifest_path)
+        self.manifest, lib, mapped = open_sealed(self.manifest_path, artifact.FILE_KINDS, "function")
+        m = self.manifest
         self.so_path = self.manifest_path.with_suffix(".so")
         self.backend = backend
         try:
             self.inputs, self.output_specs = m["inputs"], m["outputs"]
             self._sizes = ([int(np.prod(i["shape"])) for i in self.inputs], [int(np.prod(o["shape"])) for o in self.output_specs])
-            if backend not in ("ctypes", "casadi"):
-                raise DelassusError(f"unknown backend {backend!r}: use 'ctypes' or 'casadi'")
             self.dtype = real_dtype(m)
             self._refuse_casadi_in_single(backend)
-            lib, mapped = open_library(self.so_path, m["files"]["so"])
             self._fn, self._work = check_library(lib, mapped, self.so_path, m)
             self._lib, self._mapped, self._buffers = lib, mapped, _Buffers(*self._sizes, self._work, self.dtype)
             binding = door.binding(self) if backend == "ctypes" else None
