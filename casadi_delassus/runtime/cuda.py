@@ -14,12 +14,14 @@ the shim, codegen/cuda.host_library) on NumPy arrays: how the target is tested w
 from __future__ import annotations
 
 import ctypes
+import os
 from pathlib import Path
 
 import numpy as np
 
 from ..errors import ArtifactError, DelassusError, InputError
 from . import artifact
+from .inputs import checked_values, real_array
 
 DTYPES = {"double": np.float64, "single": np.float32}
 INSTALL = "pip install 'casadi_delassus[gpu]' (CuPy) on a machine with an NVIDIA GPU"
@@ -49,6 +51,11 @@ class CudaFunction:
     """``f(Q, **inputs)``: the first output for N configurations (``f.outputs`` gives all by name)."""
 
     def __init__(self, manifest, host_library=None):
+        if not isinstance(manifest, (dict, str, os.PathLike)):
+            raise InputError(f"manifest: expected the path of a CUDA function's .json manifest, got "
+                             f"{type(manifest).__name__}")
+        if host_library is not None and not isinstance(host_library, (str, os.PathLike)):
+            raise InputError(f"host_library: expected the path of a host build (.so), got {type(host_library).__name__}")
         if isinstance(manifest, dict):
             self.manifest_path, self.manifest = None, manifest
         else:
@@ -117,10 +124,20 @@ class CudaFunction:
         return [Q] + [inputs[n] for n in self.input_names[1:]]
 
     def outputs(self, Q, **inputs):
-        values = self._values(Q, inputs)
+        """Every output by name for Q (N x nq, or one q) and the other inputs: NumPy arrays checked as the C target
+        checks its inputs (runtime/inputs.py: real, finite, R > 0, q's quaternions by the one rule), device arrays
+        as they are."""
+        values = [self._checked(spec, v) for spec, v in zip(self.inputs, self._values(Q, inputs))]
         if self.host:
             return self._host_call([np.ascontiguousarray(v, dtype=self.dtype) for v in values])
         return self._device_call(values)
+
+    def _checked(self, spec, value):
+        """A host input (anything not on a device) checked and converted to the function's type; a device array
+        (CuPy, PyTorch, JAX) untouched: checking it would cost a reduction and a synchronisation on the device."""
+        if _kind(value) in ("cupy", "torch", "jax", "jaxlib"):
+            return value
+        return checked_values(spec["name"], real_array(spec["name"], value, self.dtype), self.manifest)
 
     def __call__(self, Q, **inputs):
         return self.outputs(Q, **inputs)[self.output_specs[0]["name"]]
