@@ -5,6 +5,8 @@ import functools
 import hashlib
 from pathlib import Path
 
+import numpy as np
+
 from .runtime import artifact
 from .codegen.build import DEFAULT_CFLAGS, build
 from .runtime.loader import StagedFunction, load
@@ -12,8 +14,9 @@ from .codegen.derivatives import tangent_function
 from .codegen.staging import build_stages
 from .codegen.trace import choose_cheapest, trace
 from .constraints import ConstraintSet, spec_list
-from .errors import ArtifactError, ConstraintError, DelassusError, unknown_name
+from .errors import ArtifactError, ConstraintError, DelassusError, InputError, unknown_name
 from .model import load_robot
+from .names import shown
 from .registry import AUTO, is_auto
 from .verify import precision as precision_check
 
@@ -167,8 +170,18 @@ def check_precision(f, samples=precision_check.SAMPLES, seed=1):
     the cache) on ``samples`` fresh random inputs (``seed``; the build measured with
     verify/precision.BUILD_SEED): passed when its worst relative error stays within
     verify/precision.CHECK_FACTOR times the bound its manifest stores."""
+    if not isinstance(getattr(f, "manifest", None), dict) or not hasattr(f, "precision"):
+        raise InputError(f"check_precision checks a function from generate(..., precision='single'), got "
+                         f"{type(f).__name__}")
+    if isinstance(samples, (bool, np.bool_)) or not isinstance(samples, (int, np.integer)) or \
+            not 1 <= samples <= precision_check.MAX_SAMPLES:
+        raise InputError(f"samples: expected a whole number from 1 to {precision_check.MAX_SAMPLES}, got "
+                         f"{shown(samples)}")
     if f.precision["type"] != "single":
         raise DelassusError(f"{f.manifest['function']} computes in double: check_precision checks single precision")
+    if not hasattr(f, "double_twin"):
+        raise DelassusError(f"{f.manifest['function']}: check_precision compares with the double build that "
+                            f"generate(..., precision='single') knows how to make; generate it so to check it")
     double = f.double_twin()
     worst, allowed, passed = precision_check.within_bound(
         f, double.outputs, precision_check.random_samples(f, f.robot, f.constraints, samples, seed))

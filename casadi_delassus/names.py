@@ -62,3 +62,13 @@ def printable(text):
     if text.isprintable():
         return text
     return "".join(c if c.isprintable() else c.encode("unicode_escape").decode("ascii") for c in text)
+
+
+def shown(value, limit=80):
+    """``value`` as a one-line message shows what a user gave: the repr of a number or a short text (escaped, at most
+    ``limit`` characters), the type and shape of an array (whose repr runs over lines)."""
+    shape = getattr(value, "shape", ())
+    if shape:
+        return f"a {type(value).__name__} of shape {tuple(shape)}"
+    text = printable(repr(value))
+    return text if len(text) <= limit else text[:limit - 1] + "…"

@@ -7,7 +7,7 @@ from hypothesis import strategies as st
 
 from casadi_delassus import contact_step
 from casadi_delassus.contact import SOLVERS, Options
-from casadi_delassus.contact.step import contact_frames
+from casadi_delassus.contact.step import N_INFO, c_pointer, contact_frames, solver_options
 from casadi_delassus.errors import ConstraintError, DelassusError, InputError
 
 pin = pytest.importorskip("pinocchio")
@@ -140,6 +140,14 @@ def test_overflow_is_a_nan_status_not_an_answer(steps, problems, solver):
     (dict(dt=0.0), "dt"), (dict(dt=-1e-3), "dt"), (dict(dt=float("nan")), "dt"),
     (dict(normals=[0, 0, 2]), "unit"), (dict(normals=[0, float("nan"), 1]), "unit"),
     (dict(tol=0.0), "tol"), (dict(max_iter=-1), "max_iter"), (dict(omega=2.5), "omega"),
+    # issue 31, points 1 and 16: what the C int cannot hold, and what is no number
+    (dict(max_iter=2 ** 31), "max_iter"), (dict(max_iter=1e10), "max_iter"), (dict(max_iter=1e300), "max_iter"),
+    (dict(max_iter=float("inf")), "max_iter"), (dict(max_iter=float("nan")), "max_iter"),
+    (dict(max_iter=None), "max_iter"), (dict(tol=None), "tol"), (dict(tol="1e-8"), "tol"),
+    (dict(dt=[1e-3, 2e-3]), "dt"), (dict(dt=[1e-3]), "dt"), (dict(dt="0.001"), "dt"),
+    (dict(normals=np.zeros((2, 3))), "normals"), (dict(normals=[[0, 0, 1]] * 5), "normals"),
+    (dict(normals=np.ones((4, 3, 1))), "normals"), (dict(mu=np.ma.masked_array([0.5] * 4, mask=[0, 1, 0, 0])), "mu"),
+    (dict(lam0=np.zeros(11)), "lam0"), (dict(gap=np.zeros((4, 1))), "gap"),
 ])
 def test_bad_arguments_are_refused_before_solving(steps, problems, change, words):
     p = problems["go1_stand"]
@@ -269,3 +277,144 @@ def test_cli_bench_contact_times_go1s_problems(tmp_path, capsys, monkeypatch):
     assert ("| go1_slide | Pinocchio admm C++ |" in text) == cpp
     assert cpp or "Pinocchio C++ route not measured (not built (test))" in capsys.readouterr().err
     assert "auto's choice" in text and "talos" not in text
+
+
+def test_a_max_iter_beyond_the_c_int_never_leaves_the_status_unwritten(steps, problems):
+    """Issue 31, point 1: opts[] handed to the C step directly with max_iter = 3e9 (Python refuses it) once ran no
+    iteration and left info[] as the caller's buffer had it (np.empty: a previous call's status).  The C writes info
+    before anything else and reads a max_iter it cannot hold as 0: "max iterations" at iteration 0."""
+    p = problems["go1_stand"]
+    s = steps["admm", False]
+    for solver in ("admm", "pgs"):
+        for n in (3e9, 1e300, float("nan"), -5.0):
+            opts = solver_options(1e-10, 10, solver, True)
+            opts[1] = n
+            q, v, tau, mu = (np.ascontiguousarray(x, dtype=float) for x in (p.q, p.v, p.tau, p.mu))
+            v_next, lam, sigma, info = np.zeros(len(v)), np.zeros(12), np.zeros(12), np.full(N_INFO, 123.0)
+            s._step(*map(c_pointer, (q, v, tau)), p.dt, c_pointer(mu), None, None, c_pointer(opts),
+                    *map(c_pointer, (v_next, lam, sigma, info)))
+            assert info[0] == 0 and info[4] == 1, (solver, n, info)     # 1: max iterations
+
+
+def approach(sigma):
+    """The fastest approach speed −σ_n of any contact (m/s; 0 when none closes): the test's own residual."""
+    return max(0.0, -float(np.min(np.asarray(sigma)[2::3])))
+
+
+@pytest.mark.parametrize("solver", ["admm", "pgs"])
+@pytest.mark.parametrize("mu, tol", [(1e4, 1e-4), (1e6, 1e-6), (1e10, 1e-10)])
+def test_a_large_mu_lets_no_sinking_foot_pass_the_compiled_step(steps, problems, solver, mu, tol):
+    """Issue 31, point 2: go1 standing, feet closing at 0.18-0.25 m/s: λ = 0 passed as converged under μ = 1/tol
+    while every foot sank.  A converged answer now closes no contact faster than tol (tests/test_contact.py: the
+    reference's too)."""
+    p = problems["go1_stand"]
+    r = steps[solver, False](p.q, p.v, p.tau, dt=p.dt, mu=mu, tol=tol, max_iter=5000)
+    assert approach(p.g) > 0.17 and r.status in ("converged", "max iterations", "NaN")
+    if r.converged:
+        assert approach(r.sigma) <= tol and np.max(np.abs(r.lam)) > 0
+
+
+@pytest.mark.parametrize("change, words", [
+    (lambda q: q.__setitem__(slice(3, 7), 3 * q[3:7]), "has norm 3"), (lambda q: q.__setitem__(slice(3, 7), 0.0), "norm 0"),
+    (lambda q: q.__setitem__(slice(3, 7), 1.01 * q[3:7]), "has norm 1.01"),
+])
+def test_a_quaternion_off_norm_one_is_refused_by_the_rule_of_every_q(steps, problems, change, words):
+    """Issue 31, point 8: a scaled or zero base quaternion moved v_next by 0.34-0.52 and was accepted; the C target
+    refuses it (runtime/inputs.py unit_q, the one rule), and so does the step, single and batched."""
+    p = problems["go1_slide"]
+    q = p.q.copy()
+    change(q)
+    with pytest.raises(InputError, match=f"quaternion .*{words}") as e:
+        steps["admm", False](q, p.v, p.tau, dt=p.dt)
+    assert "\n" not in str(e.value)
+    Q = np.tile(p.q, (3, 1))
+    Q[2] = q
+    with pytest.raises(InputError, match=f"row 2 of q: .*quaternion .*{words}"):
+        steps["admm", False](Q, np.tile(p.v, (3, 1)), np.tile(p.tau, (3, 1)), dt=p.dt)
+
+
+def test_a_nearly_unit_quaternion_is_normalised_as_the_c_target_does(steps, problems):
+    from casadi_delassus.runtime.inputs import UNIT_TOL
+    p = problems["go1_slide"]
+    q = p.q.copy()
+    q[3:7] *= 1 + 0.5 * UNIT_TOL
+    s = steps["admm", False]
+    assert np.array_equal(s(q, p.v, p.tau, dt=p.dt).v_next, s(p.q, p.v, p.tau, dt=p.dt).v_next)
+
+
+@pytest.mark.parametrize("threads", [True, 1.5, "2", 2 ** 63, 0, -1, np.float64(2.0)])
+def test_the_batch_takes_the_threads_the_door_takes(steps, problems, threads):
+    """Issue 31, points 16-17: the step's batch took threads=True, 1.5, "2" and 2^63 (ctypes' traceback); one rule
+    now, runtime/batch.py check_threads, as the generated functions' door; None is one thread per core there too."""
+    p = problems["go1_slide"]
+    Q, V, TAU = (np.tile(x, (3, 1)) for x in (p.q, p.v, p.tau))
+    with pytest.raises(InputError, match="threads") as e:
+        steps["admm", False](Q, V, TAU, dt=p.dt, threads=threads)
+    assert "\n" not in str(e.value)
+    one = steps["admm", False](Q, V, TAU, dt=p.dt, threads=1)
+    assert np.array_equal(steps["admm", False](Q, V, TAU, dt=p.dt, threads=None).lam, one.lam)
+
+
+@pytest.mark.parametrize("change, words", [
+    (dict(dt=[1e-3, 1e-3]), "dt"), (dict(dt=np.full((3, 1), 1e-3)), "dt"), (dict(normals=np.ones((2, 4, 3))), "normals"),
+    (dict(Q=np.ma.masked_array(np.zeros((3, 19)), mask=False)), "masked"), (dict(Q=np.zeros((0, 19))), "batch"),
+    (dict(V=np.zeros((2, 18))), "v"), (dict(lam0=np.zeros((3, 11))), "lam0"), (dict(Q=[[1, 2], [3]]), "q"),
+])
+def test_batch_arguments_of_the_wrong_length_are_refused(steps, problems, change, words):
+    """Issue 31, point 16: batch dt or normals of the wrong length ended in numpy's broadcast traceback."""
+    p = problems["go1_slide"]
+    args = dict(Q=np.tile(p.q, (3, 1)), V=np.tile(p.v, (3, 1)), TAU=np.tile(p.tau, (3, 1)), dt=p.dt)
+    args.update(change)
+    with pytest.raises(InputError, match=words) as e:
+        steps["admm", False](args.pop("Q"), args.pop("V"), args.pop("TAU"), **args)
+    assert "\n" not in str(e.value)
+    per_state = steps["admm", False](np.tile(p.q, (2, 1)), np.tile(p.v, (2, 1)), np.tile(p.tau, (2, 1)),
+                                     dt=[p.dt, 2 * p.dt], normals=np.tile([0.0, 0.0, 1.0], (2, 4, 1)))
+    assert np.array_equal(per_state.lam[1], steps["admm", False](p.q, p.v, p.tau, dt=2 * p.dt).lam)
+
+
+@pytest.fixture(scope="module")
+def loops(tmp_path_factory):
+    """go1 on three and four feet (m = 9, 12; the dense route): compiled loops of the sizes of the saved G1 steps,
+    ADMM and auto (PGS on these sets, then ADMM where PGS does not converge); the solver is a run-time option."""
+    out = tmp_path_factory.mktemp("loops")
+    feet = {"edge": ("FL", "FR", "RL"), "lift": ("FL", "FR", "RL", "RR")}
+    return {(case, solver): contact_step("go1", [f"{f}_foot:3d-world" for f in names], solver=solver, out_dir=out,
+                                         cflags=("-O1",), linear_solve="dense")
+            for case, names in feet.items() for solver in ("admm", "auto")}
+
+
+def topple(case):
+    """A saved step of a toppling G1 (tests/data/g1_topple.npz): (G, g, μ, λ₀)."""
+    from pathlib import Path
+    d = np.load(Path(__file__).parent / "data" / "g1_topple.npz")
+    return tuple(d[f"{case}_{x}"] for x in ("G", "g", "mu", "lam0"))
+
+
+@pytest.mark.parametrize("solver", ["admm", "auto"])
+@pytest.mark.parametrize("warm", [False, True])
+@pytest.mark.parametrize("case", ["edge", "lift"])
+def test_the_compiled_loop_solves_a_toppling_humanoid_within_the_default_budget(loops, case, warm, solver):
+    """Issue 31, point 18, in C: the saved G1 steps ('edge' took plain ADMM 6,705 iterations, and PGS does not
+    finish it in 20,000) through the compiled loop of a robot of the same m (solve_problem: the loop alone, which is
+    the same code for any robot); σ equals the reference's (λ is not unique: G is singular along the toe edge)."""
+    from casadi_delassus.contact import pgs_then_admm
+    G, g, mu, lam0 = topple(case)
+    start = lam0 if warm else None
+    r = loops[case, solver].solve_problem(G, g, mu, lam0=start)
+    assert loops[case, solver].solver == ("admm" if solver == "admm" else "pgs")
+    assert r.converged and r.iterations <= (1000 if solver == "admm" else 2000)
+    ref = (SOLVERS["admm"] if solver == "admm" else pgs_then_admm)(G, g, mu, lam0=start)
+    assert ref.converged        # iterations differ: Anderson's least squares sees the two loops' rounding apart
+    assert np.max(np.abs(r.sigma - ref.sigma)) <= 1e-9
+    assert approach(r.sigma) <= 1e-10 and np.allclose(r.sigma, G @ r.lam + g, rtol=0, atol=1e-12)
+
+
+def test_solve_problem_checks_its_problem(loops):
+    s = loops["edge", "admm"]
+    G, g, mu, _ = topple("edge")
+    for bad, words in [(dict(G=G[:8, :8]), "G"), (dict(G=G + np.triu(np.ones_like(G), 1)), "symmetric"),
+                       (dict(g=np.full(9, np.nan)), "g"), (dict(mu=-1.0), "mu"), (dict(max_iter=2 ** 40), "max_iter")]:
+        args = dict(G=G, g=g, mu=mu) | bad
+        with pytest.raises(InputError, match=words):
+            s.solve_problem(**args)

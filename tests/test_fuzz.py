@@ -581,3 +581,300 @@ def test_fuzz_cluster_peers(reply, hold):
         sock.close()
     one_line(err.value)
     assert time.perf_counter() - t0 < 15
+
+
+# -- the contact step, its batch, its derivatives, MuJoCo's soft step, check_precision, CudaFunction (issue 31) ------
+# A call gets a valid go1_slide argument set with one argument made hostile by a recipe (which, how), and ends in a
+# one-line DelassusError or an honest status: an answer called converged meets its tolerance by the test's own NumPy
+# residual on Pinocchio's G and g (contact_residual), a batch equals its single calls, MuJoCo's forces equal MuJoCo's.
+STEP_ARGS = ["q", "v", "tau", "dt", "mu", "normals", "lam0", "gap", "tol", "max_iter", "omega", "rho", "eta"]
+NUMBER_ARGS = {"dt", "mu", "tol", "max_iter", "omega", "rho", "eta"}
+ODD_VALUES = [*HOSTILE, 2 ** 31, 2 ** 63, 1e10, -1, 0.5, 3, True, None, "1e-8", [1e-3], [1e-3, 2e-3], np.float32(1e-3),
+              np.array(1e-3), np.ma.masked_array([0.5], mask=[True]), 1 + 0j]
+HOW = ["entry", "dtype", "shape", "order", "alias", "huge", "masked"]
+
+
+def corrupted(a, how, draw, alias=None):
+    """The valid array ``a`` made hostile: an entry non-finite or huge, another dtype, another shape, a strided or
+    Fortran view of the same numbers (valid), the very array ``alias`` (another argument's; valid when it fits),
+    everything scaled huge, masked."""
+    a = np.array(a, dtype=float)
+    if how == "entry" and a.size:
+        a.flat[draw(st.integers(0, a.size - 1))] = draw(st.sampled_from(HOSTILE))
+    elif how == "dtype":
+        a = draw(st.sampled_from([a.astype(complex), a.astype(object), a.astype(str), a.astype(bool),
+                                  a.astype(np.float32), a.tolist(), np.array([None] * a.size), "abc"]))
+    elif how == "shape":
+        a = draw(st.sampled_from([a.ravel()[:-1], np.r_[a.ravel(), 0.0], a.reshape(1, -1), a.reshape(-1, 1),
+                                  np.zeros((2, 2, 2)), np.zeros(0), np.float64(0.5)]))
+    elif how == "order":
+        a = np.repeat(a.ravel(), 2)[::2].reshape(a.shape) if a.ndim < 2 else np.asfortranarray(a)
+    elif how == "alias" and alias is not None:
+        a = alias
+    elif how == "huge":
+        a = a * draw(st.sampled_from([1e150, 1e300, -1e300]))
+    elif how == "masked":
+        a = np.ma.masked_array(a, mask=np.zeros(a.shape, bool))
+    return a
+
+
+@st.composite
+def step_recipes(draw):
+    """(argument, how, value or None, solver, relaxed, seed): which argument of a step call to make hostile."""
+    which = draw(st.sampled_from(STEP_ARGS + ["none", "none"]))
+    how = draw(st.sampled_from(["odd"] + HOW if which in NUMBER_ARGS else HOW))
+    value = draw(st.sampled_from(ODD_VALUES)) if how == "odd" else None
+    return which, how, value, draw(st.sampled_from(["admm", "pgs"])), draw(st.booleans()), draw(st.integers(0, 2 ** 16))
+
+
+@pytest.fixture(scope="module")
+def contact(tmp_path_factory):
+    """go1_slide's problem, its compiled step (dense route) and the step's derivatives (-O1)."""
+    pytest.importorskip("pinocchio")
+    from casadi_delassus.contact.step_derivatives import step_derivatives
+    from casadi_delassus.verify import contact_problems as cp
+    out = tmp_path_factory.mktemp("fuzz_contact")
+    p = cp.build("go1_slide")
+    step = cd.contact_step("go1", p.specs, out_dir=out, cflags=("-O1",), delassus="pv_osim", linear_solve="dense")
+    return p, step, step_derivatives("go1", p.specs, out_dir=out, cflags=("-O1",))
+
+
+def step_arguments(p, recipe, draw):
+    """A valid go1_slide argument set (the joints moved a little), with one argument made hostile by ``recipe``."""
+    which, how, value, solver, relaxed, seed = recipe
+    rng = np.random.default_rng(seed)
+    q = p.q.copy()
+    q[7:] += rng.normal(scale=0.05, size=q.size - 7)
+    args = dict(q=q, v=p.v + rng.normal(scale=0.1, size=p.v.size), tau=p.tau.copy(), dt=p.dt, mu=0.3,
+                normals=None, lam0=None, gap=None, tol=1e-10, max_iter=1000, omega=1.0, rho=0.0, eta=1e-8)
+    valid = dict(normals=np.tile([0.0, 0.0, 1.0], (4, 1)), lam0=np.zeros(12), gap=np.zeros(4))
+    if which in NUMBER_ARGS:
+        args[which] = value if how == "odd" else corrupted(args[which], how, draw, alias=args["v"])
+    elif which != "none":
+        args[which] = corrupted(valid.get(which, args[which]), how, draw, alias=args["v"] if which != "v" else args["tau"])
+    return args
+
+
+def contact_residual(G, g, mu, lam, exact=True):
+    """The largest NCP residual of λ for (G, g, μ) by the test's own NumPy: distance to the friction cone, of
+    σ + Γ(σ) to its dual, complementarity and the approach speed −σ_n."""
+    mu = np.broadcast_to(np.asarray(mu, float), (len(g) // 3,))
+    b, z = lam.reshape(-1, 3), (G @ lam + g).reshape(-1, 3)
+    approach = max(0.0, -z[:, 2].min())
+    if exact:
+        z = z + np.c_[np.zeros((len(z), 2)), mu * np.hypot(z[:, 0], z[:, 1])]
+    primal = np.hypot(b[:, 0], b[:, 1]) - mu * b[:, 2]
+    rt = np.hypot(z[:, 0], z[:, 1])
+    dual = np.where(mu > 0, (mu * rt - z[:, 2]) / np.sqrt(1 + mu ** 2), -z[:, 2])     # distance to μ‖z_t‖ ≤ z_n
+    inside = (mu * rt <= z[:, 2]) | (mu == 0) & (z[:, 2] >= 0)
+    polar = rt <= -mu * z[:, 2]                      # in −K: the apex is the nearest point of the dual cone
+    dual = np.where(inside, 0.0, np.where(polar & (mu > 0), np.hypot(rt, z[:, 2]), np.maximum(dual, 0.0)))
+    return max(np.maximum(primal, 0).max(), dual.max(), np.abs(np.sum(b * z, axis=1)).max(), approach)
+
+
+def the_problem(p, args, q=None):
+    """Pinocchio's (G, g) of the step call ``args`` in its contact frames, gap added (the problem it solves)."""
+    from casadi_delassus.contact.step import contact_frames
+    from casadi_delassus.verify import contact_problems as cp
+    q = np.asarray(args["q"], float) if q is None else q
+    q = np.r_[q[:3], q[3:7] / np.linalg.norm(q[3:7]), q[7:]]
+    G, g, _, _ = cp.delassus_and_free_velocity(p.model, p.frames, q, np.asarray(args["v"], float),
+                                               np.asarray(args["tau"], float), float(np.asarray(args["dt"])))
+    if args["normals"] is not None:
+        frames = contact_frames(np.broadcast_to(np.asarray(args["normals"], float), (4, 3)))
+        B = np.zeros((12, 12))
+        for i, R in enumerate(frames):
+            B[3 * i:3 * i + 3, 3 * i:3 * i + 3] = R
+        G, g = B @ G @ B.T, B @ g
+    if args["gap"] is not None:
+        g = g.copy()
+        g[2::3] += np.asarray(args["gap"], float).ravel()
+    return G, g
+
+
+def honest(r, G, g, mu, tol, exact):
+    """A step's answer is honest: a known status, and when converged its own residual on (G, g) within tol."""
+    assert r.status in ("converged", "max iterations", "NaN"), r.status
+    event(r.status)
+    if r.converged:
+        scale = max(1.0, np.abs(g).max(), np.abs(G).max() * np.abs(r.lam).max())
+        assert contact_residual(G, g, mu, r.lam, exact) <= tol + 1e-9 * scale, (contact_residual(G, g, mu, r.lam, exact), tol)
+
+
+@fuzz(150)
+@given(recipe=step_recipes(), data=st.data())
+def test_fuzz_the_contact_step(contact, recipe, data):
+    p, step, _ = contact
+    args = step_arguments(p, recipe, data.draw)
+    step.solver, step.exact = recipe[3], not recipe[4]
+    r = outcome(lambda: step(**args))
+    if r is not None:
+        honest(r, *the_problem(p, args), args["mu"], float(args["tol"]), step.exact)
+
+
+@fuzz(60)
+@given(recipes=st.lists(step_recipes(), min_size=1, max_size=4), per_state=st.sampled_from(["one", "each", "short", "nan"]),
+       threads=st.sampled_from([1, 2, None, 0, True, 1.5, "2", 2 ** 63]), data=st.data())
+def test_fuzz_the_batched_step(contact, recipes, per_state, threads, data):
+    """N rows, each a recipe's q, v or τ made hostile, dt one or per state (or of the wrong length or NaN), threads
+    valid or not: refused in one line when some row's single call is, else each row equal to its single call."""
+    p, step, _ = contact
+    step.solver, step.exact = "admm", True
+    rows = [step_arguments(p, (r[0] if r[0] in ("q", "v", "tau") else "none", *r[1:]), data.draw) for r in recipes]
+    n = len(rows)
+    dt = {"one": p.dt, "each": p.dt * (1 + np.arange(n)), "short": np.full(n + 1, p.dt),
+          "nan": np.r_[np.full(n - 1, p.dt), np.nan]}[per_state]
+    singles = [outcome(lambda k=k, a=a: step(a["q"], a["v"], a["tau"], dt=np.broadcast_to(dt, (n,))[k]
+                                             if per_state in ("one", "each") else p.dt))
+               for k, a in enumerate(rows)]
+    try:
+        Q, V, TAU = (np.array([a[k] for a in rows], dtype=float) for k in ("q", "v", "tau"))
+    except (ValueError, TypeError):
+        Q = V = TAU = [a["q"] for a in rows]
+    b = outcome(lambda: step(Q, V, TAU, dt=dt, threads=threads))
+    if b is None:
+        return
+    assert all(one is not None for one in singles) and per_state in ("one", "each")
+    for k, one in enumerate(singles):
+        assert np.array_equal(b.lam[k], one.lam) and np.array_equal(b.v_next[k], one.v_next), k
+        assert b.status[k] == one.status and b.iterations[k] == one.iterations
+
+
+@fuzz(60)
+@given(recipe=step_recipes(), lam_how=st.sampled_from(["solution", "solution", "entry", "dtype", "shape", "scaled",
+                                                        "zero", "huge"]),
+       tangent=st.sampled_from(["ok", "short", "nan", "text", "masked"]), data=st.data())
+def test_fuzz_the_step_derivatives(contact, recipe, lam_how, tangent, data):
+    """A derivative point at hostile arguments, λ the step's solution or not: one-line refusal, or matrices at a λ
+    that solves its problem to step_derivatives.SOLUTION_TOL by the test's own residual."""
+    from casadi_delassus.contact.step_derivatives import SOLUTION_TOL
+    p, step, deriv = contact
+    step.solver, step.exact = "admm", True
+    which = recipe[0] if recipe[0] in ("q", "v", "tau", "dt", "mu", "normals") else "none"
+    args = step_arguments(p, (which, *recipe[1:]), data.draw)
+    solved = outcome(lambda: step(args["q"], args["v"], args["tau"], dt=args["dt"], mu=args["mu"],
+                                  normals=args["normals"], tol=1e-12))
+    lam = solved.lam if solved is not None and solved.converged else np.zeros(12)
+    lam = {"scaled": 1.5 * lam, "zero": 0 * lam, "huge": 1e300 * lam}.get(lam_how, lam)
+    if lam_how in ("entry", "dtype", "shape"):
+        lam = corrupted(lam, lam_how, data.draw)
+    point = outcome(lambda: deriv.point(args["q"], args["v"], args["tau"], lam, dt=args["dt"], mu=args["mu"],
+                                        normals=args["normals"]))
+    if point is None:
+        return
+    G, g = the_problem(p, args)
+    assert contact_residual(G, g, args["mu"], point.lam) <= SOLUTION_TOL + 1e-9 * max(1.0, np.abs(g).max())
+    nv = deriv.robot.nv
+    x = {"ok": np.ones(nv), "short": np.ones(nv - 1), "nan": np.full(nv, np.nan), "text": "x",
+         "masked": np.ma.masked_array(np.ones(nv))}[tangent]
+    out = outcome(lambda: deriv.jvp(point, np.zeros(nv), np.zeros(nv), x))
+    assert (out is not None) == (tangent == "ok")
+    if out is not None:
+        assert np.all(np.isfinite(out[0])) and out[0].shape == (nv,)
+
+
+@pytest.fixture(scope="module")
+def go2_soft(tmp_path_factory):
+    """Go2 standing on MuJoCo's soft contacts: its compiled step, the model, data and the step's arguments."""
+    pytest.importorskip("mujoco")
+    from casadi_delassus.contact.mujoco_step import mujoco_contact_step, mujoco_contacts, soft_parameters
+    from casadi_delassus.errors import ModelError
+    from casadi_delassus.verify.mujoco_contact_scenes import scene, state
+    try:
+        m = scene("go2", "elliptic")
+    except ModelError:
+        pytest.skip("robosuite-models (Go2's MJCF) is not installed")
+    d = state(m, "go2", "standing")
+    c = mujoco_contacts(m, d)
+    s = mujoco_contact_step(m, c.specs, out_dir=tmp_path_factory.mktemp("fuzz_mjsoft"), cflags=["-O1"])
+    args = [d.qpos, d.qvel, d.qfrc_applied, c.frames, c.friction, c.dims, c.offsets, *soft_parameters(m, c, False)]
+    return s, m, d, args
+
+
+SOFT_ARGS = ["q", "v", "tau", "frames", "friction", "dims", "offsets", "R", "B", "Kr"]
+
+
+@fuzz(80)
+@given(which=st.sampled_from(SOFT_ARGS + ["warm", "tol", "max_iter", "rho", "none", "none"]),
+       how=st.sampled_from(HOW + ["odd", "zero", "negative", "scaled"]), value=st.sampled_from(ODD_VALUES),
+       data=st.data())
+def test_fuzz_mujoco_soft_step(go2_soft, which, how, value, data):
+    """MuJoCo's soft step with one argument made hostile: one-line refusal, or an honest status, and forces equal
+    to MuJoCo's own whenever it says converged on MuJoCo's own problem (the same numbers, any layout, any warm start,
+    max_iter or ρ)."""
+    s, m, d, valid = go2_soft
+    args = [np.array(a, dtype=float) for a in valid]
+    options = dict(tol=1e-12, max_iter=100000, rho=0.0)
+    replaced = {"zero": lambda a: 0 * a, "negative": lambda a: -a, "scaled": lambda a: 2 * a, "odd": lambda a: value}
+    if which in SOFT_ARGS:
+        i = SOFT_ARGS.index(which)
+        args[i] = replaced[how](args[i]) if how in replaced else corrupted(args[i], how, data.draw,
+                                                                          alias=args[(i + 1) % len(args)])
+    elif which == "warm":
+        options["force_warm"] = replaced[how](d.efc_force) if how in replaced else corrupted(d.efc_force, how, data.draw)
+    elif which != "none":
+        options[which] = value if how == "odd" else corrupted(options[which], how, data.draw)
+    own = which in ("none", "warm", "max_iter", "rho") or (which in SOFT_ARGS and how == "order")
+    r = outcome(lambda: s(*args, **options))
+    if r is None:
+        return
+    assert r.status in ("converged", "max iterations", "not finite")
+    event(r.status)
+    if r.status == "converged":
+        assert np.all(np.isfinite(r.force)) and np.all(np.isfinite(r.qacc))
+        if own or (which == "tol" and float(np.asarray(options["tol"])) <= 1e-10):
+            assert np.abs(r.force - d.efc_force).max() <= 1e-6 * np.abs(d.efc_force).max()
+
+
+@pytest.fixture(scope="module")
+def single_go1(tmp_path_factory):
+    """go1's pv_osim in single precision (and, through check_precision, its double twin)."""
+    return cd.generate("go1", SPECS[1:], "pv_osim", out_dir=tmp_path_factory.mktemp("fuzz_single"), precision="single")
+
+
+@fuzz(15)
+@given(samples=st.sampled_from([0, -1, 1.5, "3", None, True, 2 ** 63, 10 ** 9, np.int64(0), 1, 2, np.int64(3), 1, 2]),
+       seed=st.integers(0, 2 ** 16))
+def test_fuzz_check_precision(single_go1, samples, seed):
+    """check_precision's samples: one-line refusal (also of a count that would run for ever: 2^63 once did), or a
+    report over exactly that many samples."""
+    r = outcome(lambda: cd.check_precision(single_go1, samples=samples, seed=seed))
+    if r is not None:
+        assert r["samples"] == samples and np.isfinite(r["worst"]) and r["passed"] == (r["worst"] <= r["allowed"])
+
+
+@pytest.fixture(scope="module")
+def cuda_go1(compiled, tmp_path_factory):
+    """The CUDA form of the pv_osimr function above, its .cu built on the host through the shim (no nvcc)."""
+    from casadi_delassus.codegen import cuda
+    from casadi_delassus.runtime.cuda import CudaFunction
+    f, _ = compiled
+    path = cuda.derive(f.manifest_path, "double", "soa", nvcc=None)
+    so = cuda.host_library(path.with_suffix(".cu"), tmp_path_factory.mktemp("fuzz_cuda") / "go1-host.so",
+                           f.manifest["cflags"])
+    return f, CudaFunction(path, host_library=so), path, so
+
+
+@fuzz(60)
+@given(xs=st.lists(q_and_K(), min_size=1, max_size=4), ctor=st.sampled_from(["ok"] * 4 + ["array", "int", "none-path"]))
+def test_fuzz_cuda_function(cuda_go1, xs, ctor):
+    """CudaFunction's constructor and host call with hostile arrays: one-line refusal, or the C target's numbers."""
+    from casadi_delassus.runtime.cuda import CudaFunction
+    f, g, path, so = cuda_go1
+    if ctor != "ok":
+        bad = {"array": (np.zeros(3), np.zeros(3)), "int": (3, so), "none-path": (path, 7)}[ctor]
+        assert outcome(lambda: CudaFunction(*bad)) is None
+        return
+    K = xs[0][1]
+    rows = [q for q, _, _ in xs]
+    try:
+        Q = np.array(rows, dtype=float) if len(rows) > 1 else rows[0]
+    except (ValueError, TypeError):
+        Q = rows[0]
+    got = outcome(lambda: g(Q, K_FL_foot=np.broadcast_to(K, (len(rows), 3, 6)) if len(rows) > 1 and np.ndim(Q) == 2
+                               else K))
+    if got is None:
+        return
+    want = outcome(lambda: f(Q, K_FL_foot=K))
+    assert want is not None                      # what the GPU host path takes, the C target takes
+    assert np.abs(np.asarray(got) - want).max() <= 1e-13 * max(np.abs(want).max(), 1e-300)

@@ -130,3 +130,58 @@ def test_refuses_contacts_between_robot_bodies():
     mujoco.mj_forward(m, d)
     with pytest.raises(ConstraintError, match="no active contact"):
         mujoco_contacts(m, d)
+
+
+def _standing_args(cone="elliptic"):
+    m = scene("go2", cone)
+    d = state(m, "go2", "standing")
+    c = mujoco_contacts(m, d)
+    R, B, Kr = soft_parameters(m, c, cone == "pyramidal")
+    return m, d, [d.qpos.copy(), d.qvel, d.qfrc_applied, c.frames.copy(), c.friction.copy(), c.dims, c.offsets, R.copy(),
+                  B, Kr]
+
+
+@pytest.mark.parametrize("scale", [1e160, 1e200, 1e300])
+def test_a_huge_warm_start_is_no_converged_nan(go2_step, scale):
+    """Issue 31, point 7: a warm start of 1e160 overflowed into NaN forces that max_abs skipped, so the status said
+    converged with residuals 0.  Now either an honest "not finite" or forces that are MuJoCo's."""
+    m, d, args = _standing_args()
+    r = go2_step(*args, force_warm=np.full(d.nefc, scale))
+    assert r.status in ("converged", "max iterations", "not finite")
+    if r.status == "converged":
+        assert np.all(np.isfinite(r.force)) and relative(r.force, d.efc_force) <= 1e-6
+    else:
+        assert r.status == "not finite"
+    assert go2_step(*args).status == "converged"
+
+
+@pytest.mark.parametrize("i, change, words", [
+    (None, dict(tol=float("inf")), "tol"), (None, dict(tol=0.0), "tol"), (None, dict(tol=None), "tol"),
+    (None, dict(max_iter=3e9), "max_iter"), (None, dict(max_iter=float("nan")), "max_iter"),
+    (None, dict(rho=float("nan")), "rho"),
+    (7, lambda R: 0 * R, "R"), (7, lambda R: -R, "R"),
+    (3, lambda F: 0 * F, "orthonormal"), (3, lambda F: 2 * F, "orthonormal"),
+    (4, lambda f: -f, "friction"), (4, lambda f: 0 * f, "friction"),
+    (0, lambda q: np.r_[q[:3], 3 * q[3:7], q[7:]], "quaternion"), (0, lambda q: np.r_[q[:3], 0 * q[3:7], q[7:]], "quaternion"),
+    (1, lambda v: np.ma.masked_array(v), "masked"),
+])
+def test_what_mujoco_would_not_take_is_refused(go2_step, i, change, words):
+    """Issue 31, points 7, 8 and 16: tol = inf converged 7.6 N off; R <= 0, a zero or scaled frame, friction < 0 (read
+    as |μ|) and a quaternion of norm 3 or 0 were accepted.  One-line InputErrors before any solve."""
+    m, d, args = _standing_args()
+    options = {}
+    if i is None:
+        options = change
+    else:
+        args[i] = change(args[i])
+    with pytest.raises(InputError, match=words) as e:
+        go2_step(*args, **options)
+    assert "\n" not in str(e.value)
+
+
+def test_the_step_takes_a_mujoco_model_only(tmp_path):
+    """Issue 31, point 16: mujoco_contact_step(a Robot) ended in an AttributeError traceback."""
+    from casadi_delassus.model import load_robot
+    with pytest.raises(InputError, match="MjModel"):
+        mujoco_contact_step(load_robot("go1"), ["FL_foot:6d-world"], out_dir=tmp_path)
+    assert not any(tmp_path.rglob("*.so"))

@@ -125,3 +125,50 @@ def test_mode_boundaries_are_refused():
         classify([0.8, 0.0, 1.0], np.zeros(3), mu)
     assert classify([0.0, 0.0, 0.0], [0.0, 0.0, 1.0], mu) == ("separating",)
     assert classify([-0.08, 0.0, 1.0], [0.5, 0.0, 0.0], mu) == ("sliding",)
+
+
+def _bad_q(change):
+    """go1_stand's q changed by ``change`` (a function of a copy)."""
+    q = cp.build("go1_stand").q.copy()
+    change(q)
+    return q
+
+
+@pytest.mark.parametrize("change, words", [
+    (dict(dt=0.0), "dt"), (dict(dt=-1.0), "dt"), (dict(dt=float("nan")), "dt"), (dict(dt=[1e-3, 1e-3]), "dt"),
+    (dict(mu=float("nan")), "mu"), (dict(mu=[0.8] * 3), "mu"),
+    (dict(q=_bad_q(lambda q: q.__setitem__(7, np.nan))), "q"),
+    (dict(q=_bad_q(lambda q: q.__setitem__(slice(3, 7), 0.0))), "quaternion"),
+    (dict(q=_bad_q(lambda q: q.__setitem__(slice(3, 7), 2 * q[3:7]))), "quaternion"),
+    (dict(lam=np.full(12, np.nan)), "lam"), (dict(lam=np.zeros(11)), "lam"), (dict(lam="x"), "lam"),
+    (dict(lam=np.ones(12)), "not a solution"), (dict(lam=0.0), "lam"),
+    (dict(normals=np.zeros((4, 3))), "normals"), (dict(tau=np.zeros(17)), "tau"),
+])
+def test_the_derivatives_check_what_the_step_checks(out, change, words):
+    """Issue 31, point 11: dt 0, −1 or NaN, μ NaN, a NaN q, a zero quaternion, a NaN λ or one that solves nothing all
+    returned matrices.  The derivatives share the step's checks (step.py) and refuse a λ whose residual exceeds
+    step_derivatives.SOLUTION_TOL: one-line InputErrors."""
+    p, step, deriv = check.build("go1_stand", out)
+    lam = step(p.q, p.v, p.tau, dt=p.dt, mu=p.mu, tol=1e-12).lam
+    args = dict(q=p.q, v=p.v, tau=p.tau, lam=lam, dt=p.dt, mu=p.mu) | change
+    with pytest.raises(InputError, match=words) as e:
+        deriv.point(**args)
+    assert "\n" not in str(e.value)
+
+
+def test_jvp_and_vjp_check_their_vectors(out):
+    """Issue 31, point 16: a tangent of the wrong length ended in numpy's or CasADi's traceback."""
+    p, step, deriv = check.build("go1_stand", out)
+    point = deriv.point(p.q, p.v, p.tau, step(p.q, p.v, p.tau, dt=p.dt, mu=p.mu, tol=1e-12).lam, dt=p.dt, mu=p.mu)
+    nv = deriv.robot.nv
+    for bad in ([np.zeros(nv - 1), np.zeros(nv), np.zeros(nv)], [np.zeros(nv), np.full(nv, np.nan), np.zeros(nv)],
+                [np.zeros(nv), np.zeros(nv), "tau"]):
+        with pytest.raises(InputError) as e:
+            deriv.jvp(point, *bad)
+        assert "\n" not in str(e.value)
+    for bad in ([np.zeros(nv + 1)], [np.zeros(nv), np.zeros(5)]):
+        with pytest.raises(InputError):
+            deriv.vjp(point, *bad)
+    with pytest.raises(InputError, match="Point"):
+        deriv.jvp("point", np.zeros(nv), np.zeros(nv), np.zeros(nv))
+    assert deriv.jvp(point, np.zeros(nv), np.zeros(nv), np.ones(nv))[0].shape == (nv,)

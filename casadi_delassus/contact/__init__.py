@@ -1,9 +1,23 @@
 """Frictional contact on the robot's own Delassus matrix: cones and the De Saxcé map
 (cones.py), the NCP residuals (residuals.py), ADMM (admm.py) and PGS (pgs.py) as NumPy
 references, and the compiled step built on the Delassus family (step.py)."""
+import dataclasses
+
 from .result import Options, Result
 from . import admm, pgs
 
 SOLVERS = {"admm": admm.solve, "pgs": pgs.solve}
 
-__all__ = ["Options", "Result", "SOLVERS", "admm", "pgs"]
+
+def pgs_then_admm(G, g, mu, exact=True, lam0=None, options=Options()):
+    """PGS, then ADMM from the same warm start where PGS does not converge: solver "auto"'s solve where it picks PGS
+    (PGS crawls on some sets a toppling humanoid meets, which ADMM finishes: docs/contact.md); the iterations count
+    both solvers'.  templates/step.c.j2 (solve_contacts) does the same in C."""
+    first = pgs.solve(G, g, mu, exact, lam0, options)
+    if first.converged:
+        return first
+    second = admm.solve(G, g, mu, exact, lam0, options)
+    return dataclasses.replace(second, iterations=first.iterations + second.iterations)
+
+
+__all__ = ["Options", "Result", "SOLVERS", "admm", "pgs", "pgs_then_admm"]

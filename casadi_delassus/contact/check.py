@@ -8,7 +8,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from ..verify import reference
-from . import SOLVERS
+from . import SOLVERS, pgs_then_admm
 from .result import Options
 from .step import contact_frames
 
@@ -21,13 +21,13 @@ VELOCITY_TOL_MATRIX_FREE = 1e-8
 
 
 def reference_step(robot, contacts, q, v, tau, dt, mu, solver="admm", exact=True, normals=None, options=Options()):
-    """(λ, σ, v_next, Result) of one step by the NumPy reference."""
+    """(λ, σ, v_next, Result) of one step by the NumPy reference; ``solver``: a name of SOLVERS or a solve."""
     M = reference.mass_matrix(robot, q)
     J = reference.constraint_jacobian(robot, contacts, q)
     v_free = v + dt * reference.forward_dynamics(robot, q, v, tau)
     B = np.eye(contacts.m) if normals is None else _blocks(contact_frames(np.broadcast_to(normals, (contacts.m // 3, 3))))
     W = np.linalg.solve(M, J.T)
-    r = SOLVERS[solver](B @ J @ W @ B.T, B @ J @ v_free, mu, exact=exact, options=options)
+    r = (solver if callable(solver) else SOLVERS[solver])(B @ J @ W @ B.T, B @ J @ v_free, mu, exact=exact, options=options)
     return r.lam, r.sigma, v_free + W @ (B.T @ r.lam), r
 
 
@@ -63,7 +63,8 @@ def check_step(step, samples=20, seed=0, dt=1e-3, tol=1e-10, max_iter=2000):
     for _ in range(samples):
         q, v, tau = robot.random_q(rng), rng.normal(scale=0.3, size=robot.nv), rng.normal(size=robot.nv)
         r = step(q, v, tau, dt=dt, tol=tol, max_iter=max_iter)
-        lam, _, v_next, _ = reference_step(robot, step.contacts, q, v, tau, dt, step.mu, step.solver, step.exact,
+        solve = pgs_then_admm if step.fallback and step.solver == "pgs" else step.solver    # what the C step runs
+        lam, _, v_next, _ = reference_step(robot, step.contacts, q, v, tau, dt, step.mu, solve, step.exact,
                                            options=Options(tol=tol, max_iter=max_iter))
         bad += not r.converged
         most = max(most, r.iterations)

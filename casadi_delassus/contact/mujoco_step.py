@@ -30,12 +30,16 @@ from ..codegen.emit import TEMPLATES as CODEGEN_TEMPLATES, casadi_source
 from ..codegen.escape import Safe
 from ..constraints import ConstraintSet
 from ..errors import ConstraintError, InputError
+from ..names import shown
 from ..model.mjcf import _model_name as model_name, body_name, mujoco_module, robot_from_mjmodel
 from ..registry import AUTO
 from ..runtime import artifact
 from ..runtime.compiler import find_compiler
+from ..runtime.inputs import real_array
 from .mujoco_soft import rows_per_contact, soft_rows
-from .step import DEFAULT_OUT, DOUBLE_P, TEMPLATES, build_key, c_pointer, scenario_name, step_functions
+from .result import iterations, real, tolerance
+from .step import (DEFAULT_OUT, DOUBLE_P, NORMAL_TOL, TEMPLATES, build_key, c_pointer, check_q, check_state,
+                   scenario_name, step_functions)
 
 STATUS = ("converged", "max iterations", "not finite")
 
@@ -169,6 +173,8 @@ class MujocoContactStep:
     (``mujoco_contact_step``)."""
 
     def __init__(self, model, contacts, out_dir=DEFAULT_OUT, cflags=("-O2",), cc=None, delassus=AUTO, name=None):
+        if not isinstance(model, mujoco_module().MjModel):
+            raise InputError(f"model: expected a mujoco.MjModel, got {type(model).__name__}")
         self.robot = robot_from_mjmodel(model, name or model_name(model) or "mjcf")
         self.contacts = ConstraintSet.parse(self.robot, list(contacts))
         self.blocks = contact_blocks(self.contacts)
@@ -180,37 +186,61 @@ class MujocoContactStep:
 
     def _dims(self, dims):
         """condim per contact, checked against its rows: 1 or 3 on a fixed point, 1, 3, 4 or 6 on a 6d-world contact."""
-        d = np.ascontiguousarray(dims, dtype=float).ravel()
+        d = np.ascontiguousarray(real_array("dims", dims), dtype=float).ravel()
         ok = {3: (1, 3), 6: (1, 3, 4, 6)}
         if d.size != self.nc or any(x not in ok[k] for x, k in zip(d, self.blocks)):
             raise InputError(f"dims: expected a condim per contact, 1 or 3 for a fixed point, 1, 3, 4 or 6 for a "
-                             f"6d-world contact, got {d.tolist()}")
+                             f"6d-world contact, got {d.tolist()}"[:300])
         return d
 
     @staticmethod
     def _warm(force, m):
         """The warm start: m finite forces."""
-        f = np.ascontiguousarray(force, dtype=float).ravel()
-        if f.size != m or not np.all(np.isfinite(f)):
-            raise InputError(f"force_warm: expected {m} finite values, got {f.size}")
-        return f
+        return check_state("force_warm", real_array("force_warm", force).ravel(), m)
+
+    def _frames(self, frames):
+        """The contacts' frames (n_c × 3 × 3), each with orthonormal rows (to NORMAL_TOL, as the step's normals): a
+        zero or scaled frame scales the efc rows, and with them every force."""
+        F = check_state("frames", real_array("frames", frames).ravel(), 9 * self.nc).reshape(-1, 3, 3)
+        off = np.abs(F @ F.transpose(0, 2, 1) - np.eye(3)).max(axis=(1, 2))
+        if np.any(off > NORMAL_TOL):
+            raise InputError(f"frames: contact {int(np.argmax(off))}'s frame is not orthonormal (F Fᵀ off the identity "
+                             f"by {off.max():.3g} > {NORMAL_TOL:g})")
+        return F.ravel()
+
+    @staticmethod
+    def _friction(friction, dims):
+        """MuJoCo's friction per contact (n_c × 5), each ≥ 0 and those the condim uses (the first condim − 1) > 0, as
+        MuJoCo clamps them (a negative μ was read as |μ|; a zero one divides the elliptic cone's rows by 0)."""
+        f = check_state("friction", real_array("friction", friction).ravel(), 5 * len(dims)).reshape(-1, 5)
+        used = np.arange(5) < (np.asarray(dims)[:, None] - 1)
+        if np.any(f < 0) or np.any(f[used] <= 0):
+            raise InputError("friction: every coefficient must be >= 0, and those the condim uses (the first "
+                             f"condim - 1 of each contact) > 0, got {f.tolist()}"[:300])
+        return f.ravel()
 
     def __call__(self, q, v, tau, frames, friction, dims, offsets, R, B, Kr, pyramidal=False, force_warm=None,
                  tol=1e-12, max_iter=100000, rho=0.0):
         """(force, qacc) of MuJoCo's problem at (q, v, τ) = (qpos, qvel, qfrc_applied) for the
-        contacts' frames (n_c × 3 × 3), friction (n_c × 5), condim, world offsets of the points from
-        their body origins (n_c × 3; unused for fixed points) and the per-row R, B, Kr
-        (``soft_parameters``)."""
+        contacts' frames (n_c × 3 × 3, orthonormal rows), friction (n_c × 5), condim, world offsets of the points from
+        their body origins (n_c × 3; unused for fixed points) and the per-row R (> 0), B, Kr
+        (``soft_parameters``).  ``tol`` (relative, finite and > 0), ``max_iter`` and ``rho`` are checked as the
+        contact step's (result.py); q's quaternions as every q (step.check_q).  The status is "not finite" whenever a
+        force or qacc is (a huge warm start overflows)."""
         dims = self._dims(dims)
         m, r = int(rows_per_contact(dims, pyramidal).sum()), self.robot
-        arrays = [np.ascontiguousarray(x, dtype=float).ravel() for x in (q, v, tau, frames, friction)]
-        arrays += [dims] + [np.ascontiguousarray(x, dtype=float).ravel() for x in (offsets, R, B, Kr)]
-        for name, a, size in zip(("q", "v", "tau", "frames", "friction", "dims", "offsets", "R", "B", "Kr"), arrays,
-                                 (r.nq, r.nv, r.nv, 9 * self.nc, 5 * self.nc, self.nc, 3 * self.nc, m, m, m)):
-            if a.size != size or not np.all(np.isfinite(a)):
-                raise InputError(f"{name}: expected {size} finite values, got {a.size}")
+        opts = np.array([tolerance(tol), iterations(max_iter), float(bool(pyramidal)), real("rho", rho)])
+        if not np.isfinite(opts[3]):
+            raise InputError(f"rho: must be finite (<= 0: automatic), got {shown(rho)}")
+        arrays = [check_q(r, real_array("q", q).ravel())]
+        arrays += [check_state(n, real_array(n, x).ravel(), k) for n, x, k in (("v", v, r.nv), ("tau", tau, r.nv))]
+        arrays += [self._frames(frames), self._friction(friction, dims), dims,
+                   check_state("offsets", real_array("offsets", offsets).ravel(), 3 * self.nc)]
+        arrays += [check_state(n, real_array(n, x).ravel(), m) for n, x in (("R", R), ("B", B), ("Kr", Kr))]
+        if not np.all(arrays[7] > 0):
+            raise InputError(f"R: must be > 0 (MuJoCo's regularisation), got {arrays[7].min():g} at row "
+                             f"{int(np.argmin(arrays[7]))}")
         warm = None if force_warm is None else self._warm(force_warm, m)
-        opts = np.array([tol, max_iter, float(pyramidal), rho])
         qacc, force, info = np.empty(r.nv), np.empty(m), np.empty(4)
         ptr = c_pointer
         if self._soft(*map(ptr, arrays), ptr(warm), ptr(opts), ptr(qacc), ptr(force), ptr(info)):

@@ -56,7 +56,7 @@ def solve(G, g, mu, exact=True, lam0=None, options=Options()):
         if k:
             sweep(G, g, mu, lam, exact, options.omega)
         sigma = G @ lam + g
-        done = finish(lam.copy(), sigma, mu, exact, k, options, step=np.max(np.abs(sigma - before)))
+        done = finish(lam.copy(), sigma, mu, exact, k, options, last=k == options.max_iter,
+                      step=np.max(np.abs(sigma - before)))
         if done is not None:
             return done
-    return finish(lam.copy(), sigma, mu, exact, options.max_iter, options, last=True)

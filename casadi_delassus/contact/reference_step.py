@@ -22,14 +22,15 @@ from .result import StepResult
 def reference_steps(solver="admm", exact=True, tol=1e-10, max_iter=1000):
     """A step factory (simulate.StepCache) of NumPy steps solved by ``solver`` ("admm" | "pgs" |
     "auto": step.auto_solver's pick for each active set)."""
-    from . import SOLVERS
+    from . import SOLVERS, pgs_then_admm
     from .result import Options
     from .step import auto_solver
     options = Options(tol=tol, max_iter=max_iter)
 
     def factory(robot, specs, mu, frame):
         cs = ConstraintSet.parse(robot, specs)
-        solve = SOLVERS[auto_solver(cs) if solver == "auto" else solver]
+        auto = {"admm": SOLVERS["admm"], "pgs": pgs_then_admm}      # auto's PGS hands what it cannot finish to ADMM
+        solve = auto[auto_solver(cs)] if solver == "auto" else SOLVERS[solver]
         turn = np.kron(np.eye(len(specs)), frame.T)
 
         def step(q, v, tau, dt, lam0=None, gap=None):

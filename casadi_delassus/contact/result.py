@@ -3,25 +3,66 @@ NumPy solvers and the compiled loop (templates/step.c.j2) share, and what a step
 made it (the compiled step, the NumPy reference step, the time-stepping loop's free step)."""
 from __future__ import annotations
 
+import numbers
 from dataclasses import dataclass
 
 import numpy as np
 
+from ..errors import InputError
+from ..names import shown
 from .residuals import Residuals, residuals
 
 CONVERGED, MAX_ITERATIONS, NOT_FINITE = 0, 1, 2
 STATUS = {CONVERGED: "converged", MAX_ITERATIONS: "max iterations", NOT_FINITE: "NaN"}
+# the most iterations a solve may be given: the compiled loops (templates/step.c.j2, mujoco_step.c.j2) count them in
+# a C int, whose overflow once ran no iteration and left the status unwritten
+MAX_ITER = 2 ** 31 - 1
+
+
+def real(name, value):
+    """``value`` as a float when it is one real number (a Python or NumPy number, or a 0-d array of one; not a bool,
+    a string, None or several numbers), else an InputError that names it."""
+    if isinstance(value, np.ndarray) and value.ndim == 0 and value.dtype.kind in "iuf":
+        value = value[()]
+    if isinstance(value, (bool, np.bool_)) or not isinstance(value, numbers.Real):
+        raise InputError(f"{name}: expected one real number, got {shown(value)}")
+    return float(value)
+
+
+def iterations(max_iter):
+    """``max_iter`` as an int when it is a whole number from 0 to MAX_ITER, else an InputError."""
+    x = real("max_iter", max_iter)
+    if not (0 <= x <= MAX_ITER and x == int(x)):
+        raise InputError(f"max_iter: must be an integer from 0 to {MAX_ITER} (a C int), got {shown(max_iter)}")
+    return int(x)
+
+
+def tolerance(tol):
+    """``tol`` as a float when it is finite and > 0, else an InputError."""
+    x = real("tol", tol)
+    if not (np.isfinite(x) and x > 0):
+        raise InputError(f"tol: must be finite and > 0, got {shown(tol)}")
+    return x
 
 
 @dataclass(frozen=True)
 class Options:
-    """Solver settings: stop when every residual ≤ tol; ρ ≤ 0 picks ADMM's initial ρ
-    (admm.initial_rho); η is ADMM's proximal weight; ω PGS's over-relaxation."""
+    """Solver settings, checked when made (an InputError names a bad one): stop when every residual ≤ tol (finite,
+    > 0) within max_iter iterations (0 to MAX_ITER); ρ ≤ 0 picks ADMM's initial ρ (admm.initial_rho); η ≥ 0 is
+    ADMM's proximal weight; ω ∈ (0, 2) PGS's over-relaxation."""
     tol: float = 1e-10
     max_iter: int = 1000
     rho: float = 0.0
     eta: float = 1e-8
     omega: float = 1.0
+
+    def __post_init__(self):
+        rho, eta, omega = (real(n, getattr(self, n)) for n in ("rho", "eta", "omega"))
+        if not (np.isfinite(eta) and eta >= 0 and np.isfinite(rho) and 0 < omega < 2):
+            raise InputError(f"eta >= 0, finite rho and 0 < omega < 2 required, got {eta!r}, {rho!r}, {omega!r}")
+        for name, value in (("tol", tolerance(self.tol)), ("max_iter", iterations(self.max_iter)), ("rho", rho),
+                            ("eta", eta), ("omega", omega)):
+            object.__setattr__(self, name, value)
 
 
 @dataclass(frozen=True)

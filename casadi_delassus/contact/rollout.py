@@ -110,7 +110,7 @@ class CompiledRollout:
         self.k = self.contacts.m // 3
         self.auto = solver == "auto"
         # the exact (De Saxcé) problem, ADMM's defaults; "auto" picks the solver per active set in C
-        self.opts = solver_options(tol, max_iter, "admm" if self.auto else solver, exact=True)
+        self.opts = solver_options(tol, max_iter, "admm" if self.auto else solver, exact=True, fallback=self.auto)
         self.body = np.array([c.body for c in self.contacts.constraints], dtype=np.int32)
         path = build(robot, self.contacts, positions, out_dir, tuple(cflags), cc, delassus, name)
         self.so = path.with_suffix(".so")

@@ -42,6 +42,7 @@ import numpy as np
 from ..constraints import ConstraintSet, parse_constraint
 from ..errors import InputError
 from ..model.integrate import integrate_sx
+from ..runtime.inputs import unit_q
 from ..symbolic.frames import joint_transform
 from .feedback import LinearFeedback, pd_controller  # noqa: F401  (pd_controller: here too, as before)
 from .result import CONVERGED, STATUS, StepResult
@@ -204,7 +205,10 @@ def free_step(robot):
 def compiled_steps(solver="admm", tol=1e-10, max_iter=1000, **build_options):
     """A step factory on the compiled step (issue 25, step.py): ``factory(robot, specs, mu,
     frame)`` returns ``step(q, v, τ, dt, lam0, gap)`` for one active set; ``build_options`` go
-    to ``contact_step`` (out_dir, cflags, …)."""
+    to ``contact_step`` (out_dir, cflags, …).  tol and max_iter are checked here, before any build."""
+    from .result import Options
+    Options(tol=tol, max_iter=max_iter)
+
     def factory(robot, specs, mu, frame):
         from .step import contact_step
         s = contact_step(robot, specs, solver=solver, mu=mu, **build_options)
@@ -366,7 +370,18 @@ def _inputs(robot, q0, v0, T, dt):
     q0, v0 = np.array(q0, dtype=float).reshape(-1), np.array(v0, dtype=float).reshape(-1)
     if q0.shape != (robot.nq,) or v0.shape != (robot.nv,):
         raise InputError(f"q0 must have {robot.nq} entries and v0 {robot.nv}; got {q0.size} and {v0.size}")
-    return q0, v0, step_count(T, dt)
+    return unit_q0(robot, q0), v0, step_count(T, dt)
+
+
+def unit_q0(robot, Q0):
+    """q0 (or the rows of Q0) with its quaternions and (cos, sin) pairs checked by the one rule of every q
+    (runtime/inputs.unit_q); a row that is not finite is left for the rollout's "nan state" status."""
+    Q0 = np.array(Q0, dtype=float)
+    finite = np.all(np.isfinite(Q0), axis=-1)
+    if Q0.ndim == 1:
+        return unit_q(Q0, robot.q_layout()) if finite else Q0
+    Q0[finite] = unit_q(Q0[finite], robot.q_layout(), "Q0's finite rows")
+    return Q0
 
 
 def step_count(T, dt):

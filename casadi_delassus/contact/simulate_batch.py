@@ -16,7 +16,7 @@ import numpy as np
 
 from ..errors import InputError
 from .simulate import (COLD, CONTROLLER, FALL_DEPTH, FELL, FREE, NAN_STATE, NOT_CONVERGED, OK, ROLLOUT_STATUSES, LinearFeedback,
-                       StepCache, Trajectory, c_rollouts, compiled_steps, step_count)
+                       StepCache, Trajectory, c_rollouts, compiled_steps, step_count, unit_q0)
 
 STOPPED = ""          # the status of an environment after the step that stopped it
 
@@ -57,7 +57,7 @@ def _inputs(robot, Q0, V0, T, dt):
     Q0, V0 = np.array(Q0, dtype=float), np.array(V0, dtype=float)
     if Q0.ndim != 2 or Q0.shape[1] != robot.nq or V0.shape != (len(Q0), robot.nv) or len(Q0) == 0:
         raise InputError(f"Q0 must be N x {robot.nq} and V0 N x {robot.nv} with N ≥ 1; got {Q0.shape} and {V0.shape}")
-    return Q0, V0, step_count(T, dt)
+    return unit_q0(robot, Q0), V0, step_count(T, dt)
 
 
 class _Batch:

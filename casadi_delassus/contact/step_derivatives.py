@@ -60,7 +60,10 @@ from ..runtime import artifact
 from ..runtime.compiler import find_compiler
 from ..symbolic.frames import local_transforms
 from ..sweeps.joint_space import constraint_jacobian
-from .step import DEFAULT_OUT, build_key, check_contacts, contact_frames, minv_apply, scenario_name
+from ..runtime.inputs import real_array
+from .residuals import residuals
+from .step import (DEFAULT_OUT, build_key, check_contacts, check_dt, check_mu, check_normals, check_q, check_state,
+                   contact_frames, minv_apply, scenario_name)
 
 MODES = ("separating", "sticking", "sliding")
 KINDS = ("parts", "fwd", "adj")
@@ -69,6 +72,10 @@ DEFAULT_CFLAGS = ("auto",)      # codegen/build.py resolve_cflags, by the larges
 # (≈ 1e-16·σ_max) where λ is not unique, the smallest real one well above (talos_stand: docs)
 RANK_RTOL = 1e-10
 SLIP_TOL = 1e-8                 # m/s: a contact slips (can be sliding) above it
+# the largest residual (residuals.py) a given λ may have: the derivatives are those of the step at a solution, and
+# a λ that is none (NaN, another problem's, a guess) once gave matrices all the same; the step's default tol (1e-10)
+# passes with room for a λ solved to 1e-8
+SOLUTION_TOL = 1e-8
 
 
 def traced_functions(robot, cs, name):
@@ -223,25 +230,32 @@ class StepDerivatives:
     def __init__(self, robot, contacts, mu=0.8, out_dir=DEFAULT_OUT, cflags=DEFAULT_CFLAGS, cc=None, name=None):
         self.robot = load_robot(robot)
         self.contacts = check_contacts(self.robot, contacts)
-        self.nc, self.mu = self.contacts.m // 3, np.asarray(mu, dtype=float)
+        self.nc = self.contacts.m // 3
+        self.mu = check_mu(mu, self.nc)
         scenario = scenario_name("contact", self.contacts.specs)
         self._f, self.files, self.manifest = build(self.robot, self.contacts, scenario, out_dir, tuple(cflags), cc, name)
 
-    def point(self, q, v, tau, lam, dt=1e-3, mu=None, normals=None, modes=None):
+    def point(self, q, v, tau, lam, dt=1e-3, mu=None, normals=None, modes=None, tol=SOLUTION_TOL):
         """The linearisation at a solution λ (contact frames) of the step from (q, v, τ), each
-        contact in its ``modes`` (default: ``classify``'s); DelassusError when A is singular in a
+        contact in its ``modes`` (default: ``classify``'s); the arguments are checked as the step checks them
+        (step.py: finite states, unit quaternions, dt, μ, normals), and λ must solve the exact problem of the step
+        to ``tol`` (its largest residual, residuals.py), else an InputError; DelassusError when A is singular in a
         direction that moves v_next (then not even v_next's derivative is determined)."""
-        nc, nv = self.nc, self.robot.nv
-        lam = np.asarray(lam, dtype=float).reshape(-1)
-        if lam.shape != (3 * nc,):
-            raise InputError(f"lam: expected {3 * nc} values, got {lam.shape}")
-        mu = np.broadcast_to(self.mu if mu is None else np.asarray(mu, dtype=float), (nc,))
-        R = _block_diag(contact_frames(np.tile([0.0, 0.0, 1.0], (nc, 1)) if normals is None else normals))
-        args = tuple(np.asarray(a, dtype=float) for a in (q, v, tau, dt, R.T @ lam))
-        if args[0].shape != (self.robot.nq,) or args[1].shape != (nv,) or args[2].shape != (nv,):
-            raise InputError(f"q, v, tau: expected shapes ({self.robot.nq},), ({nv},), ({nv},)")
+        nc, r = self.nc, self.robot
+        q = check_q(r, q)
+        v, tau = (check_state(n, x, r.nv) for n, x in (("v", v), ("tau", tau)))
+        lam = check_state("lam", real_array("lam", lam).reshape(-1), 3 * nc)
+        dt = check_dt(dt)
+        mu = self.mu if mu is None else check_mu(mu, nc)
+        n = check_normals(normals, nc)
+        R = _block_diag(contact_frames(np.tile([0.0, 0.0, 1.0], (nc, 1)) if n is None else n[0]))
+        args = (q, v, tau, np.array(dt), R.T @ lam)
         v_next, sigma_w, W, G = (np.asarray(a) for a in self._f["parts"](*args))
         sigma, W, G = R @ sigma_w.reshape(-1), W @ R.T, R @ G @ R.T
+        worst = residuals(lam, sigma, mu).max()
+        if not worst <= tol:
+            raise InputError(f"lam is not a solution of the step's problem: its largest residual is {worst:.3g} > "
+                             f"tol = {tol:g} (pass the step's own lam, solved to tol)")
         modes = classify(lam, sigma, mu) if modes is None else _checked_modes(modes, sigma)
         F_lam, F_sig = mode_jacobians(lam, sigma, mu, modes)
         A, null = PseudoInverse.of(F_lam + F_sig @ G)
@@ -266,16 +280,29 @@ class StepDerivatives:
         return vd + p.W @ dlam, dlam
 
     def jvp(self, p, q_dot, v_dot, tau_dot):
-        """(v_next_dot, lam_dot) along the tangent (q̇ (nv), v̇, τ̇) at the Point ``p``."""
-        vd, ld = self._jvp(p, np.concatenate([q_dot, v_dot, tau_dot])[:, None])
+        """(v_next_dot, lam_dot) along the tangent (q̇ (nv), v̇, τ̇), each nv finite numbers, at the Point ``p``."""
+        _check_point(p)
+        nv = self.robot.nv
+        x = [check_state(n, real_array(n, a).reshape(-1), nv) for n, a in (("q_dot", q_dot), ("v_dot", v_dot),
+                                                                            ("tau_dot", tau_dot))]
+        vd, ld = self._jvp(p, np.concatenate(x)[:, None])
         return vd[:, 0], ld[:, 0]
 
     def vjp(self, p, v_next_bar, lam_bar=None):
-        """(q_bar (nv, cotangent), v_bar, tau_bar) for the cotangents of v_next and λ at ``p``."""
-        lam_bar = np.zeros(len(p.lam)) if lam_bar is None else np.asarray(lam_bar, dtype=float)
+        """(q_bar (nv, cotangent), v_bar, tau_bar) for the cotangents of v_next (nv) and λ (m) at ``p``."""
+        _check_point(p)
+        v_next_bar = check_state("v_next_bar", real_array("v_next_bar", v_next_bar).reshape(-1), self.robot.nv)
+        lam_bar = np.zeros(len(p.lam)) if lam_bar is None else \
+            check_state("lam_bar", real_array("lam_bar", lam_bar).reshape(-1), len(p.lam))
         y = p.A.solve(p.W.T @ v_next_bar + lam_bar, transpose=True)
         x_bar = np.asarray(self._f["adj"](*p.args, v_next_bar, -p.R.T @ (p.F_sig.T @ y))).reshape(-1)
         return tuple(np.split(x_bar, 3))
+
+
+def _check_point(p):
+    """An InputError unless ``p`` is a Point (``StepDerivatives.point``'s)."""
+    if not isinstance(p, Point):
+        raise InputError(f"expected the Point of StepDerivatives.point(...), got {type(p).__name__}")
 
 
 def _checked_modes(modes, sigma):

@@ -20,6 +20,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from ..errors import ArtifactError, BatchInputError, DelassusError, InputError
+from ..names import shown
 from . import door
 from .inputs import as_input, out_array, refuse_masked
 from .library import own_symbol
@@ -28,6 +29,7 @@ from .library import own_symbol
 # handing a share to a worker and waking it takes tens of µs, a batch runs about 15
 # instructions per ns per core (bench/batch.py), so a share is at least ~200 µs of work
 MIN_SHARE_INSTRUCTIONS = 3_000_000
+MAX_THREADS = 2 ** 31 - 1      # the C entry points take a thread count as an int
 
 
 def cores():
@@ -106,10 +108,11 @@ def is_batched(f, first, inputs, threads=None):
 
 
 def check_threads(threads):
-    """An InputError unless ``threads`` is None or a count (an integer >= 1; a bool is no count)."""
+    """An InputError unless ``threads`` is None or a count (an integer from 1 to MAX_THREADS; a bool is no count):
+    the one rule of every batch entry point (the door's, the contact step's)."""
     if threads is not None and (not isinstance(threads, (int, np.integer)) or isinstance(threads, (bool, np.bool_))
-                                or threads < 1):
-        raise InputError(f"threads must be a positive integer, got {threads!r}")
+                                or not 1 <= threads <= MAX_THREADS):
+        raise InputError(f"threads must be a positive integer (at most {MAX_THREADS}), got {shown(threads)}")
 
 
 def _canonical_one(f, spec, value, n, lead):

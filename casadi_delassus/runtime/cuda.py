@@ -30,6 +30,7 @@ import numpy as np
 
 from ..errors import ArtifactError, DelassusError, InputError
 from . import artifact
+from .inputs import checked_values, real_array
 from .library import entries, open_sealed, own_symbol
 
 DTYPES = {"double": np.float64, "single": np.float32}
@@ -122,14 +123,17 @@ class CudaFunction:
     """``f(Q, **inputs)``: the first output for N configurations (``f.outputs`` gives all by name)."""
 
     def __init__(self, manifest, host_library=None):
+        if not isinstance(manifest, (dict, str, os.PathLike)):
+            raise InputError(f"manifest: expected the path of a CUDA function's .json manifest, got "
+                             f"{type(manifest).__name__}")
+        if host_library is not None and not isinstance(host_library, (str, os.PathLike)):
+            raise InputError(f"host_library: expected the path of a host build (.so), got {type(host_library).__name__}")
         if isinstance(manifest, (str, os.PathLike)):
             self.manifest_path = where = Path(manifest)
             manifest = artifact.verify(self.manifest_path, ("cu",), "cuda")
         else:
             self.manifest_path, where = None, "CUDA manifest"
         self.manifest = m = check_manifest(manifest, where)
-        if host_library is not None and not isinstance(host_library, (str, os.PathLike)):
-            raise ArtifactError(f"host_library: the path of a host build, not {type(host_library).__name__}")
         self.inputs, self.output_specs = m["inputs"], m["outputs"]
         self.dtype = DTYPES[m["precision"]["type"]]
         self.host = host_library is not None
@@ -209,10 +213,20 @@ class CudaFunction:
         return [Q] + [inputs[n] for n in self.input_names[1:]]
 
     def outputs(self, Q, **inputs):
-        values = self._values(Q, inputs)
+        """Every output by name for Q (N x nq, or one q) and the other inputs: NumPy arrays checked as the C target
+        checks its inputs (runtime/inputs.py: real, finite, R > 0, q's quaternions by the one rule), device arrays
+        as they are."""
+        values = [self._checked(spec, v) for spec, v in zip(self.inputs, self._values(Q, inputs))]
         if self.host:
             return self._host_call([np.ascontiguousarray(v, dtype=self.dtype) for v in values])
         return self._device_call(values)
+
+    def _checked(self, spec, value):
+        """A host input (anything not on a device) checked and converted to the function's type; a device array
+        (CuPy, PyTorch, JAX) untouched: checking it would cost a reduction and a synchronisation on the device."""
+        if _kind(value) in ("cupy", "torch", "jax", "jaxlib"):
+            return value
+        return checked_values(spec["name"], real_array(spec["name"], value, self.dtype), self.manifest)
 
     def __call__(self, Q, **inputs):
         return self.outputs(Q, **inputs)[self.output_specs[0]["name"]]

@@ -44,7 +44,9 @@ def refuse_masked(name, value):
                          f"the rows or entries you mean as a plain array (e.g. {name}.filled(...) or {name}.compressed())")
 
 
-def _real_array(name, value, dtype=np.float64):
+def real_array(name, value, dtype=np.float64):
+    """``value`` as an array of ``dtype`` when it holds real numbers (not a masked array, strings, objects, complex
+    numbers or ragged lists), else an InputError naming ``name``."""
     refuse_masked(name, value)
     try:
         a = np.asarray(value)
@@ -56,19 +58,27 @@ def _real_array(name, value, dtype=np.float64):
     return a.astype(dtype)
 
 
-def _normalised(q, manifest):
-    q = q.copy()
-    for joint, sl, what in unit_blocks(manifest.get("q_layout", ())):
+def unit_q(q, layout, name="q"):
+    """``q`` (one configuration, or a batch of them as rows) with its unit blocks (``unit_blocks`` of the q
+    ``layout``: quaternions, (cos, sin) pairs) normalised where within UNIT_TOL of norm 1, as a new array; an
+    InputError naming the first block further off (or not finite).  The one rule for every q a user hands in: the
+    generated functions' inputs, the contact step and its batch, its derivatives, the rollouts' q0, MuJoCo's step
+    (runtime/door.c applies it in C on its fast path)."""
+    q = np.array(q, copy=True)
+    rows = q.reshape(-1, q.shape[-1]) if q.ndim else q.reshape(1, -1)
+    for joint, sl, what in unit_blocks(layout):
         # the sum of squares in order and one square root, as runtime/door.c computes it
         # (not sum(), which compensates from Python 3.12 on), in q's own type
-        sq = q.dtype.type(0)
-        for x in q[sl]:
-            sq += x * x
+        sq = np.zeros(len(rows), dtype=q.dtype)
+        for k in range(sl.start, sl.stop):
+            sq += rows[:, k] * rows[:, k]
         norm = np.sqrt(sq)
-        if abs(norm - 1.0) > UNIT_TOL:
-            raise InputError(f"q[{sl.start}:{sl.stop}], the {what} of joint {joint!r}, has norm {norm:.6g}, "
-                             f"not 1 (within {UNIT_TOL:g}): normalise it, or check the q layout in the manifest")
-        q[sl] /= norm
+        bad = np.flatnonzero(~(np.abs(norm - 1.0) <= UNIT_TOL))
+        if bad.size:
+            where = f"row {bad[0]} of {name}: " if q.ndim > 1 else ""
+            raise InputError(f"{where}q[{sl.start}:{sl.stop}], the {what} of joint {joint!r}, has norm "
+                             f"{norm[bad[0]]:.6g}, not 1 (within {UNIT_TOL:g}): normalise it, or check the q layout")
+        rows[:, sl] /= norm[:, None]
     return q
 
 
@@ -76,22 +86,26 @@ def as_input(spec, value, manifest):
     """``value`` for the input ``spec`` ({"name", "shape"} of the manifest) as the flat,
     column-major float64 (float32) array the C code reads (see the module docstring)."""
     name, shape = spec["name"], tuple(spec["shape"])
-    a = _real_array(name, value, real_dtype(manifest))
+    a = real_array(name, value, real_dtype(manifest))
     if len(shape) == 1:                      # vectors: any shape with the right number of entries
         a = a.reshape(-1)
     if name == "q" and a.size != manifest["nq"]:
         raise InputError(f"q has {a.size} entries, robot {manifest['robot']!r} needs nq = {manifest['nq']}")
     if a.shape != shape:
         raise InputError(f"input {name} has shape {a.shape}, expected {shape}")
+    return checked_values(name, a, manifest).reshape(-1, order="F")
+
+
+def checked_values(name, a, manifest):
+    """The real array ``a`` of input ``name`` (one instance, or a batch of them first) after the checks of the
+    numbers themselves: finite, R > 0, q's unit blocks by ``unit_q``; else an InputError."""
     bad = np.flatnonzero(~np.isfinite(a.reshape(-1)))
     if bad.size:
         raise InputError(f"input {name} has {bad.size} non-finite entr{'y' if bad.size == 1 else 'ies'} "
                          f"(first: flat index {bad[0]}, value {a.reshape(-1)[bad[0]]})")
     if name == "R" and not np.all(a > 0):
-        raise InputError(f"input R must be positive, got {a.min():g} at index {int(np.argmin(a))}")
-    if name == "q":
-        a = _normalised(a, manifest)
-    return a.reshape(-1, order="F")
+        raise InputError(f"input R must be positive, got {a.min():g} at flat index {int(np.argmin(a))}")
+    return unit_q(a, manifest.get("q_layout", ())) if name == "q" else a
 
 
 def out_array(name, shape, given, fortran=False, dtype=np.float64):

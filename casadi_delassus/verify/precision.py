@@ -23,6 +23,9 @@ from .check import random_inputs
 from ..runtime.loader import load
 
 SAMPLES = 200
+# the most samples check_precision takes: a bound on its work (each sample evaluates both builds from Python), far
+# above what a bound needs; more (2^63 once) ran without end
+MAX_SAMPLES = 100_000
 BUILD_SEED = 26            # the build's samples; check's fresh ones use other seeds
 # fresh samples may reach a little past the largest of SAMPLES measured ones (a worse
 # conditioned configuration); wrong float code errs by orders of magnitude more
