@@ -44,7 +44,10 @@ def refuse_masked(name, value):
                          f"the rows or entries you mean as a plain array (e.g. {name}.filled(...) or {name}.compressed())")
 
 
-def _real_array(name, value, dtype=np.float64):
+def real_array(name, value, dtype=np.float64):
+    """``value`` as an array of ``dtype`` when it holds real numbers (bool, integers, floats; any shape), else an
+    InputError naming ``name``: masked arrays, ragged lists, complex numbers (their imaginary part would be dropped),
+    strings, objects."""
     refuse_masked(name, value)
     try:
         a = np.asarray(value)
@@ -76,7 +79,7 @@ def as_input(spec, value, manifest):
     """``value`` for the input ``spec`` ({"name", "shape"} of the manifest) as the flat,
     column-major float64 (float32) array the C code reads (see the module docstring)."""
     name, shape = spec["name"], tuple(spec["shape"])
-    a = _real_array(name, value, real_dtype(manifest))
+    a = real_array(name, value, real_dtype(manifest))
     if len(shape) == 1:                      # vectors: any shape with the right number of entries
         a = a.reshape(-1)
     if name == "q" and a.size != manifest["nq"]:
