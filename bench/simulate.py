@@ -8,6 +8,7 @@ contact step: issue 27's "done when" point 1, and a speed comparison with MuJoCo
     .venv/bin/python bench/simulate.py batch      # 64 go1 environments: run_batch vs single rollouts (per-step loop)
     taskset -c 0 .venv/bin/python bench/simulate.py rollout-speed --solver pgs   # our C rollout vs MuJoCo, one core
     .venv/bin/python bench/simulate.py rollout-batch-speed --envs 1024 --solver pgs   # 1,024 environments, 2 threads
+    .venv/bin/python bench/simulate.py landing    # Baumgarte's β: go1 and a box dropped 5 cm, how deep they stay
 
 Each writes bench/results/simulate_<name>.png, .csv and a line in simulate.md.
 
@@ -435,10 +436,39 @@ def batch(args):
              f"{k} {med(v):.0f} ({min(v):.0f}-{max(v):.0f})" for k, v in rates.items()))
 
 
+BOX = """<robot name="box"><link name="box"><inertial><origin xyz="0 0 0"/><mass value="2.0"/>
+<inertia ixx="0.02" iyy="0.03" izz="0.04" ixy="0" ixz="0" iyz="0"/></inertial></link></robot>"""
+BOX_CORNERS = [f"box@{x},{y},-0.05" for x in (0.1, -0.1) for y in (0.08, -0.08)]
+
+
+def landing(args):
+    """go1 (PD kp 100, kd 10, the C rollout) and a 2 kg box (no controller, the per-step loop) dropped 5 cm, for
+    Baumgarte's β = 0, 0.05, 0.1 (the default), 0.2: how deep the landing goes (|v| dt), how many steps after the first
+    touch the last candidate deeper than 1e-6 m is, how high the lowest candidate rises after touching (a hop: the
+    outward velocity β d/dt), and the deepest candidate over the last 0.5 s."""
+    p, robot, scene = go1_scene()
+    box = cd.load_robot(BOX)
+    runs = [("go1", scene, sim.place(scene, p.q, DROP), cd.pd_controller(robot, p.q, KP, KD)),
+            ("box", sim.Scene(box, BOX_CORNERS), None, None)]
+    factory = sim.factory("compiled", args.solver, max_iter=args.max_iter)
+    for name, sc, q0, controller in runs:
+        q0 = sim.place(sc, sc.robot.neutral_q(), DROP) if q0 is None else q0
+        for beta in (0.0, 0.05, 0.1, 0.2):
+            r = sim.run(sc, q0, np.zeros(sc.robot.nv), args.T or 2.0, DT, controller, factory, baumgarte=beta)
+            low = r.gaps.min(1)
+            touch = int(np.argmax(low <= sc.margin))
+            deep = np.flatnonzero(low < -1e-6)
+            closed = f"{deep.max() - touch + 1} steps after touching" if len(deep) and deep.max() < len(low) - 1 else "never"
+            note(f"landing {name}", f"{name} dropped {DROP} m, β = {beta:g}, {len(r.statuses)} steps, {r.status}: deepest "
+                 f"{-low.min():.2e} m, within 1e-6 m {closed}, highest after touching {low[touch:].max():.2e} m, "
+                 f"deepest over the last 0.5 s {max(-low[-500:].min(), 0.0):.2e} m, final base height "
+                 f"{r.base_height()[-1]:.6f} m")
+
+
 def main(argv=None):
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("runs", nargs="+", choices=["go1", "go2", "talos", "speed", "batch", "rollout-speed",
-                                                "rollout-batch-speed"])
+                                                "rollout-batch-speed", "landing"])
     ap.add_argument("-T", type=float, default=None, help="simulated time (s; default per run)")
     ap.add_argument("--solver", choices=["auto", "admm", "pgs"], default="admm")
     ap.add_argument("--reps", type=int, default=7)
@@ -450,7 +480,7 @@ def main(argv=None):
     args = ap.parse_args(argv)
     for name in args.runs:
         {"go1": go1, "go2": go2, "talos": talos, "speed": speed, "batch": batch, "rollout-speed": rollout_speed,
-         "rollout-batch-speed": rollout_batch_speed}[name](args)
+         "rollout-batch-speed": rollout_batch_speed, "landing": landing}[name](args)
 
 
 if __name__ == "__main__":

@@ -24,13 +24,17 @@ from .runtime.door import DoorWarning
 from .opcount import count_ops
 from .codegen.derivatives import DERIVATIVES, METHODS, trace_derivative
 from .codegen.trace import choose_cheapest, trace
-from .errors import DelassusError, InputError
+from .contact.simulate import BAUMGARTE
+from .errors import DelassusError, InputError, OutputError
 from .executor import Job, in_order, run
 from .model import FORMATS, load_robot, registry
 from .names import printable
 from .progress import step
 
 _robot_arg = click.argument("robot")
+# --samples of `check` and `step`: each sample is a compiled call and an oracle's (NumPy, Pinocchio: up to tens of ms
+# on the big robots), so these are about an hour of work at most; more is a mistake, not a check
+CHECK_MAX_SAMPLES, STEP_MAX_SAMPLES = 100_000, 10_000
 ROBOT_HELP = f"ROBOT is {FORMATS}."
 _base_opt = click.option("--fixed-base/--floating-base", "fixed_base", default=None,
                          help="fix a URDF model's root link to the world, or put it on a free base (default: the "
@@ -452,7 +456,8 @@ def _against_pinocchio(f, robot, constraints, algorithm, samples):
 @_osim_opt
 @click.option("--oracle", "oracle_opts", multiple=True, metavar="NAME",
               help=f"{', '.join(oracles.ORACLES)} (repeatable or comma-separated; default: see above)")
-@click.option("--samples", default=100, show_default=True, type=click.IntRange(min=1), help="random configurations")
+@click.option("--samples", default=100, show_default=True, type=click.IntRange(1, CHECK_MAX_SAMPLES),
+              help=f"random configurations (1 to {CHECK_MAX_SAMPLES:,})")
 @click.option("--tol", default=None, type=float, callback=_positive_tolerance,
               help=f"relative error allowed where κ <= {KAPPA_FREE:g}, scaled by κ/{KAPPA_FREE:g} above (see above; "
                    f"default {DEFAULT_TOL:g}); with --derivative, against finite differences (default {FD_TOL:g})")
@@ -688,7 +693,8 @@ def _bench_contact(robot, reps, calls, results_dir, out_dir):
               help="auto: ADMM when a body carries more than two contacts, else PGS (contact/step.py auto_solver)")
 @click.option("--relaxed", is_flag=True, help="the convex relaxation (Anitescu) instead of the exact De Saxcé problem")
 @click.option("--mu", default=0.8, show_default=True, type=float, help="friction coefficient of every contact")
-@click.option("--samples", default=20, show_default=True, help="random states checked against the NumPy reference")
+@click.option("--samples", default=20, show_default=True, type=click.IntRange(1, STEP_MAX_SAMPLES),
+              help=f"random states checked against the NumPy reference (1 to {STEP_MAX_SAMPLES:,})")
 @click.option("--linear-solve", type=click.Choice(["auto", "dense", "matrix_free"]), default="auto", show_default=True,
               help="ADMM's (G + rho I)^-1: G's dense LDL^T, the staged matrix-free damped inverse, or the fewer "
                    "instructions (contact/step.py step_parts)")
@@ -705,7 +711,8 @@ def step_command(robot, fixed_base, specs, solver, relaxed, mu, samples, linear_
     m = s.manifest
     click.echo(f"{m['function']}_step: m = {m['m']}, Delassus by {m['delassus']}, linear solve {m['linear_solve']}, {s.solver}"
                f"{' (relaxed)' if relaxed else ''} -> {s.so}")
-    c = check_step(s, samples=samples)
+    with step(f"checking {m['function']}_step against the NumPy reference over {samples} random states"):
+        c = check_step(s, samples=samples)
     click.echo(f"check against the NumPy reference, {c.samples} random states: max |Δλ|/max|λ| {c.lam_error:.1e} "
                f"(allowed {LAMBDA_TOL:.0e}), max |Δv_next| {c.velocity_error:.1e} (allowed {c.velocity_tol:.0e}), "
                f"at most {c.iterations} iterations, {c.unconverged} not converged: {'PASS' if c.passed else 'FAIL'}")
@@ -739,15 +746,20 @@ def _numbers(text, what):
               help="auto: per active set, ADMM when a body carries more than two contacts, else PGS")
 @click.option("--step", "step_kind", type=click.Choice(["compiled", "reference"]), default="compiled", show_default=True,
               help="the compiled contact step, or the NumPy reference step")
-@click.option("--baumgarte", default=0.0, show_default=True, type=float, help="gap stabilisation β (0: off)")
+@click.option("--baumgarte", default=BAUMGARTE, show_default=True, type=float,
+              help="gap stabilisation β in [0, 1]: a penetration closes by β of its depth a step (0: off)")
 @click.option("--tol", default=1e-10, show_default=True, type=float, help="solver tolerance (N·s)")
 @click.option("--max-iter", default=1000, show_default=True, type=click.IntRange(min=1))
 @click.option("-o", "--out", "out_dir", default="simulate_out", show_default=True,
               help="folder for rollout.csv and rollout.png")
+@click.option("--out-dir", "build_dir", default=str(api.DEFAULT_OUT), show_default=True,
+              help="root of the compiled step and rollout (as generate's -o; cached there)")
 def simulate(robot, fixed_base, contacts, duration, dt, q0, drop, kp, kd, mu, normal, height, solver, step_kind,
-             baumgarte, tol, max_iter, out_dir):
+             baumgarte, tol, max_iter, out_dir, build_dir):
     """Step ROBOT through time on the contact step (PD control to q0) and write its trajectory
-    and contact forces (CSV) and a figure; exits 1 when the rollout stopped early."""
+    and contact forces (CSV), then a figure; exits 1 when the rollout stopped early, 130 when Ctrl-C
+    stopped it (the files hold what was computed), 2 on bad input (nothing written) or when a file
+    cannot be written (the CSV is written first, and atomically)."""
     from .contact import simulate as sim
     from .contact.rollout_io import plot, write_csv
     robot = load_robot(robot, floating_base=_floating(fixed_base))
@@ -757,12 +769,19 @@ def simulate(robot, fixed_base, contacts, duration, dt, q0, drop, kp, kd, mu, no
     scene = sim.Scene(robot, list(contacts), _numbers(normal, "--normal"), height, mu)
     start = q if drop is None else sim.place(scene, q, drop)
     controller = sim.pd_controller(robot, q, kp, kd) if (kp or kd) else None
-    r = sim.run(scene, start, np.zeros(robot.nv), duration, dt, controller, sim.factory(step_kind, solver, tol, max_iter),
-                baumgarte)
-    csv_path, png_path = write_csv(r, f"{out_dir}/rollout.csv"), plot(r, f"{out_dir}/rollout.png")
+    build = {"out_dir": build_dir} if step_kind == "compiled" else {}
+    r = sim.run(scene, start, np.zeros(robot.nv), duration, dt, controller,
+                sim.factory(step_kind, solver, tol, max_iter, **build), baumgarte)
     h = r.base_height()
-    click.echo(f"{len(r.statuses)} steps of {dt:g} s, {r.status}"
-               + (f"; base height {h[-1]:.6f} m" if h is not None else "") + f"; wrote {csv_path} and {png_path}")
+    click.echo(f"{len(r.statuses)} steps of {dt:g} s, {r.status}" + (f"; base height {h[-1]:.6f} m" if h is not None else ""))
+    csv_path = write_csv(r, f"{out_dir}/rollout.csv")
+    try:
+        png_path = plot(r, f"{out_dir}/rollout.png")
+    except OutputError as exc:
+        raise OutputError(f"wrote {csv_path}; {exc}") from None
+    click.echo(f"wrote {csv_path} and {png_path}")
+    if r.status == sim.INTERRUPTED:
+        sys.exit(130)
     if not r.completed:
         sys.exit(1)
 

@@ -10,8 +10,25 @@ from conftest import ANCHOR_JSON
 needs_anchor = pytest.mark.skipif(not ANCHOR_JSON.is_file(), reason="anchor JSON not available")
 
 
-def run(*args, env=None):
-    return subprocess.run([sys.executable, "-m", "casadi_delassus", *args], capture_output=True, text=True, env=env)
+def run(*args, env=None, cwd=None, **popen):
+    return subprocess.run([sys.executable, "-m", "casadi_delassus", *args], capture_output=True, text=True, env=env,
+                          cwd=cwd, **popen)
+
+
+def in_process(*args):
+    """(exit status, stdout, stderr) of the command run by ``main`` in this process, as the console script runs it
+    (its one-line errors and exit statuses included), without a new interpreter's start-up."""
+    import contextlib
+    import io
+
+    from casadi_delassus.cli import main
+    out, err, code = io.StringIO(), io.StringIO(), 0
+    with contextlib.redirect_stdout(out), contextlib.redirect_stderr(err):
+        try:
+            main(list(args))
+        except SystemExit as exc:
+            code = exc.code if isinstance(exc.code, int) else 1
+    return code, out.getvalue(), err.getvalue()
 
 
 def test_robots_lists_registry_with_sizes():
@@ -123,3 +140,101 @@ def test_demo_runs_the_cheapest_algorithm_on_talos(tmp_path):
 def test_bench_batch_option_errors(args, words):
     r = run("bench", "go1", "-s", "4F3", *args)
     assert r.returncode == 2 and words in r.stderr
+
+
+GO1_FEET = [a for leg in ("FL", "FR", "RL", "RR") for a in ("--contact", f"{leg}_foot@-0.0173782,0,-0.0098993")]
+
+
+def _one_line_exit_2(code, out, err, words):
+    """A refusal: exit 2, one line on stderr holding ``words``, no traceback (``out`` unused: what a caller may check)."""
+    assert code == 2 and words in err, err
+    assert "Traceback" not in err and len(err.strip().splitlines()) == 1
+
+
+@pytest.mark.parametrize("args, words", [
+    (["step", "go1", "-c", "FL_foot:3d-world", "--samples", "0"], "0 is not in the range 1<=x<=10000"),
+    (["step", "go1", "-c", "FL_foot:3d-world", "--samples", "-3"], "-3 is not in the range 1<=x<=10000"),
+    (["step", "go1", "-c", "FL_foot:3d-world", "--samples", "1000000000"], "1000000000 is not in the range"),
+    (["check", "go1", "--samples", "10000000000000"], "10000000000000 is not in the range 1<=x<=100000"),
+])
+def test_samples_out_of_range_are_refused(args, words):
+    """Issue 31 point 12: `step --samples 0` printed PASS having compared nothing, and `step`/`check` took any count
+    (10⁹ or 10¹³: hours to years of work): refused in one line before any build; the range is in --help."""
+    _one_line_exit_2(*in_process(*args), words)
+    assert "1 to 10,000" in in_process("step", "--help")[1].replace("\n", " ")
+
+
+@pytest.mark.parametrize("args, words", [
+    (["--height", "nan"], "ground height must be a finite number, got nan"),
+    (["--height", "-inf"], "ground height must be a finite number, got -inf"),
+    (["--normal", "0,0,2"], "ground normal must be three finite numbers of norm 1"),
+    (["--mu", "nan"], "friction μ must be finite"),
+    (["--dt", "1e-300"], "T / dt = 1e+300 steps, more than the 10,000,000 one rollout takes"),
+    (["-T", "0"], "less than half a step"),
+    (["-T", "0.0004"], "less than half a step"),
+    (["-T", "1e300"], "more than the 10,000,000 one rollout takes"),
+    (["--baumgarte", "2"], "baumgarte β must be in [0, 1]"),
+    (["--kp", "nan", "--kd", "1"], "kp: expected 1 or 12 finite numbers"),
+    (["--tol", "nan"], "tol: must be finite and > 0"),
+    (["--drop", "inf"], "the clearance (drop height) must be a finite number, got inf"),
+])
+def test_simulate_refuses_in_one_line_before_building(tmp_path, monkeypatch, args, words):
+    """Issue 31 points 10 and 13: ground heights NaN or ±inf (the robot fell through, "free", exit 0), a normal that is
+    not unit (normalised silently), dt = 1e-300 (ran for ever), T = 0, T < dt/2, T = 1e300 (tracebacks): one line,
+    exit 2, nothing built or written."""
+    monkeypatch.chdir(tmp_path)
+    _one_line_exit_2(*in_process("simulate", "go1", *GO1_FEET, *args, "-o", "out"), words)
+    assert not any(tmp_path.iterdir())
+
+
+def _final_gaps(csv_path):
+    """The candidates' gaps at the last step of a rollout.csv."""
+    import csv
+    with open(csv_path) as f:
+        rows = list(csv.reader(f))
+    return [float(x) for name, x in zip(rows[0], rows[-1]) if name.endswith(".gap")]
+
+
+def test_simulate_baumgarte_and_out_dir_reach_the_compiled_rollout(tmp_path):
+    """Issue 31 points 3 and 17: `simulate --baumgarte` reaches the compiled step (it ran bit-identical to 0): go1
+    dropped 1 cm under a PD ends within 1e-6 m of the ground with the default β, 0.15 mm inside with β = 0; --out-dir
+    puts the build there instead of ./codegen_out."""
+    common = ["simulate", "go1", *GO1_FEET, "-T", "0.3", "--drop", "0.01", "--kp", "60", "--kd", "2",
+              "--out-dir", str(tmp_path / "builds")]
+    rest = run(*common, "-o", "rest", cwd=tmp_path)
+    deep = run(*common, "--baumgarte", "0", "-o", "deep", cwd=tmp_path)
+    assert rest.returncode == deep.returncode == 0, rest.stderr + deep.stderr
+    assert min(_final_gaps(tmp_path / "rest" / "rollout.csv")) >= -1e-6
+    assert min(_final_gaps(tmp_path / "deep" / "rollout.csv")) < -1e-4
+    assert list((tmp_path / "builds").glob("*/rollout-*/rollout_*.so")) and not (tmp_path / "codegen_out").exists()
+
+
+def test_simulate_without_matplotlib_keeps_the_csv(tmp_path):
+    """Issue 31 point 15: without matplotlib the CSV is written, then one line says there is no figure, exit 2 (it was
+    a traceback after the CSV, exit 1: the code for "stopped early")."""
+    import os
+    blocker = tmp_path / "blocker" / "matplotlib"
+    blocker.mkdir(parents=True)
+    (blocker / "__init__.py").write_text("raise ImportError('matplotlib blocked by the test')\n")
+    env = dict(os.environ, PYTHONPATH=os.pathsep.join(filter(None, [str(blocker.parent), os.environ.get("PYTHONPATH")])))
+    r = run("simulate", "go1", *GO1_FEET, "-T", "0.005", "--drop", "0.5", "--step", "reference", "-o", "out", env=env,
+            cwd=tmp_path)
+    _one_line_exit_2(r.returncode, r.stdout, r.stderr, "no figure: matplotlib is not installed")
+    assert "5 steps of 0.001 s, free" in r.stdout and "wrote out/rollout.csv" in r.stderr
+    assert (tmp_path / "out" / "rollout.csv").is_file() and not (tmp_path / "out" / "rollout.png").exists()
+
+
+def test_simulate_on_a_full_disk_is_one_line(tmp_path):
+    """Issue 31 point 15: a CSV the disk cannot take (here: a file-size limit of 4 KiB, EFBIG as ENOSPC would be) is
+    one line naming the file, exit 2, no half-written file; the rollout's summary was printed before (it was a
+    traceback that lost it)."""
+    import resource
+    import signal
+
+    def small_files():          # in the child: writes beyond 4 KiB fail with EFBIG instead of killing it (SIGXFSZ)
+        signal.signal(signal.SIGXFSZ, signal.SIG_IGN)
+        resource.setrlimit(resource.RLIMIT_FSIZE, (4096, 4096))
+    r = run("simulate", "go1", *GO1_FEET, "-T", "0.02", "--drop", "0.5", "--step", "reference", "-o", "out",
+            cwd=tmp_path, preexec_fn=small_files)
+    _one_line_exit_2(r.returncode, r.stdout, r.stderr, "cannot write out/rollout.csv: File too large")
+    assert "20 steps of 0.001 s, free" in r.stdout and list((tmp_path / "out").iterdir()) == []

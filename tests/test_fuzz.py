@@ -27,6 +27,7 @@ from hypothesis import strategies as st
 import casadi_delassus as cd
 from casadi_delassus.verify import reference as ref
 from casadi_delassus.constraints import KINDS, ConstraintSet
+from casadi_delassus.contact import simulate as sim
 from casadi_delassus.contact_modes import library
 from casadi_delassus.contact_modes.modes import parse_modes
 from casadi_delassus.errors import DelassusError
@@ -36,6 +37,7 @@ from casadi_delassus.model.robot import MAX_MAGNITUDE
 from casadi_delassus.model.spatial_v2 import JTYPES, plucker, to_spatial_v2
 
 from conftest import model_for
+from test_cli import GO1_FEET, in_process
 
 def fuzz(examples):
     """Deterministic settings: derandomized, no example database, no deadline."""
@@ -878,3 +880,162 @@ def test_fuzz_cuda_function(cuda_go1, xs, ctor):
     want = outcome(lambda: f(Q, K_FL_foot=K))
     assert want is not None                      # what the GPU host path takes, the C target takes
     assert np.abs(np.asarray(got) - want).max() <= 1e-13 * max(np.abs(want).max(), 1e-300)
+
+
+# -- the rollout, the rollout batch and the CLI's step and simulate (issue 31) --------------------
+ROLL_FEET = [f"{leg}_foot@-0.0173782,0,-0.0098993" for leg in ("FL", "FR", "RL", "RR")]
+ROLL_TOL = 1e-10
+small_time = st.one_of(st.floats(0.0, 0.02), st.sampled_from(HOSTILE + [1e300, -1.0]))
+time_step = st.one_of(st.floats(5e-4, 2e-3), st.floats(5e-4, 2e-3), st.sampled_from(HOSTILE + [-1e-3]))
+unit = st.sampled_from([(0.0, 0.0, 1.0), (0.0, 0.0, 1.0), (0.0, np.sin(0.2), np.cos(0.2))])
+ground_normal = st.one_of(unit, unit, st.lists(number, min_size=0, max_size=4).map(tuple))
+friction = st.one_of(st.floats(0.0, 2.0), st.floats(0.0, 2.0), number,
+                     st.lists(st.floats(0, 1), min_size=1, max_size=5), st.just("high"))
+
+
+@pytest.fixture(scope="module")
+def rollouts(out_dir):
+    """go1's scene factory and its standing pose; the compiled step and rollout built once (out_dir)."""
+    go1 = model_for("go1")
+    factory = sim.factory("compiled", "admm", tol=ROLL_TOL, out_dir=out_dir)
+    factory.rollout(sim.Scene(go1, ROLL_FEET), go1.neutral_q())
+    return go1, factory
+
+
+@st.composite
+def start_states(draw, nq=19, nv=18):
+    """(q0, v0): go1 standing a little above or into the ground, moving, sometimes hostile (an entry, the dtype,
+    the shape, a masked array)."""
+    rng = np.random.default_rng(draw(st.integers(0, 2 ** 16)))
+    q = model_for("go1").neutral_q()
+    q[2] = 0.42 + draw(st.floats(-0.01, 0.02))          # go1's neutral feet touch near base height 0.42 m
+    q[7:] += 0.05 * rng.normal(size=12)
+    v = 0.2 * rng.normal(size=nv)
+    change = draw(st.sampled_from(["none", "none", "none", "entry", "velocity", "dtype", "shape", "masked"]))
+    if change == "entry":
+        q[draw(st.integers(0, nq - 1))] = draw(st.sampled_from(HOSTILE))
+    elif change == "velocity":
+        v[draw(st.integers(0, nv - 1))] = draw(st.sampled_from(HOSTILE))
+    elif change == "dtype":
+        q = draw(st.sampled_from([q.astype(complex), q.astype(str), np.array([None] * nq), list(q)]))
+    elif change == "shape":
+        v = draw(st.sampled_from([v[:-1], np.r_[v, 0.0], v.reshape(2, -1), np.zeros(0)]))
+    elif change == "masked":
+        q = np.ma.masked_array(q, mask=np.arange(nq) == 3)
+    return q, v
+
+
+def honest_rollout(r, mu, tau_limit=1e6, tol=ROLL_TOL):
+    """A rollout's records say what happened: known statuses, one more state unless it stopped, finite states when it
+    ran to the end, every step that went on with finite gaps (a NaN gap is neither touching nor free) and torques
+    within the limit, and every solved step's forces in the friction cone (an independent NumPy check) with the
+    solver's residual within its tolerance (rounding of the impulses' size above it)."""
+    assert set(r.statuses) <= set(sim.ROLLOUT_STATUSES)
+    went_on = np.array([s not in sim.STOPPING for s in r.statuses], dtype=bool)
+    assert np.all(np.isfinite(r.gaps[went_on])) and np.all(np.abs(r.tau[went_on]) <= tau_limit)
+    assert len(r.q) == len(r.statuses) + (0 if r.statuses and r.statuses[-1] in sim.STOPPING else 1)
+    if r.completed:
+        assert np.all(np.isfinite(r.q)) and np.all(np.isfinite(r.v))
+    for k, status in enumerate(r.statuses):
+        f = r.forces[k]
+        if status == sim.FREE:
+            assert not f.any()
+        elif status in (sim.OK, sim.COLD):
+            scale = max(np.abs(f).max() * r.dt, 1e-300)
+            assert r.residuals[k] <= tol + 1e-12 * scale, (k, r.residuals[k])
+            slack = 1e-9 * np.abs(f).max() + tol / r.dt
+            assert np.all(f[:, 2] >= -slack) and np.all(np.hypot(f[:, 0], f[:, 1]) <= mu * f[:, 2] + slack)
+    event(f"status: {r.status}")
+
+
+def mostly(usual, hostile):
+    """``usual`` four times in five: with ten inputs drawn so, a run with all of them valid is not rare."""
+    return st.one_of(*[usual] * 4, hostile)
+
+
+@fuzz(60)
+@given(state=start_states(), T=mostly(st.floats(0.001, 0.02), small_time), dt=mostly(st.floats(5e-4, 2e-3), time_step),
+       height=mostly(st.floats(-0.01, 0.01), number), margin=mostly(st.just(1e-6), number), mu=friction,
+       normal=ground_normal, beta=mostly(st.floats(0, 1), number), tau_limit=mostly(st.just(1e6), number),
+       gains=st.tuples(mostly(st.floats(0, 100), number), mostly(st.floats(0, 3), number)))
+def test_fuzz_rollout(rollouts, state, T, dt, height, margin, mu, normal, beta, tau_limit, gains):
+    """The C rollout (a PD on the compiled step) from hostile states, durations, steps, grounds, frictions,
+    Baumgarte terms, torque limits and gains: a one-line refusal, or a rollout whose records are honest."""
+    go1, factory = rollouts
+    scene = outcome(lambda: sim.Scene(go1, ROLL_FEET, normal=normal, height=height, mu=mu, margin=margin))
+    pd = outcome(lambda: cd.pd_controller(go1, go1.neutral_q(), *gains))
+    if scene is None or pd is None:
+        return
+    r = outcome(lambda: sim.run(scene, *state, T, dt, pd, factory, baumgarte=beta, tau_limit=tau_limit))
+    if r is not None:
+        honest_rollout(r, scene.mu, tau_limit)
+
+
+@fuzz(30)
+@given(states=st.lists(start_states(), min_size=1, max_size=4), T=small_time, dt=time_step,
+       threads=st.sampled_from([1, 2, None, 2 ** 63, True, 0, -2, 1.5, "2", np.int64(3)]), beta=st.sampled_from([0.0, 0.1, 0.5]),
+       draw_whole=st.booleans())
+def test_fuzz_rollout_batch(rollouts, states, T, dt, threads, beta, draw_whole):
+    """run_batch on the C rollout with hostile rows and thread counts: one line, or each environment honest and equal
+    to its own single rollout (bit for bit)."""
+    from casadi_delassus.contact.simulate_batch import run_batch
+    go1, factory = rollouts
+    scene = sim.Scene(go1, ROLL_FEET)
+    pd = cd.pd_controller(go1, go1.neutral_q(), 60.0, 2.0)
+    Q0, V0 = (states[0][i] if len(states) == 1 and draw_whole else [s[i] for s in states] for i in (0, 1))
+    b = outcome(lambda: run_batch(scene, Q0, V0, T, dt, pd, factory, threads=threads, baumgarte=beta))
+    if b is None:
+        return
+    Q0, V0 = np.array(Q0, dtype=float).reshape(-1, go1.nq), np.array(V0, dtype=float).reshape(-1, go1.nv)
+    for e in range(len(Q0)):
+        r = sim.run(scene, Q0[e], V0[e], T, dt, pd, factory, baumgarte=beta)
+        n = len(r.statuses)
+        assert list(b.statuses[:n, e]) == r.statuses and np.array_equal(b.q[:len(r.q), e], r.q, equal_nan=True)
+        honest_rollout(r, scene.mu)
+
+
+def _cli_refusal_or_result(code, out, err):
+    """A CLI outcome: exit 2 with one line on stderr and no traceback, or a run that said how it ended (0, 1)."""
+    assert "Traceback" not in err and code in (0, 1, 2), (code, err)
+    if code == 2:
+        assert len(err.strip().splitlines()) == 1, err
+        event("refused")
+    else:
+        event(f"exit {code}")
+    return code
+
+
+cli_number = st.one_of(st.floats(-1, 1).map(repr), st.sampled_from(["nan", "inf", "-inf", "1e300", "-0", "0", "abc", "",
+                                                                  "1e-300", "5e-324", "1,2", "3000000000"]))
+
+
+@fuzz(20)
+@given(mu=st.one_of(st.sampled_from(["0.8", "0.5"]), cli_number),
+       samples=st.sampled_from(["1", "2", "0", "-3", "1e9", "1000000000", "x", "10001"]),
+       solver=st.sampled_from(["admm", "pgs", "auto"]))
+def test_fuzz_cli_step(out_dir, mu, samples, solver):
+    """`casadi-delassus step` with hostile --mu and --samples: one line and exit 2, or a check that ran on at least one
+    sample (the count it prints is the count asked for)."""
+    code, out, err = in_process("step", "go1", "-c", "FL_foot:3d-world@-0.0173782,0,-0.0098993", "-c", "RR_foot:3d-world",
+                                "--mu", mu, "--samples", samples, "--solver", solver, "-o", str(out_dir))
+    if _cli_refusal_or_result(code, out, err) != 2:
+        assert f"{int(samples)} random states" in out and int(samples) >= 1
+
+
+@fuzz(25)
+@given(args=st.lists(st.tuples(st.sampled_from(["--dt", "--height", "--mu", "--kp", "--baumgarte", "--drop", "--tol",
+                                                 "--max-iter"]), cli_number), max_size=2),
+       T=mostly(st.sampled_from(["0.005", "0.01"]), st.sampled_from(["0", "0.0004", "nan", "1e300", "-1", "abc"])),
+       normal=st.sampled_from([[], ["--normal", "0,0,1"], ["--normal", "0,0,2"], ["--normal", "nan,0,1"], ["--normal", "0,1"]]))
+def test_fuzz_cli_simulate(out_dir, tmp_path, args, T, normal):
+    """`casadi-delassus simulate` with hostile numbers (a PD with --kd 2, so that every run is the C rollout, built
+    once): one line and exit 2 with nothing written, or a rollout whose CSV is there (exit 0, or 1 when it stopped
+    early)."""
+    import shutil
+    shutil.rmtree(tmp_path / "sim", ignore_errors=True)
+    code, out, err = in_process("simulate", "go1", *GO1_FEET, "--kd", "2", "-T", T, *[x for pair in args for x in pair],
+                                *normal, "--out-dir", str(out_dir), "-o", str(tmp_path / "sim"))
+    if _cli_refusal_or_result(code, out, err) == 2:
+        assert not (tmp_path / "sim").exists() or "no figure" in err or "cannot write" in err
+    else:
+        assert (tmp_path / "sim" / "rollout.csv").is_file() and " steps of " in out

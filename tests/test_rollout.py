@@ -207,3 +207,153 @@ def test_cli_simulate_runs_the_c_rollout(tmp_path):
     bad = cli("--q0", "1,2", "--kp", "60", "-o", "b")
     assert bad.returncode == 2 and bad.stderr.count("\n") == 1 and "--q0 must have 19" in bad.stderr
     assert not (tmp_path / "b").exists()
+
+
+def test_a_landing_comes_to_rest_on_the_ground(scene, stand, compiled):
+    """Issue 31 point 3: go1 dropped 2 cm under docs/simulate.md's PD (kp 100, kd 10) lands up to 0.6 mm deep
+    (|v| dt); the default Baumgarte term (the compiled step's gap input, in the per-step loop and in the C rollout)
+    closes it: over the last 0.1 s of 1 s no candidate is deeper than 1e-6 m and the base has come to rest, and both
+    loops agree to 1e-12.  With β = 0 the penetration stays (as every compiled run did before: the per-step factory
+    dropped the gap, the C rollout had none)."""
+    pd = cd.pd_controller(scene.robot, stand.q, 100.0, 10.0)
+    q0, v0 = _dropped(scene, stand, (0.0, 0.0, 0.0))
+    c = sim.run(scene, q0, v0, 1.0, DT, pd, compiled)
+    loop = sim.run(scene, q0, v0, 1.0, DT, _loop(pd), compiled)
+    _same(c, loop, 1e-12)
+    assert c.completed and c.gaps.min() < -1e-4                    # it did land inside the ground
+    assert c.gaps[-100:].min() >= -1e-6 and loop.gaps[-100:].min() >= -1e-6
+    assert np.abs(c.v[-100:, :6]).max() < 1e-4                     # at rest on the ground, not hopping
+    for kept in (sim.run(scene, q0, v0, 1.0, DT, pd, compiled, baumgarte=0.0),
+                 sim.run(scene, q0, v0, 1.0, DT, _loop(pd), compiled, baumgarte=0.0)):
+        assert kept.gaps[-1].min() < -1e-4
+
+
+PENDULUM = """<robot name="turntable"><link name="base"/>
+<link name="arm"><inertial><origin xyz="0.5 0 0"/><mass value="1.0"/>
+<inertia ixx="0.01" iyy="0.01" izz="0.01" ixy="0" ixz="0" iyz="0"/></inertial></link>
+<joint name="spin" type="continuous"><parent link="base"/><child link="arm"/><axis xyz="0 0 1"/></joint></robot>"""
+
+
+def _angle(a):
+    return np.array([np.cos(a), np.sin(a)])
+
+
+def test_pd_on_a_continuous_joint(out_dir):
+    """Issue 31 point 4: a continuous joint (q = cos, sin) is controlled by the wrapped angle from q to q_ref, in
+    Python and in the C rollout: from −3 rad to +3 rad it turns the short way (0.28 rad through ±π, not 6 rad back
+    through 0) and settles; before, its τ was 0 and it never moved.  A horizontal arm on a vertical axis: gravity does
+    not act on the angle, so the PD alone decides where it goes."""
+    arm = cd.load_robot(PENDULUM, floating_base=False)
+    assert [b.joint.kind for b in arm.bodies] == ["continuous"]
+    pd = cd.pd_controller(arm, _angle(3.0), 4.0, 1.0)
+    assert pd(0.0, _angle(-3.0), [0.0])[0] == pytest.approx(4.0 * (6.0 - 2 * np.pi), rel=1e-12)
+    assert pd(0.0, _angle(2.5), [0.5])[0] == pytest.approx(4.0 * 0.5 - 0.5, rel=1e-12)
+    scene = sim.Scene(arm, ["arm@1,0,0"], height=-1.0)           # a candidate that never touches
+    factory = sim.factory("compiled", "admm", out_dir=out_dir)
+    c = sim.run(scene, _angle(-3.0), [0.0], 3.0, DT, pd, factory)
+    loop = sim.run(scene, _angle(-3.0), [0.0], 3.0, DT, _loop(pd), factory)
+    _same(c, loop, 1e-12)
+    angle = np.arctan2(c.q[:, 1], c.q[:, 0])
+    assert c.completed and set(c.statuses) == {sim.FREE}
+    assert np.abs(angle).min() > 2.5                             # it never swung back through 0
+    assert abs(angle[-1] - 3.0) < 1e-2 and c.tau[0, 0] < 0       # settled at +3 rad, turning the negative way
+
+
+@pytest.mark.slow
+def test_mini_cheetah_stands_on_its_continuous_joints(tmp_path):
+    """Mini Cheetah (pybullet_data: 12 continuous joints) dropped 2 cm under `--kp 50 --kd 1` to its neutral pose:
+    its legs hold it (base above 0.35 m for 1 s); before, every τ was 0 and it fell through to −0.36 m, status ok."""
+    import importlib.util
+    from pathlib import Path
+    spec = importlib.util.find_spec("pybullet_data")
+    urdf = spec and Path(spec.submodule_search_locations[0]) / "mini_cheetah" / "mini_cheetah.urdf"
+    if not urdf or not urdf.is_file():
+        pytest.skip("pybullet_data (Mini Cheetah's URDF) is not installed")
+    robot = cd.load_robot(str(urdf))
+    scene = sim.Scene(robot, [f"toe_{leg}" for leg in ("fl", "fr", "hl", "hr")])
+    q = robot.neutral_q()
+    pd = cd.pd_controller(robot, q, 50.0, 1.0)
+    r = sim.run(scene, sim.place(scene, q, 0.02), np.zeros(robot.nv), 1.0, DT, pd,
+                sim.factory("compiled", "admm", out_dir=tmp_path))
+    assert r.completed and r.base_height().min() > 0.35
+
+
+@pytest.mark.parametrize("threads", [True, 1.5, "2", 0, -1, np.float64(2.0)])
+def test_run_batch_threads_follow_the_runtime_rule(scene, stand, pd, compiled, threads):
+    """Issue 31 point 17: run_batch takes the threads the C door takes (runtime/batch.py check_threads: an integer ≥ 1,
+    no bool) and refuses the others in one line, before any step."""
+    with pytest.raises(InputError, match="threads must be a positive integer"):
+        run_batch(scene, stand.q[None], np.zeros((1, 18)), 0.01, DT, pd, compiled, threads=threads)
+
+
+def test_run_batch_refuses_masked_states_and_caps_threads(scene, stand, pd, compiled):
+    """A masked Q0 or V0 is refused (its mask would be ignored: the runtime's refuse_masked); 2⁶³ threads run as many
+    as there are environments (the C door caps them too), with the results of one thread."""
+    Q0, V0 = np.tile(stand.q, (2, 1)), np.zeros((2, 18))
+    for name, bad in (("Q0", (np.ma.masked_array(Q0, mask=np.eye(2, 19, dtype=bool)), V0)),
+                      ("V0", (Q0, np.ma.masked_array(V0)))):
+        with pytest.raises(InputError, match=f"input {name} is a masked array"):
+            run_batch(scene, *bad, 0.01, DT, pd, compiled)
+    many = run_batch(scene, Q0, V0, 0.01, DT, pd, compiled, threads=2 ** 63)
+    one = run_batch(scene, Q0, V0, 0.01, DT, pd, compiled, threads=1)
+    assert np.array_equal(many.q, one.q) and many.status == one.status == [sim.OK, sim.OK]
+
+
+@pytest.mark.parametrize("kp, message", [([1.0, 2.0, 3.0], r"kp: expected 1 or 12 finite numbers, got shape \(3,\)"),
+                                         (np.nan, "kp: expected 1 or 12 finite numbers, got a value not finite"),
+                                         ("stiff", "kp: expected 1 or 12 finite numbers, got not numbers")])
+def test_pd_controller_gains_are_checked(go1, stand, kp, message):
+    """Issue 31 point 16: a gain per one-DoF joint or one for all, finite: anything else one line, not numpy's
+    broadcasting traceback."""
+    with pytest.raises(InputError, match=message):
+        cd.pd_controller(go1, stand.q, kp, 1.0)
+
+
+INTERRUPTED_BATCH = """
+import sys
+import numpy as np
+import casadi_delassus as cd
+from casadi_delassus.contact import simulate as sim
+from casadi_delassus.contact.simulate_batch import run_batch
+go1 = cd.load_robot("go1")
+scene = sim.Scene(go1, {feet!r})
+q = go1.neutral_q()
+factory = sim.factory("compiled", "admm", out_dir=sys.argv[1])
+pd = cd.pd_controller(go1, q, 60.0, 2.0)
+factory.rollout(scene, q)                                 # built (or read from the cache) before the clock starts
+Q0 = np.tile(sim.place(scene, q, 0.01), (16, 1))
+print("started", flush=True)
+b = run_batch(scene, Q0, np.zeros((16, go1.nv)), 100.0, 1e-3, pd, factory, threads=2)
+taken = (b.statuses != "").sum(0)
+print("returned", sorted(set(b.status)), int(taken.min()), int(taken.max()), b.q.shape[0], flush=True)
+"""
+
+
+def test_ctrl_c_stops_a_c_batch_within_a_step_and_keeps_it(scene, stand, compiled, out_dir):
+    """Issue 31 point 14: SIGINT 1.5 s into a batch of 16 go1 environments × 100 s (1.6 million steps) on the C
+    rollout returns in well under a second (the issue asks 0.5 s; the bound here is 2 s for loaded CI machines) with
+    what was computed: every environment advanced, each ends "interrupted", the records end where the steps did.
+    Before, the signal waited for the whole C call (tens of seconds) and the work was lost in a traceback."""
+    import signal
+    import subprocess
+    import sys
+    import time
+    compiled.rollout(scene, stand.q)         # the child reads this build from out_dir (the same robot and points)
+    child = subprocess.Popen([sys.executable, "-c", INTERRUPTED_BATCH.format(feet=FEET), str(out_dir)],
+                             stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    try:
+        assert child.stdout.readline().strip() == "started", child.stderr.read()
+        time.sleep(1.5)
+        sent = time.perf_counter()
+        child.send_signal(signal.SIGINT)
+        line = child.stdout.readline()
+        latency = time.perf_counter() - sent
+        assert child.wait(timeout=60) == 0, child.stderr.read()
+    finally:
+        child.kill()
+    print(f"Ctrl-C latency {latency:.3f} s")
+    words = line.split()
+    assert words[0] == "returned", (line, child.stderr.read())
+    assert latency < 2.0
+    statuses, fewest, most, rows = line[line.index("["):line.index("]") + 1], int(words[-3]), int(words[-2]), int(words[-1])
+    assert statuses == "['interrupted']" and 0 < fewest <= most < 100_000 and rows == most + 1

@@ -51,7 +51,7 @@ def test_candidate_positions_match_reference(go1):
     """World positions of points (and gaps of spheres against a tilted ground) from the SX
     kinematics equal the NumPy reference's body transforms at random q."""
     rng = np.random.default_rng(1)
-    n = np.array([0.3, -0.2, 1.0])
+    n = np.array([0.3, -0.2, 1.0]) / np.linalg.norm([0.3, -0.2, 1.0])      # a unit normal: others are refused
     scene = sim.Scene(go1, FEET + ["FL_calf@0.01,0.02,-0.1/0.03"], normal=n, height=0.1)
     for _ in range(5):
         q = go1.perturbed_q(go1.neutral_q(), 0.7, rng)
@@ -65,7 +65,7 @@ def test_candidate_positions_match_reference(go1):
         want = np.array(want)
         assert np.abs(scene.positions(q) - want).max() < 1e-12
         radii = np.array([0, 0, 0, 0, 0.03])
-        assert np.abs(scene.gaps(q) - (want @ n / np.linalg.norm(n) - 0.1 - radii)).max() < 1e-12
+        assert np.abs(scene.gaps(q) - (want @ n - 0.1 - radii)).max() < 1e-12
 
 
 def test_free_fall_is_semi_implicit_euler(go1):
@@ -139,7 +139,7 @@ def test_drop_lands_and_caches_one_step_per_active_set(go1, stand):
     r = sim.run(scene, q0, np.zeros(go1.nv), 0.08, 1e-3, cd.pd_controller(go1, stand.q, 60.0, 2.0, stand.tau),
                 cache_factory)
     assert r.completed and r.statuses[0] == sim.FREE and r.statuses[-1] == sim.OK
-    assert len(made) == len(set(map(tuple, r.gaps <= 0))) - 1            # one build per non-empty set
+    assert len(made) == len(set(map(tuple, r.gaps <= scene.margin))) - 1    # one build per non-empty set
     assert r.forces[:, :, 2].min() >= 0 and r.forces[-1, :, 2].sum() > 0
 
 
@@ -218,7 +218,7 @@ def test_baumgarte_closes_a_penetration(box):
     q0[2] -= 1e-3
     r = cd.simulate(box, CORNERS, q0, np.zeros(6), 0.01, 1e-3, step="reference", baumgarte=0.2)
     assert np.abs(r.gaps[1] + 0.8e-3).max() < 1e-12 and r.gaps[-1].min() > 0
-    plain = cd.simulate(box, CORNERS, q0, np.zeros(6), 0.01, 1e-3, step="reference")
+    plain = cd.simulate(box, CORNERS, q0, np.zeros(6), 0.01, 1e-3, step="reference", baumgarte=0.0)
     assert np.abs(plain.gaps + 1e-3).max() < 1e-9           # without it the penetration stays (to the solve's tol)
 
 
@@ -246,7 +246,7 @@ def test_cli_simulate(tmp_path):
 
 def test_compiled_step_rollout_equals_reference(box, tmp_path):
     """The rollout on the compiled step (one -O1 build per active set) equals the NumPy
-    reference step's on a sliding box on a tilted plane, and Baumgarte is refused there."""
+    reference step's on a sliding box on a tilted plane (with the default Baumgarte term)."""
     theta = 0.4
     n = np.array([np.sin(theta), 0.0, np.cos(theta)])
     q0 = _box_on(n, theta)
@@ -257,8 +257,6 @@ def test_compiled_step_rollout_equals_reference(box, tmp_path):
     b = sim.run(scene, q0, np.zeros(6), 0.04, 1e-3, step_factory=sim.factory("reference"))
     assert a.statuses == b.statuses and a.statuses[0] == sim.FREE and a.statuses[-1] == sim.OK
     assert np.abs(a.q - b.q).max() < 1e-12 and np.abs(a.forces - b.forces).max() < 1e-8
-    with pytest.raises(InputError, match="Baumgarte"):
-        cd.simulate(box, CORNERS, q0, np.zeros(6), 0.01, 1e-3, baumgarte=0.2)
 
 
 def test_compiled_step_refuses_mjcf_before_the_first_step(tmp_path):
@@ -317,7 +315,7 @@ def test_sphere_friction_point_and_place(go1):
     """A sphere's friction point is its lowest point toward the ground at q0 (world position
     centre − r n), fixed to its body; place() puts the lowest candidate at the clearance asked."""
     rng = np.random.default_rng(3)
-    n = np.array([0.2, 0.1, 1.0])
+    n = np.array([0.2, 0.1, 1.0]) / np.linalg.norm([0.2, 0.1, 1.0])
     scene = sim.Scene(go1, ["FL_calf@0.01,0,-0.2/0.02", "RR_foot/0.03"], normal=n)
     q = go1.perturbed_q(go1.neutral_q(), 0.5, rng)
     q[3:7] = (0.1, -0.2, 0.05, 0.97) / np.linalg.norm((0.1, -0.2, 0.05, 0.97))
@@ -397,3 +395,103 @@ def test_a_toppling_g1_rolls_out_with_the_default_solve(tmp_path):
     assert r.completed and len(r.statuses) == 3000, (r.status, len(r.statuses))
     assert np.max(r.iterations) <= 1000 and np.max(r.residuals) <= 1e-10
     assert r.base_height()[-1] < 0.3        # it did fall
+
+
+def test_compiled_simulate_takes_baumgarte_and_out_dir(box, tmp_path, monkeypatch):
+    """Issue 31 points 3 and 17: cd.simulate on the compiled step takes Baumgarte's β (it refused it; the factory
+    dropped the gap) and the default one brings a box dropped 5 cm to rest within 1e-6 m of the ground, where β = 0
+    leaves it 0.5 mm inside; it builds into out_dir, not ./codegen_out of the working directory."""
+    monkeypatch.chdir(tmp_path)
+    q0 = sim.place(sim.Scene(box, CORNERS), box.neutral_q(), 0.05)
+    kw = {"step": "compiled", "out_dir": tmp_path / "builds", "cflags": ("-O1",)}
+    rest = cd.simulate(box, CORNERS, q0, np.zeros(6), 0.4, 1e-3, **kw)
+    deep = cd.simulate(box, CORNERS, q0, np.zeros(6), 0.4, 1e-3, baumgarte=0.0, **kw)
+    assert rest.completed and rest.gaps.min() < -5e-4 and rest.gaps[-100:].min() >= -1e-6
+    assert deep.gaps[-1].min() < -5e-4
+    assert list((tmp_path / "builds").rglob("contact_*.so")) and not (tmp_path / "codegen_out").exists()
+    with pytest.raises(InputError, match="baumgarte β must be in"):
+        cd.simulate(box, CORNERS, q0, np.zeros(6), 0.4, 1e-3, baumgarte=1.5, **kw)
+
+
+@pytest.mark.parametrize("scene_kw, message", [
+    ({"mu": [0.5, 0.6, 0.7]}, r"friction μ: one number or 4 \(one per candidate\), got shape \(3,\)"),
+    ({"mu": "slippery"}, "friction μ must be finite"),
+    ({"height": np.nan}, "ground height must be a finite number"),
+    ({"height": np.inf}, "ground height must be a finite number"),
+    ({"height": -np.inf}, "ground height must be a finite number"),
+    ({"margin": np.nan}, "activation margin must be a finite number"),
+    ({"margin": np.inf}, "activation margin must be a finite number"),
+    ({"normal": (0.0, 0.0, 2.0)}, "ground normal must be three finite numbers of norm 1"),
+    ({"normal": (0.0, 0.6, 0.6)}, "ground normal must be three finite numbers of norm 1"),
+])
+def test_scene_refuses_what_would_be_silently_wrong(go1, scene_kw, message):
+    """Issue 31 points 10 and 16: a NaN or infinite ground height or margin let the robot fall through with every step
+    "free" (NaN gaps are never ≤ margin nor below the fall depth), a normal that is not unit was normalised while the
+    docs say it is refused, and μ of the wrong length was numpy's broadcasting traceback: each is one line now."""
+    with pytest.raises(InputError, match=message):
+        sim.Scene(go1, FEET, **scene_kw)
+
+
+@pytest.mark.parametrize("kwargs, message", [
+    ({"tau_limit": np.nan}, "tau_limit must be a number > 0"),
+    ({"tau_limit": 0.0}, "tau_limit must be a number > 0"),
+    ({"tau_limit": "1e3"}, "tau_limit must be a number > 0"),
+    ({"baumgarte": np.nan}, "baumgarte must be a finite number"),
+    ({"baumgarte": -0.1}, "baumgarte β must be in"),
+    ({"T": 0.0}, "less than half a step"),
+    ({"T": 4e-4}, "less than half a step"),
+    ({"T": 1e300}, "more than the 10,000,000 one rollout takes"),
+    ({"dt": 1e-300}, "more than the 10,000,000 one rollout takes"),
+    ({"T": np.inf}, "T \\(the duration\\) must be a finite number"),
+    ({"dt": np.nan}, "dt must be a finite number"),
+    ({"q0": np.ma.masked_array(np.zeros(19), mask=True)}, "input q0 is a masked array"),
+    ({"v0": ["fast"] * 18}, "input v0 must hold real numbers"),
+    ({"v0": np.zeros(18, dtype=complex)}, "input v0 must hold real numbers, got dtype complex128"),
+])
+def test_run_refuses_before_the_first_step(go1, stand, kwargs, message):
+    """Issue 31 points 10 and 13: tau_limit NaN turned the torque check off; T = 0 or below half a step ended in an
+    IndexError, T = 1e300 in an OverflowError, dt = 1e-300 ran for ever: each is one line before any step (the factory
+    here fails the test if a step is ever asked for)."""
+    args = {"q0": stand.q, "v0": np.zeros(go1.nv), "T": 0.01, "dt": 1e-3, **kwargs}
+    never = lambda *a: pytest.fail("a step was built")          # noqa: E731
+    with pytest.raises(InputError, match=message):
+        sim.run(sim.Scene(go1, FEET), args.pop("q0"), args.pop("v0"), args.pop("T"), args.pop("dt"), None, never, **args)
+
+
+def test_batch_records_too_big_are_refused_before_allocating(go1, stand):
+    """Issue 31 point 13: 20,000 environments × 5 s of go1 would record 55 GiB: refused in one line, at once (it was a
+    MemoryError, or the machine swapping), naming the size; a batch within the limit is not refused for its size."""
+    import time
+    from casadi_delassus.contact.simulate_batch import run_batch
+    scene = sim.Scene(go1, FEET)
+    Q0, V0 = np.broadcast_to(stand.q, (20_000, go1.nq)), np.zeros((20_000, go1.nv))
+    t0 = time.perf_counter()
+    with pytest.raises(InputError, match=r"records of 20,000 environment\(s\) × 5,000 steps would take 5\d\.\d GiB"):
+        run_batch(scene, Q0, V0, 5.0, 1e-3, step_factory=lambda *a: pytest.fail("a step was built"))
+    assert time.perf_counter() - t0 < 1.0
+    assert sim.step_count(5.0, 1e-3, sim.record_bytes(scene), 100) == 5000
+
+
+def test_a_failed_write_is_one_line_and_leaves_no_file(go1, tmp_path, monkeypatch):
+    """Issue 31 point 15: a full disk (ENOSPC in the middle of the CSV) is an OutputError naming the file, the
+    temporary file is removed and a CSV already there is kept; without matplotlib the figure is an OutputError too."""
+    import errno
+    import sys
+    from casadi_delassus.contact import rollout_io
+    from casadi_delassus.errors import OutputError
+    q0 = go1.neutral_q()
+    q0[2] = 1.0
+    r = cd.simulate(go1, FEET, q0, np.zeros(go1.nv), 0.003, 1e-3, step="reference")
+    path = write_csv(r, tmp_path / "roll.csv")
+    before = path.read_bytes()
+
+    def full(rollout):          # the disk fills after the header
+        yield from ()
+        raise OSError(errno.ENOSPC, "No space left on device")
+    monkeypatch.setattr(rollout_io, "_rows", full)
+    with pytest.raises(OutputError, match="cannot write .*roll.csv: No space left on device"):
+        write_csv(r, path)
+    assert path.read_bytes() == before and [p.name for p in tmp_path.iterdir()] == ["roll.csv"]
+    monkeypatch.setitem(sys.modules, "matplotlib", None)            # import matplotlib raises ImportError
+    with pytest.raises(OutputError, match="no figure: matplotlib is not installed"):
+        plot(r, tmp_path / "roll.png")

@@ -7,6 +7,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from ..errors import InputError
 from ..verify import reference
 from . import SOLVERS, pgs_then_admm
 from .result import Options
@@ -57,7 +58,9 @@ class StepCheck:
 
 def check_step(step, samples=20, seed=0, dt=1e-3, tol=1e-10, max_iter=2000):
     """Compare ``step`` (a ContactStep) with the reference over random states (q from the
-    model's random_q, v and τ normal)."""
+    model's random_q, v and τ normal); ``samples`` an integer ≥ 1 (none compared would pass having checked nothing)."""
+    if isinstance(samples, bool) or not isinstance(samples, (int, np.integer)) or samples < 1:
+        raise InputError(f"samples must be an integer >= 1, got {samples!r}")
     rng = np.random.default_rng(seed)
     robot, lam_err, v_err, most, bad = step.robot, 0.0, 0.0, 0, 0
     for _ in range(samples):

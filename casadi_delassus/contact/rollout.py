@@ -1,5 +1,7 @@
-"""The whole rollout in one C call (issue 27): ``<name>_rollout`` runs T steps of the loop of simulate.py under a
-fixed linear feedback (feedback.py), and ``<name>_rollout_batch`` N of them on POSIX threads.
+"""The whole rollout in C (issue 27): ``<name>_rollout`` runs steps of the loop of simulate.py under a fixed linear
+feedback (feedback.py), and ``<name>_rollout_batch`` N of them on POSIX threads, which Python calls in parts of
+PART_WORK environment-steps (a few calls for a long batch, one for most; the warm start carried between parts, so that
+the parts are one rollout bit for bit).
 
 One build serves every active set: the contact step (step.py, templates/step.c.j2) is generated for all the
 candidates, and a step with active set A solves on G[A, A] and g[A].  Since G = J M⁻¹ Jᵀ, the rows and columns of A
@@ -14,10 +16,18 @@ simulate.candidate_positions, generated), the stopping checks (non-finite state,
 not finite or beyond the limit), the active set (gap ≤ margin), the solve warm-started from the previous impulses of
 the same contacts (retried from 0 when the warm start fails), and q ⊕ dt v⁺ by the model's integrate (generated).
 A step with no active contact is v + dt ABA(q, v, τ) alone, as in the per-step loop.
-The C returns arrays and status codes; simulate.py and simulate_batch.py make them a Rollout and a BatchRollout."""
+The C writes step-first arrays and status codes (RawRollouts); simulate.py and simulate_batch.py make them a Rollout
+and a BatchRollout.  Baumgarte's gap term and continuous joints' wrapped angle errors are those of the per-step loop.
+
+Ctrl-C (issue 31): the C runs on a worker thread while the calling thread waits, so that Python's SIGINT handler runs at
+once; it sets a flag that every environment reads before each step (``*stop`` in rollout.c.j2), the C returns within a
+step, and what was computed comes back, each environment that had not finished with a last step "interrupted".  The
+parts make every environment advance alike, and the step-first records mean an interrupted batch touches (and NaN-pads)
+the memory of the steps taken, not of the steps asked for."""
 from __future__ import annotations
 
 import ctypes
+import threading
 from dataclasses import dataclass
 
 import casadi as ca
@@ -39,6 +49,9 @@ from .step import (DEFAULT_CFLAGS, DEFAULT_OUT, DOUBLE_P, INT_P, STEP_SOLVERS, T
                    c_pointer, check_contacts, render, scenario_name, solver_options, step_cflags, step_parts)
 
 FIRST_STOP = 3          # status codes from this one on stop a rollout (rollout.c.j2: nan state, fell, …)
+# Environment-steps per call of the batch entry point (a part; about 0.1 s of go1): the records an interrupted batch
+# leaves unwritten are at most a part's, and every environment has advanced alike
+PART_WORK = 2 ** 16
 
 
 def loop_functions(robot, positions, name):
@@ -82,8 +95,8 @@ def build(robot, cs, positions, out_dir=DEFAULT_OUT, cflags=DEFAULT_CFLAGS, cc=N
 
 @dataclass(frozen=True)
 class RawRollouts:
-    """N rollouts as the C writes them, environment first: count (N: steps recorded), Q (N x T+1 x nq), V, TAU
-    (N x T x nv), GAPS (N x T x k), FORCES (N x T x k x 3), ITS, RES and STATUS (N x T; the codes of
+    """N rollouts as the C writes them, step first: count (N: steps recorded), Q (T+1 x N x nq), V, TAU
+    (T x N x nv), GAPS (T x N x k), FORCES (T x N x k x 3), ITS, RES and STATUS (T x N; the codes of
     rollout.c.j2, simulate.py ROLLOUT_STATUSES).  Past an environment's count: states, torques and gaps NaN, forces,
     iterations and residuals 0, status −1; the state row at its count is NaN too when it stopped."""
     count: np.ndarray
@@ -115,47 +128,89 @@ class CompiledRollout:
         path = build(robot, self.contacts, positions, out_dir, tuple(cflags), cc, delassus, name)
         self.so = path.with_suffix(".so")
         self.manifest, lib, mapped = open_sealed(path, BUILT_KINDS, "rollout")
-        args = [DOUBLE_P] * 7 + [INT_P, INT_P, DOUBLE_P] + [DOUBLE_P] * 7 + [INT_P]
-        self._one, self._batch = entries(lib, mapped, self.so, self.manifest["function"], [
-            ("_rollout", [ctypes.c_int, *args]), ("_rollout_batch", [ctypes.c_int, ctypes.c_int, *args, INT_P, ctypes.c_int])])
+        # n, first, steps; settings, radii, mu, normals, fb; joint_q, continuous, body; opts; stop; WARM and the
+        # records; COUNT; threads
+        (self._batch,) = entries(lib, mapped, self.so, self.manifest["function"], [
+            ("_rollout_batch", [*[ctypes.c_int] * 3, *[DOUBLE_P] * 5, *[INT_P] * 3, DOUBLE_P, INT_P,
+                                *[DOUBLE_P] * 8, INT_P, INT_P, ctypes.c_int])])
         self._lib = lib
 
     def __call__(self, Q0, V0, steps, dt, feedback, normal, height, radii, mu, margin, tau_limit, fall_depth,
-                 normals=None, threads=None):
+                 normals=None, threads=None, baumgarte=0.0):
         """``steps`` steps from each row of Q0 (N x nq), V0 (N x nv) under ``feedback`` (a LinearFeedback) against the
-        ground {x : normal·x ≥ height}; ``normals`` (k x 3) the contact normals the step is given, None for +z.
-        ``threads`` None: the single-rollout entry point per row; a number: the batch entry point on that many threads."""
+        ground {x : normal·x ≥ height}; ``normals`` (k x 3) the contact normals the step is given, None for +z;
+        ``baumgarte`` β of the gap term (simulate.py); on ``threads`` POSIX threads (None: 1).  The batch entry point
+        runs in parts of PART_WORK environment-steps, all environments a part at a time, on a worker thread
+        (interruptible): Ctrl-C stops it within a step, and the records end at the last step any environment took."""
         r, k = self.robot, self.k
         N, T = len(Q0), int(steps)
         if (len(feedback.q_ref), len(feedback.joint_q)) != (r.nq, r.nv):
             raise InputError(f"the linear feedback is for nq = {len(feedback.q_ref)}, nv = {len(feedback.joint_q)}; "
                              f"robot {r.name!r} has nq = {r.nq}, nv = {r.nv}")
-        settings = np.array([dt, margin, tau_limit, fall_depth, *normal, height, float(self.auto)])
+        settings = np.array([dt, margin, tau_limit, fall_depth, *normal, height, float(self.auto), baumgarte])
         ins = [np.ascontiguousarray(x, dtype=float) for x in (settings, radii, mu)]
         ins.append(None if normals is None else np.ascontiguousarray(normals, dtype=float))
         ins.append(np.ascontiguousarray(feedback.packed()))
-        joint_q = np.ascontiguousarray(feedback.joint_q, dtype=np.int32)
-        Q0, V0 = (np.ascontiguousarray(x, dtype=float) for x in (Q0, V0))
-        out = RawRollouts(np.zeros(N, dtype=np.int32), *(np.empty(s) for s in ((N, T + 1, r.nq), (N, T + 1, r.nv),
-                          (N, T, r.nv), (N, T, k), (N, T, k, 3), (N, T), (N, T))), np.empty((N, T), dtype=np.int32))
+        ints = [np.ascontiguousarray(a, dtype=np.int32) for a in (feedback.joint_q, feedback.continuous, self.body)]
+        out = RawRollouts(np.zeros(N, dtype=np.int32), *(np.empty(s) for s in ((T + 1, N, r.nq), (T + 1, N, r.nv),
+                          (T, N, r.nv), (T, N, k), (T, N, k, 3), (T, N), (T, N))), np.empty((T, N), dtype=np.int32))
+        out.Q[0], out.V[0] = Q0, V0
+        warm, stop = np.zeros((N, self.contacts.m)), np.zeros(1, dtype=np.int32)
         ptr = c_pointer
-        tail = [*map(ptr, ins), ptr(joint_q), ptr(self.body), ptr(self.opts)]
-        if threads is None:
-            for e in range(N):
-                out.count[e] = self._one(T, ptr(Q0[e]), ptr(V0[e]), *tail,
-                                         *(ptr(a[e]) for a in (out.Q, out.V, out.TAU, out.GAPS, out.FORCES, out.ITS, out.RES,
-                                                                out.STATUS)))
-        else:
-            self._batch(N, T, ptr(Q0), ptr(V0), *tail, *(ptr(a) for a in (out.Q, out.V, out.TAU, out.GAPS, out.FORCES,
-                                                                         out.ITS, out.RES, out.STATUS, out.count)),
-                        int(threads))
+        middle = [*map(ptr, ins), *map(ptr, ints), ptr(self.opts), ptr(stop), ptr(warm)]
+        records = [*map(ptr, (out.Q, out.V, out.TAU, out.GAPS, out.FORCES, out.ITS, out.RES, out.STATUS)), ptr(out.count)]
+        part = max(1, PART_WORK // N)
+
+        def parts():
+            for first in range(0, T, part):
+                end = min(first + part, T)
+                self._batch(N, first, end - first, *middle, *records, int(threads or 1))
+                if stop[0] and end < T:         # those the stop found between parts: their step `end` says so
+                    self._batch(N, end, 1, *middle, *records, 1)
+                if stop[0] or not np.any(out.count == end):         # interrupted, or every environment stopped
+                    return
+        interruptible(parts, stop)
+        if stop[0]:         # interrupted: the steps no environment reached go (their pages were never touched)
+            T = int(out.count.max())
+            out = RawRollouts(out.count, *(a[:T + 1] for a in (out.Q, out.V)),
+                              *(a[:T] for a in (out.TAU, out.GAPS, out.FORCES, out.ITS, out.RES, out.STATUS)))
         if np.any(out.count < 0):
             raise InputError("the generated rollout failed to evaluate")
-        last = out.STATUS[np.arange(N), np.maximum(out.count - 1, 0)]
+        last = out.STATUS[np.maximum(out.count - 1, 0), np.arange(N)]
         stopped = (out.count > 0) & (last >= FIRST_STOP)
         for e in np.flatnonzero(stopped | (out.count < T)):        # what a stopped environment did not write
             c = out.count[e]
-            out.Q[e, c + 1 - stopped[e]:], out.V[e, c + 1 - stopped[e]:] = np.nan, np.nan
-            out.TAU[e, c:], out.GAPS[e, c:], out.FORCES[e, c:], out.ITS[e, c:], out.RES[e, c:] = np.nan, np.nan, 0, 0, 0
-            out.STATUS[e, c:] = -1
+            out.Q[c + 1 - stopped[e]:, e], out.V[c + 1 - stopped[e]:, e] = np.nan, np.nan
+            out.TAU[c:, e], out.GAPS[c:, e], out.FORCES[c:, e], out.ITS[c:, e], out.RES[c:, e] = np.nan, np.nan, 0, 0, 0
+            out.STATUS[c:, e] = -1
         return out
+
+
+def interruptible(call, stop):
+    """call() (a C call that reads ``stop[0]`` between steps) on a worker thread; Ctrl-C in the waiting thread sets
+    ``stop[0]``, so the C returns within a step and call() ends with what it computed.  Any other exception (SIGTERM's)
+    stops the C the same way and is raised once it has returned; one raised by call() is raised here."""
+    failed, done = [], threading.Event()
+
+    def run():
+        try:
+            call()
+        except BaseException as exc:        # noqa: B902  (handed to the waiting thread)
+            failed.append(exc)
+        finally:
+            done.set()
+    # waited for by an Event, not Thread.join: a join that Ctrl-C interrupts can mark the thread finished while it runs
+    # (CPython 3.11, bpo-45274's fix), and the records would be read while the C still writes them
+    threading.Thread(target=run, name="rollout", daemon=True).start()
+    try:
+        while not done.wait(0.05):      # short waits: the main thread takes its signals between them
+            pass
+    except KeyboardInterrupt:
+        stop[0] = 1
+        done.wait()
+    except BaseException:
+        stop[0] = 1
+        done.wait()
+        raise
+    if failed:
+        raise failed[0]

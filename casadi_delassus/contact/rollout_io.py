@@ -3,7 +3,8 @@
 CSV: one row per step k, the state (q_k, v_k) it started from, the torque τ_k it applied, the
 candidates' gaps and contact forces λ/dt ([t₁, t₂, n] of the contact frame, N), the solver's
 iterations and largest residual, and the step's status.  Files are written to a temporary
-name and renamed, so an interrupted write leaves nothing half-written.
+name and renamed, so an interrupted write leaves nothing half-written; a write that fails (a full
+disk, a folder that is not writable) and a missing matplotlib are one-line OutputErrors.
 """
 from __future__ import annotations
 
@@ -46,6 +47,8 @@ def _atomic(path, write, mode="w"):
         with os.fdopen(fd, mode, **({"newline": ""} if "b" not in mode else {})) as f:
             write(f)
         os.replace(tmp, path)
+    except OSError as exc:          # ENOSPC, EDQUOT, EIO: the temporary file goes, the old file (if any) stays
+        raise OutputError(f"cannot write {path}: {exc.strerror or exc}") from None
     finally:
         if os.path.exists(tmp):
             os.unlink(tmp)
@@ -64,7 +67,10 @@ def write_csv(rollout, path):
 def plot(rollout, path, title=None):
     """A figure (PNG or any matplotlib format by suffix): base height, joint angles and normal
     forces per contact over time; returns the path."""
-    import matplotlib
+    try:
+        import matplotlib
+    except ImportError:
+        raise OutputError("no figure: matplotlib is not installed (pip install 'casadi_delassus[plot]')") from None
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
     robot = rollout.scene.robot

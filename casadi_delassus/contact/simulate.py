@@ -14,8 +14,10 @@ The velocity v⁺ is the end-of-step one (semi-implicit, or symplectic, Euler); 
 model/integrate.py (Pinocchio's convention for URDF, mj_integratePos for MJCF).  The ground
 is the halfspace {x : n·x ≥ h} of any unit normal n; a candidate is a point fixed on a body, or a
 sphere (centre and radius) whose friction point is its lowest point at q₀, fixed on the body.
-Baumgarte stabilisation (β > 0) asks the normal contact velocity to close the penetration in
-1/β steps: σ_n ≥ −β d⁻/dt (d⁻ = min(d, 0)), the gap term of issue 25's g.
+Baumgarte stabilisation (β > 0, on by default: BAUMGARTE) asks the normal contact velocity to close the
+penetration in 1/β steps: σ_n ≥ −β d⁻/dt (d⁻ = min(d, 0)), the gap term of issue 25's g (the compiled step's
+``<name>_step_gap``).  Without it a landing leaves the contacts as deep as the last step before touching carried
+them (up to |v| dt, 0.4–0.9 mm on quadrupeds and humanoids dropped a few cm at dt = 1 ms) for ever.
 
 Under a fixed linear feedback (feedback.py: LinearFeedback, pd_controller) on the compiled step,
 the whole loop runs as one C call instead (rollout.py), with the same statuses and records.
@@ -34,6 +36,7 @@ a solve that did not converge (its own status and residual are kept).
 from __future__ import annotations
 
 import functools
+import os
 from dataclasses import dataclass, field
 
 import casadi as ca
@@ -42,7 +45,7 @@ import numpy as np
 from ..constraints import ConstraintSet, parse_constraint
 from ..errors import InputError
 from ..model.integrate import integrate_sx
-from ..runtime.inputs import unit_q
+from ..runtime.inputs import real_array, unit_q
 from ..symbolic.frames import joint_transform
 from .feedback import LinearFeedback, pd_controller  # noqa: F401  (pd_controller: here too, as before)
 from .result import CONVERGED, STATUS, StepResult
@@ -53,8 +56,27 @@ FALL_DEPTH = -1.0          # a gap below this (m) is a body through the ground, 
 MARGIN = 1e-6
 OK, FREE, COLD = "ok", "free", "ok after a cold start"
 NAN_STATE, FELL, CONTROLLER, NOT_CONVERGED = "nan state", "fell through", "controller diverged", "not converged"
-STOPPING = (NAN_STATE, FELL, CONTROLLER, NOT_CONVERGED)
+INTERRUPTED = "interrupted"         # Ctrl-C during a C rollout (contact/rollout.py): what was computed is kept
+STOPPING = (NAN_STATE, FELL, CONTROLLER, NOT_CONVERGED, INTERRUPTED)
 ROLLOUT_STATUSES = (OK, FREE, COLD, *STOPPING)      # by the codes of the C rollout (templates/rollout.c.j2)
+# Baumgarte's β by default: a landing's penetration d⁻ closes by this fraction a step (0.5 mm to 1e-6 m in ~60 steps);
+# the outward velocity it asks, β |d⁻| / dt ≤ β |v at impact|, is a restitution of at most β, and a hop only where
+# β² |d⁻| / dt exceeds gravity's g dt (|d⁻| > 1 mm at dt = 1 ms for β = 0.1); docs/simulate.md has the measurements.
+BAUMGARTE = 0.1
+# What one rollout call may ask for, refused before anything is allocated: steps, and the bytes of the records of every
+# environment (states, torques, gaps, forces, iterations, residuals, statuses; record_bytes): 16 GiB, or half the
+# machine's memory where that is less (max_record_bytes)
+MAX_STEPS = 10_000_000
+MAX_RECORD_BYTES = 16 * 2 ** 30
+
+
+def max_record_bytes():
+    """The bytes a rollout's records may take here: MAX_RECORD_BYTES, or half the physical memory if less."""
+    try:
+        memory = os.sysconf("SC_PAGE_SIZE") * os.sysconf("SC_PHYS_PAGES")
+    except (ValueError, OSError, AttributeError):       # not POSIX: the constant alone
+        return MAX_RECORD_BYTES
+    return min(MAX_RECORD_BYTES, memory // 2)
 
 
 # -- the scene -------------------------------------------------------------------------------
@@ -84,11 +106,43 @@ def parse_candidate(robot, text):
     return Candidate(text, link, c.body, np.asarray(c.point, dtype=float), r)
 
 
+UNIT_TOL = 1e-9        # |‖normal‖ − 1| allowed for the ground normal (the compiled step's normals: the same)
+
+
 def _unit(normal):
-    n = np.asarray(normal, dtype=float).reshape(-1)
-    if n.shape != (3,) or not np.all(np.isfinite(n)) or np.linalg.norm(n) == 0:
-        raise InputError(f"ground normal must be three finite numbers, not all zero; got {normal!r}")
+    """The ground normal: three finite numbers of norm 1 (to UNIT_TOL), refused otherwise (a normal that is not unit
+    is more likely a mistake than a direction to normalise: its height and gaps would be scaled by its norm)."""
+    try:
+        n = np.asarray(normal, dtype=float).reshape(-1)
+    except (TypeError, ValueError):
+        n = np.zeros(0)
+    if n.shape != (3,) or not np.all(np.isfinite(n)) or abs(np.linalg.norm(n) - 1) > UNIT_TOL:
+        raise InputError(f"ground normal must be three finite numbers of norm 1 (to {UNIT_TOL:g}); got {normal!r}")
     return n / np.linalg.norm(n)
+
+
+def _finite(name, x):
+    """``x`` as a finite float (a ground height, a margin), or an InputError."""
+    try:
+        f = float(x)
+    except (TypeError, ValueError):
+        f = np.nan
+    if not np.isfinite(f):
+        raise InputError(f"{name} must be a finite number, got {x!r}")
+    return f
+
+
+def _friction(mu, k):
+    """μ as k values (one number for every candidate, or one per candidate), finite and ≥ 0."""
+    try:
+        a = np.asarray(mu, dtype=float)
+    except (TypeError, ValueError):
+        a = np.full(1, np.nan)
+    if a.shape not in ((), (1,), (k,)):
+        raise InputError(f"friction μ: one number or {k} (one per candidate), got shape {a.shape}")
+    if not np.all(np.isfinite(a)) or np.any(a < 0):
+        raise InputError(f"friction μ must be finite and ≥ 0 for every candidate; got {mu!r}")
+    return np.broadcast_to(a, (k,)).copy()
 
 
 @dataclass
@@ -107,10 +161,8 @@ class Scene:
         if not self.candidates:
             raise InputError("no contact candidates given (e.g. FL_foot@0,0,-0.02): nothing can touch the ground")
         self.normal = _unit(self.normal)
-        mu = np.broadcast_to(np.asarray(self.mu, dtype=float), (len(self.candidates),)).copy()
-        if not np.all(np.isfinite(mu)) or np.any(mu < 0):
-            raise InputError(f"friction μ must be finite and ≥ 0 for every candidate; got {self.mu!r}")
-        self.mu = mu
+        self.height, self.margin = _finite("ground height", self.height), _finite("activation margin", self.margin)
+        self.mu = _friction(self.mu, len(self.candidates))
         self._positions = candidate_positions(self.robot, tuple((c.body, tuple(c.point)) for c in self.candidates))
         self._advance, self._mapped = self._advance_function(), {}
 
@@ -215,11 +267,13 @@ def compiled_steps(solver="admm", tol=1e-10, max_iter=1000, **build_options):
         normals = step_normals(frame, len(specs))
 
         def step(q, v, tau, dt, lam0=None, gap=None):
-            return s(q, v, tau, dt=dt, lam0=lam0, tol=tol, max_iter=max_iter, normals=normals)
+            return s(q, v, tau, dt=dt, lam0=lam0, tol=tol, max_iter=max_iter, normals=normals,
+                     gap=None if gap is None else gap / dt)
 
-        def batch(Q, V, TAU, dt, LAM0, threads=1):
+        def batch(Q, V, TAU, dt, LAM0, threads=1, GAP=None):
             """N steps at once (the step's batch entry point, ``threads`` POSIX threads)."""
-            r = s(Q, V, TAU, dt=dt, lam0=LAM0, tol=tol, max_iter=max_iter, normals=normals, threads=threads)
+            r = s(Q, V, TAU, dt=dt, lam0=LAM0, tol=tol, max_iter=max_iter, normals=normals, threads=threads,
+                  gap=None if GAP is None else GAP / dt)
             return r.v_next, r.lam, np.asarray(r.iterations), np.max(r.residuals, axis=1), list(r.status)
         step.batch = batch
         return step
@@ -249,10 +303,11 @@ def _rollout_builder(solver, tol, max_iter, build_options):
     return rollout
 
 
-def c_rollouts(scene, compiled, Q0, V0, n, dt, feedback, tau_limit, threads=None):
+def c_rollouts(scene, compiled, Q0, V0, n, dt, feedback, tau_limit, threads=None, baumgarte=0.0):
     """The RawRollouts of ``compiled`` (a CompiledRollout of ``scene``) from each row of (Q0, V0) for n steps."""
     return compiled(Q0, V0, n, dt, feedback, scene.normal, scene.height, [c.radius for c in scene.candidates], scene.mu,
-                    scene.margin, tau_limit, FALL_DEPTH, step_normals(scene.frame, len(scene.candidates)), threads)
+                    scene.margin, tau_limit, FALL_DEPTH, step_normals(scene.frame, len(scene.candidates)), threads,
+                    baumgarte)
 
 
 class StepCache:
@@ -280,7 +335,8 @@ def place(scene, q, clearance):
     b = next((b for b in scene.robot.bodies if b.joint.kind == "free"), None)
     if b is None:
         raise InputError(f"robot {scene.robot.name!r} has no free base to place above the ground")
-    q = np.array(q, dtype=float)
+    clearance = _finite("the clearance (drop height)", clearance)
+    q = numbers("q", q)
     q[b.q_index:b.q_index + 3] += (clearance - scene.gaps(q).min()) * scene.normal
     return q
 
@@ -355,6 +411,11 @@ class _Recorder:
                        np.array(self.forces).reshape(n, k, 3), np.array(self.its), np.array(self.res), self.statuses)
 
 
+def gap_term(baumgarte, gaps):
+    """β min(d, 0) (m) of the gaps d, what the step adds over dt to g's normal rows; None without Baumgarte (β = 0)."""
+    return baumgarte * np.minimum(gaps, 0.0) if baumgarte else None
+
+
 def _check(q, v, gaps, tau, tau_limit):
     """The stopping status of a step about to be taken, or None."""
     if not (np.all(np.isfinite(q)) and np.all(np.isfinite(v))):
@@ -366,11 +427,18 @@ def _check(q, v, gaps, tau, tau_limit):
     return None
 
 
-def _inputs(robot, q0, v0, T, dt):
-    q0, v0 = np.array(q0, dtype=float).reshape(-1), np.array(v0, dtype=float).reshape(-1)
+def numbers(name, x):
+    """``x`` (an initial state, a batch of them) as a new float array, by the runtime's rule (runtime/inputs.py
+    real_array: masked arrays, complex numbers, strings and ragged lists refused)."""
+    return np.array(real_array(name, x))
+
+
+def _inputs(scene, q0, v0, T, dt):
+    robot = scene.robot
+    q0, v0 = numbers("q0", q0).reshape(-1), numbers("v0", v0).reshape(-1)
     if q0.shape != (robot.nq,) or v0.shape != (robot.nv,):
         raise InputError(f"q0 must have {robot.nq} entries and v0 {robot.nv}; got {q0.size} and {v0.size}")
-    return unit_q0(robot, q0), v0, step_count(T, dt)
+    return unit_q0(robot, q0), v0, step_count(T, dt, record_bytes(scene))
 
 
 def unit_q0(robot, Q0):
@@ -384,26 +452,59 @@ def unit_q0(robot, Q0):
     return Q0
 
 
-def step_count(T, dt):
-    """The number of steps of ``dt`` in ``T`` seconds, both checked (dt > 0, T ≥ 0, finite)."""
-    if not (np.isfinite(dt) and dt > 0 and np.isfinite(T) and T >= 0):
-        raise InputError(f"dt must be > 0 and T ≥ 0 (finite); got dt = {dt!r}, T = {T!r}")
-    return int(round(T / dt))
+def record_bytes(scene):
+    """Bytes a rollout records per step and environment: the state (nq + nv), τ (nv), gaps and forces (4 per
+    candidate), iterations, residual and status (8 each)."""
+    r = scene.robot
+    return 8 * (r.nq + 2 * r.nv + 4 * len(scene.candidates) + 3)
+
+
+def step_count(T, dt, per_step=0, environments=1):
+    """The number of steps of ``dt`` in ``T`` seconds: dt > 0 and T finite, at least one step and at most MAX_STEPS,
+    and the records of ``environments`` at ``per_step`` bytes a step within max_record_bytes(); refused otherwise,
+    before anything is allocated."""
+    T, dt = _finite("T (the duration)", T), _finite("dt", dt)
+    if not dt > 0:
+        raise InputError(f"dt must be > 0 (finite); got dt = {dt!r}")
+    steps = T / dt
+    if not steps >= 0.5:
+        raise InputError(f"T = {T!r} s is less than half a step of dt = {dt!r} s: no step to take")
+    if steps > MAX_STEPS:
+        raise InputError(f"T / dt = {steps:.3g} steps, more than the {MAX_STEPS:,} one rollout takes "
+                         f"(T = {T!r} s, dt = {dt!r} s): a longer dt, or T in parts")
+    n = int(round(steps))
+    size, most = environments * (n + 1) * per_step, max_record_bytes()
+    if size > most:
+        raise InputError(f"the records of {environments:,} environment(s) × {n:,} steps would take {size / 2 ** 30:.1f} "
+                         f"GiB, more than the {most / 2 ** 30:.1f} GiB a rollout may allocate here (16 GiB, or half the "
+                         f"memory): fewer steps or environments")
+    return n
+
+
+def check_settings(baumgarte, tau_limit):
+    """β in [0, 1] and a torque limit > 0 (inf: none), or an InputError (a NaN limit would pass every torque)."""
+    b, t = _finite("baumgarte", baumgarte), float(tau_limit) if isinstance(tau_limit, (int, float, np.number)) else -1
+    if not 0 <= b <= 1:
+        raise InputError(f"baumgarte β must be in [0, 1] (the fraction of a penetration closed per step), got {baumgarte!r}")
+    if not t > 0:
+        raise InputError(f"tau_limit must be a number > 0 (inf: no limit), got {tau_limit!r}")
+    return b, t
 
 
 def simulate(robot, contacts, q0, v0, T, dt, controller=None, normal=(0.0, 0.0, 1.0), height=0.0, mu=0.8,
-             margin=MARGIN, solver="admm", step="compiled", baumgarte=0.0, tau_limit=1e6, tol=1e-10, max_iter=1000):
+             margin=MARGIN, solver="admm", step="compiled", baumgarte=BAUMGARTE, tau_limit=1e6, tol=1e-10, max_iter=1000,
+             **build_options):
     """Roll ``robot`` (a Robot or a name) out from (q0, v0) for T seconds of steps dt, its
     ``contacts`` (candidates ``LINK[@x,y,z][/radius]``) against the ground {x : normal·x ≥
     height}, under ``controller(t, q, v) -> τ`` (zero torque when None).  ``step``: "compiled"
     (issue 25's compiled step) or "reference" (the NumPy step), solved by ``solver`` ("admm" |
-    "pgs" | "auto": per active set, step.auto_solver) to ``tol``.  Returns a Rollout that stops
-    at the first stopping status."""
+    "pgs" | "auto": per active set, step.auto_solver) to ``tol``; ``baumgarte`` β of the gap term (0: none);
+    ``build_options`` (out_dir, cflags, …) go to the compiled step's build.  Returns a Rollout that stops at the first
+    stopping status."""
     from ..model import load_robot
-    scene = Scene(load_robot(robot), list(contacts), np.asarray(normal, dtype=float), float(height), mu, float(margin))
-    if baumgarte and step == "compiled":
-        raise InputError("the compiled contact step has no gap term: Baumgarte needs step='reference'")
-    return run(scene, q0, v0, T, dt, controller, factory(step, solver, tol, max_iter), baumgarte, tau_limit)
+    scene = Scene(load_robot(robot), list(contacts), normal, height, mu, margin)
+    return run(scene, q0, v0, T, dt, controller, factory(step, solver, tol, max_iter, **build_options), baumgarte,
+               tau_limit)
 
 
 def factory(step, solver="admm", tol=1e-10, max_iter=1000, **build_options):
@@ -411,8 +512,12 @@ def factory(step, solver="admm", tol=1e-10, max_iter=1000, **build_options):
     or "reference" (NumPy)."""
     if step not in ("compiled", "reference"):
         raise InputError(f"step must be 'compiled' or 'reference', not {step!r}")
+    from .step import solver_options
+    solver_options(tol, max_iter, "admm", True)      # tol and max_iter refused here, before the first build
     if step == "reference":
         from .reference_step import reference_steps
+        if build_options:
+            raise InputError(f"the reference step is not built: {', '.join(build_options)} apply to step='compiled'")
         return reference_steps(solver, tol=tol, max_iter=max_iter)
     return compiled_steps(solver, tol=tol, max_iter=max_iter, **build_options)
 
@@ -420,24 +525,25 @@ def factory(step, solver="admm", tol=1e-10, max_iter=1000, **build_options):
 def _rollout(scene, dt, raw, e=0):
     """Environment ``e`` of RawRollouts as a Rollout."""
     n = int(raw.count[e])
-    statuses = [ROLLOUT_STATUSES[s] for s in raw.STATUS[e, :n]]
+    statuses = [ROLLOUT_STATUSES[s] for s in raw.STATUS[:n, e]]
     states = n + 1 if n == 0 or statuses[-1] not in STOPPING else n
-    return Rollout(scene, dt, raw.Q[e, :states], raw.V[e, :states], raw.TAU[e, :n], raw.GAPS[e, :n], raw.FORCES[e, :n],
-                   raw.ITS[e, :n].astype(int), raw.RES[e, :n], statuses)
+    return Rollout(scene, dt, raw.Q[:states, e], raw.V[:states, e], raw.TAU[:n, e], raw.GAPS[:n, e], raw.FORCES[:n, e],
+                   raw.ITS[:n, e].astype(int), raw.RES[:n, e], statuses)
 
 
-def run(scene, q0, v0, T, dt, controller=None, step_factory=None, baumgarte=0.0, tau_limit=1e6, steps=None):
+def run(scene, q0, v0, T, dt, controller=None, step_factory=None, baumgarte=BAUMGARTE, tau_limit=1e6, steps=None):
     """Roll ``scene`` out from (q0, v0) for T seconds of steps dt under ``controller`` (t, q, v)
     -> τ, each active set's step from ``step_factory`` (or from ``steps``, a StepCache kept
-    between rollouts); returns a Rollout that stops at the first stopping status.  With a
-    LinearFeedback controller on the compiled step (and no Baumgarte term) the whole rollout is one
-    C call (contact/rollout.py); other controllers run this loop, one step call per step."""
+    between rollouts), with Baumgarte's gap term β = ``baumgarte``; returns a Rollout that stops at the first stopping
+    status.  With a LinearFeedback controller on the compiled step the whole rollout is one C call
+    (contact/rollout.py); other controllers run this loop, one step call per step."""
     robot = scene.robot
-    q, v, n = _inputs(robot, q0, v0, T, dt)
+    q, v, n = _inputs(scene, q0, v0, T, dt)
+    baumgarte, tau_limit = check_settings(baumgarte, tau_limit)
     factory = steps.factory if steps else step_factory or compiled_steps()
-    if isinstance(controller, LinearFeedback) and not baumgarte and hasattr(factory, "rollout"):
+    if isinstance(controller, LinearFeedback) and hasattr(factory, "rollout"):
         return _rollout(scene, dt, c_rollouts(scene, factory.rollout(scene, q), q[None], v[None], n, dt, controller,
-                                              tau_limit))
+                                              tau_limit, baumgarte=baumgarte))
     steps = steps or StepCache(scene, factory, q)
     warm, rec, gaps = np.zeros((len(scene.candidates), 3)), _Recorder(q, v), scene.gaps(q)
     for k in range(n):
@@ -446,7 +552,7 @@ def run(scene, q0, v0, T, dt, controller=None, step_factory=None, baumgarte=0.0,
         active = gaps <= scene.margin
         cold = False
         if stop is None:
-            gap = baumgarte * np.minimum(gaps[active], 0.0) if baumgarte else None
+            gap = gap_term(baumgarte, gaps[active])
             r = steps(active)(q, v, tau, dt, lam0=warm[active].reshape(-1), gap=gap)
             if r.status != "converged" and warm[active].any():     # a warm start may be what failed
                 cold, r = True, steps(active)(q, v, tau, dt, lam0=np.zeros(3 * active.sum()), gap=gap)

@@ -15,8 +15,10 @@ from dataclasses import dataclass
 import numpy as np
 
 from ..errors import InputError
-from .simulate import (COLD, CONTROLLER, FALL_DEPTH, FELL, FREE, NAN_STATE, NOT_CONVERGED, OK, ROLLOUT_STATUSES, LinearFeedback,
-                       StepCache, Trajectory, c_rollouts, compiled_steps, step_count, unit_q0)
+from ..runtime.batch import check_threads
+from .simulate import (BAUMGARTE, COLD, CONTROLLER, FALL_DEPTH, FELL, FREE, NAN_STATE, NOT_CONVERGED, OK, ROLLOUT_STATUSES,
+                       LinearFeedback, StepCache, Trajectory, c_rollouts, check_settings, compiled_steps, gap_term, numbers,
+                       record_bytes, step_count, unit_q0)
 
 STOPPED = ""          # the status of an environment after the step that stopped it
 
@@ -37,9 +39,10 @@ class BatchRollout(Trajectory):
         return out
 
 
-def _one_by_one(step, Q, V, TAU, dt, LAM0, threads=1):
+def _one_by_one(step, Q, V, TAU, dt, LAM0, threads=1, GAP=None):
     """A step without a batch entry point, called per environment."""
-    rs = [step(q, v, tau, dt, lam0=lam) for q, v, tau, lam in zip(Q, V, TAU, LAM0)]
+    gaps = [None] * len(Q) if GAP is None else GAP
+    rs = [step(q, v, tau, dt, lam0=lam, gap=gap) for q, v, tau, lam, gap in zip(Q, V, TAU, LAM0, gaps)]
     return (np.array([r.v_next for r in rs]), np.array([r.lam for r in rs]), np.array([r.iterations for r in rs]),
             np.array([r.residual for r in rs]), [r.status for r in rs])
 
@@ -53,11 +56,14 @@ def _stops(Q, V, G, TAU, tau_limit):
     return np.where(bad_state, NAN_STATE, np.where(fell, FELL, np.where(bad_tau, CONTROLLER, None)))
 
 
-def _inputs(robot, Q0, V0, T, dt):
-    Q0, V0 = np.array(Q0, dtype=float), np.array(V0, dtype=float)
+def _inputs(scene, Q0, V0, T, dt, threads):
+    robot = scene.robot
+    Q0, V0 = numbers("Q0", Q0), numbers("V0", V0)
     if Q0.ndim != 2 or Q0.shape[1] != robot.nq or V0.shape != (len(Q0), robot.nv) or len(Q0) == 0:
         raise InputError(f"Q0 must be N x {robot.nq} and V0 N x {robot.nv} with N ≥ 1; got {Q0.shape} and {V0.shape}")
-    return unit_q0(robot, Q0), V0, step_count(T, dt)
+    check_threads(threads)            # the runtime's rule (runtime/batch.py): None or an integer ≥ 1, no bool
+    threads = None if threads is None else min(int(threads), len(Q0))      # more threads than environments run idle
+    return unit_q0(robot, Q0), V0, step_count(T, dt, record_bytes(scene), len(Q0)), threads
 
 
 class _Batch:
@@ -74,22 +80,25 @@ class _Batch:
 
 
 def _from_raw(scene, dt, raw):
-    """RawRollouts (contact/rollout.py, environment first) as a BatchRollout (batch second)."""
+    """RawRollouts (contact/rollout.py, step first as a BatchRollout) as a BatchRollout."""
     names = np.array([*ROLLOUT_STATUSES, STOPPED], dtype=object)[raw.STATUS]      # -1: stopped
-    return BatchRollout(scene, dt, *(a.swapaxes(0, 1) for a in (raw.Q, raw.V, raw.TAU, raw.GAPS, raw.FORCES)),
-                        raw.ITS.T.astype(int), raw.RES.T, names.T)
+    return BatchRollout(scene, dt, raw.Q, raw.V, raw.TAU, raw.GAPS, raw.FORCES, raw.ITS.astype(int), raw.RES, names)
 
 
-def run_batch(scene, Q0, V0, T, dt, controller=None, step_factory=None, tau_limit=1e6, steps=None, threads=1):
+def run_batch(scene, Q0, V0, T, dt, controller=None, step_factory=None, tau_limit=1e6, steps=None, threads=1,
+              baumgarte=BAUMGARTE):
     """Roll N environments of ``scene`` out from (Q0, V0) (N x nq, N x nv) for T seconds of steps
-    dt under ``controller(t, Q, V) -> N x nv``; returns a BatchRollout.  A LinearFeedback on the
-    compiled step runs all of it in C (contact/rollout.py's batch entry point on ``threads`` threads)."""
+    dt under ``controller(t, Q, V) -> N x nv``, Baumgarte's β = ``baumgarte``; returns a BatchRollout.  A
+    LinearFeedback on the compiled step runs all of it in C (contact/rollout.py's batch entry point on ``threads``
+    threads; None: the single entry point, environment after environment)."""
     robot = scene.robot
-    Q, V, n = _inputs(robot, Q0, V0, T, dt)
+    Q, V, n, threads = _inputs(scene, Q0, V0, T, dt, threads)
+    baumgarte, tau_limit = check_settings(baumgarte, tau_limit)
     factory = steps.factory if steps else step_factory or compiled_steps()
     if isinstance(controller, LinearFeedback) and hasattr(factory, "rollout"):
         return _from_raw(scene, dt, c_rollouts(scene, factory.rollout(scene, Q[0]), Q, V, n, dt, controller, tau_limit,
-                                               threads))
+                                               threads, baumgarte))
+    threads = threads or 1
     steps = steps or StepCache(scene, factory, Q[0])
     out, alive = _Batch(scene, Q, V, n), np.ones(len(Q), dtype=bool)
     G, warm = scene.advance(Q, np.zeros_like(V))[1], np.zeros((len(Q), len(scene.candidates), 3))
@@ -110,12 +119,13 @@ def run_batch(scene, Q0, V0, T, dt, controller=None, step_factory=None, tau_limi
             step = steps(mask)
             call = getattr(step, "batch", None) or (lambda *a, s=step, **kw: _one_by_one(s, *a, **kw))
             args = (Q[rows], V[rows], TAU[keys == key], dt)
-            v_next, lam, its, res, status = call(*args, warm[rows][:, mask].reshape(len(rows), -1), threads=threads)
+            gap = gap_term(baumgarte, G[rows][:, mask]) if mask.any() else None
+            v_next, lam, its, res, status = call(*args, warm[rows][:, mask].reshape(len(rows), -1), threads=threads, GAP=gap)
             ok = np.array([s == "converged" for s in status])
             cold = ~ok & warm[rows][:, mask].reshape(len(rows), -1).any(1)     # a warm start may be what failed
             if cold.any():
                 again = call(*(a[cold] if np.ndim(a) else a for a in args), np.zeros((cold.sum(), 3 * mask.sum())),
-                             threads=threads)
+                             threads=threads, GAP=None if gap is None else gap[cold])
                 for whole, part in zip((v_next, lam, its, res), again[:4]):
                     whole[cold] = part
                 status = np.array(status, dtype=object)

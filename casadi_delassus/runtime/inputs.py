@@ -45,8 +45,9 @@ def refuse_masked(name, value):
 
 
 def real_array(name, value, dtype=np.float64):
-    """``value`` as an array of ``dtype`` when it holds real numbers (not a masked array, strings, objects, complex
-    numbers or ragged lists), else an InputError naming ``name``."""
+    """``value`` as an array of ``dtype`` when it holds real numbers (bool, integers, floats; any shape), else an
+    InputError naming ``name``: masked arrays, ragged lists, complex numbers (their imaginary part would be dropped),
+    strings, objects."""
     refuse_masked(name, value)
     try:
         a = np.asarray(value)
