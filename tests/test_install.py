@@ -33,8 +33,15 @@ def run(cmd, **kwargs):
 
 
 def source_files():
-    """The package's files as a fresh clone has them (no caches, no build products), relative
-    to the folder that holds the package."""
+    """The package's files as a fresh clone has them, relative to the folder that holds the
+    package: git's tracked files, or without git every file but caches and build products."""
+    try:
+        tracked = subprocess.run(["git", "ls-files", "-z", "casadi_delassus"], cwd=REPO, capture_output=True,
+                                 text=True, timeout=60)
+    except OSError:
+        tracked = None
+    if tracked is not None and tracked.returncode == 0 and tracked.stdout:
+        return {p for p in tracked.stdout.split("\0") if p and (REPO / p).is_file()}
     return {str(p.relative_to(REPO)) for p in PACKAGE.rglob("*")
             if p.is_file() and "__pycache__" not in p.parts and p.suffix not in (".pyc", ".so", ".o")}
 
