@@ -159,9 +159,12 @@ def check(f, oracles=None, samples=100, tol=None, seed=0):
 
 def single_tolerance(f, tol):
     """The oracles' tolerance for ``f``: ``tol``, and for a single-precision function at least
-    its stored error bound times verify/precision.CHECK_FACTOR (κ scales it as it scales tol)."""
+    its stored error bound times verify/precision.CHECK_FACTOR (a CUDA function's: codegen/cuda's
+    ERROR_MARGIN; κ scales it as it scales tol)."""
+    from .codegen.cuda import ERROR_MARGIN
     p = f.precision
-    return max(tol, precision_check.CHECK_FACTOR * p["max_rel_error"]) if p["type"] == "single" else tol
+    factor = ERROR_MARGIN if f.manifest.get("target") == "cuda" else precision_check.CHECK_FACTOR
+    return max(tol, factor * p["max_rel_error"]) if p["type"] == "single" else tol
 
 
 def check_precision(f, samples=precision_check.SAMPLES, seed=1):

@@ -5,15 +5,17 @@ import functools
 import math
 import signal
 import sys
+import tempfile
 import time
 import warnings
+from pathlib import Path
 
 import click
 import numpy as np
 
 from . import api, report
 from .registry import ALGORITHMS, AUTO, AUTO_RULE, get_algorithm
-from .verify.check import DEFAULT_TOL, KAPPA_FREE, TOLERANCE_RULE, check_delassus, compare
+from .verify.check import DEFAULT_TOL, KAPPA_FREE, TOLERANCE_RULE, FunctionSession, check_delassus, compare
 from .verify import oracles
 from .verify.derivatives import (DOT_TOL, FD_RULE, FD_TOL, PIVOT_MIN, Checkable, compare_derivative, dot_errors,
                                  dot_products, evaluate)
@@ -293,14 +295,31 @@ def generate(robot, fixed_base, scenario, specs, algorithms, cse, osim, out_dir,
 
 
 def _echo_cuda(algorithm, f):
+    """One line per CUDA function: what was built, whether it can run here, and what its host
+    build (the shim) was measured against at build."""
     m = f.manifest
+    click.echo(f"{algorithm} ({m['function']}): CUDA {m['precision']['type']} {m['layout']}, "
+               f"{m['op_count']['instructions']:,} instructions; {_cuda_built(m)}; {_host_check_text(m)} -> "
+               f"{f.manifest_path.with_suffix('.cu')}")
+
+
+def _cuda_built(m):
+    """Whether nvcc built the device library of the CUDA manifest ``m`` and whether it can run here."""
+    from .runtime.cuda import has_device
     nvcc = m.get("nvcc")
-    built = (f"nvcc: {nvcc['registers']} registers, {nvcc['spill_stores_bytes']} B spill stores" if nvcc
-             else "no nvcc here: .so not built")
-    p = m["precision"]
-    error = f", max rel. error vs double {p['max_rel_error']:.1e}" if "max_rel_error" in p else ""
-    click.echo(f"{algorithm} ({m['function']}): CUDA {p['type']} {m['layout']}, {m['op_count']['instructions']:,} "
-               f"instructions{error}, {built} -> {f.manifest_path.with_suffix('.cu')}")
+    if not nvcc:
+        return "not built: no nvcc here (the .cu is written)"
+    regs = f"nvcc: {nvcc['registers']} registers, {nvcc['spill_stores_bytes']} B spill stores"
+    return f"built ({regs}), " + ("runs on the CUDA device here" if has_device() else "not run: no CUDA device here")
+
+
+def _host_check_text(m):
+    """What the manifest's host_check says: the host build's error against the C path."""
+    c = m.get("host_check", {})
+    if "max_rel_error" not in c:
+        return f"host build not checked: {c.get('not_run', 'no record')}"
+    what = "host build (float) equals C (double)" if m["precision"]["type"] == "single" else "host build equals C"
+    return f"{what} to {c['max_rel_error']:.1e} (max rel. error over {c['samples']} samples)"
 
 
 CHECK_HEADERS = ["robot", "scenario", "algorithm", "oracle", "m", "instructions", "output", "max rel. error",
@@ -325,12 +344,28 @@ def _not_applicable(reasons):
     return "; ".join(f"{', '.join(outs)} n/a ({reason})" for reason, outs in by_reason.items())
 
 
+def _cuda_host(robot, constraints, algorithm, gen, precision, layout, folder):
+    """(the host build of ``algorithm``'s CUDA form, loaded, with robot and constraints; the
+    oracle session of its C function; a note of what was built and checked)."""
+    from .codegen.cuda import host_function
+    g = api.generate(robot, constraints, algorithm, target="cuda", precision=precision, layout=layout, **gen)
+    with step(f"building the host form of {g.manifest_path.with_suffix('.cu').name} (C++ through the shim)"):
+        h = host_function(g.manifest_path, Path(folder) / f"{g.manifest_path.stem}-{layout}.so")
+        h._entry()              # loaded now: the folder is a temporary one
+    h.robot, h.constraints = g.robot, g.constraints
+    note = (f"{algorithm}: {g.manifest_path.with_suffix('.cu')} {_cuda_built(g.manifest)}; rows 'C target' and "
+            f"the oracles check its host build (C++ through the shim); at build, {_host_check_text(g.manifest)}")
+    return h, FunctionSession(robot, g.constraints, g.c_function, note)
+
+
 def _check_one(robot, constraints, algorithms, oracle_names, samples, tol, out_dir, cflags, cc, cse, force, osim,
-               name=None, precision="double"):
+               name=None, precision="double", target="c", layout="soa"):
     """Rows of CHECK_HEADERS (one per algorithm and oracle) and whether every one passed; in
     single precision also a row of the function against its double build, within its stored
-    bound (api.check_precision), and the oracles' tolerance at least that bound."""
-    rows, ok = [], True
+    bound (api.check_precision), and the oracles' tolerance at least that bound.  ``target``
+    "cuda": the host build of each algorithm's CUDA form (``precision``, ``layout``) against
+    the C target's function (row 'C target') and the oracles."""
+    rows, ok, notes = [], True, {}
     cs, scenario = api.constraint_set(robot, constraints)
     sessions = {}
     for o in oracle_names:
@@ -348,13 +383,20 @@ def _check_one(robot, constraints, algorithms, oracle_names, samples, tol, out_d
             rows.append([robot.name, scenario, a, "-", cs.m, None, None, None, None,
                          "n/a: --osim needs a Delassus output", "skipped", 0.0])
             continue
-        f = api.generate(robot, constraints, a, out_dir=out_dir, cflags=_cflags(cflags), cc=cc, cse=cse,
-                         force=force, osim=osim, name=name, precision=precision)
-        if precision == "single":
+        gen = dict(out_dir=out_dir, cflags=_cflags(cflags), cc=cc, cse=cse, force=force, osim=osim, name=name)
+        checks, label = sessions, a
+        with tempfile.TemporaryDirectory() as folder:
+            if target == "cuda":
+                f, c_target = _cuda_host(robot, constraints, a, gen, precision, layout, folder)
+                checks, label = {"C target": c_target, **sessions}, f"{a} (cuda host)"
+                notes.setdefault("C target", []).extend(c_target.notes)
+            else:
+                f = api.generate(robot, constraints, a, precision=precision, **gen)
+        if precision == "single" and target == "c":
             rows.append(_precision_row(f, a, t0))
             ok &= rows[-1][10] == "ok"
-        for o, session in sessions.items():
-            head = [robot.name, f.manifest["scenario"], a, o, f.constraints.m, f.op_count["instructions"]]
+        for o, session in checks.items():
+            head = [robot.name, f.manifest["scenario"], label, o, f.constraints.m, f.manifest["op_count"]["instructions"]]
             if isinstance(session, DelassusError):
                 rows.append(head + [None, None, None, f"oracle failed: {session}", "FAIL", 0.0])
                 ok = False
@@ -376,7 +418,7 @@ def _check_one(robot, constraints, algorithms, oracle_names, samples, tol, out_d
                                + ([not_applicable] if not_applicable else [])) or None
             rows.append(head + [worst, c.error, f"{c.ratio:.2g} (κ {c.kappa:.1e})", others, "ok" if passed else "FAIL",
                                 round(time.perf_counter() - t0, 1)])
-    return rows, ok, {o: s.notes for o, s in sessions.items() if not isinstance(s, DelassusError)}
+    return rows, ok, {o: s.notes for o, s in sessions.items() if not isinstance(s, DelassusError)} | notes
 
 
 def _check_derivatives(robot, constraints, algorithms, derivatives, wrt, method, samples, tol, gen):
@@ -468,8 +510,13 @@ def _against_pinocchio(f, robot, constraints, algorithm, samples):
 @click.option("--precision", type=click.Choice(PRECISIONS), default="double", show_default=True,
               help="single: check the float build, against its double build within its stored error bound and "
                    "against the oracles with at least that tolerance")
+@click.option("--target", type=click.Choice(api.TARGETS), default="c", show_default=True,
+              help="cuda: check the CUDA form's host build (C++ through the shim, no GPU needed) against the C "
+                   "target's function (row 'C target') and the oracles (docs/gpu.md)")
+@click.option("--layout", type=click.Choice(["soa", "aos"]), default="soa", show_default=True,
+              help="with --target cuda: the kernel's internal layout")
 def check(robot, fixed_base, scenario, specs, algorithms, cse, osim, oracle_opts, samples, tol, all_scenarios, out_dir,
-          cflags, cc, force, name, jobs, derivatives, wrt, method, precision):
+          cflags, cc, force, name, jobs, derivatives, wrt, method, precision, target, layout):
     algos, derivatives = _algorithms(algorithms), _derivatives(derivatives, wrt)
     for o in (n.strip() for g in oracle_opts for n in g.split(",") if n.strip()):
         oracles.get_oracle(o)               # an unknown name fails before anything is built
@@ -481,6 +528,8 @@ def check(robot, fixed_base, scenario, specs, algorithms, cse, osim, oracle_opts
         raise click.UsageError("--derivative checks derivatives of the algorithms' own outputs: not with --osim")
     if derivatives and precision == "single":
         raise click.UsageError("--derivative checks double builds against finite differences: not with --precision single")
+    if derivatives and target == "cuda":
+        raise click.UsageError("--derivative checks C builds against finite differences: not with --target cuda")
     if robot == "registry" or all_scenarios:
         targets = [(load_robot(n, floating_base=_floating(fixed_base)), None)
                    for n in (registry.names() if robot == "registry" else [robot])
@@ -523,7 +572,7 @@ def check(robot, fixed_base, scenario, specs, algorithms, cse, osim, oracle_opts
             click.echo(printable(f"  {row[0]}/{row[1]} {row[2]} vs {row[3]}: {err} ({row[10]})"), err=True)
     run([Job(f"{r.name}/{c if isinstance(c, str) else 'custom constraints'}", _check_one,
              (r, c, algos, oracles.oracle_names(oracle_opts, r), samples, DEFAULT_TOL if tol is None else tol, out_dir, cflags, cc, cse, force, osim,
-              name, precision)) for r, c in targets],
+              name, precision, target, layout)) for r, c in targets],
         workers=jobs, on_done=in_order(report_target))
     click.echo(report.table(rows, [h if h != "max rel. error" else f"max rel. error ({samples} samples)"
                                    for h in CHECK_HEADERS]))
@@ -643,7 +692,6 @@ def _bench_batch(robot, constraints, algorithms, reps, n, results_dir, generate)
     import json
     import os
     import shlex
-    from pathlib import Path
     from .timing import batch_bench
     if len(algorithms) > 1:
         raise click.UsageError("--batch times one algorithm (-a ALGO, default auto)")
@@ -666,7 +714,6 @@ def _bench_batch(robot, constraints, algorithms, reps, n, results_dir, generate)
 def _bench_contact(robot, reps, calls, results_dir, out_dir):
     import os
     import shlex
-    from pathlib import Path
     from .timing import contact_bench
     problems = contact_bench.problems_of(robot)
     if not problems:

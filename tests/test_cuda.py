@@ -391,9 +391,72 @@ def test_cli_generate_prints_the_stored_single_precision_error(tmp_path):
     r, _ = run("generate", "chain:n=3", "-c", "link3:3d", "-a", "pv_osim", "--target", "cuda", "--precision", "single",
                "-o", str(tmp_path))
     assert r.returncode == 0, r.stderr
-    said = float(re.search(r"CUDA single soa, .* max rel\. error vs double (\S+),", r.stdout)[1])
+    said = float(re.search(r"CUDA single soa, .*; host build \(float\) equals C \(double\) to (\S+) ", r.stdout)[1])
     stored = json.loads(next(tmp_path.rglob("pv_osim-cuda-f32.json")).read_text())["precision"]["max_rel_error"]
     assert said == float(f"{stored:.1e}") and 1e-9 < said < 1e-4
+
+
+def test_cli_generate_says_what_was_built_run_and_checked(tmp_path):
+    """Issue 34 point 7: where the kernel cannot run, the line says so and what the host build
+    was measured against at build (the manifest's host_check, FP64 within FP64_TOL of C)."""
+    r, _ = run("generate", "chain:n=3", "-c", "link3:3d", "-a", "pv_osim", "--target", "cuda", "-o", str(tmp_path))
+    assert r.returncode == 0, r.stderr
+    check = json.loads(next(tmp_path.rglob("pv_osim-cuda.json")).read_text())["host_check"]
+    assert check["samples"] == cuda.ERROR_SAMPLES and check["max_rel_error"] <= FP64_TOL
+    said = re.search(r"; host build equals C to (\S+) \(max rel\. error over (\d+) samples\) -> ", r.stdout)
+    assert said and float(said[1]) == float(f"{check['max_rel_error']:.1e}") and int(said[2]) == cuda.ERROR_SAMPLES
+    if has_gpu():
+        assert "runs on the CUDA device here" in r.stdout
+    elif shutil.which("nvcc"):
+        assert re.search(r"; built \(nvcc: \d+ registers, \d+ B spill stores\), not run: no CUDA device here; ", r.stdout)
+    else:
+        assert "; not built: no nvcc here (the .cu is written); " in r.stdout
+
+
+def test_without_a_cxx_compiler_a_double_build_says_its_host_build_was_not_checked(go1, out, monkeypatch):
+    robot, cs = go1
+    f = cd.generate(robot, cs, "pv_osim", out_dir=out)
+
+    def no_cxx():
+        raise CompilerError("no C++ compiler found (looked for $CXX, g++, c++, clang++)")
+    monkeypatch.setattr(cuda, "find_cxx", no_cxx)
+    m = json.loads(cuda.derive(f.manifest_path, "double", "aos", nvcc=None, force=True).read_text())
+    assert m["host_check"] == {"not_run": "no C++ compiler found (looked for $CXX, g++, c++, clang++)"}
+    with pytest.raises(CompilerError, match="no C"):            # single precision has no record without it
+        cuda.derive(f.manifest_path, "single", "aos", nvcc=None, force=True)
+
+
+def check_rows(output, robot):
+    """{oracle: the row's cells} of `check`'s table."""
+    rows = [re.split(r"\s{2,}", line) for line in output.splitlines() if line.startswith(robot + " ")]
+    return {row[3]: row for row in rows}
+
+
+def test_cli_check_target_cuda_runs_the_host_build_against_c_and_numpy(tmp_path):
+    r, _ = run("check", "chain:n=3", "-c", "link3:3d", "-a", "pv_osim", "--target", "cuda", "--samples", "20",
+               "-o", str(tmp_path))
+    assert r.returncode == 0, r.stdout + r.stderr
+    rows = check_rows(r.stdout, "chain_n3")
+    assert set(rows) == {"C target", "numpy"} and all(row[2] == "pv_osim (cuda host)" and row[-2] == "ok"
+                                                      for row in rows.values())
+    assert float(rows["C target"][7]) <= FP64_TOL
+    assert "C target: pv_osim: " in r.stderr and "host build equals C to" in r.stderr
+
+
+def test_cli_check_target_cuda_fails_a_wrong_kernel(tmp_path, monkeypatch):
+    """The same check with one output entry of the kernel moved by 1e-6: the C target and the
+    NumPy reference both fail it (in-process, so that the rewrite can be broken)."""
+    from click.testing import CliRunner
+    from casadi_delassus import cli
+    body = cuda.device_body
+    monkeypatch.setattr(cuda, "device_body", lambda *a: (lambda b, used: (b.replace("CD_AT(y0, 0)=", "CD_AT(y0, 0)=1e-6+", 1),
+                                                                          used))(*body(*a)))
+    bad = CliRunner().invoke(cli.cli, ["check", "chain:n=3", "-c", "link3:3d", "-a", "pv_osim", "--target", "cuda",
+                                       "--samples", "20", "-o", str(tmp_path)])
+    assert bad.exit_code == 1, bad.output
+    rows = check_rows(bad.stdout, "chain_n3")
+    assert {o: row[-2] for o, row in rows.items()} == {"C target": "FAIL", "numpy": "FAIL"}
+    assert float(rows["C target"][7]) > 1e-8
 
 
 @pytest.mark.skipif(has_gpu(), reason="a GPU is present: bench --gpu would run")

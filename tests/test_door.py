@@ -8,6 +8,8 @@ import subprocess
 import sys
 import textwrap
 import threading
+import tracemalloc
+import weakref
 
 import numpy as np
 import pytest
@@ -124,6 +126,42 @@ def test_returned_arrays_are_new_while_held_and_reused_once_released(go1_k, qs):
     for q, e in zip(qs, expected):
         D = go1_k(q, K_FL_foot=K)
         assert D.shape == (12, 12) and np.array_equal(D, e)
+
+
+@pytest.fixture(scope="module")
+def go1_q(out_dir):
+    """A function of q alone: f(Q) goes through the door's batch call."""
+    return cd.generate("go1", "4F3", "pv_osim", out_dir=out_dir)
+
+
+def test_a_batch_loop_reuses_released_outputs_and_never_a_held_one(go1_q):
+    """Issue 34 point 10: ``D = f(Q)`` in a loop writes into an output it returned before once
+    the caller dropped it (no new output allocated: tracemalloc sees numpy's allocations), and
+    never into one still held, the base of a view, one with a weak reference or whose base the
+    caller took."""
+    rng = np.random.default_rng(3)
+    Qs = [go1_q.robot.random_q(rng, 2000) for _ in range(3)]
+    want = [go1_q(Q, out=np.empty((2000, 12, 12))) for Q in Qs]
+    D = go1_q(Qs[0])
+    D = go1_q(Qs[1])
+    tracemalloc.start()
+    try:
+        for k in range(6):
+            D = go1_q(Qs[k % 3])
+            assert np.array_equal(D, want[k % 3])
+        peak = tracemalloc.get_traced_memory()[1]
+    finally:
+        tracemalloc.stop()
+    assert peak < D.nbytes / 2, (peak, D.nbytes)
+    held, view, weak = go1_q(Qs[0]), go1_q(Qs[1])[5], go1_q(Qs[2])
+    ref, base = weakref.ref(weak), go1_q(Qs[0]).base
+    base_before = base.copy()
+    for _ in range(6):
+        for Q in Qs:
+            go1_q(Q)
+    assert np.array_equal(held, want[0]) and np.array_equal(view, want[1][5]) and np.array_equal(weak, want[2])
+    assert ref() is weak and np.array_equal(base, base_before)
+    assert held.ctypes.data % 64 == 0 and held.flags.c_contiguous and held.flags.writeable
 
 
 def test_out_fills_the_given_array(go1_k, qs):

@@ -305,6 +305,29 @@ def test_a_mask_call_goes_straight_to_the_mode_function(go1_lib, go1, monkeypatc
         go1_lib(0b0110, q, lam=np.zeros(6))
 
 
+def test_names_called_before_take_the_direct_path(go1_lib, go1, monkeypatch):
+    """Issue 34 point 10: names that resolved once go straight to the mode's function, as a
+    mask does (neither outputs() nor mask() runs again); names out of order or unknown are
+    still refused, and a name never resolved still takes the checked path."""
+    q = go1.random_q(np.random.default_rng(7))
+    want = go1_lib(0b1001, q)
+    assert np.array_equal(go1_lib(["FL_foot", "RR_foot"], q), want)
+    assert np.array_equal(go1_lib(("FL_foot:3d", "RR_foot"), q), want)
+    assert np.array_equal(go1_lib("FR_foot", q), go1_lib(0b0010, q))
+    with monkeypatch.context() as m:
+        m.setattr(type(go1_lib), "outputs", lambda *a, **k: pytest.fail("not the direct path"))
+        m.setattr(type(go1_lib), "mask", lambda *a, **k: pytest.fail("names resolved again"))
+        assert np.array_equal(go1_lib(["FL_foot", "RR_foot"], q), want)
+        assert np.array_equal(go1_lib(("FL_foot:3d", "RR_foot"), q), want)
+        assert np.array_equal(go1_lib("FR_foot", q), go1_lib(0b0010, q))
+    with pytest.raises(InputError, match="library order"):
+        go1_lib(["RR_foot", "FL_foot"], q)
+    with pytest.raises(ConstraintError, match="unknown constraint 'RR_fot'"):
+        go1_lib(["FL_foot", "RR_fot"], q)
+    with pytest.raises(ConstraintError, match="constraint names are strings"):
+        go1_lib([["FL_foot"]], q)
+
+
 def test_a_full_set_function_generated_before_is_reused(tmp_path, monkeypatch):
     """generate() of the scenario, then a library of its modes: the full mode is that very
     function (its files, not a rebuild), loaded through the library."""

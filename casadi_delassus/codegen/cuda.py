@@ -270,8 +270,9 @@ def derive(c_manifest_path, precision="double", layout="soa", threads=THREADS, n
     """Write the CUDA form of the generated function whose C manifest is ``c_manifest_path``
     beside it: ``<stem>-cuda[-f32].cu``, ``.json`` and, where ``nvcc`` (a path, "auto": on PATH,
     None: none) is found, the nvcc-built ``.so`` with the kernel's registers and spills in the
-    manifest.  Single precision measures its error against the C path into the manifest's
-    ``precision`` record (the C target's keys, verify/precision.record).  Cached by
+    manifest.  The host build (the shim) is measured against the C path into ``host_check``
+    (verify/precision.record's keys), so that a machine without a GPU still says what it checked;
+    in single precision that is its error against double, also the ``precision`` record.  Cached by
     a hash of the C function and these options; written atomically.  Returns the manifest's path."""
     check_options(precision, layout)
     c_manifest_path = Path(c_manifest_path)
@@ -300,8 +301,9 @@ def derive(c_manifest_path, precision="double", layout="soa", threads=THREADS, n
             "c_function": c_manifest["function"], "c_manifest": c_manifest_path.name,
             "c_hash": c_manifest["hash"], "hash": key, "version": c_manifest["version"],
             "timings_s": {"emit": round(time.perf_counter() - t0, 3)}}
+        manifest["host_check"] = host_check(tmp / f"{name}.cu", c_manifest_path, c_manifest, precision)
         if precision == "single":
-            manifest["precision"] |= measure_error(tmp / f"{name}.cu", c_manifest_path, c_manifest)
+            manifest["precision"] |= manifest["host_check"]
         if nvcc:
             manifest["nvcc"] = device_library(tmp / f"{name}.cu", tmp / f"{name}.so", f"{manifest['function']}_kernel",
                                               nvcc, arch)
@@ -310,14 +312,36 @@ def derive(c_manifest_path, precision="double", layout="soa", threads=THREADS, n
         return artifact.move_in(tmp, folder, name, kinds)
 
 
-def measure_error(cu_file, c_manifest_path, c_manifest, samples=ERROR_SAMPLES, seed=0):
-    """The single-precision build's error against the FP64 C path over ``samples`` random inputs
-    (its host build through the shim, with the C path's flags), per sample the worst over the
-    outputs: verify/precision.record's entries."""
+def host_check(cu_file, c_manifest_path, c_manifest, precision):
+    """measure_error's record; in double, where there is no C++ compiler, {"not_run": why}
+    instead (the .cu is still written: a GPU machine builds it with nvcc)."""
+    if precision == "double":
+        try:
+            find_cxx()
+        except CompilerError as exc:
+            return {"not_run": str(exc)}
+    return measure_error(cu_file, c_manifest_path, c_manifest, precision)
+
+
+def host_function(manifest_path, so_file):
+    """The CudaFunction of the CUDA manifest ``manifest_path`` run by its host build, compiled
+    through the shim with its C function's flags into ``so_file`` (a path of its own: the
+    dynamic loader keeps a library by its path)."""
+    manifest_path = Path(manifest_path)
+    manifest = artifact.verify(manifest_path, KINDS, "cuda")
+    c_manifest = artifact.verify(manifest_path.with_name(manifest["c_manifest"]))
+    return rc.CudaFunction(manifest_path, host_library=host_library(manifest_path.with_suffix(".cu"), so_file,
+                                                                 c_manifest["cflags"]))
+
+
+def measure_error(cu_file, c_manifest_path, c_manifest, precision="single", samples=ERROR_SAMPLES, seed=0):
+    """The host build's error against the FP64 C path over ``samples`` random inputs (built
+    through the shim with the C path's flags), per sample the worst over the outputs:
+    verify/precision.record's entries."""
     from ..runtime.loader import load
     so = host_library(cu_file, Path(cu_file).with_suffix(".host.so"), c_manifest["cflags"])
-    spec = {"precision": {"type": "single"}, "inputs": c_manifest["inputs"], "outputs": c_manifest["outputs"],
-            **rc.names(c_manifest["function"], "single")}
+    spec = {"precision": {"type": precision}, "inputs": c_manifest["inputs"], "outputs": c_manifest["outputs"],
+            **rc.names(c_manifest["function"], precision)}
     values = random_batch(c_manifest, samples, np.random.default_rng(seed))
     named = dict(zip([i["name"] for i in c_manifest["inputs"]][1:], values[1:]))
     got = rc.CudaFunction(spec, host_library=so).outputs(values[0], **named)

@@ -88,6 +88,7 @@ class Library:
         self.backend = backend
         self._functions, self._lock = {}, threading.Lock()
         self._direct = {}       # mask -> (its function, the input names it takes besides q): see __call__
+        self._named = {}        # a mode given by names (a name, or a tuple of them) -> its mask: see __call__
 
     @property
     def name(self):
@@ -177,17 +178,33 @@ class Library:
         return result
 
     def __call__(self, mode, *first, threads=None, out=None, **inputs):
-        """The first output of ``mode`` (see :meth:`outputs`).  A mask called before with q and
-        exactly its mode's other inputs goes straight to the mode's function: the checks and
-        renaming of outputs() cost ten times the call of a small function."""
-        direct = self._direct.get(mode) if type(mode) is int else None
+        """The first output of ``mode`` (see :meth:`outputs`).  A mode called before with q and
+        exactly its other inputs goes straight to the mode's function: the checks and renaming
+        of outputs() cost ten times the call of a small function, and resolving names to a mask
+        as much again, so names resolved once are kept (bench/fast_routes.py)."""
+        if type(mode) is not int:
+            mode = self._mask_of_names(mode)
+        direct = self._direct.get(mode)
         if direct is not None and len(first) == 1 and threads is None and out is None and direct[1] == inputs.keys():
             return direct[0](*first, **inputs)
         name = self.output_specs[0]["name"]
         value = self.outputs(mode, *first, threads=threads, out=None if out is None else {name: out}, **inputs)[name]
-        if type(mode) is int and len(first) == 1:
+        if len(first) == 1:
             self._remember_direct(mode)
         return value
+
+    def _mask_of_names(self, mode):
+        """The mask of ``mode`` (mask()'s checks and errors), kept for a name or a list or tuple
+        of names that resolved (a bounded set: the library's names in its order)."""
+        key = tuple(mode) if type(mode) in (list, tuple) else mode
+        try:
+            return self._named[key]
+        except (KeyError, TypeError):       # TypeError: unhashable (a list inside): mask() says what is wrong
+            pass
+        mask = self.mask(mode)
+        if type(key) is str or (type(key) is tuple and all(type(n) is str for n in key)):
+            self._named[key] = mask
+        return mask
 
     def _remember_direct(self, mask):
         """Record ``mask``'s function for __call__'s direct path where the function takes the

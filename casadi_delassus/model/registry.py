@@ -1,5 +1,6 @@
 """Named robots read from installed packages, with constraint scenarios kept in
-``robots/<name>.json`` (set CASADI_DELASSUS_ROBOTS to use another folder).  Each file gives
+``casadi_delassus/model/robots/<name>.json``, package data that the wheel carries (set
+CASADI_DELASSUS_ROBOTS to use another folder).  Each file gives
 the package that ships the model, the file inside it (URDF, or SDF for closed loops), whether
 the base floats, optionally ``"armature"`` (rotor inertia: a number for every DoF of every joint
 but a free base, or a list of nv numbers; ``Robot.armature``), and named scenarios: lists of
@@ -8,6 +9,7 @@ constraints an SDF model defines (sdf.py)."""
 from __future__ import annotations
 
 import importlib.metadata
+import importlib.resources
 import json
 import os
 from functools import lru_cache
@@ -17,22 +19,25 @@ from ..errors import ModelError, unknown_name
 
 
 def robots_dir():
+    """The folder of the registry's files: $CASADI_DELASSUS_ROBOTS, else the package's own
+    (through importlib.resources, so an installed wheel finds it as a source checkout does)."""
     env = os.environ.get("CASADI_DELASSUS_ROBOTS")
-    return Path(env) if env else Path(__file__).resolve().parents[2] / "robots"
+    return Path(env) if env else importlib.resources.files(__package__) / "robots"
 
 
 @lru_cache(maxsize=None)
 def registry():
+    """{robot name: its registry entry}, in name order; empty where the folder is missing."""
     d = robots_dir()
     if not d.is_dir():
         return {}
     out = {}
-    for p in sorted(d.glob("*.json")):
+    for p in sorted((p for p in d.iterdir() if p.name.endswith(".json")), key=lambda p: p.name):
         try:
             entry = json.loads(p.read_text())
         except ValueError as exc:
             raise ModelError(f"malformed robot registry file {p}: {exc}") from None
-        out[p.stem] = entry
+        out[p.name[:-len(".json")]] = entry
     return out
 
 

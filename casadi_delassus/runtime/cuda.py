@@ -54,6 +54,15 @@ def device_cupy():
     return cupy
 
 
+def has_device():
+    """Whether CuPy is installed and sees a CUDA device here."""
+    try:
+        device_cupy()
+        return True
+    except DelassusError:
+        return False
+
+
 def _kind(a):
     module = type(a).__module__.split(".")[0]
     return "numpy" if isinstance(a, np.ndarray) else module if module in ("cupy", "torch", "jax", "jaxlib") else "other"

@@ -22,11 +22,11 @@
  * column-major arrays inputs.as_input returns.  Being the instance's own type, the call costs
  * no Python frame (a Python __call__ costs more than the rest of the door).
  *
- * No allocation on the way but the returned arrays (none with out=, and none in a steady loop:
- * see fresh_array): the pointer arrays, CasADi's work arrays and the inputs' column-major
- * copies live in a Set taken from a pool and put back, both under the GIL; the call itself
- * runs without the GIL, so threads run in parallel and a second concurrent caller gets a Set
- * of its own (allocated once, kept). */
+ * No allocation on the way but the returned arrays (none with out=, and none in a steady loop
+ * D = f(q) or D = f(Q): see fresh_array and fresh_batch): the pointer arrays, CasADi's work
+ * arrays and the inputs' column-major copies live in a Set taken from a pool and put back,
+ * both under the GIL; the call itself runs without the GIL, so threads run in parallel and a
+ * second concurrent caller gets a Set of its own (allocated once, kept). */
 #define PY_SSIZE_T_CLEAN
 #include <Python.h>
 #define NPY_NO_DEPRECATED_API NPY_1_7_API_VERSION
@@ -42,6 +42,9 @@ typedef int (*batch_arrays)(long long n, const void** x, void** y);
 enum { CHECK_FINITE = 0, CHECK_POSITIVE = 1 };
 #define POOL_KEEP 64            /* Sets kept for reuse; more concurrent callers free theirs */
 #define RING 2                  /* arrays kept per output to be handed out again (see fresh_array) */
+/* f(Q)'s outputs up to this size are kept to be handed out again (see fresh_batch): at most
+   RING of them per function stay allocated after their caller dropped them */
+#define BATCH_KEEP_BYTES ((npy_intp)256 << 20)
 
 typedef struct {
   PyObject* name;               /* interned */
@@ -86,6 +89,8 @@ typedef struct {
   Set* pool;
   int pooled;
   batch_arrays batch_fn;   /* <fn>_batch_arrays, for f(Q) of q alone */
+  PyObject* batch_ring[RING];   /* f(Q)'s outputs this door returned, kept to be reused once released */
+  int batch_next;
   long long batch_lanes, batch_per_instance, batch_min_share;   /* how run_batch splits (see batches) */
 } Door;
 
@@ -299,17 +304,27 @@ static int evaluate(Door* d, Set* s, PyArrayObject** arrays, int n_eval) {
   return 0;
 }
 
+/* Whether the array a ring holds is held by nobody else any more (only the ring's reference
+ * is left: no view, buffer export or weak reference) and is still a writeable C-contiguous
+ * float64 array of ``ndim`` dimensions ``dims`` */
+static int released(PyObject* x, int ndim, const npy_intp* dims) {
+  PyArrayObject* a = (PyArrayObject*)x;
+  if (!x || Py_REFCNT(x) != 1 || Py_TYPE(x) != &PyArray_Type || ((PyArrayObject_fields*)a)->weakreflist != NULL ||
+      PyArray_TYPE(a) != NPY_DOUBLE || PyArray_NDIM(a) != ndim ||
+      !PyArray_CHKFLAGS(a, NPY_ARRAY_WRITEABLE | NPY_ARRAY_C_CONTIGUOUS | NPY_ARRAY_ALIGNED))
+    return 0;
+  for (int k = 0; k < ndim; ++k)
+    if (PyArray_DIMS(a)[k] != dims[k]) return 0;
+  return 1;
+}
+
 /* A new array for output o, or one this door returned before that nobody else holds any more
- * (only the ring's reference is left, no view, buffer export or weak reference, shape,
- * dtype and flags as made): a steady loop ``D = f(q)`` then allocates nothing.  Under the GIL. */
+ * (released, owning its data as made): a steady loop ``D = f(q)`` then allocates nothing.
+ * Under the GIL. */
 static PyArrayObject* fresh_array(OutSpec* o) {
   for (int r = 0; r < RING; ++r) {
     PyArrayObject* a = (PyArrayObject*)o->ring[r];
-    if (a && Py_REFCNT(a) == 1 && Py_TYPE(a) == &PyArray_Type && PyArray_BASE(a) == NULL &&
-        ((PyArrayObject_fields*)a)->weakreflist == NULL && PyArray_TYPE(a) == NPY_DOUBLE &&
-        PyArray_NDIM(a) == o->ndim && PyArray_CHKFLAGS(a, NPY_ARRAY_OWNDATA | NPY_ARRAY_WRITEABLE | NPY_ARRAY_C_CONTIGUOUS |
-                                                           NPY_ARRAY_ALIGNED) &&
-        PyArray_DIMS(a)[0] == o->dims[0] && (o->ndim == 1 || PyArray_DIMS(a)[1] == o->dims[1])) {
+    if (released((PyObject*)a, o->ndim, o->dims) && PyArray_BASE(a) == NULL && PyArray_CHKFLAGS(a, NPY_ARRAY_OWNDATA)) {
       o->ring[r] = NULL;
       return a;
     }
@@ -317,14 +332,17 @@ static PyArrayObject* fresh_array(OutSpec* o) {
   return (PyArrayObject*)PyArray_SimpleNew(o->ndim, o->dims, NPY_DOUBLE);
 }
 
-/* keep a new reference to a returned array for fresh_array; under the GIL */
-static void keep(OutSpec* o, PyArrayObject* a) {
-  PyObject* old = o->ring[o->next];
+/* keep a new reference to a returned array in ``ring`` (RING entries, ``next`` the slot to
+ * fill, the oldest); under the GIL */
+static void keep_in(PyObject** ring, int* next, PyArrayObject* a) {
+  PyObject* old = ring[*next];
   Py_INCREF(a);
-  o->ring[o->next] = (PyObject*)a;
-  o->next = (o->next + 1) % RING;
+  ring[*next] = (PyObject*)a;
+  *next = (*next + 1) % RING;
   Py_XDECREF(old);
 }
+
+static void keep(OutSpec* o, PyArrayObject* a) { keep_in(o->ring, &o->next, a); }
 
 /* The output arrays: ``out`` (None, an array for output 0 when !all, a dict when all) or new
  * ones.  1: not acceptable, 0: arrays[k] set (owned[k] says whether it is a new reference),
@@ -831,6 +849,24 @@ static PyArrayObject* aligned_new(int ndim, npy_intp* dims) {
   return a;
 }
 
+/* An output of f(Q) (aligned_new's: a 64-byte aligned view of a slightly larger array), or
+ * one this door returned before that nobody else holds any more, its base included: a loop
+ * ``D = f(Q)`` then writes into memory already mapped, where a fresh 115 MB output each call
+ * cost its page faults, three times the call itself (go1 4F3, bench/fast_routes.py).  Under
+ * the GIL. */
+static PyArrayObject* fresh_batch(Door* d, int ndim, npy_intp* dims) {
+  for (int r = 0; r < RING; ++r) {
+    PyArrayObject* a = (PyArrayObject*)d->batch_ring[r];
+    if (released((PyObject*)a, ndim, dims) && (uintptr_t)PyArray_DATA(a) % 64 == 0 && PyArray_BASE(a) &&
+        Py_TYPE(PyArray_BASE(a)) == &PyArray_Type && Py_REFCNT(PyArray_BASE(a)) == 1 &&
+        ((PyArrayObject_fields*)PyArray_BASE(a))->weakreflist == NULL) {
+      d->batch_ring[r] = NULL;
+      return a;
+    }
+  }
+  return aligned_new(ndim, dims);
+}
+
 /* f(Q) of a function of q alone, straight from tp_call: Q any aligned float64 array n x nq
  * (any order), the first output into a new array or ``out``; NotImplemented for anything
  * else, and for a refused instance (the Python path then says why). */
@@ -871,7 +907,7 @@ static PyObject* batch_call(Door* d, PyObject* first, PyObject* out, PyObject* t
   npy_intp n = PyArray_DIMS(x)[0], dims[3] = {n, o->dims[0], o->ndim > 1 ? o->dims[1] : 0};
   PyArrayObject* y;
   if (out == Py_None) {
-    if (!(y = aligned_new(o->ndim + 1, dims))) return NULL;
+    if (!(y = fresh_batch(d, o->ndim + 1, dims))) return NULL;
   } else {
     if (!PyArray_Check(out)) Py_RETURN_NOTIMPLEMENTED;
     y = (PyArrayObject*)out;
@@ -897,6 +933,7 @@ static PyObject* batch_call(Door* d, PyObject* first, PyObject* out, PyObject* t
     Py_DECREF(y);
     Py_RETURN_NOTIMPLEMENTED;
   }
+  if (out == Py_None && PyArray_NBYTES(y) <= BATCH_KEEP_BYTES) keep_in(d->batch_ring, &d->batch_next, y);
   return (PyObject*)y;
 }
 
@@ -1065,6 +1102,7 @@ static void unbind(Door* d) {
     Py_XDECREF(d->out[k].name);
     for (int r = 0; r < RING; ++r) Py_XDECREF(d->out[k].ring[r]);
   }
+  for (int r = 0; r < RING; ++r) Py_CLEAR(d->batch_ring[r]);
   PyMem_Free(d->in);
   PyMem_Free(d->out);
   PyMem_Free(d->units);

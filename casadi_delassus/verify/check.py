@@ -133,6 +133,20 @@ class NumpySession:
         return reference.delassus(self.robot, self.cs, x["q"], x["K"])
 
 
+class FunctionSession(NumpySession):
+    """Another function of the same inputs as the oracle (``outputs(q, **inputs)``; ``check
+    --target cuda``: the C target's function for the host build of its CUDA form), κ from the
+    NumPy reference's Delassus matrix; ``note`` says what it is."""
+
+    def __init__(self, robot, constraints, function, note):
+        super().__init__(robot, constraints)
+        self.function, self.notes = function, (note,)
+
+    def expected(self, name, x):
+        args = {k: v for k, v in x.items() if k not in ("q", "K")} | x["K"]
+        return self.function.outputs(x["q"], **args)[name]
+
+
 class Outcome(dict):
     """{output: Comparison} of one oracle, with ``not_applicable`` ({output: reason}) for the
     outputs it could compare at no sample, ``skipped`` ({output: (samples, reason)}) for those
