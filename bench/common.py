@@ -88,3 +88,20 @@ def write(name, rows, headers, title=""):
     (RESULTS / f"{name}.md").write_text("\n".join(md) + "\n")
     (RESULTS / f"{name}.csv").write_text(to_csv(rows, headers) + "\n")
     print(f"-> {RESULTS / name}.md, .csv")
+
+
+def scalar_peak(cpu):
+    """(this machine's scalar add+mul peak in ops/ns, where it comes from): bench/results/peak.json when bench/peak.py
+    wrote it (on a quiet machine), else measured now on ``cpu`` (in wall time: low on a loaded machine)."""
+    import json
+    import os
+    path = RESULTS / "peak.json"
+    if path.is_file():
+        return json.loads(path.read_text())["scalar_add_mul_ops_per_ns"]["best"], "bench/results/peak.json"
+    from casadi_delassus.timing.peak import measure
+    allowed = os.sched_getaffinity(0)
+    os.sched_setaffinity(0, {cpu})
+    try:
+        return measure(reps=3, seconds=0.1)["scalar_add_mul_ops_per_ns"]["best"], "measured in this run"
+    finally:
+        os.sched_setaffinity(0, allowed)

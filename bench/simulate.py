@@ -6,8 +6,8 @@ contact step: issue 27's "done when" point 1, and a speed comparison with MuJoCo
     .venv/bin/python bench/simulate.py talos --max-iter 20000   # 8 sole corners, PD, 5 s (--solver pgs too)
     taskset -c 0 .venv/bin/python bench/simulate.py speed   # steps/s of go1 standing, our per-step loop vs mj_step
     .venv/bin/python bench/simulate.py batch      # 64 go1 environments: run_batch vs single rollouts (per-step loop)
-    taskset -c 0 .venv/bin/python bench/simulate.py rollout-speed --solver pgs   # our C rollout vs MuJoCo, one core
-    .venv/bin/python bench/simulate.py rollout-batch-speed --envs 1024 --solver pgs   # 1,024 environments, 2 threads
+    taskset -c 0 .venv/bin/python bench/simulate.py rollout-speed --solver pgs [--tol 1e-8]   # C rollout vs mujoco.rollout
+    taskset -c 0,1 .venv/bin/python bench/simulate.py rollout-batch-speed --envs 1024 --solver pgs [--tol 1e-8]   # 2 threads
     .venv/bin/python bench/simulate.py landing    # Baumgarte's β: go1 and a box dropped 5 cm, how deep they stay
 
 Each writes bench/results/simulate_<name>.png, .csv and a line in simulate.md.
@@ -46,6 +46,7 @@ from common import RESULTS  # noqa: F401  (puts the repository on sys.path)
 import casadi_delassus as cd  # noqa: E402
 from casadi_delassus.contact import simulate as sim  # noqa: E402
 from casadi_delassus.contact.rollout_io import plot, write_csv  # noqa: E402
+from casadi_delassus.timing.mujoco_contact import CONES, only_contacts  # noqa: E402
 from casadi_delassus.verify import contact_problems, reference  # noqa: E402
 
 GO2_STAND = {"hip": 0.0, "thigh": 0.9, "calf": -1.8}
@@ -216,12 +217,13 @@ def talos(args):
     return r
 
 
-def go1_mujoco(solver, pd=False):
+def go1_mujoco(solver, pd=False, cone="elliptic"):
     """go1.urdf as a MuJoCo model: meshes dropped, the dummy root's inertia made diagonal (its
     off-diagonal 1e-6 are not positive definite), fixed links fused, a free base, a plane, and
-    1 mm spheres at the four contact points (condim 3, μ 0.8, elliptic cones), dt 1e-3.  ``pd``:
-    the joint PD as MuJoCo actuators (force KP ctrl − KP q − KD q̇, ctrl the reference), so
-    that mj_step and mujoco.rollout run it in their C loop."""
+    1 mm spheres at the four contact points (condim 3, μ 0.8, ``cone`` cones), dt 1e-3; with the physics of our
+    loop only (timing/mujoco_contact.py only_contacts: go1.urdf's joint damping 0.01 and friction 0.2, 12 more
+    constraint rows, and its limits removed).  ``pd``: the joint PD as MuJoCo actuators (force KP ctrl − KP q − KD q̇,
+    ctrl the reference), so that mj_step and mujoco.rollout run it in their C loop."""
     import importlib.metadata
     import re
     import mujoco
@@ -234,7 +236,8 @@ def go1_mujoco(solver, pd=False):
     txt = txt.replace('<robot name="go1">', '<robot name="go1"><mujoco><compiler fusestatic="true" '
                       'discardvisual="true" balanceinertia="false"/></mujoco>')
     spec = mujoco.MjSpec.from_string(txt)
-    spec.option.timestep, spec.option.cone, spec.option.solver = DT, mujoco.mjtCone.mjCONE_ELLIPTIC, solver
+    spec.option.timestep, spec.option.solver = DT, solver
+    spec.option.cone = getattr(mujoco.mjtCone, f"mjCONE_{cone.upper()}")
     spec.body("base").add_freejoint()
     for leg in ("FL", "FR", "RL", "RR"):
         spec.body(f"{leg}_foot").add_geom(type=mujoco.mjtGeom.mjGEOM_SPHERE, size=[0.001, 0, 0],
@@ -244,7 +247,9 @@ def go1_mujoco(solver, pd=False):
         if j.type == mujoco.mjtJoint.mjJNT_HINGE:
             spec.add_actuator(target=j.name, trntype=mujoco.mjtTrn.mjTRN_JOINT, gainprm=[KP] + [0] * 9,
                               biastype=mujoco.mjtBias.mjBIAS_AFFINE, biasprm=[0, -KP, -KD] + [0] * 7)
-    return spec.compile()
+    m = spec.compile()
+    only_contacts(m)
+    return m
 
 
 def _mujoco_pd(m, robot, q_ours):
@@ -344,46 +349,67 @@ def _summary(rates, ours):
             med(rates[ours]) / best)
 
 
-def rollout_speed(args):
-    """Issue 27 point 4, one environment on one core (run under taskset -c 0): steps/s of a 1,000-step go1 standing
-    rollout under the joint PD, our C rollout (one call) against MuJoCo with the PD as actuators, by mj_step from
-    Python and by mujoco.rollout (its C loop), each of PGS, CG and Newton; interleaved repetitions."""
+MJ_SOLVERS = ("PGS", "CG", "Newton")
+
+
+def mujoco_rollout_models(robot, q_ours, drops):
+    """{"MuJoCo SOLVER CONE": (MjModel with the PD as actuators, states, controls)} for every solver and cone."""
     import mujoco
+    out = {}
+    for solver in MJ_SOLVERS:
+        for cone in CONES:
+            m = go1_mujoco(getattr(mujoco.mjtSolver, f"mjSOL_{solver.upper()}"), pd=True, cone=cone)
+            out[f"MuJoCo {solver} {cone}"] = (m, *_mujoco_states(m, robot, q_ours, drops))
+    return out
+
+
+def _mujoco_heights(models, n):
+    """Each model's final base height after n steps of mujoco.rollout from its first state."""
     from mujoco import rollout as mj_rollout
+    import mujoco
+    heights = {}
+    for k, (m, states, ctrl) in models.items():
+        state = mj_rollout.rollout(m, mujoco.MjData(m), states[:1], ctrl[None, None], nstep=n)[0]
+        heights[k] = state[0, -1, 1 + 2]          # FULLPHYSICS: time, then qpos
+    return heights
+
+
+def rollout_speed(args):
+    """Issues 27 point 4 and 33, one environment on one core (run under taskset -c 0): steps/s of a 1,000-step go1
+    standing rollout under the joint PD, our C rollout (one call) against mujoco.rollout (its C loop, the PD as
+    actuators) with each MuJoCo solver and cone, on a MuJoCo model with our physics only; interleaved repetitions."""
+    from mujoco import rollout as mj_rollout
+    import mujoco
     p, robot, scene = go1_scene()
     pd, v0 = cd.pd_controller(robot, p.q, KP, KD), np.zeros(robot.nv)
     factory = sim.factory("compiled", args.solver, args.tol, args.max_iter)
     ours = sim.run(scene, p.q, v0, 1.0, DT, pd, factory)          # builds the rollout first
-    solvers = {"PGS": mujoco.mjtSolver.mjSOL_PGS, "CG": mujoco.mjtSolver.mjSOL_CG, "Newton": mujoco.mjtSolver.mjSOL_NEWTON}
-    runs, heights = {"ours, C rollout": lambda: sim.run(scene, p.q, v0, 1.0, DT, pd, factory)}, {"ours": ours.q[-1, 2]}
-    for k, solver in solvers.items():
-        m = go1_mujoco(solver, pd=True)
-        state, ctrl = _mujoco_states(m, robot, p.q, [0.0])
-        d = mujoco.MjData(m)
-
-        def stepped(m=m, d=d, state=state, ctrl=ctrl):
-            mujoco.mj_setState(m, d, state[0], mujoco.mjtState.mjSTATE_FULLPHYSICS)
-            d.ctrl[:] = ctrl
-            for _ in range(1000):
-                mujoco.mj_step(m, d)
-            return d.qpos[2]
-        heights[f"MuJoCo {k}"] = stepped()
-        runs[f"MuJoCo {k} mj_step"] = stepped
-        runs[f"MuJoCo {k} rollout"] = (lambda m=m, d=d, state=state, ctrl=ctrl:
-                                       mj_rollout.rollout(m, d, state, ctrl[None, None], nstep=1000))
+    runs = {"ours, C rollout": lambda: sim.run(scene, p.q, v0, 1.0, DT, pd, factory)}
+    models = mujoco_rollout_models(robot, p.q, [0.0])
+    for k, (m, state, ctrl) in models.items():
+        runs[f"{k} rollout"] = (lambda m=m, d=mujoco.MjData(m), state=state, ctrl=ctrl:
+                                mj_rollout.rollout(m, d, state, ctrl[None, None], nstep=1000))
+    heights = {"ours": ours.q[-1, 2], **_mujoco_heights(models, 1000)}
     text, ratio = _summary(_timed(runs, args.reps, 1000), "ours, C rollout")
     note("rollout-speed", f"rollout speed, go1 standing under PD (kp {KP:g}, kd {KD:g}), 1,000 steps of {DT} s, one "
-         f"environment, {args.reps} interleaved reps, steps/s median (min-max): {text}; ours / fastest MuJoCo "
-         f"{ratio:.2f}; ours {args.solver} to {args.tol:g}, status {ours.status}, most iterations {ours.iterations.max()}; final base "
+         f"environment, {args.reps} interleaved reps, load {_load()}, steps/s median (min-max): {text}; ours / fastest "
+         f"MuJoCo {ratio:.2f}; ours {args.solver} to {args.tol:g}, status {ours.status}, most iterations "
+         f"{ours.iterations.max()}; MuJoCo without go1.urdf's joint damping, friction loss and limits; final base "
          f"heights " + ", ".join(f"{k} {h:.5f} m" for k, h in heights.items()))
 
 
+def _load():
+    """'L on N CPUs': the 1-minute load average, to stand beside a timing on a shared machine."""
+    import os
+    return f"{os.getloadavg()[0]:.1f} on {os.cpu_count()} CPUs"
+
+
 def rollout_batch_speed(args):
-    """Issue 27 point 4, batched: environment-steps/s of N go1 environments dropped from 0-2 cm under the joint PD,
-    our C rollout's batch entry point on ``--threads`` threads against mujoco.rollout with as many MjData (threads),
-    each MuJoCo solver; interleaved repetitions."""
-    import mujoco
+    """Issues 27 point 4 and 33, batched: environment-steps/s of N go1 environments dropped from 0-2 cm under the joint
+    PD, our C rollout's batch entry point on ``--threads`` threads against mujoco.rollout with as many MjData
+    (threads), each MuJoCo solver and cone, MuJoCo with our physics only; interleaved repetitions."""
     from mujoco import rollout as mj_rollout
+    import mujoco
     from casadi_delassus.contact.simulate_batch import run_batch
     p, robot, scene = go1_scene()
     pd, factory = cd.pd_controller(robot, p.q, KP, KD), sim.factory("compiled", args.solver, args.tol, args.max_iter)
@@ -393,17 +419,15 @@ def rollout_batch_speed(args):
     T = n * DT
     first = run_batch(scene, Q0, V0, T, DT, pd, factory, threads=threads)          # builds the rollout first
     runs = {f"ours, C rollout batch, {threads} threads": lambda: run_batch(scene, Q0, V0, T, DT, pd, factory, threads=threads)}
-    for k, solver in {"PGS": mujoco.mjtSolver.mjSOL_PGS, "CG": mujoco.mjtSolver.mjSOL_CG,
-                      "Newton": mujoco.mjtSolver.mjSOL_NEWTON}.items():
-        m = go1_mujoco(solver, pd=True)
-        states, ctrl = _mujoco_states(m, robot, p.q, drops)
+    for k, (m, states, ctrl) in mujoco_rollout_models(robot, p.q, drops).items():
         datas = [mujoco.MjData(m) for _ in range(threads)]
-        runs[f"MuJoCo {k} rollout, {threads} threads"] = (lambda m=m, datas=datas, states=states, ctrl=ctrl:
-                                                          mj_rollout.rollout(m, datas, states, ctrl[None, None], nstep=n))
+        runs[f"{k} rollout, {threads} threads"] = (lambda m=m, datas=datas, states=states, ctrl=ctrl:
+                                                   mj_rollout.rollout(m, datas, states, ctrl[None, None], nstep=n))
     text, ratio = _summary(_timed(runs, args.reps, N * n), next(iter(runs)))
     note("rollout-batch-speed", f"batched rollout speed, {N} go1 environments dropped from 0-2 cm under PD, {n} steps, "
-         f"{args.reps} interleaved reps, environment-steps/s median (min-max): {text}; ours / fastest MuJoCo "
-         f"{ratio:.2f}; ours {args.solver} to {args.tol:g}, statuses {sorted(set(first.status))}")
+         f"{args.reps} interleaved reps, load {_load()}, environment-steps/s median (min-max): {text}; ours / fastest "
+         f"MuJoCo {ratio:.2f}; ours {args.solver} to {args.tol:g}, statuses {sorted(set(first.status))}; MuJoCo "
+         f"without go1.urdf's joint damping, friction loss and limits")
 
 
 def batch(args):

@@ -261,8 +261,8 @@ def test_cli_bench_contact_bad_input_is_status_2(capsys, args, words):
 
 
 def test_cli_bench_contact_times_go1s_problems(tmp_path, capsys, monkeypatch):
-    """Pinocchio's route from C++ where its harness is already built (building it takes minutes), else the bench
-    says why not and keeps the Python figure."""
+    """Pinocchio's routes (every ρ rule, Anderson or not) from C++ where its harness is already built (building it
+    takes minutes), else the bench says why not and keeps the Python figure; MuJoCo's solvers and cones."""
     from casadi_delassus.cli import main
     from casadi_delassus.timing import contact_bench, pinocchio_harnesses
     cpp = pinocchio_harnesses.build_pinocchio_harness(only_cached=True) is not None
@@ -271,10 +271,11 @@ def test_cli_bench_contact_times_go1s_problems(tmp_path, capsys, monkeypatch):
     main(["bench", "go1", "--contact", "--reps", "1", "--calls", "2", "-o", str(tmp_path / "gen"),
           "--results", str(tmp_path / "res")])
     text = (tmp_path / "res" / "contact.md").read_text()
-    for row in ("| go1_stand | ours pgs |", "| go1_slide | Pinocchio admm Python |", "| go1_slide | MuJoCo newton |",
+    for row in ("| go1_stand | ours pgs |", "| go1_slide | MuJoCo Newton elliptic |", "| go1_slide | MuJoCo PGS pyramidal |",
                 "| pgs | 1 |"):
         assert row in text
-    assert ("| go1_slide | Pinocchio admm C++ |" in text) == cpp
+    assert ("| go1_slide | Pinocchio ADMM LINEAR, Anderson 5 |" in text) == cpp
+    assert ("| go1_slide | Pinocchio admm Python |" in text) != cpp
     assert cpp or "Pinocchio C++ route not measured (not built (test))" in capsys.readouterr().err
     assert "auto's choice" in text and "talos" not in text
 

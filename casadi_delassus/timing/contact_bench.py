@@ -1,24 +1,30 @@
-"""Frictional contact step (issue 25): our compiled step (one C call: v_free by ABA, G by the
-cheapest Delassus algorithm, ADMM or PGS to TOL, M⁻¹Jᵀλ) against Pinocchio 4.1 (aba +
-computeDelassusMatrix + its ADMMConstraintSolver / PGSConstraintSolver on the same G, g, μ and
-tolerance: from C++ (timing/templates/pinocchio_timing.cpp.j2, contact modes) where the harness
-builds, and from Python with the binding cost of each call subtracted as a cross-check) and MuJoCo (mj_forward: mj_fwdPosition through its PGS,
-CG or Newton solver with elliptic cones, warm start off) on issue 25's problems
-(verify/contact_problems.py), plus the batched step's throughput on one and two cores.  Used by
-``casadi-delassus bench ROBOT --contact`` and bench/contact.py.
+"""Frictional contact step (issues 25 and 33): our compiled step (one C call: v_free by ABA, G by the cheapest
+Delassus algorithm, g = J v_free, ADMM or PGS to TOL, v_next = v_free + M⁻¹Jᵀλ) against each anchor's fastest
+documented route on the same problems (verify/contact_problems.py, timing/a1_problem.py):
 
-Single-call contenders run pinned to the first allowed CPU, interleaved round by round, timed
-in CPU time of the calling thread (robust to other processes on a shared machine); ``markdown``
-gives medians with the min–max of the rounds.  MuJoCo's contacts are its soft ones (its own
-solref/solimp): its times are the cost of its solve on the same robot and points, not the same
-answer."""
+- Pinocchio 4.1 from C++ (timing/templates/pinocchio_timing.cpp.j2, contact modes): the whole step as ours computes
+  it, aba + g + computeDelassusMatrix + its PGSConstraintSolver, or its ADMMConstraintSolver with each ρ update rule
+  (OSQP, its default; SPECTRAL; LINEAR; CONSTANT) and Anderson acceleration (capacities ANDERSON), + v_next by aba with
+  the impulses as external forces; built against the pin wheel (its own flags: -O3, no -march=native);
+- MuJoCo's mj_forward in C (timing/mujoco_contact.py) on a model with exactly our physics (no joint damping, friction
+  loss, limits or mimic equalities), each of its solvers (PGS, CG, Newton) and cones (pyramidal, elliptic), warm
+  start off; MuJoCo's contacts are its soft ones;
+
+plus the batched step's throughput on one and two cores.  Used by ``casadi-delassus bench ROBOT --contact`` and
+bench/contact.py.  Where the C++ harness cannot be built, Pinocchio's PGS and default ADMM are timed from Python
+(``pinocchio_route``: the solve on the problem's G and g, without g and v_next, with the binding cost subtracted).
+
+Each anchor is checked against ours before it is timed: Pinocchio's G and g against the problem's (≤ 1e-12 of
+their largest entry) and its v_next against ours (≤ V_TOL); MuJoCo's constraint rows are its contacts' only, and
+its v_next lies within MJ_REL of the velocity change our contacts make (its soft contacts yield a few per cent).
+A route that fails its check or does not converge in 10,000 iterations is reported, not timed.  Contenders run
+pinned to the first allowed CPU, interleaved round by round, timed in CPU time of the calling thread (robust to
+other processes on a shared machine); ``markdown`` gives medians with the min–max of the rounds."""
 from __future__ import annotations
 
 import os
-import re
 import statistics
 import time
-from pathlib import Path
 
 import numpy as np
 
@@ -26,11 +32,15 @@ from ..contact.step import auto_solver, check_contacts, contact_step
 from ..errors import DelassusError
 from ..model import load_robot
 from ..verify import contact_problems as cp
-from .pinocchio_harnesses import PinocchioCppHarness, pinocchio_cpp_problem
+from . import a1_problem, mujoco_contact
+from .pinocchio_harnesses import ADMM_RULES, PinocchioCppHarness, pinocchio_cpp_problem
 
 TOL = 1e-8
 CFLAGS = ("auto",)
 BATCH_STATES = 20_000
+ANDERSON = (0, 5)       # Anderson capacities of Pinocchio's ADMM routes (bench/contact.py --anderson)
+V_TOL = 1e3 * TOL       # Pinocchio's v_next against ours: both solves stop at TOL on the impulses
+MJ_REL = 0.1            # MuJoCo's soft contacts: its v_next within 10 % of the velocity change ours make
 
 
 def per_call(fn, calls):
@@ -43,15 +53,16 @@ def per_call(fn, calls):
 
 
 def ours(p, solver, out):
-    """(timer of one step by the batch entry point, iterations, timer of the step without iterations)."""
+    """(timer(calls, max_iter) of one step by the batch entry point, the step's StepResult at the problem's state)."""
     s = contact_step(p.robot, p.specs, solver=solver, mu=p.mu, out_dir=out, cflags=CFLAGS)
     r = s(p.q, p.v, p.tau, dt=p.dt, tol=TOL, max_iter=10_000)
-    assert r.converged, (p.name, solver, r.status)
+    if not r.converged:
+        raise DelassusError(f"{p.name}: our {solver} step did not converge ({r.status})")
 
     def timer(n, max_iter=10_000):
         Q, V, T = (np.tile(x, (n, 1)) for x in (p.q, p.v, p.tau))
         return lambda: _batch_time(s, Q, V, T, p.dt, max_iter)
-    return timer, r.iterations
+    return timer, r
 
 
 def _batch_time(s, Q, V, T, dt, max_iter):
@@ -61,8 +72,32 @@ def _batch_time(s, Q, V, T, dt, max_iter):
     return (time.thread_time() - t0) / len(Q)
 
 
+def pinocchio_solver(G, mu, solver, admm=("OSQP", 0), tol=TOL):
+    """(solver, dense operator of G, constraint models and datas, settings, result) of Pinocchio's ``solver`` ("admm"
+    with ``admm`` = (ρ rule, Anderson capacity), or "pgs") on point contacts of friction ``mu``, stopping at absolute
+    tolerances ``tol`` (relative 0) within 10,000 iterations: ``solver.solve(operator, g, models, datas, settings,
+    result)`` solves."""
+    import pinocchio as pin
+    models, datas = pin.StdVec_ConstraintModel(), pin.StdVec_ConstraintData()
+    for m_i in mu:
+        c = pin.PointContactConstraintModel(cp._sample_model(), 0, pin.SE3.Identity(), 1, pin.SE3.Identity())
+        c.setFriction(float(m_i))
+        models.append(c)
+        datas.append(c.createData())
+    settings = pin.ADMMSolverSettings() if solver == "admm" else pin.PGSSolverSettings()
+    settings.absolute_feasibility_tol = settings.absolute_complementarity_tol = tol
+    settings.relative_feasibility_tol = settings.relative_complementarity_tol = 0.0
+    settings.max_iterations = 10_000
+    if solver == "admm":
+        settings.admm_update_rule, settings.anderson_capacity = getattr(pin.ADMMUpdateRule, admm[0]), admm[1]
+    result = pin.ADMMSolverResult() if solver == "admm" else pin.PGSSolverResult()
+    sol = pin.ADMMConstraintSolver(len(G)) if solver == "admm" else pin.PGSConstraintSolver(len(G))
+    return sol, pin.DelassusOperatorDense(np.asarray(G, dtype=float)), models, datas, settings, result
+
+
 def pinocchio_route(p, solver):
-    """(timer of aba + computeDelassusMatrix + solve with the binding cost subtracted, iterations)."""
+    """(timer of aba + computeDelassusMatrix + solve on the problem's G and g, with the binding cost subtracted; no g and
+    no v_next: a lower bound of the C++ route, for where that cannot be built; iterations)."""
     import pinocchio as pin
     model, data = p.model, p.model.createData()
     contacts = pin.StdVec_RigidConstraintModel()
@@ -73,19 +108,7 @@ def pinocchio_route(p, solver):
     cdatas = pin.StdVec_RigidConstraintData()
     for c in contacts:
         cdatas.append(c.createData())
-    models, datas = pin.StdVec_ConstraintModel(), pin.StdVec_ConstraintData()
-    for mu in p.mu:
-        c = pin.PointContactConstraintModel(cp._sample_model(), 0, pin.SE3.Identity(), 1, pin.SE3.Identity())
-        c.setFriction(float(mu))
-        models.append(c)
-        datas.append(c.createData())
-    settings = pin.ADMMSolverSettings() if solver == "admm" else pin.PGSSolverSettings()
-    settings.absolute_feasibility_tol = settings.absolute_complementarity_tol = TOL
-    settings.relative_feasibility_tol = settings.relative_complementarity_tol = 0.0
-    settings.max_iterations = 10_000
-    result = pin.ADMMSolverResult() if solver == "admm" else pin.PGSSolverResult()
-    sol = pin.ADMMConstraintSolver(len(p.g)) if solver == "admm" else pin.PGSConstraintSolver(len(p.g))
-    op = pin.DelassusOperatorDense(p.G)
+    sol, op, models, datas, settings, result = pinocchio_solver(p.G, p.mu, solver)
     sol.solve(op, p.g, models, datas, settings, result)
     empty = pin.Model()
     edata, z = empty.createData(), np.zeros(0)
@@ -102,11 +125,25 @@ def pinocchio_route(p, solver):
     return (lambda n: per_call(step, n) - per_call(binding, n)), int(result.iterations)
 
 
-def pinocchio_cpp_route(p, solver, calls, say=lambda s: None):
-    """(timer of one C++ round: aba + computeDelassusMatrix + its solver on the problem's G and g, in thread CPU
-    seconds per step; iterations), or None with a message when the harness cannot be built here.  Checks
-    that its λ is the Python binding's (the same solver on the same G, g, μ and tolerance)."""
+def pinocchio_routes(anderson=ANDERSON):
+    """Pinocchio's routes: ("pgs", None) and ("admm", (rule, Anderson capacity)) for every rule and capacity."""
+    return [("pgs", None)] + [("admm", (rule, a)) for rule in ADMM_RULES for a in anderson]
+
+
+def route_label(solver, admm):
+    """The table's name of a Pinocchio route."""
+    if solver == "pgs":
+        return "Pinocchio PGS"
+    rule, a = admm
+    return f"Pinocchio ADMM {rule}" + (f", Anderson {a}" if a else "")
+
+
+def pinocchio_cpp_route(p, solver, calls, reference, admm=("OSQP", 0), say=lambda s: None):
+    """(timer of one C++ round of the whole step in thread CPU seconds per step, iterations), or None with a message
+    when the harness cannot be built here, the route does not converge or fails its check: its G and g equal the
+    problem's, its v_next ours (``reference``, a StepResult) to V_TOL."""
     from ..errors import CompilerError
+    label = route_label(solver, admm)
     problem = pinocchio_cpp_problem()
     if problem:
         say(f"{p.name}: Pinocchio C++ route not measured ({problem}); the Python figure remains")
@@ -114,63 +151,40 @@ def pinocchio_cpp_route(p, solver, calls, say=lambda s: None):
     robot = load_robot(p.robot)
     try:
         h = PinocchioCppHarness(robot, check_contacts(robot, p.specs), [dict(q=p.q, v=p.v, tau=p.tau)], calls=calls,
-                                mode=f"contact_{solver}", contact=(p.dt, TOL, p.mu, p.G, p.g), progress=say)
+                                mode=f"contact_{solver}", contact=(p.dt, TOL, p.mu, p.G, p.g), progress=say,
+                                admm=admm or ("OSQP", 0))
+        first = h.run(1)
     except CompilerError as exc:
         say(f"{p.name}: Pinocchio C++ route not measured ({exc}); the Python figure remains")
         return None
-    first = h.run(1)
-    lam = cp.pinocchio_solve(p, solver=solver, tol=TOL)[0]
-    if not np.allclose(first.output[1:], lam, rtol=0, atol=1e-12 * max(np.abs(lam).max(), 1e-300)):
-        raise DelassusError(f"{p.name}: Pinocchio's {solver} λ from C++ differs from its Python binding's")
+    except DelassusError as exc:
+        say(f"{p.name}: {label} not timed ({str(exc)[-120:]})")
+        return None
+    m, nv = len(p.g), len(p.v)
+    v_next, dg, dG = first.output[1 + m:1 + m + nv], first.output[-2], first.output[-1]
+    err = np.abs(v_next - reference.v_next).max()
+    if dg > 1e-12 * np.abs(p.g).max() or dG > 1e-12 * np.abs(p.G).max() or not err <= V_TOL:
+        say(f"{p.name}: {label} not timed: its g, G or v_next differ ({dg:.1e}, {dG:.1e}, {err:.1e})")
+        return None
     return (lambda: h.run(1).ns[0] * 1e-9), int(first.output[0])
 
 
-def mujoco_model(p, solver):
-    """go1 from its URDF (ROBOTS.md: fused static bodies, no visuals, diagonal dummy root inertia,
-    a free joint, a plane, the foot spheres the only colliding geoms, condim 3, friction μ) at
-    the problem's state; MuJoCo's ``solver`` with elliptic cones, tolerance 1e-8, no warm start."""
-    import mujoco
-    urdf = Path(cp._robots_dir() / cp.ROBOTS["go1"][0]).read_text()
-    urdf = re.sub(r"<visual>.*?</visual>", "", urdf, flags=re.S)
-    urdf = re.sub(r"<collision>(?:(?!</collision>).)*<mesh.*?</collision>", "", urdf, flags=re.S)
-    urdf = re.sub(r'(<link name="base">.*?<inertia )[^/]*/>', r'\1ixx="1e-6" ixy="0" ixz="0" iyy="1e-6" iyz="0" izz="1e-6"/>',
-                  urdf, count=1, flags=re.S)
-    urdf = re.sub(r"(<robot[^>]*>)", r'\1<mujoco><compiler fusestatic="true" discardvisual="true" '
-                                     r'balanceinertia="false"/></mujoco>', urdf, count=1)
-    spec = mujoco.MjSpec.from_string(urdf)
-    spec.worldbody.first_body().add_freejoint()
-    for g in spec.geoms:
-        foot = g.type == mujoco.mjtGeom.mjGEOM_SPHERE and abs(g.size[0] - 0.02) < 1e-12
-        g.contype = g.conaffinity = int(foot)
-        g.condim, g.friction = 3, [float(p.mu[0]), 0.005, 0.0001]
-    spec.worldbody.add_geom(type=mujoco.mjtGeom.mjGEOM_PLANE, size=[0, 0, 1], condim=3,
-                            friction=[float(p.mu[0]), 0.005, 0.0001])
-    m = spec.compile()
-    m.opt.timestep, m.opt.cone = p.dt, mujoco.mjtCone.mjCONE_ELLIPTIC
-    m.opt.solver = getattr(mujoco.mjtSolver, f"mjSOL_{solver.upper()}")
-    m.opt.tolerance, m.opt.iterations = TOL, 10_000
-    m.opt.disableflags |= mujoco.mjtDisableBit.mjDSBL_WARMSTART
-    d = mujoco.MjData(m)
-    for j in range(1, p.model.njoints):
-        name, jq, jv = p.model.names[j], p.model.joints[j].idx_q, p.model.joints[j].idx_v
-        if j == 1:                                   # free joint: position, quaternion w x y z
-            d.qpos[:3], d.qpos[3:7] = p.q[:3], [p.q[6], *p.q[3:6]]
-            d.qvel[:6], d.qfrc_applied[:6] = p.v[:6], p.tau[:6]
-            continue
-        mj = m.joint(name)
-        d.qpos[mj.qposadr[0]], d.qvel[mj.dofadr[0]], d.qfrc_applied[mj.dofadr[0]] = p.q[jq], p.v[jv], p.tau[jv]
-    mujoco.mj_forward(m, d)
-    return m, d
-
-
-def mujoco_route(p, solver):
-    """(timer of mj_forward minus the binding cost, iterations, contacts found)."""
-    import mujoco
-    m, d = mujoco_model(p, solver)
-    empty = mujoco.MjModel.from_xml_string("<mujoco/>")
-    ed = mujoco.MjData(empty)
-    return ((lambda n: per_call(lambda: mujoco.mj_forward(m, d), n) - per_call(lambda: mujoco.mj_forward(empty, ed), n)),
-            int(d.solver_niter[0]), int(d.ncon))
+def mujoco_route(p, solver, cone, calls, reference, say=lambda s: None):
+    """(timer of mj_forward in C, "iterations (rows)"), or None when MuJoCo's model of ``p`` fails its check: its
+    constraint rows are the contacts' only, and its v_next lies within MJ_REL of the velocity change our contacts
+    make (‖v_next − ours‖∞ ≤ MJ_REL ‖v_free − ours‖∞)."""
+    import pinocchio as pin
+    m, d = mujoco_contact.model(p, solver, cone)
+    nefc, other = mujoco_contact.rows(m, d)
+    v_free = p.v + p.dt * pin.aba(p.model, p.model.createData(), p.q, p.v, p.tau)
+    err = np.abs(mujoco_contact.v_next(p, m, d) - reference.v_next).max()
+    change = np.abs(v_free - reference.v_next).max()
+    if other or d.ncon != len(p.mu) or not err <= MJ_REL * change:
+        say(f"{p.name}: MuJoCo {solver} {cone} not timed: {d.ncon} contacts, {other} other rows, v_next off by "
+            f"{err:.1e} (the contacts change it by {change:.1e})")
+        return None
+    h = mujoco_contact.MujocoForwardHarness(m, d, calls)
+    return (lambda: h.run(1).ns[0] * 1e-9), f"{int(d.solver_niter[0])} ({nefc} rows)"
 
 
 def throughput(p, solver, out, n, threads, reps):
@@ -195,34 +209,38 @@ def fmt(xs):
     return f"{statistics.median(xs) * 1e6:.2f} ({min(xs) * 1e6:.2f}–{max(xs) * 1e6:.2f})"
 
 
-def measure(problems, reps, calls, out, say=lambda s: None):
-    """{(problem, contender): [seconds per step, one per round]} and {(problem, contender): iterations}, the
-    contenders' rounds interleaved on the first allowed CPU."""
+def measure(problems, reps, calls, out, say=lambda s: None, anderson=ANDERSON):
+    """({(problem, contender): [seconds per step, one per round]}, {(problem, contender): iterations}), the contenders'
+    rounds interleaved on the first allowed CPU (module docstring).  Ours: "ours admm", "ours pgs" and each with
+    ", 0 iterations" (the step without its iterations)."""
     cpus = sorted(os.sched_getaffinity(0))
     contenders, notes = {}, {}
     for p in problems:
         say(f"{p.name}: building the contenders")
         for solver in ("admm", "pgs"):
-            timer, its = ours(p, solver, out)
+            timer, r = ours(p, solver, out)
             contenders[p.name, f"ours {solver}"] = timer(calls)
             contenders[p.name, f"ours {solver}, 0 iterations"] = timer(calls, 0)
-            notes[p.name, f"ours {solver}"] = its
-            cpp = pinocchio_cpp_route(p, solver, calls, say)
-            if cpp:
-                contenders[p.name, f"Pinocchio {solver} C++"], notes[p.name, f"Pinocchio {solver} C++"] = cpp
-            t, its = pinocchio_route(p, solver)
-            contenders[p.name, f"Pinocchio {solver} Python"] = (lambda t=t: t(calls))
-            notes[p.name, f"Pinocchio {solver} Python"] = its
-        if p.robot == "go1":
-            for solver in ("pgs", "cg", "newton"):
-                t, its, ncon = mujoco_route(p, solver)
-                contenders[p.name, f"MuJoCo {solver}"] = (lambda t=t: t(calls))
-                notes[p.name, f"MuJoCo {solver}"] = f"{its} ({ncon} contacts)"
+            notes[p.name, f"ours {solver}"] = r.iterations
+        cpp = pinocchio_cpp_problem() is None
+        for solver, admm in pinocchio_routes(anderson):
+            route = pinocchio_cpp_route(p, solver, calls, r, admm, say) if cpp else None
+            if route:
+                contenders[p.name, route_label(solver, admm)], notes[p.name, route_label(solver, admm)] = route
+            elif not cpp and admm in (None, ("OSQP", 0)):
+                t, its = pinocchio_route(p, solver)
+                contenders[p.name, f"Pinocchio {solver} Python"] = (lambda t=t: t(calls))
+                notes[p.name, f"Pinocchio {solver} Python"] = its
+        for solver in mujoco_contact.SOLVERS:
+            for cone in mujoco_contact.CONES:
+                route = mujoco_route(p, solver, cone, calls, r, say)
+                if route:
+                    contenders[p.name, f"MuJoCo {solver} {cone}"], notes[p.name, f"MuJoCo {solver} {cone}"] = route
     os.sched_setaffinity(0, {cpus[0]})
     try:
         times = {k: [] for k in contenders}
-        for r in range(reps):                       # interleaved rounds
-            say(f"round {r + 1}/{reps}")
+        for rnd in range(reps):                     # interleaved rounds
+            say(f"round {rnd + 1}/{reps}")
             for k, fn in contenders.items():
                 times[k].append(fn())
     finally:
@@ -236,30 +254,51 @@ def auto_choice(p):
     return auto_solver(check_contacts(robot, p.specs))
 
 
-def markdown(problems, times, notes, command, reps, batch_rows=()):
-    """The bench's Markdown: per problem and contender µs per step, iterations, ns per iteration and ratios; then
-    the batched throughput rows (``throughput``'s results with their solver and threads)."""
-    lines = [f"# Contact step (issue 25), µs per step: median (min–max) of {reps} interleaved rounds", "",
-             f"`{command}`; tolerance {TOL:g}, dt = 1e-3, thread CPU time, single calls pinned to one CPU.  "
-             "Pinocchio: aba + computeDelassusMatrix + its solver on the same G, g, μ and tolerance, \"C++\" built "
-             "against the pin wheel (thread CPU time), \"Python\" from its bindings with three bindings' cost subtracted; "
-             "MuJoCo: mj_forward minus an empty model's (its soft contacts, elliptic cones, no warm start).", "",
-             "| problem | contender | µs per step | iterations | ns per iteration | ours faster by |",
+def _fastest(times, name, prefix):
+    """(contender, median seconds) of the fastest contender of problem ``name`` whose label starts with ``prefix``."""
+    meds = {k[1]: statistics.median(v) for k, v in times.items()
+            if k[0] == name and k[1].startswith(prefix) and "0 iterations" not in k[1]}
+    return min(meds.items(), key=lambda kv: kv[1]) if meds else (None, None)
+
+
+def markdown(problems, times, notes, command, reps, batch_rows=(), peak=None, instructions=None):
+    """The bench's Markdown: a summary per problem (ours' fastest against each anchor's fastest route), then every
+    contender's µs per step, iterations and ratio to ours' fastest, then the batched throughput rows
+    (``throughput``'s results).  ``peak`` (scalar add+mul ops/ns) and ``instructions`` ({(problem, solver): SX
+    instructions of the step without iterations}) add ours' instructions per ns as a share of that peak."""
+    load = os.getloadavg()[0]
+    lines = [f"# Contact step against the anchors' fastest routes, µs per step: median (min–max) of {reps} interleaved "
+             "rounds", "",
+             f"`{command}`; load average {load:.1f} on {os.cpu_count()} CPUs at the end; tolerance {TOL:g}, dt = 1e-3, "
+             "thread CPU time, single calls pinned to one CPU.  Ours: -march=native (codegen/build.py's auto flags); "
+             "Pinocchio 4.1 C++ against the pin wheel (-O3, the wheel's own build); MuJoCo: the mujoco wheel's "
+             "libmujoco.  Pinocchio: aba + g + computeDelassusMatrix + its solver + v_next by aba with the impulses "
+             "as external forces (the whole step, as ours); MuJoCo: mj_forward on a model with our physics only (its "
+             "soft contacts, warm start off).", "",
+             "| problem | ours, fastest | Pinocchio, fastest route | ours faster by | MuJoCo, fastest | ours faster by |",
              "|---|---|---|---|---|---|"]
     for p in problems:
-        base = {s: statistics.median(times[p.name, f"ours {s}"]) for s in ("admm", "pgs")}
+        o, o_t = _fastest(times, p.name, "ours")
+        pin_k, pin_t = _fastest(times, p.name, "Pinocchio")
+        mj_k, mj_t = _fastest(times, p.name, "MuJoCo")
+        cell = lambda k, t: f"{k}: {t * 1e6:.2f} µs, iterations {notes[p.name, k]}" if k else "not measured"  # noqa: E731
+        ratio = lambda t: f"**{t / o_t:.1f}×**" if t else ""                                              # noqa: E731
+        lines.append(f"| {p.name} | {cell(o, o_t)} | {cell(pin_k, pin_t)} | {ratio(pin_t)} | {cell(mj_k, mj_t)} | "
+                     f"{ratio(mj_t)} |")
+    lines += ["", "Every contender (ratio: its median over ours' fastest):", "",
+              "| problem | contender | µs per step | iterations | ratio to ours' fastest |", "|---|---|---|---|---|"]
+    for p in problems:
+        _, o_t = _fastest(times, p.name, "ours")
         chosen = auto_choice(p)
         for k in [k for k in times if k[0] == p.name and "0 iterations" not in k[1]]:
-            med, solver = statistics.median(times[k]), k[1].split()[1]
-            per_it = ratio = ""
+            med, extra = statistics.median(times[k]), ""
             if k[1].startswith("ours"):
-                base_s = statistics.median(times[p.name, f"ours {solver}, 0 iterations"])
-                per_it = f"{(med - base_s) / max(notes[k], 1) * 1e9:.0f} (step without iterations {base_s * 1e6:.2f} µs)"
-                ratio = "auto's choice" if solver == chosen else ""
-            else:
-                same = f"{med / base[solver]:.1f}× vs ours {solver}, " if solver in base else ""
-                ratio = f"{same}{med / base[chosen]:.1f}× vs ours auto ({chosen})"
-            lines.append(f"| {p.name} | {k[1]} | {fmt(times[k])} | {notes[k]} | {per_it} | {ratio} |")
+                solver = k[1].split()[1]
+                base = statistics.median(times[p.name, f"ours {solver}, 0 iterations"])
+                extra = f"; auto's choice" if solver == chosen else ""
+                extra = (f"{(med - base) / max(notes[k], 1) * 1e9:.0f} ns per iteration, the step without iterations "
+                         f"{base * 1e6:.2f} µs" + _share(instructions, peak, (p.name, solver), base) + extra)
+            lines.append(f"| {p.name} | {k[1]} | {fmt(times[k])} | {notes[k]} | {med / o_t:.2f}{'; ' + extra if extra else ''} |")
     if batch_rows:
         lines += ["", f"Batched steps, {BATCH_STATES:,} states near {problems[0].name}'s stance (joints ±0.01 rad, "
                   f"v ~ N(0, 0.05)), tolerance {TOL:g}, median of {reps} (load average while measuring: "
@@ -270,11 +309,26 @@ def markdown(problems, times, notes, command, reps, batch_rows=()):
     return "\n".join(lines) + "\n"
 
 
+def _share(instructions, peak, key, seconds):
+    """", N instr/ns (P % of the scalar peak)" of the step without iterations, or "" without the counts."""
+    if not instructions or not peak or key not in instructions:
+        return ""
+    rate = instructions[key] / (seconds * 1e9)
+    return f" ({instructions[key]:,} SX instructions: {rate:.2f} instr/ns, {100 * rate / peak:.0f} % of the scalar peak)"
+
+
 def batch_rows(problem, out, reps, threads=(1, 2)):
     """(solver, threads, steps per µs wall, per µs CPU, median iterations) of the batched step on ``problem``."""
     return [(s, t, *throughput(problem, s, out, BATCH_STATES, t, reps)) for s in ("admm", "pgs") for t in threads]
 
 
 def problems_of(robot):
-    """Issue 25's problems on ``robot`` (go1: go1_stand, go1_slide; talos: talos_stand)."""
+    """The contact problems on ``robot`` (go1: go1_stand, go1_slide; talos: talos_stand; a1: a1_stand)."""
+    if robot == "a1":
+        return [a1_problem.build()]
     return [cp.build(n) for n in cp.PROBLEMS if n.split("_")[0] == robot]
+
+
+def all_problems():
+    """Issue 25's three problems and issue 33's A1 problem."""
+    return [cp.build(n) for n in cp.PROBLEMS] + [a1_problem.build()]

@@ -27,10 +27,11 @@ from .stats import Timing, compile_harness, parse_timings, run_harness
 from .render import ENV
 
 
-def _strip(urdf_text):
+def strip_urdf(urdf_text, **attrs):
     """The URDF without <visual>/<collision> (no meshes to find), and the links whose inertia
     MuJoCo rejects (not positive definite: go1's 1e-6 kg placeholder "base" link) made
-    diagonal; returns (text, [changed links])."""
+    diagonal; ``attrs``: more attributes of MuJoCo's <compiler> (fusestatic="true", ...); returns
+    (text, [changed links])."""
     root = ET.fromstring(urdf_text)
     changed = []
     for link in root.iter("link"):
@@ -48,6 +49,8 @@ def _strip(urdf_text):
             changed.append(link.get("name"))
     compiler = ET.SubElement(ET.SubElement(root, "mujoco"), "compiler")
     compiler.set("discardvisual", "true")
+    for k, v in attrs.items():
+        compiler.set(k, v)
     return ET.tostring(root, encoding="unicode"), changed
 
 
@@ -58,7 +61,7 @@ class MujocoModel:
     def __init__(self, robot, constraints):
         import mujoco
         self.mujoco = mujoco
-        text, self.changed_inertias = _strip(Path(robot.source).read_text())
+        text, self.changed_inertias = strip_urdf(Path(robot.source).read_text())
         spec = mujoco.MjSpec.from_string(text)
         if robot.floating_base:
             spec.worldbody.first_body().add_freejoint()

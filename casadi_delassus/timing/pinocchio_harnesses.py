@@ -56,9 +56,12 @@ PIN_FUNCTIONS = {"delassus": "computeDelassusMatrix", "dynamics": "constraintDyn
                  "dynamics_derivatives": "constraintDynamics + computeConstraintDynamicsDerivatives"}
 # the modes that solve Pinocchio's contact problem (constraint models, k = its zero contact acceleration)
 CONTACT_MODES = ("delassus", "dynamics", "dynamics_derivatives")
-# issue 25's contact step route, C++ only: aba + computeDelassusMatrix + its ADMM / PGS solver on a given problem
-CONTACT_SOLVERS = {"contact_admm": "aba + computeDelassusMatrix + ADMMConstraintSolver",
-                   "contact_pgs": "aba + computeDelassusMatrix + PGSConstraintSolver"}
+# the contact step's route, C++ only: aba, g, computeDelassusMatrix, its ADMM / PGS solver, v_next by aba with the
+# impulses as external forces (templates/pinocchio_timing.cpp.j2)
+CONTACT_SOLVERS = {"contact_admm": "aba + computeDelassusMatrix + ADMMConstraintSolver + aba(fext)",
+                   "contact_pgs": "aba + computeDelassusMatrix + PGSConstraintSolver + aba(fext)"}
+# ADMM's rho update rules in the harness's code order (Pinocchio's ADMMUpdateRule; OSQP its default)
+ADMM_RULES = ("OSQP", "SPECTRAL", "LINEAR", "CONSTANT")
 
 
 def pinocchio_k(robot, constraints, states):
@@ -232,10 +235,12 @@ def _harness_spec(spec):
 
 class PinocchioCppHarness:
     """``xs``: input sets (dicts with q, v, tau) or configurations.  ``contact``: for the
-    CONTACT_SOLVERS modes, the problem (dt, tol, μ per contact, G, g) Pinocchio's solver solves."""
+    CONTACT_SOLVERS modes, the problem (dt, tol, μ per contact, G, g): the route builds its own G and g
+    and the check output says how far they are from these; ``admm``: (ρ update rule of ADMM_RULES, Anderson
+    capacity) of contact_admm."""
 
     def __init__(self, robot, constraints, xs, calls=DEFAULT_CALLS, warmup=None, build_dir=None, progress=None,
-                 mode="delassus", contact=None):
+                 mode="delassus", contact=None, admm=("OSQP", 0)):
         problem = pinocchio_problem(robot, constraints, mode)
         if problem:
             raise DelassusError(problem)
@@ -254,8 +259,12 @@ class PinocchioCppHarness:
         np.concatenate([a for st in _states(robot, xs) for a in st]).tofile(self.qfile)
         if contact is not None:
             dt, tol, mu, G, g = contact
-            np.concatenate([[dt, tol], np.ravel(mu), np.ravel(G, order="F"), np.ravel(g)]).astype(np.float64).tofile(
-                self.pfile)
+            rule, anderson = admm
+            if rule not in ADMM_RULES or int(anderson) != anderson or anderson < 0:
+                raise DelassusError(f"ADMM settings: rule one of {', '.join(ADMM_RULES)} and an Anderson capacity "
+                                    f">= 0, got {admm!r}")
+            np.concatenate([[dt, tol], np.ravel(mu), np.ravel(G, order="F"), np.ravel(g),
+                            [ADMM_RULES.index(rule), anderson]]).astype(np.float64).tofile(self.pfile)
 
     def run(self, reps=DEFAULT_REPS):
         extra = [self.pfile] if self.mode in CONTACT_SOLVERS else []
