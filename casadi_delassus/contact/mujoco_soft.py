@@ -27,7 +27,7 @@ from __future__ import annotations
 import numpy as np
 
 from ..mujoco_model import soft
-from ..mujoco_model.soft import MINVAL
+from ..mujoco_model.constraints import Contact, contact_soft
 
 
 def clamped(solimp):
@@ -62,30 +62,22 @@ def soft_rows(dist, margin, solref, solimp, friction, dims, weight, impratio, ti
     damping that multiplies the row's velocity and the position term, so that
     a_ref = −B·(J v) − Kr.  ``friction`` is n_c × 5 (MuJoCo's contact.friction), ``weight`` the
     contact's translational inverse weight (the sum of its two bodies' ``body_invweight0[:, 0]``);
-    elliptic friction rows take their damping from ``solreffriction`` (n_c × 2) where it is not zero."""
-    r = np.asarray(dist, float) - np.asarray(margin, float)
-    d = impedance(r, solimp)
-    K, B = stiffness_damping(solref, solimp, timestep, refsafe)
-    B_friction = B
-    if solreffriction is not None:
-        own = np.any(np.asarray(solreffriction, float).reshape(-1, 2) != 0, axis=1)
-        B_friction = np.where(own, stiffness_damping(np.where(own[:, None], solreffriction, solref), solimp, timestep,
-                                                     refsafe)[1], B)
-    friction, weight = np.asarray(friction, float).reshape(-1, 5), np.asarray(weight, float)
-    ratio = max(MINVAL, impratio)
+    elliptic friction rows take their damping from ``solreffriction`` (n_c × 2) where it is not
+    zero.  The numbers of each contact are mujoco_model/constraints.py's ``contact_soft``."""
+    n = len(np.ravel(dist))
+    friction = np.asarray(friction, float).reshape(-1, 5)
+    solreffriction = np.zeros((n, 2)) if solreffriction is None else np.asarray(solreffriction, float).reshape(-1, 2)
     R, Bs, Kr = [], [], []
-    for i, (dim, k) in enumerate(zip(np.asarray(dims, int), rows_per_contact(dims, pyramidal))):
-        mu = friction[i, 0]
-        if dim == 1:
-            Ri = [max(MINVAL, (1 - d[i]) * weight[i] / d[i])]
-        elif pyramidal:
-            Ri = [2 * mu ** 2 / ratio * max(MINVAL, (1 - d[i]) * weight[i] * (1 + mu ** 2) / d[i])] * k
-        else:
-            Rn = max(MINVAL, (1 - d[i]) * weight[i] / d[i])
-            Ri = [Rn] + [Rn / ratio * mu ** 2 / friction[i, j] ** 2 for j in range(dim - 1)]
-        R += Ri
-        Bs += [B[i]] + [B[i] if pyramidal else B_friction[i]] * (k - 1)
-        Kr += [K[i] * d[i] * r[i]] * (k if pyramidal else 1) + [0.0] * (0 if pyramidal else k - 1)
+    for i in range(n):
+        c = Contact(-1, -1, None, None, float(np.ravel(dist)[i]), int(np.ravel(dims)[i]), friction[i],
+                    np.asarray(solref, float).reshape(-1, 2)[i], solreffriction[i],
+                    np.asarray(solimp, float).reshape(-1, 5)[i], float(np.ravel(margin)[i]))
+        # the rotational weight only enters rows whose R comes from the normal's
+        for pos, mg, _, _, imp, K, B, Ri in contact_soft(c, float(np.ravel(weight)[i]), 0.0, impratio, timestep,
+                                                          refsafe, pyramidal):
+            R.append(Ri)
+            Bs.append(B)
+            Kr.append(K * imp * (pos - mg))
     return np.array(R), np.array(Bs), np.array(Kr)
 
 

@@ -313,33 +313,41 @@ def _contact_jacobian(kin, c):
 def contact_parameters(m, c, pyramidal, J):
     """The rows of contact ``c`` given its frame rows J (condim of them): per row
     (J, pos, margin, type, weight, imp, K, B, R)."""
-    ref, imp_par, K, B = _solparams(m, c.solref, c.solimp)
     tran = float(m.body_invweight0[c.body1, 0] + m.body_invweight0[c.body2, 0])
     rot = float(m.body_invweight0[c.body1, 1] + m.body_invweight0[c.body2, 1])
+    rows = contact_soft(c, tran, rot, float(m.opt.impratio), float(m.opt.timestep), not disabled(m, "refsafe"), pyramidal)
+    if c.dim > 1 and pyramidal:
+        J = [J[0] + sign * float(c.friction[k - 1]) * J[k] for k in range(1, c.dim) for sign in (1.0, -1.0)]
+    return [(Jr, *row) for Jr, row in zip(J, rows)]
+
+
+def contact_soft(c, tran, rot, impratio, timestep, refsafe, pyramidal):
+    """The soft parameters of contact ``c``'s rows (MuJoCo's order: the normal and the cone's
+    rows, or the pyramid's edges), per row (pos, margin, type, weight, imp, K, B, R), for the
+    translational and rotational approximate inverse weights ``tran``, ``rot`` of its bodies."""
+    solref = soft.clean_solref(c.solref, timestep, refsafe)
+    imp_par = soft.clean_solimp(c.solimp)
+    K, B = soft.stiffness_damping(solref, imp_par)
     imp = soft.impedance(c.dist - c.includemargin, imp_par)
     mu = [float(x) for x in c.friction]
-    ratio = max(soft.MINVAL, float(m.opt.impratio))
+    ratio = max(soft.MINVAL, impratio)
     if c.dim == 1:
-        return [(J[0], c.dist, c.includemargin, FRICTIONLESS, tran, imp, K, B, soft.regularization(imp, tran))]
+        return [(c.dist, c.includemargin, FRICTIONLESS, tran, imp, K, B, soft.regularization(imp, tran))]
     if pyramidal:
         weight = tran + mu[0] * mu[0] * tran
         R0 = soft.regularization(imp, weight)
         R1 = R0 / ratio
         mu_reg = mu[0] * (ca.sqrt(R1 / R0) if isinstance(R0, ca.SX) else np.sqrt(R1 / R0))
-        Rpy = 2 * mu_reg * mu_reg * R0
-        out = []
-        for k in range(1, c.dim):
-            for sign in (1.0, -1.0):
-                out.append((J[0] + sign * mu[k - 1] * J[k], c.dist, c.includemargin, PYRAMIDAL, weight, imp, K, B, Rpy))
-        return out
+        row = (c.dist, c.includemargin, PYRAMIDAL, weight, imp, K, B, 2 * mu_reg * mu_reg * R0)
+        return [row] * (2 * (c.dim - 1))
     own = any(float(x) != 0 for x in c.solreffriction)
-    Bf = _solparams(m, c.solreffriction, c.solimp, default=(0.0, 0.0))[3] if own else B
+    Bf = soft.stiffness_damping(soft.clean_solref(c.solreffriction, timestep, refsafe, (0.0, 0.0)), imp_par)[1] if own else B
     R0 = soft.regularization(imp, tran)
     R1 = R0 / ratio
-    out = [(J[0], c.dist, c.includemargin, ELLIPTIC, tran, imp, K, B, R0)]
+    out = [(c.dist, c.includemargin, ELLIPTIC, tran, imp, K, B, R0)]
     for k in range(1, c.dim):
         Rk = R1 if k == 1 else R1 * mu[0] * mu[0] / (mu[k - 1] * mu[k - 1])
-        out.append((J[k], 0.0, 0.0, ELLIPTIC, tran if k < 3 else rot, imp, 0.0, Bf, Rk))
+        out.append((0.0, 0.0, ELLIPTIC, tran if k < 3 else rot, imp, 0.0, Bf, Rk))
     return out
 
 

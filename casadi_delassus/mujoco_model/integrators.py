@@ -19,10 +19,9 @@ One step from (time t, qpos, qvel) under (ctrl, qfrc_applied), h = opt.timestep:
   Xᵢ's qvel with each ball's and free joint's angular velocity ω made dexp⁻¹(θ)ω (the exact
   closed form), θ = h Σⱼ Aᵢⱼ kⱼ on that joint (``lie_correction``); then
   qpos ← qpos ⊕ h Σ bⱼ kⱼ, qvel ← qvel + h Σ bⱼ aⱼ, t ← t + h, and qacc_warmstart ← stage 4's
-  qacc.  Every stage starts its solve from the same qacc_warmstart (the step's).  (MuJoCo 4.0
-  measured: mj_step equals this bit for bit on free and ball joints, where the plain
-  combination of the stages' qvel is 2e-8 off per step, and dexp⁻¹'s series to θ² 1e-8 at
-  ‖θ‖ ≈ 1.)
+  qacc.  Every stage starts its solve from the same qacc_warmstart (the step's).  MuJoCo 4.0's
+  mj_step is this, not the plain weighted sum of the stages' qvel (docs/mujoco_model.md has the
+  measured differences).
 
 qpos ⊕ δ (mj_integratePos): hinge and slide q + δ; ball and free quaternions normalized, then
 multiplied on the right by the rotation of angle ‖ω‖ about ω/‖ω‖ (ω the rotational part of δ,

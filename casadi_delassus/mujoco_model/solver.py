@@ -27,6 +27,8 @@ import numpy as np
 from .constraints import ELLIPTIC, EQUALITY, FRICTION_DOF
 
 STATUS = ("converged", "max iterations", "not finite")
+# the relative gradient accepted once Newton steps no longer move qacc (``solve``)
+STALLED = 1e-8
 
 
 @dataclass
@@ -163,7 +165,8 @@ def _line_search(p, a, d, tol=1e-15, iterations=200):
 def solve(p, qacc_warm=None, tol=1e-13, max_iter=100):
     """MuJoCo's qacc and efc_force for problem ``p`` (a Solution), from ``qacc_warm``
     (default qacc_smooth): Newton steps until the gradient M (a − a₀) − Jᵀ f is below ``tol``
-    times the size of the forces in it."""
+    times the size of the forces in it, or, below 1e-8 of them, the steps stop moving a (rounding
+    then bounds the gradient: stiff soft rows, D = 1/R up to 1e10, amplify a's last bits)."""
     a = np.array(p.qacc_smooth if qacc_warm is None else qacc_warm, float)
     scale = np.abs(p.M @ p.qacc_smooth).max() + 1e-300
     g_norm, k = np.inf, 0
@@ -176,6 +179,9 @@ def solve(p, qacc_warm=None, tol=1e-13, max_iter=100):
         if g_norm <= tol:
             return Solution(a, force, k, g_norm, STATUS[0])
         step = -np.linalg.solve(p.M + p.J.T @ H @ p.J, g)
-        a = a + _line_search(p, a, step) * step
+        move = _line_search(p, a, step) * step
+        a = a + move
+        if np.abs(move).max() <= 4e-16 * max(1.0, np.abs(a).max()) and g_norm <= STALLED:
+            return Solution(a, evaluate(p, a)[1], k, g_norm, STATUS[0])
     force = evaluate(p, a)[1]
     return Solution(a, force, k, g_norm, STATUS[1])
