@@ -34,7 +34,7 @@ import numpy as np
 from ..model.mjcf import mujoco_module
 from . import soft
 from .flags import disabled
-from .kinematics import BALL, HINGE, SLIDE, quat_conj, quat_mul, quat_to_vel
+from .kinematics import BALL, HINGE, SLIDE, Kinematics, quat_conj, quat_mul, quat_to_vel
 
 EQUALITY, FRICTION_DOF, LIMIT_JOINT, FRICTIONLESS, PYRAMIDAL, ELLIPTIC = 0, 1, 3, 5, 6, 7
 
@@ -363,6 +363,11 @@ def constraint_rows(kin, v, contacts=()):
     return rows
 
 
+def _column(values):
+    """An SX column of numbers and SX scalars (empty: 0 x 1)."""
+    return ca.vertcat(*[x if isinstance(x, ca.SX) else ca.SX(x) for x in values]) if values else ca.SX(0, 1)
+
+
 def symbolic_contacts(contacts):
     """Copies of ``contacts`` whose point, frame and dist are SX symbols, and those symbols
     (pos: 3 n, frame: 9 n row-major, dist: n) — a compiled function's contact inputs."""
@@ -381,12 +386,11 @@ class EfcFunction:
     OUTPUTS = ("J", "pos", "margin", "frictionloss", "R", "D", "aref", "active", "K", "B", "imp")
 
     def __init__(self, m, contacts=()):
-        from .kinematics import Kinematics
         q, v = ca.SX.sym("qpos", m.nq), ca.SX.sym("qvel", m.nv)
         symbolic, (cp, cf, cd) = symbolic_contacts(list(contacts))
         rows = constraint_rows(Kinematics(m, q), v, symbolic)
         self.type, self.id = np.array(rows.type, int), np.array(rows.id, int)
-        col = lambda xs: ca.vertcat(*[ca.SX(x) if not isinstance(x, ca.SX) else x for x in xs]) if xs else ca.SX(0, 1)  # noqa: E731
+        col = _column
         R = col(rows.R)
         outputs = [ca.densify(rows.matrix()) if len(rows) else ca.SX(0, m.nv), col(rows.pos), col(rows.margin),
                    col(rows.frictionloss), R, 1 / R, rows.aref(v) if len(rows) else ca.SX(0, 1), col(rows.active),

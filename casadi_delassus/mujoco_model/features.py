@@ -18,7 +18,8 @@ Everything else that changes the physics is refused: tendons that act, plugins, 
 bodies, other sensors, sensor delay or history, other transmissions, activation dynamics,
 muscle or user gains and biases, actuator delay, damping or armature, multi-control actuators,
 polynomial springs and dampers, plasticity, gravity compensation, fluid forces, the implicit
-and discrete integrators, noslip, the override, sleep, diagexact, IPC and speculative flags,
+and discrete integrators, implicitfast on a free body with no joint below it (MuJoCo 4 steps it
+with a 6 x 6 solve of its own, gyroscopic terms included), noslip, the override, sleep, diagexact, IPC and speculative flags,
 tendon and flex equality constraints."""
 from __future__ import annotations
 
@@ -158,6 +159,9 @@ def _options(m, mujoco):
     integrator = _enum_name(mujoco.mjtIntegrator, o.integrator, "mjINT_")
     if integrator not in INTEGRATORS:
         out.append(f"the {integrator} integrator (Euler, implicitfast and RK4 are supported)")
+    if integrator == "implicitfast":
+        out += [f"implicitfast with the rigid free body {_name(m, 'mjOBJ_BODY', b)} (MuJoCo steps it with its own 6 x 6 "
+                f"solve, gyroscopic terms included)" for b in _rigid_free_bodies(m)]
     if o.noslip_iterations > 0:
         out.append("the noslip solver (noslip_iterations > 0)")
     if o.density != 0 or o.viscosity != 0:
@@ -166,6 +170,25 @@ def _options(m, mujoco):
         if o.enableflags & getattr(mujoco.mjtEnableBit, f"mjENBL_{flag.upper()}"):
             out.append(f"the {flag} flag")
     return out
+
+
+def _rigid_free_bodies(m):
+    """Bodies on a free joint with no other joint below them (MuJoCo 4's implicitfast treats them apart)."""
+    out = []
+    for j in range(m.njnt):
+        if int(m.jnt_type[j]) != 0:
+            continue
+        b = int(m.jnt_bodyid[j])
+        below = [c for c in range(b + 1, m.nbody) if _descends(m, c, b)]
+        if not any(m.body_jntnum[c] for c in below):
+            out.append(b)
+    return out
+
+
+def _descends(m, c, b):
+    while c > b:
+        c = int(m.body_parentid[c])
+    return c == b
 
 
 def unsupported(m):

@@ -48,7 +48,7 @@ import numpy as np
 
 from . import actuators
 from .flags import disabled
-from .forward import Forward, ForwardModel
+from .forward import ForwardModel
 from .kinematics import BALL, FREE
 
 RK4_A = ((0.5,), (0.0, 0.5), (0.0, 0.0, 1.0))
@@ -174,5 +174,3 @@ class Integrator:
             forwards.append(f)
         return np.array(states), forwards
 
-
-__all__ = ["Forward", "Integrator", "State", "integrate_pos"]

@@ -24,6 +24,7 @@ import casadi as ca
 import numpy as np
 
 from ..model.mjcf import mujoco_module
+from .constraints import FRICTIONLESS, PYRAMIDAL
 from .kinematics import quat_conj, quat_mul
 
 OBJECTS = {"mjOBJ_XBODY": "xbody", "mjOBJ_BODY": "body", "mjOBJ_GEOM": "geom", "mjOBJ_SITE": "site"}
@@ -202,7 +203,6 @@ def sensordata(kin, v, qacc, contacts=(), normal_forces=()):
 def normal_forces(efc, force, ncontacts):
     """Each contact's normal force from an EfcFunction's rows ``efc`` (type, id) and their
     ``force``: its first row's (elliptic, frictionless) or the sum over its pyramid's edges."""
-    from .constraints import FRICTIONLESS, PYRAMIDAL
     out = np.zeros(ncontacts)
     contact = np.asarray(efc["type"]) >= FRICTIONLESS
     for cid in range(ncontacts):

@@ -23,9 +23,6 @@ from ..sweeps.tree import Tree, inverse_dynamics
 from ..symbolic.frames import local_transforms
 from . import actuators, passive
 from .kinematics import normalized_q
-from .model import MujocoModel
-
-__all__ = ["MujocoModel", "Smooth", "bias_force", "mass_matrix", "smooth", "smooth_function", "unconstrained_acceleration"]
 
 
 def _free_rotation(robot, T):

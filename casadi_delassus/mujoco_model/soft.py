@@ -19,7 +19,6 @@ casadi.SX, and the same code serves both (``select`` picks the branch)."""
 from __future__ import annotations
 
 import casadi as ca
-import numpy as np
 
 MIN_IMP, MAX_IMP, MINVAL = 1e-4, 0.9999, 1e-15
 DEFAULT_SOLREF = (0.02, 1.0)
