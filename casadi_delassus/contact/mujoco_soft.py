@@ -20,43 +20,33 @@ for torsional and rolling friction, for the elliptic cone ‖(f_j / μ_j)‖ ≤
 - a_ref = −B·(J v) − K·d·r, with (B, K) from solref (time constant clamped to 2·timestep,
   damping ratio; or −stiffness, −damping), and no position term in elliptic friction rows.
 
-These functions work on arrays (one entry per contact) and need no `mujoco`."""
+These functions work on arrays (one entry per contact) and need no `mujoco`; the numbers of one
+constraint, for every row type, are mujoco_model/soft.py's."""
 from __future__ import annotations
 
 import numpy as np
 
-MIN_IMP, MAX_IMP, MINVAL = 1e-4, 0.9999, 1e-15
+from ..mujoco_model import soft
+from ..mujoco_model.constraints import Contact, contact_soft
 
 
 def clamped(solimp):
-    """solimp rows (n_c × 5) with d₀ and d_width clamped to [1e-4, 0.9999], as MuJoCo uses them."""
-    s = np.array(solimp, float).reshape(-1, 5)
-    s[:, :2] = np.clip(s[:, :2], MIN_IMP, MAX_IMP)
-    return s
+    """solimp rows (n_c × 5) as MuJoCo uses them (mujoco_model/soft.py, clean_solimp)."""
+    return np.array([soft.clean_solimp(s) for s in np.array(solimp, float).reshape(-1, 5)])
 
 
 def impedance(r, solimp):
-    """d(r): MuJoCo's impedance of violation r (n_c) for solimp rows (n_c × 5), clamped to [1e-4, 0.9999]."""
-    d0, dw, width, mid, power = clamped(solimp).T
-    x = np.minimum(np.abs(np.asarray(r, float)) / np.maximum(width, MINVAL), 1.0)
-    low = x ** power / np.maximum(mid, MINVAL) ** (power - 1)
-    high = 1 - (1 - x) ** power / np.maximum(1 - mid, MINVAL) ** (power - 1)
-    y = np.where(x >= 1, 1.0, np.where(power == 1, x, np.where(x <= mid, low, high)))
-    d = np.where((d0 == dw) | (width <= MINVAL), 0.5 * (d0 + dw), d0 + y * (dw - d0))
-    return np.clip(d, MIN_IMP, MAX_IMP)
+    """d(r): MuJoCo's impedance of violation r (n_c) for solimp rows (n_c × 5) (mujoco_model/soft.py)."""
+    return np.array([soft.impedance(float(x), s) for x, s in zip(np.ravel(r), clamped(solimp))])
 
 
 def stiffness_damping(solref, solimp, timestep, refsafe=True):
     """(K, B) per contact from solref (n_c × 2): (time constant, damping ratio) when positive
-    (the time constant at least 2·timestep when ``refsafe``), (−stiffness, −damping) otherwise."""
-    ref = np.array(solref, float).reshape(-1, 2)
-    dmax = clamped(solimp)[:, 1]
-    if refsafe:
-        ref[:, 0] = np.where(ref[:, 0] > 0, np.maximum(ref[:, 0], 2 * timestep), ref[:, 0])
-    tc, dr = ref.T
-    K = np.where(tc > 0, 1 / np.maximum(MINVAL, dmax ** 2 * tc ** 2 * dr ** 2), -tc / np.maximum(MINVAL, dmax ** 2))
-    B = np.where(dr > 0, 2 / np.maximum(MINVAL, dmax * tc), -dr / np.maximum(MINVAL, dmax))
-    return K, B
+    (the time constant at least 2·timestep when ``refsafe``), (−stiffness, −damping) otherwise
+    (mujoco_model/soft.py)."""
+    pairs = [soft.stiffness_damping(soft.clean_solref(r, timestep, refsafe), s)
+             for r, s in zip(np.array(solref, float).reshape(-1, 2), clamped(solimp))]
+    return tuple(np.array(x) for x in zip(*pairs)) if pairs else (np.zeros(0), np.zeros(0))
 
 
 def rows_per_contact(dims, pyramidal):
@@ -72,30 +62,22 @@ def soft_rows(dist, margin, solref, solimp, friction, dims, weight, impratio, ti
     damping that multiplies the row's velocity and the position term, so that
     a_ref = −B·(J v) − Kr.  ``friction`` is n_c × 5 (MuJoCo's contact.friction), ``weight`` the
     contact's translational inverse weight (the sum of its two bodies' ``body_invweight0[:, 0]``);
-    elliptic friction rows take their damping from ``solreffriction`` (n_c × 2) where it is not zero."""
-    r = np.asarray(dist, float) - np.asarray(margin, float)
-    d = impedance(r, solimp)
-    K, B = stiffness_damping(solref, solimp, timestep, refsafe)
-    B_friction = B
-    if solreffriction is not None:
-        own = np.any(np.asarray(solreffriction, float).reshape(-1, 2) != 0, axis=1)
-        B_friction = np.where(own, stiffness_damping(np.where(own[:, None], solreffriction, solref), solimp, timestep,
-                                                     refsafe)[1], B)
-    friction, weight = np.asarray(friction, float).reshape(-1, 5), np.asarray(weight, float)
-    ratio = max(MINVAL, impratio)
+    elliptic friction rows take their damping from ``solreffriction`` (n_c × 2) where it is not
+    zero.  The numbers of each contact are mujoco_model/constraints.py's ``contact_soft``."""
+    n = len(np.ravel(dist))
+    friction = np.asarray(friction, float).reshape(-1, 5)
+    solreffriction = np.zeros((n, 2)) if solreffriction is None else np.asarray(solreffriction, float).reshape(-1, 2)
     R, Bs, Kr = [], [], []
-    for i, (dim, k) in enumerate(zip(np.asarray(dims, int), rows_per_contact(dims, pyramidal))):
-        mu = friction[i, 0]
-        if dim == 1:
-            Ri = [max(MINVAL, (1 - d[i]) * weight[i] / d[i])]
-        elif pyramidal:
-            Ri = [2 * mu ** 2 / ratio * max(MINVAL, (1 - d[i]) * weight[i] * (1 + mu ** 2) / d[i])] * k
-        else:
-            Rn = max(MINVAL, (1 - d[i]) * weight[i] / d[i])
-            Ri = [Rn] + [Rn / ratio * mu ** 2 / friction[i, j] ** 2 for j in range(dim - 1)]
-        R += Ri
-        Bs += [B[i]] + [B[i] if pyramidal else B_friction[i]] * (k - 1)
-        Kr += [K[i] * d[i] * r[i]] * (k if pyramidal else 1) + [0.0] * (0 if pyramidal else k - 1)
+    for i in range(n):
+        c = Contact(-1, -1, None, None, float(np.ravel(dist)[i]), int(np.ravel(dims)[i]), friction[i],
+                    np.asarray(solref, float).reshape(-1, 2)[i], solreffriction[i],
+                    np.asarray(solimp, float).reshape(-1, 5)[i], float(np.ravel(margin)[i]))
+        # the rotational weight only enters rows whose R comes from the normal's
+        for pos, mg, _, _, imp, K, B, Ri in contact_soft(c, float(np.ravel(weight)[i]), 0.0, impratio, timestep,
+                                                          refsafe, pyramidal):
+            R.append(Ri)
+            Bs.append(B)
+            Kr.append(K * imp * (pos - mg))
     return np.array(R), np.array(Bs), np.array(Kr)
 
 

@@ -1,0 +1,23 @@
+"""MuJoCo's model as mathematics: for one compiled ``MjModel``, the physics of ``mj_forward`` and
+``mj_step`` apart from collision detection, written over casadi.SX (what the generated C of
+``cd.mujoco_rollout`` will be made from) with NumPy references where the mathematics is not
+MuJoCo's own output.  Each piece is checked against MuJoCo itself on many random states
+(tests/mujoco_model/).
+
+- ``features.py``: what a model uses; what it uses and this package does not model is refused
+  by name (one ModelError line), never ignored; ``model.py``: the checked model and its Robot.
+- ``kinematics.py``: MuJoCo's forward kinematics (bodies, sites, quaternion chain, dof axes),
+  point Jacobians, velocities and accelerations, in the world frame as MuJoCo has them.
+- ``smooth.py``, ``passive.py``, ``actuators.py``: M with armature (the package's CRBA),
+  qfrc_bias (the package's RNE), qfrc_passive, qfrc_actuator, qacc_smooth.
+- ``soft.py``, ``constraints.py``: the efc rows (contacts given as input, joint limits, friction
+  loss, equality) with MuJoCo's J, pos, margin, R, D and a_ref (contact/mujoco_soft.py reads them).
+- ``solver.py``, ``forward.py``: a NumPy reference solve of MuJoCo's convex problem (primal
+  Newton) and a forward pass on it.
+- ``integrators.py``: Euler (implicit joint damping), implicitfast and RK4 on top of a NumPy
+  forward, and what ``mujoco.rollout.rollout`` records.
+- ``sensors.py``: the supported sensors.
+
+It imports model/, symbolic/, sweeps/, dynamics/, constraints and errors; never codegen/,
+runtime/, verify/ or timing/ (tests/test_imports.py).  docs/mujoco_model.md has what is supported
+and refused, the measured agreement with MuJoCo 4.0, and what ``mujoco.rollout`` records."""
