@@ -3,11 +3,12 @@
     model → symbolic → sweeps → {delassus, dynamics, operators} → registry → runtime → codegen → api → cli
 
 with errors, names (identifiers) and progress (progress lines) importable everywhere, constraints between symbolic and sweeps, opcount (counting)
-beside the registry, verify (the oracles), report and executor (jobs) beside codegen, contact_modes (libraries) and contact (solvers and the compiled step) beside api, timing above api.
+beside the registry, verify (the oracles), report and executor (jobs) beside codegen, contact_modes (libraries), contact (solvers and the compiled step) and mujoco_model (MuJoCo's model as
+mathematics) beside api, timing above api.
 The runtime (loading and calling generated code) never imports codegen (the compile side) but
 for the one import RUNTIME_COMPILES names, and no module imports itself through others (no
 import circle, lazy imports in functions included).  The
-mathematics (symbolic, sweeps, delassus, dynamics, operators) never imports codegen, timing,
+mathematics (symbolic, sweeps, delassus, dynamics, operators, mujoco_model) never imports codegen, timing,
 verify, the registry or the counting; the algorithm packages do not import each other's
 modules, except where the paper defines one algorithm as another's driver with a policy; the
 NumPy reference shares no code with the algorithms.  Read from the sources with ``ast``."""
@@ -19,8 +20,8 @@ import pytest
 PACKAGE = Path(__file__).resolve().parents[1] / "casadi_delassus"
 RANK = {"errors": 0, "names": 0, "progress": 0, "model": 1, "symbolic": 2, "constraints": 3, "sweeps": 4,
         "delassus": 5, "dynamics": 5, "operators": 5, "opcount": 6, "registry": 7,
-        "runtime": 7.5, "codegen": 8, "verify": 8, "report": 8, "executor": 8, "contact_modes": 9, "contact": 9, "api": 9, "timing": 10, "cli": 11, "__init__": 12, "__main__": 12}
-MATH = {"symbolic", "sweeps", "delassus", "dynamics", "operators"}
+        "runtime": 7.5, "codegen": 8, "verify": 8, "report": 8, "executor": 8, "contact_modes": 9, "contact": 9, "mujoco_model": 9, "api": 9, "timing": 10, "cli": 11, "__init__": 12, "__main__": 12}
+MATH = {"symbolic", "sweeps", "delassus", "dynamics", "operators", "mujoco_model"}
 ALGORITHMS = {"delassus", "dynamics", "operators"}
 # PV paper Sec. VIII: PV-early is Alg. 1 with early elimination at every joint (pv.py's driver and
 # its policy); Sec. VI: PV-soft is ABA on augmented inertias (aba.py's solve with hooks)
