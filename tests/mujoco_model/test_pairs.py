@@ -148,6 +148,10 @@ def test_what_the_driver_does_that_we_do_not_is_refused_and_disabled_contacts_gi
     m.opt.enableflags |= mujoco.mjtEnableBit.mjENBL_SLEEP
     with pytest.raises(ModelError, match="sleeping bodies"):
         collision_pairs(m, "crowd")
+    m = mujoco.MjModel.from_xml_string('<mujoco><worldbody><geom type="plane" size="1 1 1"/><flexcomp name="f" '
+                                       'type="grid" count="2 2 1" spacing=".1 .1 .1" dim="2"/></worldbody></mujoco>')
+    with pytest.raises(ModelError, match="flex contacts are not supported"):
+        collision_pairs(m, "flex")
     m = mujoco.MjModel.from_xml_string(CROWD)
     m.opt.disableflags |= mujoco.mjtDisableBit.mjDSBL_CONTACT
     assert collision_pairs(m) == [] and C.contact_layout(m).nslot == 0
