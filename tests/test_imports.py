@@ -7,7 +7,7 @@ beside the registry, verify (the oracles), report and executor (jobs) beside cod
 The runtime (loading and calling generated code) never imports codegen (the compile side) but
 for the one import RUNTIME_COMPILES names, and no module imports itself through others (no
 import circle, lazy imports in functions included).  The
-mathematics (symbolic, sweeps, delassus, dynamics, operators) never imports codegen, timing,
+mathematics (symbolic, sweeps, delassus, dynamics, operators, mujoco_model) never imports codegen, timing,
 verify, the registry or the counting; the algorithm packages do not import each other's
 modules, except where the paper defines one algorithm as another's driver with a policy; the
 NumPy reference shares no code with the algorithms.  Read from the sources with ``ast``."""

@@ -17,6 +17,10 @@ MuJoCo's own output.  Each piece is checked against MuJoCo itself on many random
 - ``integrators.py``: Euler (implicit joint damping), implicitfast and RK4 on top of a NumPy
   forward, and what ``mujoco.rollout.rollout`` records.
 - ``sensors.py``: the supported sensors.
+- ``geoms.py``, ``pairs.py``, ``collision.py``: each geom's world pose as SX of q; which geom
+  pairs can collide, as MuJoCo's collision driver decides, with their mixed contact parameters;
+  each pair's fixed contact candidates (distance, position, frame) as SX of q and the numeric rule
+  that picks MuJoCo's active contacts among them (pair kinds not generated are refused by name).
 
 It imports model/, symbolic/, sweeps/, dynamics/, constraints and errors; never codegen/,
 runtime/, verify/ or timing/ (tests/test_imports.py).  docs/mujoco_model.md has what is supported
