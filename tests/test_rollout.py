@@ -287,14 +287,17 @@ def test_run_batch_threads_follow_the_runtime_rule(scene, stand, pd, compiled, t
 
 
 def test_run_batch_refuses_masked_states_and_caps_threads(scene, stand, pd, compiled):
-    """A masked Q0 or V0 is refused (its mask would be ignored: the runtime's refuse_masked); 2⁶³ threads run as many
-    as there are environments (the C door caps them too), with the results of one thread."""
+    """A masked Q0 or V0 is refused (its mask would be ignored: the runtime's refuse_masked); 2⁶³ threads are refused
+    by the runtime's check_threads (the C door counts in an int); more threads than environments run as many as there
+    are environments, with the results of one thread."""
     Q0, V0 = np.tile(stand.q, (2, 1)), np.zeros((2, 18))
     for name, bad in (("Q0", (np.ma.masked_array(Q0, mask=np.eye(2, 19, dtype=bool)), V0)),
                       ("V0", (Q0, np.ma.masked_array(V0)))):
         with pytest.raises(InputError, match=f"input {name} is a masked array"):
             run_batch(scene, *bad, 0.01, DT, pd, compiled)
-    many = run_batch(scene, Q0, V0, 0.01, DT, pd, compiled, threads=2 ** 63)
+    with pytest.raises(InputError, match="threads must be a positive integer"):
+        run_batch(scene, Q0, V0, 0.01, DT, pd, compiled, threads=2 ** 63)
+    many = run_batch(scene, Q0, V0, 0.01, DT, pd, compiled, threads=64)
     one = run_batch(scene, Q0, V0, 0.01, DT, pd, compiled, threads=1)
     assert np.array_equal(many.q, one.q) and many.status == one.status == [sim.OK, sim.OK]
 

@@ -133,10 +133,9 @@ class CudaFunction:
 
     def __init__(self, manifest, host_library=None):
         if not isinstance(manifest, (dict, str, os.PathLike)):
-            raise InputError(f"manifest: expected the path of a CUDA function's .json manifest, got "
-                             f"{type(manifest).__name__}")
+            raise ArtifactError(f"a CUDA manifest is a dict or the path of one, not {type(manifest).__name__}")
         if host_library is not None and not isinstance(host_library, (str, os.PathLike)):
-            raise InputError(f"host_library: expected the path of a host build (.so), got {type(host_library).__name__}")
+            raise ArtifactError(f"host_library: the path of a host build, not {type(host_library).__name__}")
         if isinstance(manifest, (str, os.PathLike)):
             self.manifest_path = where = Path(manifest)
             manifest = artifact.verify(self.manifest_path, ("cu",), "cuda")
