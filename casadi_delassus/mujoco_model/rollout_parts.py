@@ -1,0 +1,120 @@
+"""What the compiled rollout (``cd.mujoco_rollout``) evaluates per forward, as one casadi.Function
+of (qpos, qvel, ctrl, qfrc_applied) for one MjModel, and the static tables its C loop reads:
+
+- the smooth part (smooth.py): M with armature and qfrc_smooth;
+- every contact candidate slot of collision.py (dist, gate, the pairs' numbers aux);
+- every constraint row that can exist (constraints.py): equality, friction loss, joint limits
+  (with their ``active`` flag), then each candidate slot's rows (the slot's position, frame and
+  distance are the candidates' SX), with J, a_ref and R per row.
+
+The C loop picks MuJoCo's active contacts with collision.select's rule (ported), keeps a slot's
+rows where it is selected and dist < includemargin (collision.contacts' exclude), and solves
+MuJoCo's convex problem over the kept rows (solver.py's primal Newton).  What the compiled path
+does not do yet is refused by name (``check``): other integrators than Euler, elliptic cones,
+mesh contacts, sensors."""
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import casadi as ca
+import numpy as np
+
+from ..errors import ModelError
+from ..model.mjcf import mujoco_module
+from . import collision
+from .constraints import ELLIPTIC, Contact, Kinematics, Rows, constraint_rows, contact_rows
+from .flags import disabled
+from .smooth import smooth
+
+RULES = {"each": 0, "capsules": 1}
+
+
+def check(model):
+    """A ModelError naming what the compiled rollout does not do for MujocoModel ``model``."""
+    m, mujoco = model.m, mujoco_module()
+    bad = []
+    if int(m.opt.integrator) != int(mujoco.mjtIntegrator.mjINT_EULER):
+        bad.append("integrator other than Euler")
+    if int(m.opt.cone) == int(mujoco.mjtCone.mjCONE_ELLIPTIC) and not disabled(m, "contact"):
+        bad.append("elliptic friction cone")
+    if m.nsensordata:
+        bad.append(f"sensors ({m.nsensor})")
+    if m.na:
+        bad.append("actuator activations")
+    if bad:
+        raise ModelError(f"MuJoCo model {model.name!r}: not in the compiled rollout yet: {'; '.join(bad)}")
+
+
+@dataclass
+class RolloutParts:
+    """The traced function and the tables of the C loop (module docstring)."""
+    function: ca.Function
+    layout: collision.ContactLayout
+    row_type: np.ndarray
+    row_slot: np.ndarray            # -1: not a contact row
+    row_frictionloss: np.ndarray
+    slot_margin: np.ndarray         # includemargin per slot
+    pairs: list                     # per pair (first slot, slots, RULES code, cap, first aux number)
+    joints: list                    # per joint (type, qpos address, dof address)
+    damping: np.ndarray             # per dof, 0 where the damper is disabled
+    implicit_damping: bool          # Euler's implicit damping applies (some damping, eulerdamp on)
+
+    @property
+    def nrow(self):
+        return len(self.row_type)
+
+
+def _slot_contacts(m, layout, dist, pos, frame):
+    """One Contact per analytic candidate slot, its point, frame and dist the candidates' SX."""
+    out = []
+    for ps in layout.pairs:
+        p = ps.pair
+        for k in range(ps.start, ps.stop):
+            out.append(Contact(int(m.geom_bodyid[p.geom1]), int(m.geom_bodyid[p.geom2]), pos[3 * k:3 * k + 3],
+                               ca.reshape(frame[9 * k:9 * k + 9], 3, 3).T, dist[k], int(p.condim), p.friction,
+                               p.solref, p.solreffriction, p.solimp, float(p.margin)))
+    return out
+
+
+def rollout_parts(model, name="mjforward"):
+    """The RolloutParts of MujocoModel ``model``, its function called ``name`` (``check`` first; mesh pairs refused
+    by name)."""
+    check(model)
+    m = model.m
+    layout = collision.contact_layout(m, repr(model.name))
+    mesh = [ps for ps in layout.pairs if ps.rule not in RULES]
+    if mesh:
+        raise ModelError(f"MuJoCo model {model.name!r}: not in the compiled rollout yet: mesh contacts "
+                         f"(geom {mesh[0].pair.geom2})")
+    q, v, u, f = (ca.SX.sym(n, k) for n, k in (("qpos", m.nq), ("qvel", m.nv), ("ctrl", m.nu), ("qfrc_applied", m.nv)))
+    s = smooth(model, q, v, u, f)
+    dist, pos, frame, gate, aux = collision.candidates_function(m, model.robot, layout)(q)
+    kin = Kinematics(m, q)
+    rows = constraint_rows(kin, v)
+    slot_of = [-1] * len(rows)
+    for k, c in enumerate(_slot_contacts(m, layout, dist, pos, frame)):
+        before = len(rows)
+        contact_rows(kin, [c], rows, first_id=k) if not disabled(m, "constraint") else None
+        slot_of += [k] * (len(rows) - before)
+    if ELLIPTIC in rows.type:
+        raise ModelError(f"MuJoCo model {model.name!r}: not in the compiled rollout yet: elliptic friction cone")
+    outs = _outputs(m, rows, v)
+    function = ca.Function(name, [q, v, u, f], [ca.densify(x) for x in (s.M, s.qfrc_smooth, dist, gate, aux, *outs)],
+                           ["qpos", "qvel", "ctrl", "qfrc_applied"],
+                           ["M", "qfrc_smooth", "dist", "gate", "aux", "JT", "aref", "R", "active"])
+    margin = np.array([ps.pair.margin for ps in layout.pairs for _ in range(ps.start, ps.stop)], float)
+    pairs = [(ps.start, ps.stop - ps.start, RULES[ps.rule], ps.cap, ps.aux.start) for ps in layout.pairs]
+    joints = [(int(m.jnt_type[j]), int(m.jnt_qposadr[j]), int(m.jnt_dofadr[j])) for j in range(m.njnt)]
+    damping = np.zeros(m.nv) if disabled(m, "damper") else np.asarray(m.dof_damping, float)
+    return RolloutParts(function, layout, np.array(rows.type, int), np.array(slot_of, int),
+                        np.array(rows.frictionloss, float), margin, pairs, joints, damping,
+                        not disabled(m, "eulerdamp") and bool(np.any(damping > 0)))
+
+
+def _outputs(m, rows: Rows, v):
+    """(Jᵀ (nv x nrow: CasADi's column-major storage of it is J row by row, as the C reads it), a_ref, R,
+    active) of every row."""
+    if not len(rows):
+        return ca.SX(m.nv, 0), ca.SX(0, 1), ca.SX(0, 1), ca.SX(0, 1)
+    col = lambda xs: ca.vertcat(*[x if isinstance(x, ca.SX) else ca.SX(x) for x in xs])   # noqa: E731
+    return ca.densify(rows.matrix()).T, rows.aref(v), col(rows.R), col(rows.active)
