@@ -33,17 +33,19 @@ def render(model, parts, name):
     """The C source and the instruction count of the traced function."""
     m = model.m
     fwd = parts.function
-    sizes = {k: int(getattr(fwd, k)()) for k in ("sz_arg", "sz_res", "sz_iw", "sz_w")}
+    others = [f for f in parts.pair_functions if f is not None]
+    sizes = {k: max(int(getattr(f, k)()) for f in (fwd, *others)) for k in ("sz_arg", "sz_res", "sz_iw", "sz_w")}
     layout = parts.layout
     pad = lambda xs: [*xs, 0]           # noqa: E731 -- C arrays of at least one entry
     text = TEMPLATES.get_template("mujoco_rollout.c.j2").render(
-        fname=Safe(name), model=model.name, version=__version__, casadi_code=Safe(casadi_source(fwd)),
-        nq=m.nq, nv=m.nv, nu=m.nu, nrow=parts.nrow, nslot=layout.nslot, naux=layout.naux, npair=len(parts.pairs),
+        fname=Safe(name), model=model.name, version=__version__, casadi_code=Safe(casadi_source(fwd, others)),
+        nq=m.nq, nv=m.nv, nu=m.nu, nrow=parts.nrow, nbase=parts.nrow - sum(n for _, n in parts.pair_rows),
+        pair_rows=parts.pair_rows, pair_fns=[f.name() if f is not None else None for f in parts.pair_functions], nslot=layout.nslot, naux=layout.naux, npair=len(parts.pairs),
         njnt=m.njnt, timestep=float(m.opt.timestep), implicit_damping=int(parts.implicit_damping), row_type=pad(parts.row_type),
         row_slot=pad(parts.row_slot), row_fl=pad(parts.row_frictionloss), slot_margin=pad(parts.slot_margin),
         pairs=parts.pairs, reach=pad([ps.reach for ps in layout.pairs]), joints=parts.joints, damping=parts.damping,
         **sizes)
-    return text, fwd.n_instructions()
+    return text, max(f.n_instructions() for f in (fwd, *others))
 
 
 def build(model, rollout_parts, out_dir, cflags=("auto",), cc=None):

@@ -7,11 +7,13 @@ mjSTATE_CTRL | mjSTATE_QFRC_APPLIED, ``len(data)`` threads.  Outputs are compute
 copied into ``state``/``sensordata`` only when the whole call succeeded."""
 from __future__ import annotations
 
+import hashlib
+import warnings
 from pathlib import Path
 
 import numpy as np
 
-from ..codegen.mujoco_rollout import build, model_key
+from ..codegen.mujoco_rollout import build
 from ..errors import InputError
 from ..model.mjcf import mujoco_module
 from ..mujoco_model.model import MujocoModel
@@ -21,16 +23,34 @@ from ..runtime.compiler import find_compiler
 from ..runtime.mujoco_rollout import CompiledRollout
 
 DEFAULT_OUT = Path("codegen_out")
-_LOADED = {}                # cache key -> CompiledRollout (this process)
+_LOADED = {}                # (fingerprint, out_dir, cc) -> CompiledRollout (this process)
+# arrays the compiled rollout never reads (mesh contacts are refused; names, textures, visuals): left out of the
+# per-call fingerprint, which then costs under a millisecond where the MJB bytes of a meshed robot cost 60 ms
+UNREAD = ("mesh_", "tex_", "hfield_", "skin_", "flex", "bvh_", "oct_", "names", "paths", "text_", "tuple_", "key_",
+          "plugin", "mat_", "light_", "cam_", "vis")
+
+
+def fingerprint(m):
+    """A hash of what MjModel ``m`` holds that the compiled rollout can read: its sizes, numeric arrays and options
+    (a model changed after its first call gets another fingerprint, hence its own build)."""
+    h = hashlib.sha256()
+    for obj, names in ((m, [n for n in dir(m) if not n.startswith(("_", *UNREAD))]), (m.opt, dir(m.opt))):
+        for n in names:
+            x = getattr(obj, n, None) if not n.startswith("_") else None
+            if isinstance(x, (int, float, np.ndarray)) and not isinstance(x, bool):
+                h.update(n.encode())
+                h.update(np.ascontiguousarray(x).tobytes())
+    return h.hexdigest()
 
 
 def _compiled(m, out_dir, cc):
-    """The CompiledRollout of MjModel ``m`` (built or taken from the cache by its content)."""
-    cc = find_compiler(cc)
-    key = model_key(m, ("auto",), cc)
+    """(fingerprint, CompiledRollout) of MjModel ``m``: built, or taken from the disk cache by its MJB bytes, once
+    per fingerprint in this process."""
+    key = (fingerprint(m), str(out_dir), cc)
     if key not in _LOADED:
-        _LOADED[key] = CompiledRollout(build(MujocoModel(m), rollout_parts, out_dir, ("auto",), cc))
-    return key, _LOADED[key]
+        cc_line = find_compiler(cc)
+        _LOADED[key] = CompiledRollout(build(MujocoModel(m), rollout_parts, out_dir, ("auto",), cc_line))
+    return key[0], _LOADED[key]
 
 
 def _mujoco_checks(rollout_module, **arrays):
@@ -77,6 +97,17 @@ def _nthread(mujoco, data):
     return len(data)
 
 
+def _warn(status):
+    """MuJoCo's warning behaviour: a RuntimeWarning naming the trajectories that diverged (their remaining rows repeat
+    the last state) or whose solve stopped at its iteration limit."""
+    for code, what in ((2, "diverged (a NaN or a value beyond 1e10: the remaining states repeat the last one)"),
+                       (1, "had a constraint solve stop at its iteration limit")):
+        bad = np.flatnonzero(status == code)
+        if len(bad):
+            warnings.warn(f"mujoco_rollout: trajectories {bad[:8].tolist()}{' ...' if len(bad) > 8 else ''} {what}",
+                          RuntimeWarning, stacklevel=3)
+
+
 def mujoco_rollout(model, data, initial_state, control=None, *, control_spec=None, skip_checks=False, nstep=None,
                    initial_warmstart=None, state=None, sensordata=None, chunk_size=None, persistent_pool=False,
                    out_dir=DEFAULT_OUT, cc=None):
@@ -117,7 +148,7 @@ def mujoco_rollout(model, data, initial_state, control=None, *, control_spec=Non
     for name, x in (("initial_state", initial_state), ("initial_warmstart", initial_warmstart), ("control", control)):
         _finite(name, x)
     key, compiled = _compiled(m, out_dir, cc)
-    if any(model_key(x, ("auto",), find_compiler(cc)) != key for x in models[1:]):
+    if any(fingerprint(x) != key for x in models[1:]):
         raise InputError("mujoco_rollout: a sequence of models of different content (only copies of one model are "
                          "in the compiled rollout)")
     if compiled.nstate != nstate:
@@ -130,7 +161,8 @@ def mujoco_rollout(model, data, initial_state, control=None, *, control_spec=Non
     u = np.ascontiguousarray(u, dtype=float)
     if not with_ctrl and m.nu:          # the C reads ctrl first: zeros where control_spec leaves it out
         u = np.ascontiguousarray(np.concatenate([np.zeros((nbatch, nstep, m.nu)), u], axis=2))
-    states, _ = compiled.run(state0, warm0, u, nstep, nthread, with_qfrc)
+    states, status = compiled.run(state0, warm0, u, nstep, nthread, with_qfrc)
+    _warn(status)
     sensors = np.empty((nbatch, nstep, 0))
     if out_state is not None:
         out_state[...] = states

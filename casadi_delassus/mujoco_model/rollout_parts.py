@@ -3,9 +3,12 @@ of (qpos, qvel, ctrl, qfrc_applied) for one MjModel, and the static tables its C
 
 - the smooth part (smooth.py): M with armature and qfrc_smooth;
 - every contact candidate slot of collision.py (dist, gate, the pairs' numbers aux);
-- every constraint row that can exist (constraints.py): equality, friction loss, joint limits
-  (with their ``active`` flag), then each candidate slot's rows (the slot's position, frame and
-  distance are the candidates' SX), with J, a_ref and R per row.
+- the rows of equality, friction loss and joint limits (constraints.py; limits with their
+  ``active`` flag), with J, a_ref and R per row;
+- per contact pair, a function of (qpos, qvel) giving its slots' rows (the slot's position, frame
+  and distance are the candidates' SX), called by the C only for pairs with a kept contact (most
+  of a robot's pairs are far from the floor at any time: evaluating every slot's rows each step
+  cost the Go2 rollout 4x its time).
 
 The C loop picks MuJoCo's active contacts with collision.select's rule (ported), keeps a slot's
 rows where it is selected and dist < includemargin (collision.contacts' exclude), and solves
@@ -47,8 +50,10 @@ def check(model):
 
 @dataclass
 class RolloutParts:
-    """The traced function and the tables of the C loop (module docstring)."""
+    """The traced functions and the tables of the C loop (module docstring)."""
     function: ca.Function
+    pair_functions: list            # per pair: Function (qpos, qvel) -> (Jᵀ, a_ref, R) of its rows, or None
+    pair_rows: list                 # per pair: (first row, rows)
     layout: collision.ContactLayout
     row_type: np.ndarray
     row_slot: np.ndarray            # -1: not a contact row
@@ -91,14 +96,23 @@ def rollout_parts(model, name="mjforward"):
     dist, pos, frame, gate, aux = collision.candidates_function(m, model.robot, layout)(q)
     kin = Kinematics(m, q)
     rows = constraint_rows(kin, v)
-    slot_of = [-1] * len(rows)
-    for k, c in enumerate(_slot_contacts(m, layout, dist, pos, frame)):
-        before = len(rows)
-        contact_rows(kin, [c], rows, first_id=k) if not disabled(m, "constraint") else None
-        slot_of += [k] * (len(rows) - before)
-    if ELLIPTIC in rows.type:
-        raise ModelError(f"MuJoCo model {model.name!r}: not in the compiled rollout yet: elliptic friction cone")
     outs = _outputs(m, rows, v)
+    slot_of, types, fl = [-1] * len(rows), list(rows.type), list(rows.frictionloss)
+    contacts = _slot_contacts(m, layout, dist, pos, frame)
+    pair_functions, pair_rows = [], []
+    for i, ps in enumerate(layout.pairs):
+        prow = Rows()
+        for k in range(ps.start, ps.stop):
+            before = len(prow)
+            contact_rows(kin, [contacts[k]], prow, first_id=k) if not disabled(m, "constraint") else None
+            slot_of += [k] * (len(prow) - before)
+        pair_rows.append((len(types), len(prow)))
+        types += prow.type
+        fl += prow.frictionloss
+        pair_functions.append(ca.Function(f"{name}_pair{i}", [q, v], [ca.densify(x) for x in _outputs(m, prow, v)[:3]],
+                                          ["qpos", "qvel"], ["JT", "aref", "R"]) if len(prow) else None)
+    if ELLIPTIC in types:
+        raise ModelError(f"MuJoCo model {model.name!r}: not in the compiled rollout yet: elliptic friction cone")
     function = ca.Function(name, [q, v, u, f], [ca.densify(x) for x in (s.M, s.qfrc_smooth, dist, gate, aux, *outs)],
                            ["qpos", "qvel", "ctrl", "qfrc_applied"],
                            ["M", "qfrc_smooth", "dist", "gate", "aux", "JT", "aref", "R", "active"])
@@ -106,8 +120,8 @@ def rollout_parts(model, name="mjforward"):
     pairs = [(ps.start, ps.stop - ps.start, RULES[ps.rule], ps.cap, ps.aux.start) for ps in layout.pairs]
     joints = [(int(m.jnt_type[j]), int(m.jnt_qposadr[j]), int(m.jnt_dofadr[j])) for j in range(m.njnt)]
     damping = np.zeros(m.nv) if disabled(m, "damper") else np.asarray(m.dof_damping, float)
-    return RolloutParts(function, layout, np.array(rows.type, int), np.array(slot_of, int),
-                        np.array(rows.frictionloss, float), margin, pairs, joints, damping,
+    return RolloutParts(function, pair_functions, pair_rows, layout, np.array(types, int), np.array(slot_of, int),
+                        np.array(fl, float), margin, pairs, joints, damping,
                         not disabled(m, "eulerdamp") and bool(np.any(damping > 0)))
 
 

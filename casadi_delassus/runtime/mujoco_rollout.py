@@ -36,4 +36,6 @@ class CompiledRollout:
         dims = np.array([nbatch, nstep, nthread, control.shape[2], float(with_qfrc)], float)
         if self._run(*map(_pointer, (dims, state0, warm0, control, out, status))):
             raise InputError(f"mujoco_rollout: could not start {nthread} threads")
+        if np.any(status < 0):
+            raise InputError("mujoco_rollout: out of memory for a thread's work space")
         return out, status.astype(int)

@@ -12,6 +12,7 @@ mujoco = pytest.importorskip("mujoco")
 from mujoco import rollout as mj_rollout  # noqa: E402
 
 from mujoco_model.common import load, path_of  # noqa: E402
+from mujoco_model.mj_scenes import robosuite_model  # noqa: E402
 
 FULL = mujoco.mjtState.mjSTATE_FULLPHYSICS
 
@@ -47,6 +48,22 @@ def start(m, n, seed, drop=(0.0, 0.3)):
         d.qvel[:] = rng.normal(size=m.nv) * 0.3
         if m.jnt_type[0] == 0:
             d.qpos[2] -= rng.uniform(*drop)
+        mujoco.mj_getState(m, d, out[b], FULL)
+    return out
+
+
+def above_floor(m, n, seed):
+    """n states at qpos0, zero velocity, the robot's lowest geom point 0-2 cm above the floor (z = 0)."""
+    d, rng = mujoco.MjData(m), np.random.default_rng(seed)
+    mujoco.mj_forward(m, d)
+    robot = m.geom_bodyid > 0
+    R = d.geom_xmat.reshape(-1, 3, 3)
+    low = d.geom_xpos[:, 2] + np.einsum("gk,gk->g", R[:, 2, :], m.geom_aabb[:, :3])
+    low -= np.einsum("gk,gk->g", np.abs(R[:, 2, :]), m.geom_aabb[:, 3:])
+    out = np.zeros((n, mujoco.mj_stateSize(m, FULL)))
+    for b in range(n):
+        mujoco.mj_resetData(m, d)
+        d.qpos[2] += rng.uniform(0.0, 0.02) - low[robot].min()
         mujoco.mj_getState(m, d, out[b], FULL)
     return out
 
@@ -163,10 +180,12 @@ def test_unsupported_model_refused_by_name(tmp_path, change, name):
 @pytest.mark.slow
 def test_go2_floor_equals_mujoco_rollout(tmp_path):
     """robosuite-models' Go2 on a floor added as Menagerie's scene.xml adds it, Euler: 8 environments dropped 0-2 cm
-    under sinusoidal controls, 1,000 steps."""
-    m = load("go2")
-    m.opt.integrator = mujoco.mjtIntegrator.mjINT_EULER
-    x0, u = start(m, 8, 5, drop=(0.0, 0.02)), controls(m, 8, 1000, amplitude=0.5)
+    under sinusoidal controls, 1,000 steps; its elliptic cone made pyramidal (the compiled rollout refuses elliptic
+    cones by name)."""
+    m = tight(robosuite_model("go2"))
+    m.opt.gravity[:] = [0, 0, -9.81]                    # Go2's file sets none: Menagerie's scene does
+    m.opt.cone, m.opt.integrator = mujoco.mjtCone.mjCONE_PYRAMIDAL, mujoco.mjtIntegrator.mjINT_EULER
+    x0, u = above_floor(m, 8, 5), controls(m, 8, 1000, amplitude=0.5)
     ours, _ = cd.mujoco_rollout(m, [mujoco.MjData(m), mujoco.MjData(m)], x0, u, out_dir=tmp_path)
     ref, _ = mj_rollout.rollout(m, [mujoco.MjData(m), mujoco.MjData(m)], x0, u)
     assert contacts_seen(m, x0, u)
