@@ -5,8 +5,7 @@ steps/s on one thread and on two, timed interleaved in one run, and the states' 
 
 The scene: Go2's robot.xml with a ground plane added as Menagerie's scene.xml adds it, gravity on (the file sets
 none), its geoms touching the floor only (conaffinity 0 on the robot: the box-box pairs between its bodies are
-refused by the compiled rollout), Euler (the file's default) and the pyramidal cone (the compiled rollout refuses
-elliptic cones; the file asks for elliptic).  Environments start at qpos0 with the lowest geom point 0-2 cm above
+refused by the compiled rollout), Euler (the file's default), its elliptic cone and impratio as shipped.  Environments start at qpos0 with the lowest geom point 0-2 cm above
 the floor, under sinusoidal controls of half the control ranges.  MuJoCo runs its default solver (Newton) with
 the file's tolerance for the speed; for the accuracy row it runs Newton at 1e-15 (the problem's unique answer).
 Writes bench/results/mujoco_rollout.md and .csv."""
@@ -39,7 +38,7 @@ def go2_floor():
             g.conaffinity = 0
     m = spec.compile()
     m.opt.gravity[:] = [0, 0, -9.81]
-    m.opt.cone, m.opt.integrator = mujoco.mjtCone.mjCONE_PYRAMIDAL, mujoco.mjtIntegrator.mjINT_EULER
+    m.opt.integrator = mujoco.mjtIntegrator.mjINT_EULER
     return m
 
 

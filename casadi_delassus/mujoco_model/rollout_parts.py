@@ -13,8 +13,8 @@ of (qpos, qvel, ctrl, qfrc_applied) for one MjModel, and the static tables its C
 The C loop picks MuJoCo's active contacts with collision.select's rule (ported), keeps a slot's
 rows where it is selected and dist < includemargin (collision.contacts' exclude), and solves
 MuJoCo's convex problem over the kept rows (solver.py's primal Newton).  What the compiled path
-does not do yet is refused by name (``check``): other integrators than Euler, elliptic cones,
-mesh contacts, sensors."""
+does not do yet is refused by name (``check``): other integrators than Euler, mesh contacts,
+sensors, actuator activations."""
 from __future__ import annotations
 
 from dataclasses import dataclass
@@ -38,8 +38,6 @@ def check(model):
     bad = []
     if int(m.opt.integrator) != int(mujoco.mjtIntegrator.mjINT_EULER):
         bad.append("integrator other than Euler")
-    if int(m.opt.cone) == int(mujoco.mjtCone.mjCONE_ELLIPTIC) and not disabled(m, "contact"):
-        bad.append("elliptic friction cone")
     if m.nsensordata:
         bad.append(f"sensors ({m.nsensor})")
     if m.na:
@@ -58,6 +56,8 @@ class RolloutParts:
     row_type: np.ndarray
     row_slot: np.ndarray            # -1: not a contact row
     row_frictionloss: np.ndarray
+    row_cone: np.ndarray            # an elliptic cone's rows on its first row, -1 on its others, 0 elsewhere
+    row_scale: np.ndarray           # contact.mu on a cone's first row, friction[j - 1] on its row j
     slot_margin: np.ndarray         # includemargin per slot
     pairs: list                     # per pair (first slot, slots, RULES code, cap, first aux number)
     joints: list                    # per joint (type, qpos address, dof address)
@@ -111,8 +111,7 @@ def rollout_parts(model, name="mjforward"):
         fl += prow.frictionloss
         pair_functions.append(ca.Function(f"{name}_pair{i}", [q, v], [ca.densify(x) for x in _outputs(m, prow, v)[:3]],
                                           ["qpos", "qvel"], ["JT", "aref", "R"]) if len(prow) else None)
-    if ELLIPTIC in types:
-        raise ModelError(f"MuJoCo model {model.name!r}: not in the compiled rollout yet: elliptic friction cone")
+    cone, scale = _cones(m, layout, types, slot_of)
     function = ca.Function(name, [q, v, u, f], [ca.densify(x) for x in (s.M, s.qfrc_smooth, dist, gate, aux, *outs)],
                            ["qpos", "qvel", "ctrl", "qfrc_applied"],
                            ["M", "qfrc_smooth", "dist", "gate", "aux", "JT", "aref", "R", "active"])
@@ -121,8 +120,29 @@ def rollout_parts(model, name="mjforward"):
     joints = [(int(m.jnt_type[j]), int(m.jnt_qposadr[j]), int(m.jnt_dofadr[j])) for j in range(m.njnt)]
     damping = np.zeros(m.nv) if disabled(m, "damper") else np.asarray(m.dof_damping, float)
     return RolloutParts(function, pair_functions, pair_rows, layout, np.array(types, int), np.array(slot_of, int),
-                        np.array(fl, float), margin, pairs, joints, damping,
+                        np.array(fl, float), cone, scale, margin, pairs, joints, damping,
                         not disabled(m, "eulerdamp") and bool(np.any(damping > 0)))
+
+
+def _cones(m, layout, types, slot_of):
+    """(row_cone, row_scale) of RolloutParts: each slot's elliptic rows form one cone (solver.Problem.of)."""
+    friction = {k: ps.pair.friction for ps in layout.pairs for k in range(ps.start, ps.stop)}
+    cone, scale = np.zeros(len(types), int), np.ones(len(types))
+    ratio = np.sqrt(max(1e-15, float(m.opt.impratio)))
+    i = 0
+    while i < len(types):
+        if types[i] != ELLIPTIC:
+            i += 1
+            continue
+        n = 1
+        while i + n < len(types) and types[i + n] == ELLIPTIC and slot_of[i + n] == slot_of[i]:
+            n += 1
+        fr = friction[slot_of[i]]
+        cone[i], cone[i + 1:i + n] = n, -1
+        scale[i] = float(fr[0]) / ratio
+        scale[i + 1:i + n] = [float(x) for x in fr[:n - 1]]
+        i += n
+    return cone, scale
 
 
 def _outputs(m, rows: Rows, v):
