@@ -13,7 +13,7 @@ of (qpos, qvel, ctrl, qfrc_applied) for one MjModel, and the static tables its C
 The C loop picks MuJoCo's active contacts with collision.select's rule (ported), keeps a slot's
 rows where it is selected and dist < includemargin (collision.contacts' exclude), and solves
 MuJoCo's convex problem over the kept rows (solver.py's primal Newton).  What the compiled path
-does not do yet is refused by name (``check``): other integrators than Euler, mesh contacts,
+does not do yet is refused by name (``check``): integrators other than Euler and RK4, mesh contacts,
 sensors, actuator activations."""
 from __future__ import annotations
 
@@ -36,8 +36,8 @@ def check(model):
     """A ModelError naming what the compiled rollout does not do for MujocoModel ``model``."""
     m, mujoco = model.m, mujoco_module()
     bad = []
-    if int(m.opt.integrator) != int(mujoco.mjtIntegrator.mjINT_EULER):
-        bad.append("integrator other than Euler")
+    if int(m.opt.integrator) not in (int(mujoco.mjtIntegrator.mjINT_EULER), int(mujoco.mjtIntegrator.mjINT_RK4)):
+        bad.append("integrators other than Euler and RK4")
     if m.nsensordata:
         bad.append(f"sensors ({m.nsensor})")
     if m.na:
@@ -63,6 +63,7 @@ class RolloutParts:
     joints: list                    # per joint (type, qpos address, dof address)
     damping: np.ndarray             # per dof, 0 where the damper is disabled
     implicit_damping: bool          # Euler's implicit damping applies (some damping, eulerdamp on)
+    rk4: bool                       # MuJoCo's RK4 integrator (else Euler)
 
     @property
     def nrow(self):
@@ -121,7 +122,8 @@ def rollout_parts(model, name="mjforward"):
     damping = np.zeros(m.nv) if disabled(m, "damper") else np.asarray(m.dof_damping, float)
     return RolloutParts(function, pair_functions, pair_rows, layout, np.array(types, int), np.array(slot_of, int),
                         np.array(fl, float), cone, scale, margin, pairs, joints, damping,
-                        not disabled(m, "eulerdamp") and bool(np.any(damping > 0)))
+                        not disabled(m, "eulerdamp") and bool(np.any(damping > 0)),
+                        int(m.opt.integrator) == int(mujoco_module().mjtIntegrator.mjINT_RK4))
 
 
 def _cones(m, layout, types, slot_of):

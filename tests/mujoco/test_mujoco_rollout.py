@@ -127,6 +127,18 @@ def test_elliptic_cone_equals_mujoco_rollout(tmp_path):
     assert dq <= 1e-6 and dv <= 1e-5, (dq, dv)
 
 
+def test_rk4_equals_mujoco_rollout(tmp_path):
+    """The rig with MuJoCo's RK4 (four full forwards per step, rotations combined on the group)."""
+    m = rig()
+    m.opt.integrator = mujoco.mjtIntegrator.mjINT_RK4
+    x0, u = start(m, 3, 8), controls(m, 3, 300)
+    ours, _ = cd.mujoco_rollout(m, mujoco.MjData(m), x0, u, out_dir=tmp_path)
+    ref, _ = mj_rollout.rollout(m, mujoco.MjData(m), x0, u)
+    assert contacts_seen(m, x0, u)
+    dq, dv = errors(m, ours, ref)
+    assert dq <= 1e-6 and dv <= 1e-5, (dq, dv)
+
+
 def test_singleton_expansion_and_output_arrays(rig_model, tmp_path_factory):
     """One initial state and one control row tile over nbatch and nstep as MuJoCo tiles them; a given ``state``
     array is written."""
@@ -176,11 +188,11 @@ def test_bad_input_is_one_line(rig_model, tmp_path_factory, case, message):
     assert "\n" not in str(info.value)
 
 
-@pytest.mark.parametrize("change, name", [("integrator", "integrator other than Euler"), ("sensors", "sensors")])
+@pytest.mark.parametrize("change, name", [("integrator", "integrators other than Euler and RK4"), ("sensors", "sensors")])
 def test_unsupported_model_refused_by_name(tmp_path, change, name):
     m = rig() if change != "sensors" else tight(load("mjcf_rig"))
     if change == "integrator":
-        m.opt.integrator = mujoco.mjtIntegrator.mjINT_RK4
+        m.opt.integrator = mujoco.mjtIntegrator.mjINT_IMPLICITFAST
     with pytest.raises(ModelError, match=name) as info:
         cd.mujoco_rollout(m, mujoco.MjData(m), start(m, 1, 0), controls(m, 1, 2), out_dir=tmp_path)
     assert "\n" not in str(info.value)
