@@ -99,17 +99,10 @@ def rollout_parts(model, name="mjforward"):
     rows = constraint_rows(kin, v)
     outs = _outputs(m, rows, v)
     slot_of, types, fl = [-1] * len(rows), list(rows.type), list(rows.frictionloss)
-    contacts = _slot_contacts(m, layout, dist, pos, frame)
     pair_functions, pair_rows = [], []
-    for i, ps in enumerate(layout.pairs):
-        prow = Rows()
-        for k in range(ps.start, ps.stop):
-            before = len(prow)
-            contact_rows(kin, [contacts[k]], prow, first_id=k) if not disabled(m, "constraint") else None
-            slot_of += [k] * (len(prow) - before)
+    for i, (prow, slots) in enumerate(_pair_rows(m, kin, layout, _slot_contacts(m, layout, dist, pos, frame))):
         pair_rows.append((len(types), len(prow)))
-        types += prow.type
-        fl += prow.frictionloss
+        types, fl, slot_of = types + prow.type, fl + prow.frictionloss, slot_of + slots
         pair_functions.append(ca.Function(f"{name}_pair{i}", [q, v], [ca.densify(x) for x in _outputs(m, prow, v)[:3]],
                                           ["qpos", "qvel"], ["JT", "aref", "R"]) if len(prow) else None)
     cone, scale = _cones(m, layout, types, slot_of)
@@ -124,6 +117,20 @@ def rollout_parts(model, name="mjforward"):
                         np.array(fl, float), cone, scale, margin, pairs, joints, damping,
                         not disabled(m, "eulerdamp") and bool(np.any(damping > 0)),
                         int(m.opt.integrator) == int(mujoco_module().mjtIntegrator.mjINT_RK4))
+
+
+def _pair_rows(m, kin, layout, contacts):
+    """Per pair: (its slots' Rows, the slot of each row)."""
+    out = []
+    for ps in layout.pairs:
+        prow, slots = Rows(), []
+        for k in range(ps.start, ps.stop):
+            before = len(prow)
+            if not disabled(m, "constraint"):
+                contact_rows(kin, [contacts[k]], prow, first_id=k)
+            slots += [k] * (len(prow) - before)
+        out.append((prow, slots))
+    return out
 
 
 def _cones(m, layout, types, slot_of):
