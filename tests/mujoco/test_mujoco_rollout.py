@@ -115,23 +115,14 @@ def test_rig_states_equal_mujoco_rollout(rig_model, tmp_path_factory):
     assert np.array_equal(one, ours)                    # threads change nothing
 
 
-def test_elliptic_cone_equals_mujoco_rollout(tmp_path):
-    """The rig with MuJoCo's elliptic cone (condim 3, 4 and 6 contacts: the cone's surface, top and bottom zones)."""
+@pytest.mark.parametrize("option, value, seed", [("cone", mujoco.mjtCone.mjCONE_ELLIPTIC, 7),
+                                                  ("integrator", mujoco.mjtIntegrator.mjINT_RK4, 8)])
+def test_rig_variants_equal_mujoco_rollout(tmp_path, option, value, seed):
+    """The rig with MuJoCo's elliptic cone (condim 3, 4 and 6 contacts: the cone's surface, top and bottom zones), and
+    with RK4 (four full forwards per step, rotations combined on the group)."""
     m = rig()
-    m.opt.cone = mujoco.mjtCone.mjCONE_ELLIPTIC
-    x0, u = start(m, 3, 7), controls(m, 3, 300)
-    ours, _ = cd.mujoco_rollout(m, mujoco.MjData(m), x0, u, out_dir=tmp_path)
-    ref, _ = mj_rollout.rollout(m, mujoco.MjData(m), x0, u)
-    assert contacts_seen(m, x0, u)
-    dq, dv = errors(m, ours, ref)
-    assert dq <= 1e-6 and dv <= 1e-5, (dq, dv)
-
-
-def test_rk4_equals_mujoco_rollout(tmp_path):
-    """The rig with MuJoCo's RK4 (four full forwards per step, rotations combined on the group)."""
-    m = rig()
-    m.opt.integrator = mujoco.mjtIntegrator.mjINT_RK4
-    x0, u = start(m, 3, 8), controls(m, 3, 300)
+    setattr(m.opt, option, value)
+    x0, u = start(m, 3, seed), controls(m, 3, 300)
     ours, _ = cd.mujoco_rollout(m, mujoco.MjData(m), x0, u, out_dir=tmp_path)
     ref, _ = mj_rollout.rollout(m, mujoco.MjData(m), x0, u)
     assert contacts_seen(m, x0, u)
