@@ -33,13 +33,14 @@ def render(model, parts, name):
     """The C source and the instruction count of the traced function."""
     m = model.m
     fwd = parts.function
-    others = [f for f in parts.pair_functions if f is not None]
+    others = [f for f in (*parts.pair_functions, parts.sensor_function) if f is not None]
     sizes = {k: max(int(getattr(f, k)()) for f in (fwd, *others)) for k in ("sz_arg", "sz_res", "sz_iw", "sz_w")}
     layout = parts.layout
     pad = lambda xs: [*xs, 0]           # noqa: E731 -- C arrays of at least one entry
     text = TEMPLATES.get_template("mujoco_rollout.c.j2").render(
         fname=Safe(name), model=model.name, version=__version__, casadi_code=Safe(casadi_source(fwd, others)),
-        nq=m.nq, nv=m.nv, nu=m.nu, nrow=parts.nrow, nbase=parts.nrow - sum(n for _, n in parts.pair_rows),
+        nq=m.nq, nv=m.nv, nu=m.nu, nsens=int(m.nsensordata),
+        sensor_fn=parts.sensor_function.name() if parts.sensor_function is not None else None, nrow=parts.nrow, nbase=parts.nrow - sum(n for _, n in parts.pair_rows),
         pair_rows=parts.pair_rows, pair_fns=[f.name() if f is not None else None for f in parts.pair_functions], nslot=layout.nslot, naux=layout.naux, npair=len(parts.pairs),
         njnt=m.njnt, timestep=float(m.opt.timestep), tolerance=max(float(m.opt.tolerance), 1e-13), implicit_damping=int(parts.implicit_damping), rk4=int(parts.rk4), row_type=pad(parts.row_type),
         row_slot=pad(parts.row_slot), row_fl=pad(parts.row_frictionloss), row_cone=pad(parts.row_cone), row_scale=pad(parts.row_scale), slot_margin=pad(parts.slot_margin),
@@ -61,6 +62,6 @@ def build(model, rollout_parts, out_dir, cflags=("auto",), cc=None):
         text, instructions = render(model, parts, name)
         flags = resolve_cflags(cflags, instructions, cc)
         manifest = {"function": name, "model": model.name, "nq": model.nq, "nv": model.nv, "nu": model.nu,
-                    "nrow": parts.nrow, "cflags": list(flags), "version": __version__}
+                    "nrow": parts.nrow, "nsensordata": int(model.m.nsensordata), "cflags": list(flags), "version": __version__}
         return text, [*flags, "-pthread"], manifest
     return build_cached(artifact.folder(out_dir, label, "mjrollout"), f"mjrollout_{key[:16]}", make, cc, key, "mjrollout")

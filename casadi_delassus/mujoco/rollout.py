@@ -112,7 +112,7 @@ def mujoco_rollout(model, data, initial_state, control=None, *, control_spec=Non
                    initial_warmstart=None, state=None, sensordata=None, chunk_size=None, persistent_pool=False,
                    out_dir=DEFAULT_OUT, cc=None):
     """``mujoco.rollout.rollout(model, data, initial_state, control, ...)`` → (state nbatch x nstep x nstate,
-    sensordata nbatch x nstep x 0) on the compiled C of ``model`` (docs/mujoco.md).  ``skip_checks``,
+    sensordata nbatch x nstep x nsensordata) on the compiled C of ``model`` (docs/mujoco.md).  ``skip_checks``,
     ``chunk_size`` and ``persistent_pool`` are accepted and change nothing (every call is checked, threads
     are started per call); ``out_dir``/``cc``: where and with what the C is compiled."""
     mujoco = mujoco_module()
@@ -161,12 +161,12 @@ def mujoco_rollout(model, data, initial_state, control=None, *, control_spec=Non
     u = np.ascontiguousarray(u, dtype=float)
     if not with_ctrl and m.nu:          # the C reads ctrl first: zeros where control_spec leaves it out
         u = np.ascontiguousarray(np.concatenate([np.zeros((nbatch, nstep, m.nu)), u], axis=2))
-    states, status = compiled.run(state0, warm0, u, nstep, nthread, with_qfrc)
+    states, sensors, status = compiled.run(state0, warm0, u, nstep, nthread, with_qfrc)
     _warn(status)
-    sensors = np.empty((nbatch, nstep, 0))
     if out_state is not None:
         out_state[...] = states
         states = out_state
     if out_sensor is not None:
+        out_sensor[...] = sensors
         sensors = out_sensor
     return states, sensors

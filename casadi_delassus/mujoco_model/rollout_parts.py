@@ -5,6 +5,8 @@ of (qpos, qvel, ctrl, qfrc_applied) for one MjModel, and the static tables its C
 - every contact candidate slot of collision.py (dist, gate, the pairs' numbers aux);
 - the rows of equality, friction loss and joint limits (constraints.py; limits with their
   ``active`` flag), with J, a_ref and R per row;
+- sensors.py's sensordata as a function of (qpos, qvel, qacc), evaluated at the forward before
+  each step (touch sensors are refused: they need the contacts' forces);
 - per contact pair, a function of (qpos, qvel) giving its slots' rows (the slot's position, frame
   and distance are the candidates' SX), called by the C only for pairs with a kept contact (most
   of a robot's pairs are far from the floor at any time: evaluating every slot's rows each step
@@ -14,7 +16,7 @@ The C loop picks MuJoCo's active contacts with collision.select's rule (ported),
 rows where it is selected and dist < includemargin (collision.contacts' exclude), and solves
 MuJoCo's convex problem over the kept rows (solver.py's primal Newton).  What the compiled path
 does not do yet is refused by name (``check``): integrators other than Euler and RK4, mesh contacts,
-sensors, actuator activations."""
+touch sensors, actuator activations."""
 from __future__ import annotations
 
 from dataclasses import dataclass
@@ -24,7 +26,7 @@ import numpy as np
 
 from ..errors import ModelError
 from ..model.mjcf import mujoco_module
-from . import collision
+from . import collision, sensors
 from .constraints import ELLIPTIC, Contact, Kinematics, Rows, constraint_rows, contact_rows
 from .flags import disabled
 from .smooth import smooth
@@ -38,8 +40,9 @@ def check(model):
     bad = []
     if int(m.opt.integrator) not in (int(mujoco.mjtIntegrator.mjINT_EULER), int(mujoco.mjtIntegrator.mjINT_RK4)):
         bad.append("integrators other than Euler and RK4")
-    if m.nsensordata:
-        bad.append(f"sensors ({m.nsensor})")
+    touch = int(mujoco.mjtSensor.mjSENS_TOUCH)
+    if any(int(t) == touch for t in m.sensor_type):
+        bad.append("touch sensors")
     if m.na:
         bad.append("actuator activations")
     if bad:
@@ -52,6 +55,7 @@ class RolloutParts:
     function: ca.Function
     pair_functions: list            # per pair: Function (qpos, qvel) -> (Jᵀ, a_ref, R) of its rows, or None
     pair_rows: list                 # per pair: (first row, rows)
+    sensor_function: ca.Function | None     # (qpos, qvel, qacc) -> sensordata, None without sensors
     layout: collision.ContactLayout
     row_type: np.ndarray
     row_slot: np.ndarray            # -1: not a contact row
@@ -113,7 +117,10 @@ def rollout_parts(model, name="mjforward"):
     pairs = [(ps.start, ps.stop - ps.start, RULES[ps.rule], ps.cap, ps.aux.start) for ps in layout.pairs]
     joints = [(int(m.jnt_type[j]), int(m.jnt_qposadr[j]), int(m.jnt_dofadr[j])) for j in range(m.njnt)]
     damping = np.zeros(m.nv) if disabled(m, "damper") else np.asarray(m.dof_damping, float)
-    return RolloutParts(function, pair_functions, pair_rows, layout, np.array(types, int), np.array(slot_of, int),
+    a = ca.SX.sym("qacc", m.nv)
+    sensor_function = ca.Function(f"{name}_sensors", [q, v, a], [ca.densify(sensors.sensordata(kin, v, a))],
+                                  ["qpos", "qvel", "qacc"], ["sensordata"]) if m.nsensordata else None
+    return RolloutParts(function, pair_functions, pair_rows, sensor_function, layout, np.array(types, int), np.array(slot_of, int),
                         np.array(fl, float), cone, scale, margin, pairs, joints, damping,
                         not disabled(m, "eulerdamp") and bool(np.any(damping > 0)),
                         int(m.opt.integrator) == int(mujoco_module().mjtIntegrator.mjINT_RK4))

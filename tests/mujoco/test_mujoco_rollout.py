@@ -24,13 +24,15 @@ def tight(m):
     return m
 
 
-def rig():
-    """tests/models/mjcf_rig.xml without its sensors and with contacts against the floor only (the compiled rollout
-    refuses sensors and body-body sphere-box pairs by name): free, ball, hinge and slide joints, limits, friction
-    loss, equality, actuators with ranges, condim 1/3/4/6 contacts (pyramidal), Euler with implicit damping."""
+def rig(keep_sensors=False):
+    """tests/models/mjcf_rig.xml without its sensors (``keep_sensors``: without its touch sensors) and with contacts
+    against the floor only (the compiled rollout refuses touch sensors and body-body sphere-box pairs by name): free,
+    ball, hinge and slide joints, limits, friction loss, equality, actuators with ranges, condim 1/3/4/6 contacts
+    (pyramidal), Euler with implicit damping."""
     spec = mujoco.MjSpec.from_file(str(path_of("mjcf_rig")))
     for s in list(spec.sensors):
-        spec.delete(s)
+        if not keep_sensors or s.type == mujoco.mjtSensor.mjSENS_TOUCH:
+            spec.delete(s)
     for g in spec.geoms:
         if g.name != "floor":
             g.conaffinity = 0
@@ -130,6 +132,21 @@ def test_rig_variants_equal_mujoco_rollout(tmp_path, option, value, seed):
     assert dq <= 1e-6 and dv <= 1e-5, (dq, dv)
 
 
+def test_sensordata_equals_mujoco_rollout(tmp_path):
+    """The rig's sensors but touch (joint, frame, subtree, gyro, accelerometer, velocimeter, with cutoffs): sensordata
+    at each step's first forward, as mujoco.rollout records it."""
+    m = rig(keep_sensors=True)
+    x0, u = start(m, 3, 9), controls(m, 3, 200)
+    sensordata = np.zeros((3, 200, m.nsensordata))
+    ours, sens = cd.mujoco_rollout(m, mujoco.MjData(m), x0, u, sensordata=sensordata, out_dir=tmp_path)
+    ref, ref_sens = mj_rollout.rollout(m, mujoco.MjData(m), x0, u)
+    assert sens is sensordata and m.nsensordata > 20
+    dq, dv = errors(m, ours, ref)
+    assert dq <= 1e-6 and dv <= 1e-5, (dq, dv)
+    err = np.abs(sens - ref_sens) / np.maximum(1.0, np.abs(ref_sens))
+    assert err.max() <= 1e-6, err.max()
+
+
 def test_singleton_expansion_and_output_arrays(rig_model, tmp_path_factory):
     """One initial state and one control row tile over nbatch and nstep as MuJoCo tiles them; a given ``state``
     array is written."""
@@ -179,7 +196,8 @@ def test_bad_input_is_one_line(rig_model, tmp_path_factory, case, message):
     assert "\n" not in str(info.value)
 
 
-@pytest.mark.parametrize("change, name", [("integrator", "integrators other than Euler and RK4"), ("sensors", "sensors")])
+@pytest.mark.parametrize("change, name", [("integrator", "integrators other than Euler and RK4"),
+                                           ("sensors", "touch sensors")])
 def test_unsupported_model_refused_by_name(tmp_path, change, name):
     m = rig() if change != "sensors" else tight(load("mjcf_rig"))
     if change == "integrator":
