@@ -1,7 +1,8 @@
 """What the compiled rollout (``cd.mujoco_rollout``) evaluates per forward, as one casadi.Function
 of (qpos, qvel, ctrl, qfrc_applied) for one MjModel, and the static tables its C loop reads:
 
-- the smooth part (smooth.py): M with armature and qfrc_smooth;
+- the smooth part (smooth.py): M with armature and qfrc_smooth, and the actuators' velocity
+  derivative implicitfast takes (actuators.velocity_derivative);
 - every contact candidate slot of collision.py (dist, gate, the pairs' numbers aux);
 - the rows of equality, friction loss and joint limits (constraints.py; limits with their
   ``active`` flag), with J, a_ref and R per row;
@@ -15,8 +16,8 @@ of (qpos, qvel, ctrl, qfrc_applied) for one MjModel, and the static tables its C
 The C loop picks MuJoCo's active contacts with collision.select's rule (ported), keeps a slot's
 rows where it is selected and dist < includemargin (collision.contacts' exclude), and solves
 MuJoCo's convex problem over the kept rows (solver.py's primal Newton).  What the compiled path
-does not do yet is refused by name (``check``): integrators other than Euler and RK4, mesh contacts,
-touch sensors, actuator activations."""
+does not do yet is refused by name (``check``): mesh contacts and touch sensors
+(features.py refuses the rest: the implicit integrator, activations, ...)."""
 from __future__ import annotations
 
 from dataclasses import dataclass
@@ -26,25 +27,22 @@ import numpy as np
 
 from ..errors import ModelError
 from ..model.mjcf import mujoco_module
-from . import collision, sensors
+from . import actuators, collision, sensors
 from .constraints import ELLIPTIC, Contact, Kinematics, Rows, constraint_rows, contact_rows
 from .flags import disabled
 from .smooth import smooth
 
 RULES = {"each": 0, "capsules": 1}
+INTEGRATORS = {0: "euler", 1: "rk4", 3: "implicitfast"}       # mjtIntegrator -> the C loop's (features.py refuses others)
 
 
 def check(model):
     """A ModelError naming what the compiled rollout does not do for MujocoModel ``model``."""
     m, mujoco = model.m, mujoco_module()
     bad = []
-    if int(m.opt.integrator) not in (int(mujoco.mjtIntegrator.mjINT_EULER), int(mujoco.mjtIntegrator.mjINT_RK4)):
-        bad.append("integrators other than Euler and RK4")
     touch = int(mujoco.mjtSensor.mjSENS_TOUCH)
     if any(int(t) == touch for t in m.sensor_type):
         bad.append("touch sensors")
-    if m.na:
-        bad.append("actuator activations")
     if bad:
         raise ModelError(f"MuJoCo model {model.name!r}: not in the compiled rollout yet: {'; '.join(bad)}")
 
@@ -67,7 +65,7 @@ class RolloutParts:
     joints: list                    # per joint (type, qpos address, dof address)
     damping: np.ndarray             # per dof, 0 where the damper is disabled
     implicit_damping: bool          # Euler's implicit damping applies (some damping, eulerdamp on)
-    rk4: bool                       # MuJoCo's RK4 integrator (else Euler)
+    integrator: str                 # INTEGRATORS' name
 
     @property
     def nrow(self):
@@ -110,9 +108,10 @@ def rollout_parts(model, name="mjforward"):
         pair_functions.append(ca.Function(f"{name}_pair{i}", [q, v], [ca.densify(x) for x in _outputs(m, prow, v)[:3]],
                                           ["qpos", "qvel"], ["JT", "aref", "R"]) if len(prow) else None)
     cone, scale = _cones(m, layout, types, slot_of)
-    function = ca.Function(name, [q, v, u, f], [ca.densify(x) for x in (s.M, s.qfrc_smooth, dist, gate, aux, *outs)],
+    dv = ca.vertcat(*actuators.velocity_derivative(m, q, v, u))     # implicitfast's actuator damping
+    function = ca.Function(name, [q, v, u, f], [ca.densify(x) for x in (s.M, s.qfrc_smooth, dist, gate, aux, *outs, dv)],
                            ["qpos", "qvel", "ctrl", "qfrc_applied"],
-                           ["M", "qfrc_smooth", "dist", "gate", "aux", "JT", "aref", "R", "active"])
+                           ["M", "qfrc_smooth", "dist", "gate", "aux", "JT", "aref", "R", "active", "actuator_dv"])
     margin = np.array([ps.pair.margin for ps in layout.pairs for _ in range(ps.start, ps.stop)], float)
     pairs = [(ps.start, ps.stop - ps.start, RULES[ps.rule], ps.cap, ps.aux.start) for ps in layout.pairs]
     joints = [(int(m.jnt_type[j]), int(m.jnt_qposadr[j]), int(m.jnt_dofadr[j])) for j in range(m.njnt)]
@@ -122,8 +121,7 @@ def rollout_parts(model, name="mjforward"):
                                   ["qpos", "qvel", "qacc"], ["sensordata"]) if m.nsensordata else None
     return RolloutParts(function, pair_functions, pair_rows, sensor_function, layout, np.array(types, int), np.array(slot_of, int),
                         np.array(fl, float), cone, scale, margin, pairs, joints, damping,
-                        not disabled(m, "eulerdamp") and bool(np.any(damping > 0)),
-                        int(m.opt.integrator) == int(mujoco_module().mjtIntegrator.mjINT_RK4))
+                        not disabled(m, "eulerdamp") and bool(np.any(damping > 0)), INTEGRATORS[int(m.opt.integrator)])
 
 
 def _pair_rows(m, kin, layout, contacts):

@@ -118,10 +118,12 @@ def test_rig_states_equal_mujoco_rollout(rig_model, tmp_path_factory):
 
 
 @pytest.mark.parametrize("option, value, seed", [("cone", mujoco.mjtCone.mjCONE_ELLIPTIC, 7),
-                                                  ("integrator", mujoco.mjtIntegrator.mjINT_RK4, 8)])
+                                                  ("integrator", mujoco.mjtIntegrator.mjINT_RK4, 8),
+                                                  ("integrator", mujoco.mjtIntegrator.mjINT_IMPLICITFAST, 10)])
 def test_rig_variants_equal_mujoco_rollout(tmp_path, option, value, seed):
     """The rig with MuJoCo's elliptic cone (condim 3, 4 and 6 contacts: the cone's surface, top and bottom zones), and
-    with RK4 (four full forwards per step, rotations combined on the group)."""
+    with RK4 (four full forwards per step, rotations combined on the group), and with implicitfast (dampers and
+    the position/velocity actuators' kv terms implicit)."""
     m = rig()
     setattr(m.opt, option, value)
     x0, u = start(m, 3, seed), controls(m, 3, 300)
@@ -196,12 +198,12 @@ def test_bad_input_is_one_line(rig_model, tmp_path_factory, case, message):
     assert "\n" not in str(info.value)
 
 
-@pytest.mark.parametrize("change, name", [("integrator", "integrators other than Euler and RK4"),
+@pytest.mark.parametrize("change, name", [("integrator", "the implicit integrator"),
                                            ("sensors", "touch sensors")])
 def test_unsupported_model_refused_by_name(tmp_path, change, name):
     m = rig() if change != "sensors" else tight(load("mjcf_rig"))
     if change == "integrator":
-        m.opt.integrator = mujoco.mjtIntegrator.mjINT_IMPLICITFAST
+        m.opt.integrator = mujoco.mjtIntegrator.mjINT_IMPLICIT
     with pytest.raises(ModelError, match=name) as info:
         cd.mujoco_rollout(m, mujoco.MjData(m), start(m, 1, 0), controls(m, 1, 2), out_dir=tmp_path)
     assert "\n" not in str(info.value)
