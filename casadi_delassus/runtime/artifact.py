@@ -56,7 +56,7 @@ _MODEL = re.compile(r"[A-Za-z0-9]+(?:_[A-Za-z0-9]+)*")
 MANIFEST_FORMAT = 2
 # what a sealed manifest describes (its "artifact"), as errors name it
 ARTIFACTS = {"function": "generated function", "library": "contact-mode library", "cuda": "CUDA function",
-             "step": "contact step", "rollout": "rollout", "mjsoft": "MuJoCo contact step",
+             "step": "contact step", "rollout": "rollout", "mjsoft": "MuJoCo contact step", "mjrollout": "MuJoCo rollout",
              "step_derivatives": "contact step's derivatives"}
 
 

@@ -1,0 +1,110 @@
+"""cd.mujoco_rollout against mujoco.rollout.rollout on robosuite-models' Go2 on a floor (issue 32, "done when" 2):
+steps/s on one thread and on two, timed interleaved in one run, and the states' agreement.
+
+    taskset -c 0,1 .venv/bin/python bench/mujoco_rollout.py [--envs 16] [--steps 500] [--reps 7]
+
+The scene: Go2's robot.xml with a ground plane added as Menagerie's scene.xml adds it, gravity on (the file sets
+none), its geoms touching the floor only (conaffinity 0 on the robot: the box-box pairs between its bodies are
+refused by the compiled rollout), Euler (the file's default), its elliptic cone and impratio as shipped.  Environments start at qpos0 with the lowest geom point 0-2 cm above
+the floor, under sinusoidal controls of half the control ranges.  MuJoCo runs its default solver (Newton) with
+the file's tolerance for the speed; for the accuracy row it runs Newton at 1e-15 (the problem's unique answer).
+Writes bench/results/mujoco_rollout.md and .csv."""
+from __future__ import annotations
+
+import argparse
+import statistics
+import time
+
+import numpy as np
+
+from common import say, write  # noqa: F401  (puts the repository on sys.path)
+
+import mujoco  # noqa: E402
+from mujoco import rollout as mj_rollout  # noqa: E402
+
+import casadi_delassus as cd  # noqa: E402
+
+FULL = mujoco.mjtState.mjSTATE_FULLPHYSICS
+
+
+def go2_floor():
+    """The scene of the module docstring as an MjModel."""
+    import importlib.metadata
+    path = importlib.metadata.distribution("robosuite-models").locate_file("robosuite_models/assets/robots/go2/robot.xml")
+    spec = mujoco.MjSpec.from_file(str(path))
+    spec.worldbody.add_geom(type=mujoco.mjtGeom.mjGEOM_PLANE, size=[0, 0, 0.05], name="floor")
+    for g in spec.geoms:
+        if g.name != "floor":
+            g.conaffinity = 0
+    m = spec.compile()
+    m.opt.gravity[:] = [0, 0, -9.81]
+    m.opt.integrator = mujoco.mjtIntegrator.mjINT_EULER
+    return m
+
+
+def starts(m, n, seed=5):
+    """n states at qpos0, the lowest geom point 0-2 cm above the floor (geom_aabb in world z)."""
+    d, rng = mujoco.MjData(m), np.random.default_rng(seed)
+    mujoco.mj_forward(m, d)
+    R = d.geom_xmat.reshape(-1, 3, 3)[:, 2, :]
+    low = d.geom_xpos[:, 2] + np.einsum("gk,gk->g", R, m.geom_aabb[:, :3]) - np.einsum("gk,gk->g", np.abs(R), m.geom_aabb[:, 3:])
+    out = np.zeros((n, mujoco.mj_stateSize(m, FULL)))
+    for b in range(n):
+        mujoco.mj_resetData(m, d)
+        d.qpos[2] += rng.uniform(0.0, 0.02) - low[m.geom_bodyid > 0].min()
+        mujoco.mj_getState(m, d, out[b], FULL)
+    return out
+
+
+def controls(m, n, steps):
+    """Sinusoids of half the control ranges."""
+    span = np.abs(m.actuator_ctrlrange).max(axis=1)
+    t = np.arange(steps)[None, :, None]
+    return 0.5 * span * np.sin(0.05 * t + np.arange(m.nu)[None, None, :] + np.arange(n)[:, None, None])
+
+
+def tight(m):
+    """A copy of m with MuJoCo's Newton at 1e-15."""
+    c = m.__copy__()
+    c.opt.solver = mujoco.mjtSolver.mjSOL_NEWTON
+    c.opt.tolerance, c.opt.iterations, c.opt.ls_iterations = 1e-15, 1000, 200
+    return c
+
+
+def main():
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--envs", type=int, default=16)
+    ap.add_argument("--steps", type=int, default=500)
+    ap.add_argument("--reps", type=int, default=7)
+    a = ap.parse_args()
+    m = go2_floor()
+    x0, u = starts(m, a.envs), controls(m, a.envs, a.steps)
+    say("compiling (first call) ...")
+    cd.mujoco_rollout(m, mujoco.MjData(m), x0[:1], u[:1, :2])
+    rows = []
+    for nthread in (1, 2):
+        data = [mujoco.MjData(m) for _ in range(nthread)]
+        times = {"casadi_delassus": [], "mujoco.rollout": []}
+        for _ in range(a.reps):                      # interleaved: both see the same machine state
+            for name, call in (("casadi_delassus", cd.mujoco_rollout), ("mujoco.rollout", mj_rollout.rollout)):
+                t0 = time.perf_counter()
+                call(m, data, x0, u)
+                times[name].append(time.perf_counter() - t0)
+        rate = {k: a.envs * a.steps / statistics.median(v) for k, v in times.items()}
+        spread = {k: (max(v) - min(v)) / statistics.median(v) for k, v in times.items()}
+        for k in times:
+            rows.append([nthread, k, round(rate[k]), f"{100 * spread[k]:.1f} %",
+                         f"{rate[k] / rate['mujoco.rollout']:.2f}"])
+    mt = tight(m)
+    ours, _ = cd.mujoco_rollout(mt, mujoco.MjData(mt), x0, u)
+    ref, _ = mj_rollout.rollout(mt, mujoco.MjData(mt), x0, u)
+    q, v = slice(1, 1 + m.nq), slice(1 + m.nq, None)
+    dq = np.abs(ours[..., q] - ref[..., q]).max()
+    dv = (np.abs(ours[..., v] - ref[..., v]) / np.maximum(1, np.abs(ref[..., v]))).max()
+    rows.append(["accuracy", "vs Newton 1e-15", f"qpos {dq:.1e}", f"qvel rel {dv:.1e}", ""])
+    write("mujoco_rollout", rows, ["threads", "rollout", "steps/s (median)", "spread (max-min)/median", "ratio"],
+          f"cd.mujoco_rollout vs mujoco.rollout, Go2 floor, {a.envs} envs x {a.steps} steps, {a.reps} interleaved reps")
+
+
+if __name__ == "__main__":
+    main()

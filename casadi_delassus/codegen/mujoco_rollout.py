@@ -1,0 +1,67 @@
+"""C of ``cd.mujoco_rollout`` for one MjModel: mujoco_model/rollout_parts.py's function (given as ``parts``:
+codegen ranks below the mathematics of MuJoCo's model) through CasADi's
+code generator, and templates/mujoco_rollout.c.j2 (contact selection, the Newton solve of MuJoCo's convex
+problem, Euler with implicit damping, threads) around it; compiled once per model content (build_cached,
+kind "mjrollout"; the key: sha256 of the model's MJB bytes, the package version, the flags and compiler)."""
+from __future__ import annotations
+
+import hashlib
+
+import numpy as np
+
+from .. import __version__
+from ..runtime.compiler import find_compiler
+from ..runtime import artifact
+from .build import build_cached, resolve_cflags
+from .emit import TEMPLATES, casadi_source
+from .escape import Safe
+from .trace_cache import source_hash
+
+
+def model_key(m, cflags, cc):
+    """The build's cache key: the MJB bytes of ``m`` (mj_saveModel) with the version, the package's source hash, flags and compiler."""
+    from ..model.mjcf import mujoco_module
+    mujoco = mujoco_module()
+    buffer = np.zeros(mujoco.mj_sizeModel(m), dtype=np.uint8)
+    mujoco.mj_saveModel(m, None, buffer)
+    data = hashlib.sha256(buffer.tobytes())
+    data.update(repr((__version__, source_hash(), list(cflags), cc, "mjrollout")).encode())
+    return data.hexdigest()
+
+
+def render(model, parts, name):
+    """The C source and the instruction count of the traced function."""
+    m = model.m
+    fwd = parts.function
+    others = [f for f in (*parts.pair_functions, parts.sensor_function) if f is not None]
+    sizes = {k: max(int(getattr(f, k)()) for f in (fwd, *others)) for k in ("sz_arg", "sz_res", "sz_iw", "sz_w")}
+    layout = parts.layout
+    pad = lambda xs: [*xs, 0]           # noqa: E731 -- C arrays of at least one entry
+    text = TEMPLATES.get_template("mujoco_rollout.c.j2").render(
+        fname=Safe(name), model=model.name, version=__version__, casadi_code=Safe(casadi_source(fwd, others)),
+        nq=m.nq, nv=m.nv, nu=m.nu, nsens=int(m.nsensordata),
+        sensor_fn=parts.sensor_function.name() if parts.sensor_function is not None else None, nrow=parts.nrow, nbase=parts.nrow - sum(n for _, n in parts.pair_rows),
+        pair_rows=parts.pair_rows, pair_fns=[f.name() if f is not None else None for f in parts.pair_functions], nslot=layout.nslot, naux=layout.naux, npair=len(parts.pairs),
+        njnt=m.njnt, timestep=float(m.opt.timestep), tolerance=max(float(m.opt.tolerance), 1e-13), implicit_damping=int(parts.implicit_damping), rk4=int(parts.integrator == "rk4"), implicitfast=int(parts.integrator == "implicitfast"), row_type=pad(parts.row_type),
+        row_slot=pad(parts.row_slot), row_fl=pad(parts.row_frictionloss), row_cone=pad(parts.row_cone), row_scale=pad(parts.row_scale), slot_margin=pad(parts.slot_margin),
+        pairs=parts.pairs, reach=pad([ps.reach for ps in layout.pairs]), joints=parts.joints, damping=parts.damping,
+        **sizes)
+    return text, max(f.n_instructions() for f in (fwd, *others))
+
+
+def build(model, rollout_parts, out_dir, cflags=("auto",), cc=None):
+    """The manifest path of the compiled rollout of MujocoModel ``model`` (built once per content), its
+    RolloutParts traced by ``rollout_parts(model, name)`` when it is not in the cache."""
+    cc = find_compiler(cc)
+    key = model_key(model.m, cflags, cc)
+    label = artifact.model_name(model.robot, None)
+    name = f"mjrollout_{key[:12]}"
+
+    def make():
+        parts = rollout_parts(model, f"{name}_fwd")
+        text, instructions = render(model, parts, name)
+        flags = resolve_cflags(cflags, instructions, cc)
+        manifest = {"function": name, "model": model.name, "nq": model.nq, "nv": model.nv, "nu": model.nu,
+                    "nrow": parts.nrow, "nsensordata": int(model.m.nsensordata), "cflags": list(flags), "version": __version__}
+        return text, [*flags, "-pthread"], manifest
+    return build_cached(artifact.folder(out_dir, label, "mjrollout"), f"mjrollout_{key[:16]}", make, cc, key, "mjrollout")

@@ -1,0 +1,172 @@
+"""``cd.mujoco_rollout``: ``mujoco.rollout.rollout``'s call on C generated for the model (docs/mujoco.md).
+
+Arguments are checked as MuJoCo 4's rollout.py checks them (its own helpers, their ValueError made an
+InputError), then: the models (one, or a sequence of the same content) compiled once per content
+(codegen/mujoco_rollout.py; refusals by name), finite inputs only, ``control_spec`` a subset of
+mjSTATE_CTRL | mjSTATE_QFRC_APPLIED, ``len(data)`` threads.  Outputs are computed into fresh arrays and
+copied into ``state``/``sensordata`` only when the whole call succeeded."""
+from __future__ import annotations
+
+import hashlib
+import warnings
+from pathlib import Path
+
+import numpy as np
+
+from ..codegen.mujoco_rollout import build
+from ..errors import InputError
+from ..model.mjcf import mujoco_module
+from ..mujoco_model.model import MujocoModel
+from ..mujoco_model.rollout_parts import rollout_parts
+from ..names import shown
+from ..runtime.compiler import find_compiler
+from ..runtime.mujoco_rollout import CompiledRollout
+
+DEFAULT_OUT = Path("codegen_out")
+_LOADED = {}                # (fingerprint, out_dir, cc) -> CompiledRollout (this process)
+# arrays the compiled rollout never reads (mesh contacts are refused; names, textures, visuals): left out of the
+# per-call fingerprint, which then costs under a millisecond where the MJB bytes of a meshed robot cost 60 ms
+UNREAD = ("mesh_", "tex_", "hfield_", "skin_", "flex", "bvh_", "oct_", "names", "paths", "text_", "tuple_", "key_",
+          "plugin", "mat_", "light_", "cam_", "vis")
+
+
+def fingerprint(m):
+    """A hash of what MjModel ``m`` holds that the compiled rollout can read: its sizes, numeric arrays and options
+    (a model changed after its first call gets another fingerprint, hence its own build)."""
+    h = hashlib.sha256()
+    for obj, names in ((m, [n for n in dir(m) if not n.startswith(("_", *UNREAD))]), (m.opt, dir(m.opt))):
+        for n in names:
+            x = getattr(obj, n, None) if not n.startswith("_") else None
+            if isinstance(x, (int, float, np.ndarray)) and not isinstance(x, bool):
+                h.update(n.encode())
+                h.update(np.ascontiguousarray(x).tobytes())
+    return h.hexdigest()
+
+
+def _compiled(m, out_dir, cc):
+    """(fingerprint, CompiledRollout) of MjModel ``m``: built, or taken from the disk cache by its MJB bytes, once
+    per fingerprint in this process."""
+    key = (fingerprint(m), str(out_dir), cc)
+    if key not in _LOADED:
+        cc_line = find_compiler(cc)
+        _LOADED[key] = CompiledRollout(build(MujocoModel(m), rollout_parts, out_dir, ("auto",), cc_line))
+    return key[0], _LOADED[key]
+
+
+def _mujoco_checks(rollout_module, **arrays):
+    """MuJoCo's own argument checks (rollout.py's helpers), their ValueError as one InputError line."""
+    try:
+        rollout_module._check_must_be_numeric(**arrays)
+        rollout_module._check_number_of_dimensions(2, **{k: arrays[k] for k in ("initial_state", "initial_warmstart")})
+        rollout_module._check_number_of_dimensions(3, **{k: arrays[k] for k in ("control", "state", "sensordata")})
+    except ValueError as exc:
+        raise InputError(f"mujoco_rollout: {exc}") from None
+
+
+def _finite(name, x):
+    """A one-line InputError when ``x`` holds NaN or an infinity."""
+    if x is not None and not np.all(np.isfinite(x)):
+        raise InputError(f"mujoco_rollout: {name} holds a non-finite value (MuJoCo would reset that data with a warning)")
+
+
+def _control_spec(mujoco, control_spec):
+    """(with ctrl, with qfrc_applied) of a control_spec within mjSTATE_CTRL | mjSTATE_QFRC_APPLIED."""
+    st = mujoco.mjtState
+    spec = int(control_spec)
+    if spec & ~int(st.mjSTATE_USER):
+        raise InputError("mujoco_rollout: control_spec can only contain bits in mjSTATE_USER")
+    if spec & ~(int(st.mjSTATE_CTRL) | int(st.mjSTATE_QFRC_APPLIED)):
+        raise InputError(f"mujoco_rollout: control_spec {spec}: only mjSTATE_CTRL and mjSTATE_QFRC_APPLIED are in the "
+                         "compiled rollout (not xfrc_applied, eq_active, mocap or userdata)")
+    return bool(spec & int(st.mjSTATE_CTRL)), bool(spec & int(st.mjSTATE_QFRC_APPLIED))
+
+
+def _models(mujoco, model):
+    """The one MjModel of ``model`` (an MjModel or a sequence of MjModels of one content)."""
+    models = [model] if isinstance(model, mujoco.MjModel) else list(model) if not isinstance(model, (str, bytes)) else []
+    if not models or not all(isinstance(m, mujoco.MjModel) for m in models):
+        raise InputError(f"mujoco_rollout: model: expected an MjModel or a sequence of them, got {type(model).__name__}")
+    return models
+
+
+def _nthread(mujoco, data):
+    """len(data): one MjData or a sequence of them."""
+    data = [data] if isinstance(data, mujoco.MjData) else list(data) if isinstance(data, (list, tuple)) else None
+    if not data or not all(isinstance(d, mujoco.MjData) for d in data):
+        raise InputError("mujoco_rollout: data: expected an MjData or a sequence of them (one per thread)")
+    return len(data)
+
+
+def _warn(status):
+    """MuJoCo's warning behaviour: a RuntimeWarning naming the trajectories that diverged (their remaining rows repeat
+    the last state) or whose solve stopped at its iteration limit."""
+    for code, what in ((2, "diverged (a NaN or a value beyond 1e10: the remaining states repeat the last one)"),
+                       (1, "had a constraint solve stop at its iteration limit")):
+        bad = np.flatnonzero(status == code)
+        if len(bad):
+            warnings.warn(f"mujoco_rollout: trajectories {bad[:8].tolist()}{' ...' if len(bad) > 8 else ''} {what}",
+                          RuntimeWarning, stacklevel=3)
+
+
+def mujoco_rollout(model, data, initial_state, control=None, *, control_spec=None, skip_checks=False, nstep=None,
+                   initial_warmstart=None, state=None, sensordata=None, chunk_size=None, persistent_pool=False,
+                   out_dir=DEFAULT_OUT, cc=None):
+    """``mujoco.rollout.rollout(model, data, initial_state, control, ...)`` → (state nbatch x nstep x nstate,
+    sensordata nbatch x nstep x nsensordata) on the compiled C of ``model`` (docs/mujoco.md).  ``skip_checks``,
+    ``chunk_size`` and ``persistent_pool`` are accepted and change nothing (every call is checked, threads
+    are started per call); ``out_dir``/``cc``: where and with what the C is compiled."""
+    mujoco = mujoco_module()
+    import mujoco.rollout as mr
+    control_spec = int(mujoco.mjtState.mjSTATE_CTRL) if control_spec is None else control_spec
+    with_ctrl, with_qfrc = _control_spec(mujoco, control_spec)
+    models, nthread = _models(mujoco, model), _nthread(mujoco, data)
+    if nstep is not None and (not isinstance(nstep, (int, np.integer)) or isinstance(nstep, bool) or nstep < 0):
+        raise InputError(f"mujoco_rollout: nstep must be a non-negative integer, got {shown(nstep)}")
+    arrays = dict(initial_state=initial_state, initial_warmstart=initial_warmstart, control=control, state=state,
+                  sensordata=sensordata)
+    _mujoco_checks(mr, **arrays)
+    initial_state, initial_warmstart = mr._ensure_2d(initial_state), mr._ensure_2d(initial_warmstart)
+    control, out_state, out_sensor = mr._ensure_3d(control), mr._ensure_3d(state), mr._ensure_3d(sensordata)
+    try:
+        nbatch = mr._infer_dimension(0, 1, initial_state=initial_state, initial_warmstart=initial_warmstart,
+                                     control=control, state=out_state, sensordata=out_sensor)
+        if len(models) > 1 and nbatch == 1:
+            nbatch = len(models)
+        if len(models) > 1 and len(models) != nbatch:
+            raise ValueError(f"nbatch inferred as {nbatch} but model is length {len(models)}")
+        nstep = mr._infer_dimension(1, 1 if nstep is None else nstep, control=control, state=out_state,
+                                    sensordata=out_sensor)
+        m = models[0]
+        nstate = mujoco.mj_stateSize(m, int(mujoco.mjtState.mjSTATE_FULLPHYSICS))
+        ncontrol = mujoco.mj_stateSize(m, int(control_spec))
+        mr._check_trailing_dimension(nstate, initial_state=initial_state, state=out_state)
+        mr._check_trailing_dimension(ncontrol, control=control)
+        mr._check_trailing_dimension(m.nv, initial_warmstart=initial_warmstart)
+        mr._check_trailing_dimension(m.nsensordata, sensordata=out_sensor)
+    except ValueError as exc:
+        raise InputError(f"mujoco_rollout: {exc}") from None
+    for name, x in (("initial_state", initial_state), ("initial_warmstart", initial_warmstart), ("control", control)):
+        _finite(name, x)
+    key, compiled = _compiled(m, out_dir, cc)
+    if any(fingerprint(x) != key for x in models[1:]):
+        raise InputError("mujoco_rollout: a sequence of models of different content (only copies of one model are "
+                         "in the compiled rollout)")
+    if compiled.nstate != nstate:
+        raise InputError(f"mujoco_rollout: initial_state: {nstate} numbers per state, the compiled model takes "
+                         f"{compiled.nstate}")
+    state0 = np.ascontiguousarray(mr._tile_if_required(initial_state, nbatch), dtype=float)
+    warm0 = None if initial_warmstart is None else np.ascontiguousarray(mr._tile_if_required(initial_warmstart, nbatch),
+                                                                         dtype=float)
+    u = np.zeros((nbatch, nstep, ncontrol)) if control is None else mr._tile_if_required(control, nbatch, nstep)
+    u = np.ascontiguousarray(u, dtype=float)
+    if not with_ctrl and m.nu:          # the C reads ctrl first: zeros where control_spec leaves it out
+        u = np.ascontiguousarray(np.concatenate([np.zeros((nbatch, nstep, m.nu)), u], axis=2))
+    states, sensors, status = compiled.run(state0, warm0, u, nstep, nthread, with_qfrc)
+    _warn(status)
+    if out_state is not None:
+        out_state[...] = states
+        states = out_state
+    if out_sensor is not None:
+        out_sensor[...] = sensors
+        sensors = out_sensor
+    return states, sensors

@@ -1,0 +1,43 @@
+"""The compiled ``cd.mujoco_rollout`` (codegen/mujoco_rollout.py) loaded through ctypes: its sealed .so
+opened once (library.open_sealed) and its one entry ``<name>_rollout(dims, state0, warm0, control,
+state, sensordata, status)`` called on checked, C-contiguous float64 arrays."""
+from __future__ import annotations
+
+import ctypes
+
+import numpy as np
+
+from ..errors import InputError
+from .library import entries, open_sealed
+
+DOUBLE_P = ctypes.POINTER(ctypes.c_double)
+STATUS = ("converged", "max iterations", "diverged")
+
+
+def _pointer(x):
+    """A double* to the C-contiguous float64 array ``x`` (NULL for None)."""
+    return None if x is None else x.ctypes.data_as(DOUBLE_P)
+
+
+class CompiledRollout:
+    """One model's compiled rollout: ``run(state0, warm0, control, nstep, nthread, with_qfrc)``."""
+
+    def __init__(self, manifest_path):
+        self.manifest, self._lib, mapped = open_sealed(manifest_path, ("c", "so"), "mjrollout")
+        self._run, = entries(self._lib, mapped, manifest_path.with_suffix(".so"), self.manifest["function"],
+                             [("_rollout", [DOUBLE_P] * 7)])
+        self.nstate = 1 + self.manifest["nq"] + self.manifest["nv"]
+        self.nsensordata = self.manifest["nsensordata"]
+
+    def run(self, state0, warm0, control, nstep, nthread, with_qfrc):
+        """(states nbatch x nstep x nstate, sensordata nbatch x nstep x nsensordata, status per trajectory: STATUS'
+        index) from the checked inputs."""
+        nbatch = len(state0)
+        out, sens = np.empty((nbatch, nstep, self.nstate)), np.empty((nbatch, nstep, self.nsensordata))
+        status = np.zeros(nbatch)
+        dims = np.array([nbatch, nstep, nthread, control.shape[2], float(with_qfrc)], float)
+        if self._run(*map(_pointer, (dims, state0, warm0, control, out, sens, status))):
+            raise InputError(f"mujoco_rollout: could not start {nthread} threads")
+        if np.any(status < 0):
+            raise InputError("mujoco_rollout: out of memory for a thread's work space")
+        return out, sens, status.astype(int)

@@ -1,0 +1,257 @@
+"""cd.mujoco_rollout (casadi_delassus/mujoco/) against mujoco.rollout.rollout itself: the states of many steps
+equal (qpos to 1e-6 absolute, qvel to 1e-5 relative) with MuJoCo's solver set to Newton at a tight tolerance (the
+convex problem's answer is unique; MuJoCo's defaults stop earlier and differ by their tolerance), and bad input
+refused in one line.  (No tests/mujoco/__init__.py: a package called ``mujoco`` would hide MuJoCo itself.)"""
+import numpy as np
+import pytest
+
+import casadi_delassus as cd
+from casadi_delassus.errors import InputError, ModelError
+
+mujoco = pytest.importorskip("mujoco")
+from mujoco import rollout as mj_rollout  # noqa: E402
+
+from mujoco_model.common import load, path_of  # noqa: E402
+from mujoco_model.mj_scenes import gymnasium_model, robosuite_model  # noqa: E402
+
+FULL = mujoco.mjtState.mjSTATE_FULLPHYSICS
+
+
+def tight(m):
+    """MuJoCo's Newton solver run to 1e-15 (its answer is then the problem's unique one)."""
+    m.opt.solver = mujoco.mjtSolver.mjSOL_NEWTON
+    m.opt.tolerance, m.opt.iterations, m.opt.ls_iterations = 1e-15, 1000, 200
+    return m
+
+
+def rig(keep_sensors=False):
+    """tests/models/mjcf_rig.xml without its sensors (``keep_sensors``: without its touch sensors) and with contacts
+    against the floor only (the compiled rollout refuses touch sensors and body-body sphere-box pairs by name): free,
+    ball, hinge and slide joints, limits, friction loss, equality, actuators with ranges, condim 1/3/4/6 contacts
+    (pyramidal), Euler with implicit damping."""
+    spec = mujoco.MjSpec.from_file(str(path_of("mjcf_rig")))
+    for s in list(spec.sensors):
+        if not keep_sensors or s.type == mujoco.mjtSensor.mjSENS_TOUCH:
+            spec.delete(s)
+    for g in spec.geoms:
+        if g.name != "floor":
+            g.conaffinity = 0
+    m = spec.compile()
+    m.opt.disableactuator = 1 << 3
+    return tight(m)
+
+
+def start(m, n, seed, drop=(0.0, 0.3)):
+    """n initial FULLPHYSICS states: qpos0 with the free bodies lowered by ``drop`` metres, random qvel."""
+    d, rng = mujoco.MjData(m), np.random.default_rng(seed)
+    out = np.zeros((n, mujoco.mj_stateSize(m, FULL)))
+    for b in range(n):
+        mujoco.mj_resetData(m, d)
+        d.qvel[:] = rng.normal(size=m.nv) * 0.3
+        if m.jnt_type[0] == 0:
+            d.qpos[2] -= rng.uniform(*drop)
+        mujoco.mj_getState(m, d, out[b], FULL)
+    return out
+
+
+def above_floor(m, n, seed):
+    """n states at qpos0, zero velocity, the robot's lowest geom point 0-2 cm above the floor (z = 0)."""
+    d, rng = mujoco.MjData(m), np.random.default_rng(seed)
+    mujoco.mj_forward(m, d)
+    robot = m.geom_bodyid > 0
+    R = d.geom_xmat.reshape(-1, 3, 3)
+    low = d.geom_xpos[:, 2] + np.einsum("gk,gk->g", R[:, 2, :], m.geom_aabb[:, :3])
+    low -= np.einsum("gk,gk->g", np.abs(R[:, 2, :]), m.geom_aabb[:, 3:])
+    out = np.zeros((n, mujoco.mj_stateSize(m, FULL)))
+    for b in range(n):
+        mujoco.mj_resetData(m, d)
+        d.qpos[2] += rng.uniform(0.0, 0.02) - low[robot].min()
+        mujoco.mj_getState(m, d, out[b], FULL)
+    return out
+
+
+def controls(m, n, steps, amplitude=2.0):
+    """Sinusoids of ``amplitude`` times the control ranges (beyond them: MuJoCo clamps)."""
+    t = np.arange(steps)[None, :, None]
+    span = np.where(m.actuator_ctrllimited, np.abs(m.actuator_ctrlrange).max(axis=1), 1.0)
+    return amplitude * span * np.sin(0.05 * t + np.arange(m.nu)[None, None, :] + np.arange(n)[:, None, None])
+
+
+def errors(m, ours, ref):
+    """(max qpos error, max relative qvel error) of two state arrays."""
+    q, v = slice(1, 1 + m.nq), slice(1 + m.nq, 1 + m.nq + m.nv)
+    dq = np.abs(ours[..., q] - ref[..., q]).max()
+    dv = (np.abs(ours[..., v] - ref[..., v]) / np.maximum(1.0, np.abs(ref[..., v]))).max()
+    return dq, dv
+
+
+def contacts_seen(m, x0, u):
+    """Whether MuJoCo's own trajectory of environment 0 has contacts."""
+    d = mujoco.MjData(m)
+    mujoco.mj_setState(m, d, x0[0], FULL)
+    seen = 0
+    for ctrl in u[0]:
+        d.ctrl[:] = ctrl
+        mujoco.mj_step(m, d)
+        seen += d.ncon
+    return seen > 0
+
+
+@pytest.fixture(scope="module")
+def rig_model():
+    return rig()
+
+
+def test_rig_states_equal_mujoco_rollout(rig_model, tmp_path_factory):
+    m = rig_model
+    out = tmp_path_factory.mktemp("mj")
+    x0, u = start(m, 4, 1), controls(m, 4, 400)
+    data = [mujoco.MjData(m) for _ in range(2)]
+    ours, sensors = cd.mujoco_rollout(m, data, x0, u, out_dir=out)
+    one, _ = cd.mujoco_rollout(m, data[0], x0, u, out_dir=out)
+    ref, ref_sensors = mj_rollout.rollout(m, data, x0, u)
+    assert ours.shape == ref.shape and sensors.shape == ref_sensors.shape
+    assert contacts_seen(m, x0, u)
+    dq, dv = errors(m, ours, ref)
+    assert dq <= 1e-6 and dv <= 1e-5, (dq, dv)
+    assert np.array_equal(one, ours)                    # threads change nothing
+
+
+@pytest.mark.parametrize("option, value, seed", [("cone", mujoco.mjtCone.mjCONE_ELLIPTIC, 7),
+                                                  ("integrator", mujoco.mjtIntegrator.mjINT_RK4, 8),
+                                                  ("integrator", mujoco.mjtIntegrator.mjINT_IMPLICITFAST, 10)])
+def test_rig_variants_equal_mujoco_rollout(tmp_path, option, value, seed):
+    """The rig with MuJoCo's elliptic cone (condim 3, 4 and 6 contacts: the cone's surface, top and bottom zones), and
+    with RK4 (four full forwards per step, rotations combined on the group), and with implicitfast (dampers and
+    the position/velocity actuators' kv terms implicit)."""
+    m = rig()
+    setattr(m.opt, option, value)
+    x0, u = start(m, 3, seed), controls(m, 3, 300)
+    ours, _ = cd.mujoco_rollout(m, mujoco.MjData(m), x0, u, out_dir=tmp_path)
+    ref, _ = mj_rollout.rollout(m, mujoco.MjData(m), x0, u)
+    assert contacts_seen(m, x0, u)
+    dq, dv = errors(m, ours, ref)
+    assert dq <= 1e-6 and dv <= 1e-5, (dq, dv)
+
+
+def test_sensordata_equals_mujoco_rollout(tmp_path):
+    """The rig's sensors but touch (joint, frame, subtree, gyro, accelerometer, velocimeter, with cutoffs): sensordata
+    at each step's first forward, as mujoco.rollout records it."""
+    m = rig(keep_sensors=True)
+    x0, u = start(m, 3, 9), controls(m, 3, 200)
+    sensordata = np.zeros((3, 200, m.nsensordata))
+    ours, sens = cd.mujoco_rollout(m, mujoco.MjData(m), x0, u, sensordata=sensordata, out_dir=tmp_path)
+    ref, ref_sens = mj_rollout.rollout(m, mujoco.MjData(m), x0, u)
+    assert sens is sensordata and m.nsensordata > 20
+    dq, dv = errors(m, ours, ref)
+    assert dq <= 1e-6 and dv <= 1e-5, (dq, dv)
+    err = np.abs(sens - ref_sens) / np.maximum(1.0, np.abs(ref_sens))
+    assert err.max() <= 1e-6, err.max()
+
+
+def test_singleton_expansion_and_output_arrays(rig_model, tmp_path_factory):
+    """One initial state and one control row tile over nbatch and nstep as MuJoCo tiles them; a given ``state``
+    array is written."""
+    m = rig_model
+    out = tmp_path_factory.mktemp("mj")
+    x0, u = start(m, 1, 2), controls(m, 3, 1)[:, :1]
+    state = np.empty((3, 50, x0.shape[1]))
+    ours, _ = cd.mujoco_rollout(m, mujoco.MjData(m), x0, u, nstep=50, state=state, out_dir=out)
+    ref, _ = mj_rollout.rollout(m, mujoco.MjData(m), x0, u, nstep=50)
+    assert ours is state
+    dq, dv = errors(m, ours, ref)
+    assert dq <= 1e-6 and dv <= 1e-5
+
+
+def test_changed_model_is_compiled_anew(rig_model, tmp_path_factory):
+    """A model changed after its first call is another content: compiled again, and still MuJoCo's answer."""
+    m = rig()
+    out = tmp_path_factory.mktemp("mj")
+    x0, u = start(m, 2, 3), controls(m, 2, 60)
+    cd.mujoco_rollout(m, mujoco.MjData(m), x0, u, out_dir=out)
+    m.opt.gravity[:] = [0.0, 0.5, -3.0]
+    ours, _ = cd.mujoco_rollout(m, mujoco.MjData(m), x0, u, out_dir=out)
+    ref, _ = mj_rollout.rollout(m, mujoco.MjData(m), x0, u)
+    dq, dv = errors(m, ours, ref)
+    assert dq <= 1e-6 and dv <= 1e-5
+
+
+@pytest.mark.parametrize("case, message", [
+    ("short state", "initial_state"), ("nan state", "non-finite"), ("control size", "control"),
+    ("two models", "different content"), ("xfrc spec", "xfrc_applied"), ("data", "MjData"), ("nstep", "nstep")])
+def test_bad_input_is_one_line(rig_model, tmp_path_factory, case, message):
+    m = rig_model
+    out = tmp_path_factory.mktemp("mj")
+    x0, u, d = start(m, 2, 4), controls(m, 2, 5), mujoco.MjData(m)
+    other = rig()
+    other.opt.timestep = 0.002
+    call = {"short state": lambda: cd.mujoco_rollout(m, d, x0[:, :-1], u, out_dir=out),
+            "nan state": lambda: cd.mujoco_rollout(m, d, np.where(np.arange(x0.shape[1]) == 3, np.nan, x0), u, out_dir=out),
+            "control size": lambda: cd.mujoco_rollout(m, d, x0, u[..., :-1], out_dir=out),
+            "two models": lambda: cd.mujoco_rollout([m, other], d, x0, u, out_dir=out),
+            "xfrc spec": lambda: cd.mujoco_rollout(m, d, x0, None, control_spec=mujoco.mjtState.mjSTATE_XFRC_APPLIED,
+                                                   nstep=3, out_dir=out),
+            "data": lambda: cd.mujoco_rollout(m, "data", x0, u, out_dir=out),
+            "nstep": lambda: cd.mujoco_rollout(m, d, x0, u, nstep=-1, out_dir=out)}[case]
+    with pytest.raises(InputError, match=message) as info:
+        call()
+    assert "\n" not in str(info.value)
+
+
+@pytest.mark.parametrize("change, name", [("integrator", "the implicit integrator"),
+                                           ("sensors", "touch sensors")])
+def test_unsupported_model_refused_by_name(tmp_path, change, name):
+    m = rig() if change != "sensors" else tight(load("mjcf_rig"))
+    if change == "integrator":
+        m.opt.integrator = mujoco.mjtIntegrator.mjINT_IMPLICIT
+    with pytest.raises(ModelError, match=name) as info:
+        cd.mujoco_rollout(m, mujoco.MjData(m), start(m, 1, 0), controls(m, 1, 2), out_dir=tmp_path)
+    assert "\n" not in str(info.value)
+
+
+def go2(cone=None):
+    """robosuite-models' Go2 on a floor added as Menagerie's scene.xml adds it (floor contacts only), gravity on,
+    Euler; ``cone`` "pyramidal" replaces the file's elliptic cone."""
+    m = tight(robosuite_model("go2"))
+    m.opt.gravity[:] = [0, 0, -9.81]                    # Go2's file sets none: Menagerie's scene does
+    m.opt.integrator = mujoco.mjtIntegrator.mjINT_EULER
+    if cone:
+        m.opt.cone = getattr(mujoco.mjtCone, f"mjCONE_{cone.upper()}")
+    return m
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("cone, steps", [("pyramidal", 1000), (None, 400)])
+def test_go2_floor_equals_mujoco_rollout(tmp_path, cone, steps):
+    """Go2, 8 environments dropped 0-2 cm under sinusoidal controls.  With the file's elliptic cone and impratio 100
+    MuJoCo's own Newton (tolerance 1e-15) stops with efc_force 2e-7 (relative) from the converged answer at its worst
+    state (our C equals the NumPy reference solve there to 1e-12): the difference doubles every ~50 steps past
+    step 500 and reaches 1.4e-6 in qpos by step 1,000, so that case is checked over 400 steps."""
+    m = go2(cone)
+    x0, u = above_floor(m, 8, 5), controls(m, 8, steps, amplitude=0.5)
+    ours, _ = cd.mujoco_rollout(m, [mujoco.MjData(m), mujoco.MjData(m)], x0, u, out_dir=tmp_path)
+    ref, _ = mj_rollout.rollout(m, [mujoco.MjData(m), mujoco.MjData(m)], x0, u)
+    assert contacts_seen(m, x0, u)
+    dq, dv = errors(m, ours, ref)
+    assert dq <= 1e-6 and dv <= 1e-5, (dq, dv)
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("name", ["hopper", "walker2d_v5", "humanoid"])
+def test_gymnasium_equals_mujoco_rollout(tmp_path, name):
+    """Gymnasium's models as shipped (RK4; humanoid's body-body capsule contacts), MuJoCo at Newton 1e-15:
+    8 environments from qpos0 with random velocities, 1,000 steps of sinusoidal controls.  (ant is left out: under
+    these controls its states part from MuJoCo's exponentially from 1e-15 at the first steps, x10 every ~40 steps,
+    the chaos of its motion, not a model difference: docs/mujoco.md.)"""
+    m = tight(gymnasium_model(name))
+    d, rng = mujoco.MjData(m), np.random.default_rng(0)
+    x0 = np.zeros((8, mujoco.mj_stateSize(m, FULL)))
+    for b in range(8):
+        mujoco.mj_resetData(m, d)
+        d.qvel[:] = rng.normal(size=m.nv) * 0.1
+        mujoco.mj_getState(m, d, x0[b], FULL)
+    u = controls(m, 8, 1000, amplitude=0.5)
+    ours, _ = cd.mujoco_rollout(m, [d, mujoco.MjData(m)], x0, u, out_dir=tmp_path)
+    ref, _ = mj_rollout.rollout(m, [d, mujoco.MjData(m)], x0, u)
+    dq, dv = errors(m, ours, ref)
+    assert dq <= 1e-6 and dv <= 1e-5, (dq, dv)
