@@ -67,11 +67,12 @@ def unit_q(q, layout, name="q"):
     (runtime/door.c applies it in C on its fast path)."""
     q = np.array(q, copy=True)
     rows = q.reshape(-1, q.shape[-1]) if q.ndim else q.reshape(1, -1)
-    width = max((sl.stop for _, sl, _ in unit_blocks(layout)), default=0)
+    blocks = list(unit_blocks(layout))
+    width = max((sl.stop for _, sl, _ in blocks), default=0)
     if rows.shape[1] < width:
         raise InputError(f"{name}: expected rows of at least {width} entries (its quaternions and (cos, sin) pairs), "
                          f"got shape {q.shape}")
-    for joint, sl, what in unit_blocks(layout):
+    for joint, sl, what in blocks:
         # the sum of squares in order and one square root, as runtime/door.c computes it
         # (not sum(), which compensates from Python 3.12 on), in q's own type
         sq = np.zeros(len(rows), dtype=q.dtype)
