@@ -10,7 +10,7 @@ SX, operation-counted and compiled to robot-specific C.
     s = cd.contact_step(robot, ["left_sole_link:3d-world"], solver="admm", mu=0.8)   # contact/
     r = s(q, v, tau, dt=1e-3)                           # r.lam, r.sigma, r.v_next, r.status
 """
-__version__ = "0.1.0"
+from .version import __version__  # noqa: E402
 
 from .api import casadi_function, check, check_precision, constraint_set, generate, links, load  # noqa: E402
 from .constraints import ConstraintSet  # noqa: E402

@@ -21,7 +21,7 @@ from pathlib import Path
 
 import casadi as ca
 
-from .. import __version__
+from ..version import __version__
 from ..runtime.cache_dirs import cache_dir, private_folder
 
 KEEP_AFTER_S = 1.0

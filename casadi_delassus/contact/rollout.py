@@ -33,7 +33,7 @@ from dataclasses import dataclass
 import casadi as ca
 import numpy as np
 
-from .. import __version__
+from ..version import __version__
 from ..codegen.build import BUILT_KINDS, build_cached, host_cpu
 from ..runtime.library import entries, open_sealed
 from ..codegen.escape import Safe

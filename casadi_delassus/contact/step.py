@@ -27,7 +27,7 @@ from pathlib import Path
 import casadi as ca
 import numpy as np
 
-from .. import __version__
+from ..version import __version__
 from ..runtime import artifact
 from ..codegen.build import BUILT_KINDS, build_cached, host_cpu, resolve_cflags, source_hash
 from ..runtime.batch import check_threads, cores
