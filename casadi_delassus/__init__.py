@@ -19,7 +19,7 @@ from .errors import (ArtifactError, CompilerError, ConstraintError, DelassusErro
 from .contact_modes import Library, library, load_library  # noqa: E402
 from .contact.step import ContactStep, contact_step  # noqa: E402
 from .contact.mujoco_step import MujocoContactStep, mujoco_contact_step  # noqa: E402
-from .contact.simulate import LinearFeedback, Rollout, pd_controller, simulate  # noqa: E402
+from .simulation.simulate import LinearFeedback, Rollout, pd_controller, simulate  # noqa: E402
 from .model import Robot, load_robot  # noqa: E402
 
 __all__ = ["load_robot", "generate", "load", "links", "check", "check_precision", "casadi_function", "constraint_set", "ConstraintSet",

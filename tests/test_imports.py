@@ -3,7 +3,7 @@
     model → symbolic → sweeps → {delassus, dynamics, operators} → registry → runtime → codegen → api → cli
 
 with errors, names (identifiers), progress (progress lines) and version importable everywhere, constraints between symbolic and sweeps, opcount (counting)
-beside the registry, verify (the oracles), report and executor (jobs) beside codegen, contact_modes (libraries) and contact (solvers and the compiled step) beside api, mujoco_model (MuJoCo's model as mathematics) beside them, timing above api.
+beside the registry, verify (the oracles), report and executor (jobs) beside codegen, contact_modes (libraries) and contact (solvers and the compiled step) beside api, mujoco_model (MuJoCo's model as mathematics) beside them, simulation (the loop, scenes, feedback, CSV/plots) above them, timing above api.
 The runtime (loading and calling generated code) never imports codegen (the compile side) but
 for the one import RUNTIME_COMPILES names, and no module imports itself through others (no
 import circle, lazy imports in functions included).  The
@@ -19,7 +19,7 @@ import pytest
 PACKAGE = Path(__file__).resolve().parents[1] / "casadi_delassus"
 RANK = {"errors": 0, "names": 0, "progress": 0, "version": 0, "model": 1, "symbolic": 2, "constraints": 3, "sweeps": 4,
         "delassus": 5, "dynamics": 5, "operators": 5, "opcount": 6, "registry": 7,
-        "runtime": 7.5, "codegen": 8, "verify": 8, "report": 8, "executor": 8, "contact_modes": 9, "contact": 9, "mujoco_model": 9, "api": 9, "timing": 10, "cli": 11, "__init__": 12, "__main__": 12}
+        "runtime": 7.5, "codegen": 8, "verify": 8, "report": 8, "executor": 8, "contact_modes": 9, "contact": 9, "mujoco_model": 9, "api": 9, "simulation": 9.5, "timing": 10, "cli": 11, "__init__": 12, "__main__": 12}
 # mujoco_model (MuJoCo's model as SX and NumPy) is mathematics too, ranked beside contact, which reads it
 MATH = {"symbolic", "sweeps", "delassus", "dynamics", "operators", "mujoco_model"}
 ALGORITHMS = {"delassus", "dynamics", "operators"}
@@ -163,9 +163,19 @@ def test_imports_run_one_way():
     ({"verify.reference": {"symbolic.frames"}}, "shares code with the algorithms"),
     ({"mujoco_model.smooth": {"codegen.trace"}}, "the mathematics imports codegen"),
     ({"mujoco_model.constraints": {"verify.mujoco_oracle"}}, "the mathematics imports verify"),
+    ({"contact.step": {"simulation.simulate"}}, "simulation is above contact"),
+    ({"mujoco_model.soft": {"simulation.feedback"}}, "simulation is above mujoco_model"),
 ])
 def test_the_rules_catch_a_wrong_import(graph, words):
     assert any(words in v for v in violations(graph))
+
+
+def test_the_contact_problem_never_imports_the_simulation():
+    """Issue 35 point 5: the simulation (loop, scenes, feedback, CSV/plots) is built on the contact problem and
+    MuJoCo's model, never imported by them."""
+    bad = [(m, t) for m, ts in GRAPH.items() if m.split(".")[0] in ("contact", "mujoco_model") for t in ts
+           if t.split(".")[0] == "simulation"]
+    assert not bad and "simulation.simulate" in GRAPH, bad
 
 
 def test_the_graph_sees_relative_and_absolute_imports():

@@ -9,8 +9,8 @@ import pytest
 
 import casadi_delassus as cd
 from casadi_delassus.constraints import ConstraintSet
-from casadi_delassus.contact import simulate as sim
-from casadi_delassus.contact.simulate_batch import run_batch
+from casadi_delassus.simulation import simulate as sim
+from casadi_delassus.simulation.simulate_batch import run_batch
 from casadi_delassus.contact.step import step_functions
 from casadi_delassus.errors import InputError
 
@@ -330,8 +330,8 @@ from pathlib import Path
 
 import numpy as np
 import casadi_delassus as cd
-from casadi_delassus.contact import simulate as sim
-from casadi_delassus.contact.simulate_batch import run_batch
+from casadi_delassus.simulation import simulate as sim
+from casadi_delassus.simulation.simulate_batch import run_batch
 go1 = cd.load_robot("go1")
 scene = sim.Scene(go1, {feet!r})
 q = go1.neutral_q()
