@@ -22,7 +22,7 @@ import numpy as np
 
 import common
 import casadi_delassus as cd
-from casadi_delassus.contact import simulate as sim
+from casadi_delassus.simulation import simulate as sim
 from casadi_delassus.contact.rollout import loop_functions
 from casadi_delassus.contact.step import contact_step, solver_options, step_parts
 from casadi_delassus.timing import phases as ph

@@ -1,4 +1,4 @@
-"""Rollouts of the time-stepping loop (casadi_delassus/contact/simulate.py) on the compiled
+"""Rollouts of the time-stepping loop (casadi_delassus/simulation/simulate.py) on the compiled
 contact step: issue 27's "done when" point 1, and a speed comparison with MuJoCo's mj_step.
 
     .venv/bin/python bench/simulate.py go1        # dropped 5 cm, PD to the standing pose, 4 s
@@ -44,8 +44,8 @@ import numpy as np
 from common import RESULTS  # noqa: F401  (puts the repository on sys.path)
 
 import casadi_delassus as cd  # noqa: E402
-from casadi_delassus.contact import simulate as sim  # noqa: E402
-from casadi_delassus.contact.rollout_io import plot, write_csv  # noqa: E402
+from casadi_delassus.simulation import simulate as sim  # noqa: E402
+from casadi_delassus.simulation.rollout_io import plot, write_csv  # noqa: E402
 from casadi_delassus.timing.mujoco_contact import CONES, only_contacts  # noqa: E402
 from casadi_delassus.verify import contact_problems, reference  # noqa: E402
 
@@ -410,7 +410,7 @@ def rollout_batch_speed(args):
     (threads), each MuJoCo solver and cone, MuJoCo with our physics only; interleaved repetitions."""
     from mujoco import rollout as mj_rollout
     import mujoco
-    from casadi_delassus.contact.simulate_batch import run_batch
+    from casadi_delassus.simulation.simulate_batch import run_batch
     p, robot, scene = go1_scene()
     pd, factory = cd.pd_controller(robot, p.q, KP, KD), sim.factory("compiled", args.solver, args.tol, args.max_iter)
     N, n, threads = args.envs, args.steps, args.threads
@@ -433,7 +433,7 @@ def rollout_batch_speed(args):
 def batch(args):
     """Environment-steps per second of N go1 environments under PD, dropped from 0 to 2 cm:
     run_batch on 1 and 2 threads against N single rollouts, interleaved repetitions."""
-    from casadi_delassus.contact.simulate_batch import run_batch
+    from casadi_delassus.simulation.simulate_batch import run_batch
     p, robot, scene = go1_scene()
     pd = per_step(cd.pd_controller(robot, p.q, KP, KD))
     N, T = args.envs, 0.2

@@ -10,7 +10,7 @@ SX, operation-counted and compiled to robot-specific C.
     s = cd.contact_step(robot, ["left_sole_link:3d-world"], solver="admm", mu=0.8)   # contact/
     r = s(q, v, tau, dt=1e-3)                           # r.lam, r.sigma, r.v_next, r.status
 """
-__version__ = "0.1.0"
+from .version import __version__  # noqa: E402
 
 from .api import casadi_function, check, check_precision, constraint_set, generate, links, load  # noqa: E402
 from .constraints import ConstraintSet  # noqa: E402
@@ -20,7 +20,7 @@ from .contact_modes import Library, library, load_library  # noqa: E402
 from .contact.step import ContactStep, contact_step  # noqa: E402
 from .contact.mujoco_step import MujocoContactStep, mujoco_contact_step  # noqa: E402
 from .mujoco import mujoco_rollout  # noqa: E402
-from .contact.simulate import LinearFeedback, Rollout, pd_controller, simulate  # noqa: E402
+from .simulation.simulate import LinearFeedback, Rollout, pd_controller, simulate  # noqa: E402
 from .model import Robot, load_robot  # noqa: E402
 
 __all__ = ["load_robot", "generate", "load", "links", "check", "check_precision", "casadi_function", "constraint_set", "ConstraintSet",

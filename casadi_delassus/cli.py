@@ -26,7 +26,7 @@ from .runtime.door import DoorWarning
 from .opcount import count_ops
 from .codegen.derivatives import DERIVATIVES, METHODS, trace_derivative
 from .codegen.trace import choose_cheapest, trace
-from .contact.simulate import BAUMGARTE
+from .simulation.simulate import BAUMGARTE
 from .errors import DelassusError, InputError, OutputError
 from .executor import Job, in_order, run
 from .model import FORMATS, load_robot, registry
@@ -807,8 +807,8 @@ def simulate(robot, fixed_base, contacts, duration, dt, q0, drop, kp, kd, mu, no
     and contact forces (CSV), then a figure; exits 1 when the rollout stopped early, 130 when Ctrl-C
     stopped it (the files hold what was computed), 2 on bad input (nothing written) or when a file
     cannot be written (the CSV is written first, and atomically)."""
-    from .contact import simulate as sim
-    from .contact.rollout_io import plot, write_csv
+    from .simulation import simulate as sim
+    from .simulation.rollout_io import plot, write_csv
     robot = load_robot(robot, floating_base=_floating(fixed_base))
     q = robot.neutral_q() if q0 is None else _numbers(q0, "--q0")
     if q.shape != (robot.nq,):

@@ -27,7 +27,7 @@ from hypothesis import strategies as st
 import casadi_delassus as cd
 from casadi_delassus.verify import reference as ref
 from casadi_delassus.constraints import KINDS, ConstraintSet
-from casadi_delassus.contact import simulate as sim
+from casadi_delassus.simulation import simulate as sim
 from casadi_delassus.contact_modes import library
 from casadi_delassus.contact_modes.modes import parse_modes
 from casadi_delassus.errors import DelassusError
@@ -978,7 +978,7 @@ def test_fuzz_rollout(rollouts, state, T, dt, height, margin, mu, normal, beta, 
 def test_fuzz_rollout_batch(rollouts, states, T, dt, threads, beta, draw_whole):
     """run_batch on the C rollout with hostile rows and thread counts: one line, or each environment honest and equal
     to its own single rollout (bit for bit)."""
-    from casadi_delassus.contact.simulate_batch import run_batch
+    from casadi_delassus.simulation.simulate_batch import run_batch
     go1, factory = rollouts
     scene = sim.Scene(go1, ROLL_FEET)
     pd = cd.pd_controller(go1, go1.neutral_q(), 60.0, 2.0)

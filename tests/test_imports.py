@@ -2,8 +2,8 @@
 
     model → symbolic → sweeps → {delassus, dynamics, operators} → registry → runtime → codegen → api → cli
 
-with errors, names (identifiers) and progress (progress lines) importable everywhere, constraints between symbolic and sweeps, opcount (counting)
-beside the registry, verify (the oracles), report and executor (jobs) beside codegen, contact_modes (libraries) and contact (solvers and the compiled step) beside api, mujoco_model (MuJoCo's model as mathematics) beside them, timing above api.
+with errors, names (identifiers), progress (progress lines) and version importable everywhere, constraints between symbolic and sweeps, opcount (counting)
+beside the registry, verify (the oracles), report and executor (jobs) beside codegen, contact_modes (libraries) and contact (solvers and the compiled step) beside api, mujoco_model (MuJoCo's model as mathematics) beside them, simulation (the loop, scenes, feedback, CSV/plots) above them, timing above api.
 The runtime (loading and calling generated code) never imports codegen (the compile side) but
 for the one import RUNTIME_COMPILES names, and no module imports itself through others (no
 import circle, lazy imports in functions included).  The
@@ -17,9 +17,9 @@ from pathlib import Path
 import pytest
 
 PACKAGE = Path(__file__).resolve().parents[1] / "casadi_delassus"
-RANK = {"errors": 0, "names": 0, "progress": 0, "model": 1, "symbolic": 2, "constraints": 3, "sweeps": 4,
+RANK = {"errors": 0, "names": 0, "progress": 0, "version": 0, "model": 1, "symbolic": 2, "constraints": 3, "sweeps": 4,
         "delassus": 5, "dynamics": 5, "operators": 5, "opcount": 6, "registry": 7,
-        "runtime": 7.5, "codegen": 8, "verify": 8, "report": 8, "executor": 8, "contact_modes": 9, "contact": 9, "mujoco_model": 9, "api": 9, "mujoco": 9.5, "timing": 10, "cli": 11, "__init__": 12, "__main__": 12}
+        "runtime": 7.5, "codegen": 8, "verify": 8, "report": 8, "executor": 8, "contact_modes": 9, "contact": 9, "mujoco_model": 9, "api": 9, "simulation": 9.5, "mujoco": 9.5, "timing": 10, "cli": 11, "__init__": 12, "__main__": 12}
 # mujoco_model (MuJoCo's model as SX and NumPy) is mathematics too, ranked beside contact, which reads it
 MATH = {"symbolic", "sweeps", "delassus", "dynamics", "operators", "mujoco_model"}
 ALGORITHMS = {"delassus", "dynamics", "operators"}
@@ -163,9 +163,19 @@ def test_imports_run_one_way():
     ({"verify.reference": {"symbolic.frames"}}, "shares code with the algorithms"),
     ({"mujoco_model.smooth": {"codegen.trace"}}, "the mathematics imports codegen"),
     ({"mujoco_model.constraints": {"verify.mujoco_oracle"}}, "the mathematics imports verify"),
+    ({"contact.step": {"simulation.simulate"}}, "simulation is above contact"),
+    ({"mujoco_model.soft": {"simulation.feedback"}}, "simulation is above mujoco_model"),
 ])
 def test_the_rules_catch_a_wrong_import(graph, words):
     assert any(words in v for v in violations(graph))
+
+
+def test_the_contact_problem_never_imports_the_simulation():
+    """Issue 35 point 5: the simulation (loop, scenes, feedback, CSV/plots) is built on the contact problem and
+    MuJoCo's model, never imported by them."""
+    bad = [(m, t) for m, ts in GRAPH.items() if m.split(".")[0] in ("contact", "mujoco_model") for t in ts
+           if t.split(".")[0] == "simulation"]
+    assert not bad and "simulation.simulate" in GRAPH, bad
 
 
 def test_the_graph_sees_relative_and_absolute_imports():
@@ -176,17 +186,16 @@ def test_the_graph_sees_relative_and_absolute_imports():
     assert {"api", "errors", "model"} <= GRAPH["__init__"]
 
 
-@pytest.mark.parametrize("old, new", [(f"codegen.{m}", f"runtime.{m}")
-                                      for m in ("loader", "door", "inputs", "artifact", "distributed")])
-def test_the_old_codegen_names_warn_and_are_the_runtime_modules(old, new):
-    """The runtime's modules left codegen/ (issue 24): their old names still import, as the
-    same module (monkeypatching either reaches both), with a DeprecationWarning."""
-    import subprocess
-    import sys
-    script = (f"import warnings, importlib\nwarnings.simplefilter('always')\n"
-              f"with warnings.catch_warnings(record=True) as w:\n"
-              f"    old = importlib.import_module('casadi_delassus.{old}')\n"
-              f"print(old is importlib.import_module('casadi_delassus.{new}'), "
-              f"[x.category.__name__ for x in w if '{old}' in str(x.message)])")
-    r = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True)
-    assert r.stdout.strip() == "True ['DeprecationWarning']", r.stderr
+@pytest.mark.parametrize("old", ["loader", "door", "inputs", "artifact", "distributed", "batch"])
+def test_the_old_codegen_names_are_gone(old):
+    """The runtime's modules left codegen/ (issue 24) and their deprecated re-exports went (issue 35): one name each."""
+    assert f"codegen.{old}" not in GRAPH and f"runtime.{old}" in GRAPH
+
+
+def test_the_version_has_one_definition():
+    """``__version__`` is defined in version.py alone; modules import it from there, not from the package top."""
+    top = [p for p in PACKAGE.rglob("*.py") for node in ast.walk(ast.parse(p.read_text()))
+           if isinstance(node, ast.ImportFrom) and "__version__" in {a.name for a in node.names}
+           and node.module in (None, "casadi_delassus")]
+    assert not top and [m for m, t in GRAPH.items() if "version" in t and m != "__init__"]
+    assert "__version__ =" not in (PACKAGE / "__init__.py").read_text()

@@ -2,13 +2,15 @@
 simulate.py on one compiled step per active set (go1 dropped 2 cm with a tilt, so that feet land one by one), to the
 NumPy reference loop, its batch entry point equal to single rollouts bit for bit, G[A, A] equal to the active set's
 own Delassus matrix, every stopping status from the C loop, and the linear feedback's bad inputs."""
+from pathlib import Path
+
 import numpy as np
 import pytest
 
 import casadi_delassus as cd
 from casadi_delassus.constraints import ConstraintSet
-from casadi_delassus.contact import simulate as sim
-from casadi_delassus.contact.simulate_batch import run_batch
+from casadi_delassus.simulation import simulate as sim
+from casadi_delassus.simulation.simulate_batch import run_batch
 from casadi_delassus.contact.step import step_functions
 from casadi_delassus.errors import InputError
 
@@ -123,6 +125,19 @@ def test_batch_entry_point_equals_single_rollouts(scene, stand, pd, compiled):
         assert list(b.statuses[:len(r.statuses), e]) == r.statuses
         assert np.array_equal(b.q[:len(r.q), e], r.q) and np.all(np.isnan(b.q[len(r.q):, e]))
         assert set(b.statuses[len(r.statuses):, e]) <= {""} and np.all(np.isnan(b.tau[len(r.statuses):, e]))
+
+
+def test_one_thread_pool(scene, stand, compiled):
+    """Issue 35 point 2: the package's C starts threads in runtime/pool.h alone (the benchmarks' harnesses aside); the
+    door includes it and the generated rollout (with its step) carries its text once."""
+    import casadi_delassus
+    from casadi_delassus.runtime.door import POOL, SOURCE
+    root = Path(casadi_delassus.__file__).parent
+    spawning = {p.relative_to(root).as_posix() for p in root.rglob("*") if p.suffix in (".c", ".h", ".j2")
+                and "timing" not in p.parts and "pthread_create" in p.read_text()}
+    assert spawning == {"runtime/pool.h"} and '#include "pool.h"' in SOURCE.read_text()
+    c = compiled.rollout(scene, stand.q).so.with_suffix(".c").read_text()
+    assert c.count(POOL.read_text()) == 1 and "pthread_create" not in c.replace(POOL.read_text(), "")
 
 
 def test_stopping_statuses_in_c(go1, scene, stand, pd, compiled, out_dir):
@@ -314,10 +329,12 @@ def test_pd_controller_gains_are_checked(go1, stand, kp, message):
 
 INTERRUPTED_BATCH = """
 import sys
+from pathlib import Path
+
 import numpy as np
 import casadi_delassus as cd
-from casadi_delassus.contact import simulate as sim
-from casadi_delassus.contact.simulate_batch import run_batch
+from casadi_delassus.simulation import simulate as sim
+from casadi_delassus.simulation.simulate_batch import run_batch
 go1 = cd.load_robot("go1")
 scene = sim.Scene(go1, {feet!r})
 q = go1.neutral_q()

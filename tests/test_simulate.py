@@ -1,17 +1,17 @@
-"""The time-stepping loop (contact/simulate.py): kinematics of the candidates against the NumPy
+"""The time-stepping loop (simulation/simulate.py): kinematics of the candidates against the NumPy
 reference, free fall against semi-implicit Euler in closed form and against MuJoCo's mj_step
 (MJCF), a box on a tilted plane (sticking and sliding as Coulomb says), a robot at rest, a
 drop, every stopping status, and the CSV / figure outputs.  Rollouts are short and use the
-NumPy reference step (contact/reference_step.py), which needs no compiler."""
+NumPy reference step (simulation/reference_step.py), which needs no compiler."""
 import csv
 
 import numpy as np
 import pytest
 
 import casadi_delassus as cd
-from casadi_delassus.contact import simulate as sim
-from casadi_delassus.contact.reference_step import reference_steps
-from casadi_delassus.contact.rollout_io import plot, write_csv
+from casadi_delassus.simulation import simulate as sim
+from casadi_delassus.simulation.reference_step import reference_steps
+from casadi_delassus.simulation.rollout_io import plot, write_csv
 from casadi_delassus.errors import InputError
 from casadi_delassus.verify import reference
 
@@ -274,7 +274,7 @@ def test_compiled_step_refuses_mjcf_before_the_first_step(tmp_path):
 
 def _singles_equal_batch(scene, Q0, V0, T, factory, controller=None, **kw):
     """run_batch against N single rollouts of the same scene: same statuses, states, forces."""
-    from casadi_delassus.contact.simulate_batch import STOPPED, run_batch
+    from casadi_delassus.simulation.simulate_batch import STOPPED, run_batch
     b = run_batch(scene, Q0, V0, T, 1e-3, controller, factory, **kw)
     for e, (q0, v0) in enumerate(zip(Q0, V0)):
         r = sim.run(scene, q0, v0, T, 1e-3, controller, factory)
@@ -366,7 +366,7 @@ def test_auto_solver_on_the_reference_step(box):
                                     lambda q: q.__setitem__(slice(3, 7), 0.0)])
 def test_a_q0_off_norm_one_is_refused_by_the_rule_of_every_q(go1, stand, change):
     """Issue 31, point 8: the rollouts' q0 (single and batched) goes through runtime/inputs.py unit_q as every q."""
-    from casadi_delassus.contact.simulate_batch import run_batch
+    from casadi_delassus.simulation.simulate_batch import run_batch
     q = stand.q.copy()
     change(q)
     scene = sim.Scene(go1, FEET)
@@ -462,7 +462,7 @@ def test_batch_records_too_big_are_refused_before_allocating(go1, stand):
     """Issue 31 point 13: 20,000 environments × 5 s of go1 would record 55 GiB: refused in one line, at once (it was a
     MemoryError, or the machine swapping), naming the size; a batch within the limit is not refused for its size."""
     import time
-    from casadi_delassus.contact.simulate_batch import run_batch
+    from casadi_delassus.simulation.simulate_batch import run_batch
     scene = sim.Scene(go1, FEET)
     Q0, V0 = np.broadcast_to(stand.q, (20_000, go1.nq)), np.zeros((20_000, go1.nv))
     t0 = time.perf_counter()
@@ -477,7 +477,7 @@ def test_a_failed_write_is_one_line_and_leaves_no_file(go1, tmp_path, monkeypatc
     temporary file is removed and a CSV already there is kept; without matplotlib the figure is an OutputError too."""
     import errno
     import sys
-    from casadi_delassus.contact import rollout_io
+    from casadi_delassus.simulation import rollout_io
     from casadi_delassus.errors import OutputError
     q0 = go1.neutral_q()
     q0[2] = 1.0

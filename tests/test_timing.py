@@ -214,7 +214,7 @@ def test_phase_harness_calls_the_functions_casadi_evaluates(out_dir):
     for k, f in fns.items():
         ref = ph.evaluate(f, vals)[f.name_out()[0]]
         assert np.abs(first[k] - ref).max() <= 1e-12 * max(np.abs(ref).max(), 1.0)
-    from casadi_delassus.contact.simulate import candidate_positions
+    from casadi_delassus.simulation.simulate import candidate_positions
     feet = candidate_positions(s.robot, tuple((c.body, (0.0, 0.0, 0.0)) for c in s.contacts.constraints))
     feet_cse = ph.instructions(ph.with_cse(feet))
     assert ph.recomputed(feet, feet)[2] == feet_cse          # all of a function computed twice

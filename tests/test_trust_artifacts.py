@@ -723,7 +723,7 @@ def _step_kind(out):
 
 
 def _rollout_kind(out):
-    from casadi_delassus.contact import simulate as sim
+    from casadi_delassus.simulation import simulate as sim
     from casadi_delassus.contact.rollout import CompiledRollout
     robot, q, _, _ = _chain_state()
     scene = sim.Scene(robot, ["link3@0,0,0.1"])

@@ -2,5 +2,4 @@
 its C (emit, schedule, sincos, statements, escape; the batched entry point: vectorise),
 compiled and cached (build), packaged (package), made again from a manifest (rebuild).
 Loading and calling what it writes is the runtime's (casadi_delassus/runtime/), which never
-imports this package but for rebuild on a dask worker; the old names codegen.loader, door,
-inputs, artifact, distributed and batch still import, with a DeprecationWarning."""
+imports this package but for rebuild on a dask worker."""

@@ -15,7 +15,7 @@ import subprocess
 import time
 from pathlib import Path
 
-from .. import __version__
+from ..version import __version__
 from ..registry import AUTO, get_algorithm, is_auto
 from ..errors import CompilerError, DelassusError
 from ..progress import step

@@ -11,7 +11,7 @@ from pathlib import Path
 
 import numpy as np
 
-from .. import __version__
+from ..version import __version__
 from ..errors import DelassusError
 from ..model.robot import neutral_q as model_neutral_q
 from ..runtime import artifact

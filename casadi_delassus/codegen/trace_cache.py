@@ -21,7 +21,7 @@ from pathlib import Path
 
 import casadi as ca
 
-from .. import __version__
+from ..version import __version__
 from ..runtime.cache_dirs import cache_dir, private_folder
 
 KEEP_AFTER_S = 1.0
@@ -31,11 +31,11 @@ MAX_BYTES = 512 * 2 ** 20       # the least recently used traces go beyond this
 
 @functools.lru_cache(maxsize=1)
 def source_hash():
-    """Hash of the package's own code and templates: editing an algorithm invalidates the
+    """Hash of the package's own code, templates and C headers: editing an algorithm invalidates the
     caches (generated files, traces); read once per process."""
     root = Path(__file__).resolve().parents[1]
     h = hashlib.sha256()
-    for p in sorted([*root.rglob("*.py"), *root.rglob("*.j2")]):
+    for p in sorted([*root.rglob("*.py"), *root.rglob("*.j2"), *root.rglob("*.h")]):
         h.update(p.relative_to(root).as_posix().encode())
         h.update(p.read_bytes())
     return h.hexdigest()

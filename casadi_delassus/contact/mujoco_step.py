@@ -22,7 +22,7 @@ from dataclasses import dataclass
 import casadi as ca
 import numpy as np
 
-from .. import __version__
+from ..version import __version__
 from ..codegen import schedule, sincos
 from ..codegen.build import BUILT_KINDS, build_cached
 from ..runtime.library import entries, open_sealed

@@ -1,6 +1,6 @@
-"""The whole rollout in C (issue 27): ``<name>_rollout`` runs steps of the loop of simulate.py under a fixed linear
-feedback (feedback.py), and ``<name>_rollout_batch`` N of them on POSIX threads, which Python calls in parts of
-PART_WORK environment-steps (a few calls for a long batch, one for most; the warm start carried between parts, so that
+"""The whole rollout in C (issue 27): ``<name>_rollout`` runs steps of the loop of simulation/simulate.py under a fixed
+linear feedback (simulation/feedback.py), and ``<name>_rollout_batch`` N of them on the threads of runtime/pool.h,
+which Python calls in parts of PART_WORK environment-steps (a few calls for a long batch, one for most; the warm start carried between parts, so that
 the parts are one rollout bit for bit).
 
 One build serves every active set: the contact step (step.py, templates/step.c.j2) is generated for all the
@@ -16,7 +16,7 @@ simulate.candidate_positions, generated), the stopping checks (non-finite state,
 not finite or beyond the limit), the active set (gap ≤ margin), the solve warm-started from the previous impulses of
 the same contacts (retried from 0 when the warm start fails), and q ⊕ dt v⁺ by the model's integrate (generated).
 A step with no active contact is v + dt ABA(q, v, τ) alone, as in the per-step loop.
-The C writes step-first arrays and status codes (RawRollouts); simulate.py and simulate_batch.py make them a Rollout
+The C writes step-first arrays and status codes (RawRollouts); simulation/simulate.py and simulate_batch.py make them a Rollout
 and a BatchRollout.  Baumgarte's gap term and continuous joints' wrapped angle errors are those of the per-step loop.
 
 Ctrl-C (issue 31): the C runs on a worker thread while the calling thread waits, so that Python's SIGINT handler runs at
@@ -33,7 +33,7 @@ from dataclasses import dataclass
 import casadi as ca
 import numpy as np
 
-from .. import __version__
+from ..version import __version__
 from ..codegen.build import BUILT_KINDS, build_cached, host_cpu
 from ..runtime.library import entries, open_sealed
 from ..codegen.escape import Safe

@@ -27,12 +27,13 @@ from pathlib import Path
 import casadi as ca
 import numpy as np
 
-from .. import __version__
+from ..version import __version__
 from ..runtime import artifact
 from ..codegen.build import BUILT_KINDS, build_cached, host_cpu, resolve_cflags, source_hash
 from ..runtime.batch import check_threads, cores
 from ..runtime.library import entries, open_sealed, own_symbol
 from ..runtime.compiler import find_compiler
+from ..runtime.door import POOL
 from ..runtime.inputs import real_array, unit_q
 from ..codegen import schedule, sincos
 from ..codegen.emit import TEMPLATES as CODEGEN_TEMPLATES, casadi_source
@@ -218,7 +219,7 @@ def render(robot, cs, name, prep, post, delassus, factor, solve, companions=()):
         fname=Safe(name), robot=robot.name, contacts=" ".join(cs.specs), version=__version__, delassus=delassus,
         casadi_code=Safe(sincos.hoist(schedule.reorder(casadi_source(prep, functions[1:])), CODEGEN_TEMPLATES)[0]), nq=robot.nq, nv=robot.nv, m=cs.m, nc=cs.m // 3,
         nfac=int(factor.numel_out(0)), nw=int(prep.numel_out(3)), nwd=int(prep.numel_out(4)) if matrix_free else 0,
-        matrix_free=matrix_free, anderson=ANDERSON, **sizes)
+        matrix_free=matrix_free, anderson=ANDERSON, pool_code=Safe(POOL.read_text()), **sizes)
 
 
 def build_key(robot, cs, cflags, cc, **extra):

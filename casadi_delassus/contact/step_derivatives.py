@@ -47,7 +47,7 @@ from dataclasses import dataclass
 import casadi as ca
 import numpy as np
 
-from .. import __version__
+from ..version import __version__
 from ..codegen.build import BUILT_KINDS, build_cached, host_cpu, resolve_cflags
 from ..runtime.library import open_sealed
 from ..codegen.emit import casadi_source

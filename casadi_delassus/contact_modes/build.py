@@ -30,7 +30,8 @@ from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
 
-from .. import __version__, executor
+from .. import executor
+from ..version import __version__
 from ..api import DEFAULT_OUT, constraint_set, default_constraints
 from ..runtime import artifact
 from ..codegen.build import DEFAULT_CFLAGS, NATIVE, build, find_compiler, host_cpu, source_hash

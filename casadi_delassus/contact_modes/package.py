@@ -12,7 +12,7 @@ from pathlib import Path
 
 import numpy as np
 
-from .. import __version__
+from ..version import __version__
 from ..runtime import artifact
 from ..codegen.emit import TEMPLATES
 from ..codegen.package import _opt_level, example_input, neutral_q

@@ -559,148 +559,24 @@ static void split(long long n, long long lanes, long long per_instance, long lon
   *n_shares = n ? (n + *per_share - 1) / *per_share : 0;
 }
 
-#ifdef __linux__
-#include <pthread.h>
-#include <sched.h>
-static void* job_thread(void* p) {
-  run_job((BatchJob*)p);
-  return NULL;
-}
+#include "pool.h"
 
-/* the CPUs this thread may use, ascending; 0 if unknown */
-static int allowed_cpus(int* cpus) {
-  cpu_set_t set;
-  int n = 0;
-  if (sched_getaffinity(0, sizeof set, &set) != 0) return 0;
-  for (int c = 0; c < CPU_SETSIZE && n < MAX_BATCH_CPUS; ++c)
-    if (CPU_ISSET(c, &set)) cpus[n++] = c;
-  return n;
-}
-/* One worker thread per CPU, bound to it, started on first use and kept: waking one costs a
- * few µs where starting a thread cost ~30 (this VM).  ``busy`` is held by the caller that uses
- * it (another caller meanwhile starts a thread of its own); ``job`` under ``m``: set by the
- * caller, cleared by the worker when done, ``cv`` signalling both ways. */
-typedef struct {
-  pthread_mutex_t busy, m;
-  pthread_cond_t cv;
-  BatchJob* job;
-} Worker;
-static Worker* workers[CPU_SETSIZE];
-static pthread_mutex_t workers_lock = PTHREAD_MUTEX_INITIALIZER;
+/* share ``task`` of the team's jobs (cd_task_fn) */
+static void job_task(void* jobs, int task) { run_job((BatchJob*)jobs + task); }
 
-static void* worker_main(void* p) {
-  Worker* w = (Worker*)p;
-  pthread_mutex_lock(&w->m);
-  for (;;) {
-    while (!w->job) pthread_cond_wait(&w->cv, &w->m);
-    BatchJob* j = w->job;
-    pthread_mutex_unlock(&w->m);
-    run_job(j);
-    pthread_mutex_lock(&w->m);
-    w->job = NULL;
-    pthread_cond_broadcast(&w->cv);
-  }
-  return NULL;
-}
-
-/* a forked child has the table but not the threads: it starts its own */
-static void forget_workers(void) {
-  memset(workers, 0, sizeof workers);
-  pthread_mutex_init(&workers_lock, NULL);
-}
-
-/* the worker of ``cpu``, reserved for the caller (its ``busy`` held), or NULL */
-static Worker* take_worker(int cpu) {
-  static int registered;
-  Worker* w;
-  pthread_mutex_lock(&workers_lock);
-  if (!registered) registered = pthread_atfork(NULL, NULL, forget_workers) == 0 ? 1 : -1;
-  if (!(w = workers[cpu]) && registered == 1 && (w = calloc(1, sizeof *w))) {
-    pthread_attr_t attr;
-    pthread_t tid;
-    cpu_set_t set;
-    CPU_ZERO(&set);
-    CPU_SET(cpu, &set);
-    pthread_mutex_init(&w->busy, NULL);
-    pthread_mutex_init(&w->m, NULL);
-    pthread_cond_init(&w->cv, NULL);
-    int ok = pthread_attr_init(&attr) == 0;
-    if (ok) {
-      pthread_attr_setdetachstate(&attr, PTHREAD_CREATE_DETACHED);
-      ok = pthread_attr_setaffinity_np(&attr, sizeof set, &set) == 0 && pthread_create(&tid, &attr, worker_main, w) == 0;
-      pthread_attr_destroy(&attr);
-    }
-    if (ok) {
-      workers[cpu] = w;
-    } else {
-      free(w);
-      w = NULL;
-    }
-  }
-  pthread_mutex_unlock(&workers_lock);
-  return w && pthread_mutex_trylock(&w->busy) == 0 ? w : NULL;
-}
-#endif
-
-/* The shares of ``proto`` (first 0, step 1) on the CPUs ``cpus``: the calling thread and one
- * worker per other CPU.  Returns 0; -1 - i when instance i (the first) was refused; 1 when an
+/* The shares of ``proto`` (first 0, step 1) on the CPUs ``cpus`` (pool.h's team: the calling thread and one
+ * worker per other CPU).  Returns 0; -1 - i when instance i (the first) was refused; 1 when an
  * entry failed.  Without the GIL. */
 static long long run_shares(const BatchJob* proto, const int* cpus, int n_cpus) {
   BatchJob jobs[MAX_BATCH_CPUS];
-  int width = 1;
-#ifdef __linux__
-  pthread_t tid[MAX_BATCH_CPUS];
-  Worker* pooled[MAX_BATCH_CPUS] = {NULL};
-  int started[MAX_BATCH_CPUS] = {0}, others[MAX_BATCH_CPUS], here = sched_getcpu(), found = 0;
-  if (proto->n_shares > 1 && n_cpus > 1) {
-    for (int c = 0; c < n_cpus; ++c) found |= cpus[c] == here;
-    if (!found) here = cpus[0];
-    for (int c = 0; c < n_cpus; ++c)
-      if (cpus[c] != here) others[width++ - 1] = cpus[c];
-  }
-#else
-  (void)cpus;
-  (void)n_cpus;
-#endif
+  int others[MAX_BATCH_CPUS];
+  int width = cd_team_width(cpus, n_cpus, proto->n_shares > 1, others);
   for (int j = 0; j < width; ++j) {
     jobs[j] = *proto;
     jobs[j].first = j;
     jobs[j].step = width;
   }
-#ifdef __linux__
-  for (int j = 1; j < width && j < proto->n_shares; ++j) {
-    if ((pooled[j] = take_worker(others[j - 1]))) {
-      pthread_mutex_lock(&pooled[j]->m);
-      pooled[j]->job = &jobs[j];
-      pthread_cond_broadcast(&pooled[j]->cv);
-      pthread_mutex_unlock(&pooled[j]->m);
-      continue;
-    }
-    pthread_attr_t attr;                /* its worker busy with another caller: a thread of our own */
-    cpu_set_t set;
-    CPU_ZERO(&set);
-    CPU_SET(others[j - 1], &set);
-    if (pthread_attr_init(&attr) != 0) continue;
-    pthread_attr_setaffinity_np(&attr, sizeof set, &set);      /* unbound where that is refused */
-    started[j] = pthread_create(&tid[j], &attr, job_thread, &jobs[j]) == 0;
-    if (!started[j]) started[j] = pthread_create(&tid[j], NULL, job_thread, &jobs[j]) == 0;
-    pthread_attr_destroy(&attr);
-  }
-#endif
-  run_job(&jobs[0]);
-  for (int j = 1; j < width && j < proto->n_shares; ++j) {
-#ifdef __linux__
-    if (pooled[j]) {
-      pthread_mutex_lock(&pooled[j]->m);
-      while (pooled[j]->job) pthread_cond_wait(&pooled[j]->cv, &pooled[j]->m);
-      pthread_mutex_unlock(&pooled[j]->m);
-      pthread_mutex_unlock(&pooled[j]->busy);
-    } else if (started[j]) {
-      pthread_join(tid[j], NULL);
-    } else
-#endif
-      run_job(&jobs[j]);                  /* no thread: its shares here, after ours */
-  }
+  cd_team_run(job_task, jobs, others, width, proto->n_shares);
   long long refused = -1;
   int failed = 0;
   for (int j = 0; j < width; ++j) {
@@ -716,7 +592,7 @@ static int batch_cpus(long long n, long long per_instance, long long min_share, 
   cpus[0] = 0;
   if (n * per_instance / min_share < 2 || threads == 1) return 1;
 #ifdef __linux__
-  return allowed_cpus(cpus);
+  return cd_pool_cpus(cpus);
 #else
   return 1;
 #endif

@@ -50,6 +50,7 @@ from ..model.robot import unit_blocks
 from .inputs import UNIT_TOL
 
 SOURCE = Path(__file__).with_name("door.c")
+POOL = SOURCE.with_name("pool.h")          # the one thread pool: door.c includes it, the contact step emits it
 MODULE = "casadi_delassus_door"
 CFLAGS = ("-O2", "-fPIC", "-shared", "-ffp-contract=off", "-fno-strict-aliasing", "-fvisibility=hidden")
 CHECK_FINITE, CHECK_POSITIVE = 0, 1
@@ -61,7 +62,7 @@ _state = {"module": None, "why": None}
 
 def _key():
     """What the built module depends on (not the compiler that built it)."""
-    data = [SOURCE.read_bytes(), sys.version, sysconfig.get_config_var("EXT_SUFFIX"), np.__version__, CFLAGS]
+    data = [SOURCE.read_bytes(), POOL.read_bytes(), sys.version, sysconfig.get_config_var("EXT_SUFFIX"), np.__version__, CFLAGS]
     return hashlib.sha256(repr(data).encode()).hexdigest()[:16]
 
 

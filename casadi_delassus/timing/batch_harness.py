@@ -17,7 +17,7 @@ from pathlib import Path
 
 import numpy as np
 
-from .. import __version__
+from ..version import __version__
 from ..codegen.vectorise import io_layout
 from ..codegen.build import find_compiler
 from .c_harness import _manifest, _robot_and_constraints, random_samples

@@ -10,7 +10,8 @@ from pathlib import Path
 
 import numpy as np
 
-from .. import __version__, api
+from .. import api
+from ..version import __version__
 from ..codegen.build import find_compiler
 from ..errors import DelassusError
 from ..model import load_robot

@@ -20,7 +20,7 @@ from pathlib import Path
 import casadi as ca
 import numpy as np
 
-from .. import __version__
+from ..version import __version__
 from ..codegen.build import find_compiler
 from ..codegen.trace import trace
 from ..constraints import ConstraintSet

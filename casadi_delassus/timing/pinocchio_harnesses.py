@@ -21,7 +21,8 @@ from pathlib import Path
 
 import numpy as np
 
-from .. import __version__, api
+from .. import api
+from ..version import __version__
 from ..errors import CompilerError, DelassusError
 from ..verify import pinocchio_oracle as oracle
 from .render import ENV

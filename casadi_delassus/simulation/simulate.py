@@ -48,8 +48,8 @@ from ..model.integrate import integrate_sx
 from ..runtime.inputs import real_array, unit_q
 from ..symbolic.frames import joint_transform
 from .feedback import LinearFeedback, pd_controller  # noqa: F401  (pd_controller: here too, as before)
-from .result import CONVERGED, STATUS, StepResult
-from .step import contact_frames
+from ..contact.result import CONVERGED, STATUS, StepResult
+from ..contact.step import contact_frames
 
 FALL_DEPTH = -1.0          # a gap below this (m) is a body through the ground, not a contact
 # Default activation margin (m): a resting contact's gap rounds to ±1e-16 and must stay active
@@ -258,11 +258,11 @@ def compiled_steps(solver="admm", tol=1e-10, max_iter=1000, **build_options):
     """A step factory on the compiled step (issue 25, step.py): ``factory(robot, specs, mu,
     frame)`` returns ``step(q, v, τ, dt, lam0, gap)`` for one active set; ``build_options`` go
     to ``contact_step`` (out_dir, cflags, …).  tol and max_iter are checked here, before any build."""
-    from .result import Options
+    from ..contact.result import Options
     Options(tol=tol, max_iter=max_iter)
 
     def factory(robot, specs, mu, frame):
-        from .step import contact_step
+        from ..contact.step import contact_step
         s = contact_step(robot, specs, solver=solver, mu=mu, **build_options)
         normals = step_normals(frame, len(specs))
 
@@ -277,7 +277,7 @@ def compiled_steps(solver="admm", tol=1e-10, max_iter=1000, **build_options):
             return r.v_next, r.lam, np.asarray(r.iterations), np.max(r.residuals, axis=1), list(r.status)
         step.batch = batch
         return step
-    from .step import check_contacts
+    from ..contact.step import check_contacts
     factory.check = check_contacts        # refuses what the step cannot take before the first step
     factory.rollout = _rollout_builder(solver, tol, max_iter, build_options)
     return factory
@@ -295,7 +295,7 @@ def _rollout_builder(solver, tol, max_iter, build_options):
     built = {}
 
     def rollout(scene, q0):
-        from .rollout import CompiledRollout
+        from ..contact.rollout import CompiledRollout
         key = (scene.robot, tuple(scene.specs(q0)), scene._positions)
         if key not in built:
             built[key] = CompiledRollout(scene.robot, key[1], scene._positions, solver, tol, max_iter, **build_options)
@@ -512,7 +512,7 @@ def factory(step, solver="admm", tol=1e-10, max_iter=1000, **build_options):
     or "reference" (NumPy)."""
     if step not in ("compiled", "reference"):
         raise InputError(f"step must be 'compiled' or 'reference', not {step!r}")
-    from .step import solver_options
+    from ..contact.step import solver_options
     solver_options(tol, max_iter, "admm", True)      # tol and max_iter refused here, before the first build
     if step == "reference":
         from .reference_step import reference_steps

@@ -1,4 +1,4 @@
-"""A rollout (contact/simulate.py) as a CSV table and a matplotlib figure.
+"""A rollout (simulation/simulate.py) as a CSV table and a matplotlib figure.
 
 CSV: one row per step k, the state (q_k, v_k) it started from, the torque τ_k it applied, the
 candidates' gaps and contact forces λ/dt ([t₁, t₂, n] of the contact frame, N), the solver's

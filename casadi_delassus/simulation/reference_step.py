@@ -16,15 +16,15 @@ import numpy as np
 
 from ..constraints import ConstraintSet
 from ..verify import reference
-from .result import StepResult
+from ..contact.result import StepResult
 
 
 def reference_steps(solver="admm", exact=True, tol=1e-10, max_iter=1000):
     """A step factory (simulate.StepCache) of NumPy steps solved by ``solver`` ("admm" | "pgs" |
     "auto": step.auto_solver's pick for each active set)."""
-    from . import SOLVERS, pgs_then_admm
-    from .result import Options
-    from .step import auto_solver
+    from ..contact import SOLVERS, pgs_then_admm
+    from ..contact.result import Options
+    from ..contact.step import auto_solver
     options = Options(tol=tol, max_iter=max_iter)
 
     def factory(robot, specs, mu, frame):
