@@ -9,9 +9,10 @@ import hashlib
 
 import numpy as np
 
-from .. import __version__
 from ..runtime.compiler import find_compiler
 from ..runtime import artifact
+from ..runtime.door import POOL
+from ..version import __version__
 from .build import build_cached, resolve_cflags
 from .emit import TEMPLATES, casadi_source
 from .escape import Safe
@@ -38,7 +39,7 @@ def render(model, parts, name):
     layout = parts.layout
     pad = lambda xs: [*xs, 0]           # noqa: E731 -- C arrays of at least one entry
     text = TEMPLATES.get_template("mujoco_rollout.c.j2").render(
-        fname=Safe(name), model=model.name, version=__version__, casadi_code=Safe(casadi_source(fwd, others)),
+        fname=Safe(name), model=model.name, version=__version__, casadi_code=Safe(casadi_source(fwd, others)), pool_code=Safe(POOL.read_text()),
         nq=m.nq, nv=m.nv, nu=m.nu, nsens=int(m.nsensordata),
         sensor_fn=parts.sensor_function.name() if parts.sensor_function is not None else None, nrow=parts.nrow, nbase=parts.nrow - sum(n for _, n in parts.pair_rows),
         pair_rows=parts.pair_rows, pair_fns=[f.name() if f is not None else None for f in parts.pair_functions], nslot=layout.nslot, naux=layout.naux, npair=len(parts.pairs),

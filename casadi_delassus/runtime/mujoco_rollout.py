@@ -36,8 +36,7 @@ class CompiledRollout:
         out, sens = np.empty((nbatch, nstep, self.nstate)), np.empty((nbatch, nstep, self.nsensordata))
         status = np.zeros(nbatch)
         dims = np.array([nbatch, nstep, nthread, control.shape[2], float(with_qfrc)], float)
-        if self._run(*map(_pointer, (dims, state0, warm0, control, out, sens, status))):
-            raise InputError(f"mujoco_rollout: could not start {nthread} threads")
+        self._run(*map(_pointer, (dims, state0, warm0, control, out, sens, status)))
         if np.any(status < 0):
             raise InputError("mujoco_rollout: out of memory for a thread's work space")
         return out, sens, status.astype(int)

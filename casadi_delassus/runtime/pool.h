@@ -174,3 +174,24 @@ static void cd_team_run(cd_task_fn* fn, void* ctx, const int* others, int width,
     fn(ctx, j);
   }
 }
+
+/* share(ctx, begin, end) over items 0..n-1 split into consecutive shares, one per thread of a team of at most
+ * `threads` (the caller and the pinned workers of the pool).  The generated contact step, its rollout and the MuJoCo
+ * rollout split their work by it; door.c splits its own way (cd_team_run), hence ``unused`` there. */
+typedef void cd_share_fn(const void *ctx, long begin, long end);
+struct cd_split_job { cd_share_fn *run; const void *ctx; long n; int width; };
+
+/* share t of width of a cd_split (cd_task_fn) */
+static void cd_split_task(void *p, int t) {
+  const struct cd_split_job *j = p;
+  j->run(j->ctx, j->n * t / j->width, j->n * (t + 1) / j->width);
+}
+
+__attribute__((unused)) static void cd_split(int n, int threads, cd_share_fn *run, const void *ctx) {
+  int cpus[CD_POOL_MAX], others[CD_POOL_MAX];
+  int n_cpus = threads > 1 && n > 1 ? cd_pool_cpus(cpus) : 0;
+  if (n_cpus > threads) n_cpus = threads;
+  if (n_cpus > n) n_cpus = n;
+  struct cd_split_job j = {run, ctx, n, cd_team_width(cpus, n_cpus, 1, others)};
+  cd_team_run(cd_split_task, &j, others, j.width, j.width);
+}
