@@ -14,6 +14,7 @@ from ..codegen.build import DEFAULT_CFLAGS
 from ..codegen.derivatives import DERIVATIVES, METHODS
 from ..codegen.precision import PRECISIONS
 from ..codegen.target import LAYOUTS, TARGETS, refuse, resolve as resolve_target
+from ..contact.candidates import FORM as CANDIDATE_FORM, HELP as CANDIDATE_HELP, scenario_candidates
 from ..errors import InputError
 from ..model import FORMATS, load_robot
 from ..registry import ALGORITHMS, AUTO, AUTO_RULE, get_algorithm
@@ -158,3 +159,25 @@ def resolve(robot_spec, scenario, specs, fixed_base=None, say_base=True, mimic=F
     if say_base:
         click.echo(f"{robot.name}: {robot.base_note()}")
     return Resolved(robot, cs, name, cs if specs else constraints)
+
+
+contact_opts = [click.option("-c", "--contact", "contacts", multiple=True, metavar="LINK[@x,y,z][/r]", help=CANDIDATE_HELP),
+                click.option("-s", "--scenario", default=None, metavar="SCENARIO",
+                             help="the robot's named scenario of point constraints as the candidates (`robots` lists them)")]
+
+
+def solver_opt(auto_help):
+    """--solver, default auto as for algorithms."""
+    return click.option("--solver", type=click.Choice(["auto", "admm", "pgs"]), default="auto", show_default=True,
+                        help=auto_help)
+
+
+def contact_candidates(robot, contacts, scenario):
+    """The candidate specs of -c or -s (exactly one of them)."""
+    if contacts and scenario:
+        raise click.UsageError("give either -s SCENARIO or -c candidates, not both")
+    if scenario:
+        return scenario_candidates(robot, scenario)
+    if not contacts:
+        raise click.UsageError(f"give contact candidates: -c {CANDIDATE_FORM} (repeatable) or -s SCENARIO")
+    return list(contacts)

@@ -11,25 +11,29 @@ from ..contact.simulate import BAUMGARTE
 from ..errors import InputError, OutputError
 from ..model import load_robot
 from .main import cli
-from .options import ROBOT_HELP, base_opt, floating, numbers, robot_arg, with_options
+from .gains import joint_gains
+from .options import (ROBOT_HELP, base_opt, contact_candidates, contact_opts, floating, numbers, robot_arg, solver_opt,
+                      with_options)
 
 
 @cli.command(epilog=ROBOT_HELP)
 @with_options([robot_arg, base_opt])
-@click.option("--contact", "contacts", multiple=True, required=True, metavar="LINK[@x,y,z][/r]",
-              help="contact candidate: a point on LINK (offset in its frame), a sphere with radius r (repeatable)")
+@with_options(contact_opts)
 @click.option("-T", "--duration", default=1.0, show_default=True, type=float, help="simulated time (s)")
 @click.option("--dt", default=1e-3, show_default=True, type=float, help="time step (s)")
 @click.option("--q0", default=None, metavar="x,y,…", help="initial configuration (default: the neutral one)")
 @click.option("--drop", default=None, type=float, metavar="H",
               help="move the free base along the normal so that the lowest candidate is H above the ground")
-@click.option("--kp", default=0.0, show_default=True, type=float, help="PD stiffness to q0's joint positions")
-@click.option("--kd", default=0.0, show_default=True, type=float, help="PD damping")
+@click.option("--kp", multiple=True, metavar="[NAME=]VALUE",
+              help="PD stiffness to q0's joint positions: a number for every one-DoF joint, or NAME=VALUE for the "
+                   "joints the pattern NAME matches (fnmatch: 'left_wrist_*=20'; repeatable, later ones win; default 0)")
+@click.option("--kd", multiple=True, metavar="[NAME=]VALUE", help="PD damping, as --kp (default 0)")
+@click.option("--gains", "gains_file", default=None, metavar="FILE.json",
+              help='per-joint gains {"kp": number or {"PATTERN": VALUE, ...}, "kd": ...}, applied before --kp/--kd')
 @click.option("--mu", default=0.8, show_default=True, type=float, help="friction coefficient")
 @click.option("--normal", default="0,0,1", show_default=True, metavar="nx,ny,nz", help="ground normal")
 @click.option("--height", default=0.0, show_default=True, type=float, help="ground offset along the normal (m)")
-@click.option("--solver", type=click.Choice(["auto", "admm", "pgs"]), default="admm", show_default=True,
-              help="auto: per active set, ADMM when a body carries more than two contacts, else PGS")
+@solver_opt("auto: per active set, ADMM when a body carries more than two contacts, else PGS")
 @click.option("--step", "step_kind", type=click.Choice(["compiled", "reference"]), default="compiled", show_default=True,
               help="the compiled contact step, or the NumPy reference step")
 @click.option("--baumgarte", default=BAUMGARTE, show_default=True, type=float,
@@ -40,7 +44,7 @@ from .options import ROBOT_HELP, base_opt, floating, numbers, robot_arg, with_op
               help="folder for rollout.csv and rollout.png")
 @click.option("--out-dir", "build_dir", default=str(api.DEFAULT_OUT), show_default=True,
               help="root of the compiled step and rollout (as generate's -o; cached there)")
-def simulate(robot, fixed_base, contacts, duration, dt, q0, drop, kp, kd, mu, normal, height, solver, step_kind,
+def simulate(robot, fixed_base, contacts, scenario, duration, dt, q0, drop, kp, kd, gains_file, mu, normal, height, solver, step_kind,
              baumgarte, tol, max_iter, out_dir, build_dir):
     """Step ROBOT through time on the contact step (PD control to q0) and write its trajectory
     and contact forces (CSV), then a figure; exits 1 when the rollout stopped early, 130 when Ctrl-C
@@ -52,9 +56,10 @@ def simulate(robot, fixed_base, contacts, duration, dt, q0, drop, kp, kd, mu, no
     q = robot.neutral_q() if q0 is None else numbers(q0, "--q0")
     if q.shape != (robot.nq,):
         raise InputError(f"--q0 must have {robot.nq} numbers (nq of {robot.name}), got {q.size}")
-    scene = sim.Scene(robot, list(contacts), numbers(normal, "--normal"), height, mu)
+    kp, kd = joint_gains(robot, kp, kd, gains_file)
+    scene = sim.Scene(robot, contact_candidates(robot, contacts, scenario), numbers(normal, "--normal"), height, mu)
     start = q if drop is None else sim.place(scene, q, drop)
-    controller = sim.pd_controller(robot, q, kp, kd) if (kp or kd) else None
+    controller = sim.pd_controller(robot, q, kp, kd) if (kp.any() or kd.any()) else None
     build = {"out_dir": build_dir} if step_kind == "compiled" else {}
     r = sim.run(scene, start, np.zeros(robot.nv), duration, dt, controller,
                 sim.factory(step_kind, solver, tol, max_iter, **build), baumgarte)

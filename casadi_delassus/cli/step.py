@@ -8,16 +8,15 @@ import click
 from ..model import load_robot
 from ..progress import step
 from .main import cli
-from .options import ROBOT_HELP, STEP_MAX_SAMPLES, base_opt, floating, gen_opts, robot_arg, with_options
+from .options import (ROBOT_HELP, STEP_MAX_SAMPLES, base_opt, contact_candidates, contact_opts, floating, gen_opts, robot_arg,
+                      solver_opt, with_options)
 
 
 @cli.command("step", epilog=ROBOT_HELP)
 @robot_arg
 @base_opt
-@click.option("-c", "--contact", "specs", multiple=True, metavar="SPEC", required=True,
-              help="a point contact LINK:3d-world[@x,y,z] (repeatable; rows [t1, t2, n] = world x, y, z)")
-@click.option("--solver", type=click.Choice(["auto", "admm", "pgs"]), default="admm", show_default=True,
-              help="auto: ADMM when a body carries more than two contacts, else PGS (contact/step.py auto_solver)")
+@with_options(contact_opts)
+@solver_opt("auto: ADMM when a body carries more than two contacts, else PGS (contact/step.py auto_solver)")
 @click.option("--relaxed", is_flag=True, help="the convex relaxation (Anitescu) instead of the exact De Saxcé problem")
 @click.option("--mu", default=0.8, show_default=True, type=float, help="friction coefficient of every contact")
 @click.option("--samples", default=20, show_default=True, type=click.IntRange(1, STEP_MAX_SAMPLES),
@@ -26,13 +25,15 @@ from .options import ROBOT_HELP, STEP_MAX_SAMPLES, base_opt, floating, gen_opts,
               help="ADMM's (G + rho I)^-1: G's dense LDL^T, the staged matrix-free damped inverse, or the fewer "
                    "instructions (contact/step.py step_parts)")
 @with_options(gen_opts[:3])
-def step_command(robot, fixed_base, specs, solver, relaxed, mu, samples, linear_solve, out_dir, cflags,
+def step_command(robot, fixed_base, contacts, scenario, solver, relaxed, mu, samples, linear_solve, out_dir, cflags,
                  cc):  # not `step`: progress.step
     """Generate, compile and check the contact step <name>_step (contact/step.py): v_free, the
-    Delassus matrix and a frictional-contact ADMM or PGS solve in one C function."""
+    Delassus matrix and a frictional-contact ADMM or PGS solve in one C function; its contacts
+    are points (candidates without /r), rows [t1, t2, n] along the world axes."""
     from ..contact.check import LAMBDA_TOL, check_step
     from ..contact.step import DEFAULT_CFLAGS as STEP_CFLAGS, contact_step
-    s = contact_step(load_robot(robot, floating_base=floating(fixed_base)), list(specs), solver=solver, mu=mu,
+    robot = load_robot(robot, floating_base=floating(fixed_base))
+    s = contact_step(robot, contact_candidates(robot, contacts, scenario), solver=solver, mu=mu,
                      relaxed=relaxed, out_dir=out_dir, cflags=tuple(cflags.split()) if cflags else STEP_CFLAGS, cc=cc,
                      linear_solve=linear_solve)
     m = s.manifest
