@@ -354,7 +354,7 @@ def thread_count(threads):
 class ContactStep:
     """A compiled contact step for one robot and contact set (``contact_step``)."""
 
-    def __init__(self, robot, contacts, solver="admm", mu=0.8, relaxed=False, out_dir=DEFAULT_OUT,
+    def __init__(self, robot, contacts, solver="auto", mu=0.8, relaxed=False, out_dir=DEFAULT_OUT,
                  cflags=DEFAULT_CFLAGS, cc=None, delassus=AUTO, name=None, linear_solve="auto"):
         if not isinstance(solver, str) or solver not in STEP_SOLVERS:
             raise InputError(f"unknown contact solver {shown(solver)} (known: {', '.join(STEP_SOLVERS)})")

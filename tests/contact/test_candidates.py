@@ -78,5 +78,5 @@ def test_scenarios_name_candidates(go1):
 def test_contact_step_and_simulate_default_to_auto():
     """Issue 34 point 4: one default, auto, as for algorithms."""
     import inspect
-    for f in (cd.contact_step, cd.simulate):
+    for f in (cd.contact_step, cd.ContactStep, cd.simulate):
         assert inspect.signature(f).parameters["solver"].default == "auto"
