@@ -39,7 +39,9 @@ def _parts(text):
     """(link, offset text or None, radius) of a candidate spec, or a ConstraintError in the one form."""
     if not isinstance(text, str):
         raise ConstraintError(f"bad contact candidate {text!r}: expected a string {FORM}, got {type(text).__name__}")
-    where, slash, radius = text.strip().partition("/")
+    where, slash, radius = text.strip().rpartition("/")
+    if not slash or "@" in radius or ":" in radius:       # that '/' is part of a name (link names may hold one)
+        where, slash, radius = text.strip(), "", ""
     link, at, offset = where.partition("@")
     link = _ALIAS.sub("", link.strip())
     if ":" in link:

@@ -57,6 +57,15 @@ def test_errors_name_the_one_form(go1, text, words):
         assert words in msg and "3d-world" not in msg and "random6" not in msg, msg
 
 
+def test_a_slash_in_a_link_name_is_no_radius():
+    """A model's link may be named 'b*/ox' (tests/test_contact_physics.py escapes such names into C): the '/' before
+    an offset or a kind is part of the name; only a last '/' with a number after it is a radius."""
+    assert cc.point_spec("b*/ox:3d-world@0.1,0.1,-0.05") == "b*/ox:3d-world@0.1,0.1,-0.05"
+    assert cc.point_spec("b*/ox@0,0,0") == "b*/ox:3d-world@0,0,0"
+    with pytest.raises(ConstraintError, match="is a sphere"):
+        cc.point_spec("b*/ox@0,0,0/0.1")
+
+
 def test_a_bad_radius_and_a_sphere_in_the_step(go1):
     with pytest.raises(InputError, match="radius after '/' must be a number ≥ 0"):
         cc.parse_candidate(go1, "FL_foot/-1")
