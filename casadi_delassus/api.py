@@ -11,6 +11,7 @@ from .runtime import artifact
 from .codegen.build import DEFAULT_CFLAGS, build
 from .runtime.loader import StagedFunction, load
 from .codegen.derivatives import tangent_function
+from .codegen.target import TARGETS, resolve as resolve_target  # noqa: F401 (TARGETS: the CLI's choices)
 from .codegen.staging import build_stages
 from .codegen.trace import choose_cheapest, trace
 from .constraints import ConstraintSet, spec_list
@@ -18,10 +19,9 @@ from .errors import ArtifactError, ConstraintError, DelassusError, InputError, u
 from .model import load_robot
 from .names import shown
 from .registry import AUTO, is_auto
-from .verify import precision as precision_check
+from .verify import precision as precision_check, workflow
 
 DEFAULT_OUT = Path("codegen_out")
-TARGETS = ("c", "cuda")
 
 
 def constraint_set(robot, constraints, name=None):
@@ -77,7 +77,7 @@ def generate(robot, constraints=None, algorithm=AUTO, out_dir=DEFAULT_OUT, cflag
     ``precision`` "double" | "single", ``layout`` "soa" | "aos", built by ``nvcc`` where it is
     found) from the double C function, its reference, and returns a runtime.cuda.CudaFunction
     (with stages: one per stage, in order)."""
-    _check_target(target, precision, layout)
+    resolve_target(target, precision, layout)
     c_precision = "double" if target == "cuda" else precision
     robot = load_robot(robot, floating_base=floating_base)
     cs, scenario = constraint_set(robot, constraints if constraints is not None else default_constraints(robot), name)
@@ -116,13 +116,6 @@ def generate(robot, constraints=None, algorithm=AUTO, out_dir=DEFAULT_OUT, cflag
     return f
 
 
-def _check_target(target, precision, layout):
-    from .codegen.cuda import check_options
-    if target not in TARGETS:
-        raise DelassusError(unknown_name("target", target, TARGETS) + f" (known: {', '.join(TARGETS)})")
-    check_options(precision, layout)
-
-
 def _cuda(f, precision, layout, nvcc, force):
     """The CUDA forms of the C function(s) ``f`` (a StagedFunction: each stage's, in order)."""
     from .codegen.cuda import derive
@@ -148,23 +141,16 @@ def check(f, oracles=None, samples=100, tol=None, seed=0):
     relative error against each oracle (verify/oracles.py: "numpy", "pinocchio"; default as
     ``casadi-delassus check``) over ``samples`` random inputs, the tolerance rule of
     verify/check.py (``Outcome.passed``), and ``Outcome.not_applicable`` for what an oracle
-    could not compare."""
+    could not compare: the outcomes of verify/workflow.py's rows, which ``check`` prints."""
     from .verify import oracles as registry
-    from .verify.check import DEFAULT_TOL, compare
+    from .verify.check import DEFAULT_TOL
     names = registry.oracle_names([oracles] if isinstance(oracles, str) else list(oracles or []), f.robot)
     tol = single_tolerance(f, DEFAULT_TOL) if tol is None else tol
-    return {n: compare(f, f.robot, f.constraints, samples=samples, seed=seed, tol=tol,
-                       oracle=registry.get_oracle(n).session(f.robot, f.constraints)) for n in names}
+    sessions = {n: registry.get_oracle(n).session(f.robot, f.constraints) for n in names}
+    return {row.oracle: row.outcome for row in workflow.oracle_rows(f, sessions, samples, tol, seed)}
 
 
-def single_tolerance(f, tol):
-    """The oracles' tolerance for ``f``: ``tol``, and for a single-precision function at least
-    its stored error bound times verify/precision.CHECK_FACTOR (a CUDA function's: codegen/cuda's
-    ERROR_MARGIN; κ scales it as it scales tol)."""
-    from .codegen.cuda import ERROR_MARGIN
-    p = f.precision
-    factor = ERROR_MARGIN if f.manifest.get("target") == "cuda" else precision_check.CHECK_FACTOR
-    return max(tol, factor * p["max_rel_error"]) if p["type"] == "single" else tol
+single_tolerance = workflow.single_tolerance
 
 
 def check_precision(f, samples=precision_check.SAMPLES, seed=1):
@@ -185,10 +171,7 @@ def check_precision(f, samples=precision_check.SAMPLES, seed=1):
     if not hasattr(f, "double_twin"):
         raise DelassusError(f"{f.manifest['function']}: check_precision compares with the double build that "
                             f"generate(..., precision='single') knows how to make; generate it so to check it")
-    double = f.double_twin()
-    worst, allowed, passed = precision_check.within_bound(
-        f, double.outputs, precision_check.random_samples(f, f.robot, f.constraints, samples, seed))
-    return {"worst": worst, "allowed": allowed, "passed": passed, "samples": samples}
+    return workflow.against_double(f, samples, seed)
 
 
 def casadi_function(robot, constraints=None, algorithm=AUTO, tangent=False, cse=True, name=None):

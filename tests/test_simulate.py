@@ -120,7 +120,7 @@ def test_box_on_tilted_plane(box, mu, slides):
 def test_go1_at_rest_stays(go1, stand):
     """go1 standing under its balancing torque with zero velocity: no drift above 1e-9 m."""
     r = cd.simulate(go1, FEET, stand.q, np.zeros(go1.nv), 0.02, 1e-3, controller=lambda t, q, v: stand.tau,
-                    step="reference")
+                    step="reference", solver="admm")
     assert set(r.statuses) == {sim.OK}
     assert np.abs(r.q - stand.q).max() < 1e-9
     # warm started from the previous impulses: the later solves stop at once or after one iteration

@@ -24,8 +24,9 @@ def build(name, out_dir, cflags=("-O1",)):
     p = cp.build(name) if isinstance(name, str) else name
     kw = dict(out_dir=out_dir, cflags=cflags)
     # pv_osim: every Delassus algorithm gives the same G, and choosing the cheapest traces them all; the dense
-    # linear solve: finite differences need solves to 1e-12, below the matrix-free route's accumulated rounding on talos
-    return (p, contact_step(p.robot, p.specs, mu=p.mu, delassus="pv_osim", linear_solve="dense", **kw),
+    # linear solve: finite differences need solves to 1e-12, below the matrix-free route's accumulated rounding on talos;
+    # ADMM: where λ is not unique (a foot twice), its split stays inside the cone, where PGS's may reach the boundary
+    return (p, contact_step(p.robot, p.specs, solver="admm", mu=p.mu, delassus="pv_osim", linear_solve="dense", **kw),
             step_derivatives(p.robot, p.specs, mu=p.mu, **kw))
 
 

@@ -12,7 +12,8 @@ gravity, PV paper ../shared/papers/004_52dd6d88d839fc14.txt Sec. IV; ``<name>_fa
 ``<name>_solve``: the damped inverse (G + ρI)⁻¹ by LDLᵀ); the iteration loop is the hand-written C
 of templates/step.c.j2 (and ``<name>_step_batch`` runs it over N states on POSIX threads).
 
-Contacts are world-aligned point constraints ``LINK:3d-world[@x,y,z]`` (rows along world x,
+Contacts are point candidates ``LINK[@x,y,z]`` (contact/candidates.py; the constraint
+``LINK:3d-world[@x,y,z]``: rows along world x,
 y, z = [t₁, t₂, n] for the ground plane z = 0); a unit normal per contact given at run time
 turns each contact's rows into the frame [t₁, t₂, n] of ``contact_frames``."""
 from __future__ import annotations
@@ -40,7 +41,7 @@ from ..codegen.emit import TEMPLATES as CODEGEN_TEMPLATES, casadi_source
 from ..codegen.escape import Safe, environment
 from ..codegen.staging import split
 from ..codegen.trace import choose_cheapest
-from ..constraints import ConstraintSet, spec_list
+from ..constraints import ConstraintSet
 from ..errors import ConstraintError, InputError
 from ..model import load_robot
 from ..names import shown
@@ -50,6 +51,7 @@ from ..symbolic import linalg
 from ..symbolic.frames import local_transforms
 from ..sweeps.joint_space import constraint_jacobian
 from . import admm
+from .candidates import FORM, point_specs
 from .residuals import Residuals
 from .result import STATUS, Options, Result, StepResult
 
@@ -85,14 +87,11 @@ def contact_frames(normals):
 
 
 def check_contacts(robot, contacts):
-    """The ConstraintSet of the contacts: one or more world-aligned point contacts, nothing else."""
-    specs = spec_list(contacts)
+    """The ConstraintSet of the contacts: one or more point candidates (contact/candidates.py), nothing else."""
+    specs = point_specs(robot, contacts)
     if not specs:
-        raise ConstraintError("no contacts: give at least one point contact LINK:3d-world[@x,y,z]")
+        raise ConstraintError(f"no contacts: give at least one contact candidate {FORM} (a point: no /r for the step)")
     cs = ConstraintSet.parse(robot, specs)
-    wrong = [c.spec for c in cs.constraints if c.kind != "3d-world"]
-    if wrong:
-        raise ConstraintError(f"contact {wrong[0]!r} is not a world-aligned point contact: give LINK:3d-world[@x,y,z]")
     if robot.q_convention != "pinocchio":
         raise ConstraintError(f"robot {robot.name!r}: the contact step takes models with Pinocchio's q layout "
                               f"(URDF, SDF, synthetic), not {robot.q_convention!r} ones")
@@ -356,7 +355,7 @@ def thread_count(threads):
 class ContactStep:
     """A compiled contact step for one robot and contact set (``contact_step``)."""
 
-    def __init__(self, robot, contacts, solver="admm", mu=0.8, relaxed=False, out_dir=DEFAULT_OUT,
+    def __init__(self, robot, contacts, solver="auto", mu=0.8, relaxed=False, out_dir=DEFAULT_OUT,
                  cflags=DEFAULT_CFLAGS, cc=None, delassus=AUTO, name=None, linear_solve="auto"):
         if not isinstance(solver, str) or solver not in STEP_SOLVERS:
             raise InputError(f"unknown contact solver {shown(solver)} (known: {', '.join(STEP_SOLVERS)})")
@@ -464,12 +463,12 @@ def _result(lam, sigma, v_next, info, batch):
     return StepResult(lam, sigma, v_next, int(info[0]), Residuals(*map(float, info[1:4])), STATUS[int(info[4])])
 
 
-def contact_step(robot, contacts, solver="admm", mu=0.8, relaxed=False, **build_options):
+def contact_step(robot, contacts, solver="auto", mu=0.8, relaxed=False, **build_options):
     """A compiled contact step ``s`` for ``robot`` (anything ``load_robot`` takes) and
-    ``contacts`` (specs ``LINK:3d-world[@x,y,z]``): ``s(q, v, tau, dt=1e-3, lam0=None,
+    ``contacts`` (point candidates ``LINK[@x,y,z]``, contact/candidates.py, or a scenario name): ``s(q, v, tau, dt=1e-3, lam0=None,
     tol=1e-10, max_iter=1000)`` → StepResult (``.lam``, ``.sigma``, ``.v_next``,
     ``.iterations``, ``.residuals``, ``.status``); ``s(Q, V, TAU)`` steps a batch.
-    ``solver`` "admm", "pgs" or "auto" (auto_solver); ``relaxed=True`` solves the convex relaxation instead of the
+    ``solver`` "auto" (the default: auto_solver), "admm" or "pgs"; ``relaxed=True`` solves the convex relaxation instead of the
     exact (De Saxcé) problem; ``build_options``: out_dir, cflags, cc, delassus, name, and linear_solve
     (ADMM's damped inverse: "auto", the default, "dense" or "matrix_free": LINEAR_SOLVES, step_parts; the
     manifest's ``linear_solve`` says which was built)."""

@@ -42,11 +42,12 @@ from dataclasses import dataclass, field
 import casadi as ca
 import numpy as np
 
-from ..constraints import ConstraintSet, parse_constraint
+from ..constraints import ConstraintSet
 from ..errors import InputError
 from ..model.integrate import integrate_sx
 from ..runtime.inputs import real_array, unit_q
 from ..symbolic.frames import joint_transform
+from .candidates import Candidate, candidate_list, parse_candidate
 from .feedback import LinearFeedback, pd_controller  # noqa: F401  (pd_controller: here too, as before)
 from ..contact.result import CONVERGED, STATUS, StepResult
 from ..contact.step import contact_frames
@@ -80,32 +81,6 @@ def max_record_bytes():
 
 
 # -- the scene -------------------------------------------------------------------------------
-@dataclass(frozen=True)
-class Candidate:
-    """A contact candidate: a point ``point`` (body coordinates) on ``link``'s body, with
-    ``radius`` > 0 for a sphere centred there.  ``spec`` is how the user wrote it."""
-    spec: str
-    link: str
-    body: int
-    point: np.ndarray
-    radius: float = 0.0
-
-
-def parse_candidate(robot, text):
-    """``LINK[@x,y,z][/radius]`` (offset in the link's frame) as a Candidate."""
-    text = str(text).strip()
-    where, _, radius = text.partition("/")
-    try:
-        r = float(radius) if radius else 0.0
-    except ValueError:
-        r = -1.0
-    if not (np.isfinite(r) and r >= 0):
-        raise InputError(f"bad contact candidate {text!r}: the radius after '/' must be a number ≥ 0")
-    link, _, offset = where.partition("@")
-    c = parse_constraint(robot, f"{link}:3d-world" + (f"@{offset}" if offset else ""))
-    return Candidate(text, link, c.body, np.asarray(c.point, dtype=float), r)
-
-
 UNIT_TOL = 1e-9        # |‖normal‖ − 1| allowed for the ground normal (the compiled step's normals: the same)
 
 
@@ -492,17 +467,18 @@ def check_settings(baumgarte, tau_limit):
 
 
 def simulate(robot, contacts, q0, v0, T, dt, controller=None, normal=(0.0, 0.0, 1.0), height=0.0, mu=0.8,
-             margin=MARGIN, solver="admm", step="compiled", baumgarte=BAUMGARTE, tau_limit=1e6, tol=1e-10, max_iter=1000,
+             margin=MARGIN, solver="auto", step="compiled", baumgarte=BAUMGARTE, tau_limit=1e6, tol=1e-10, max_iter=1000,
              **build_options):
     """Roll ``robot`` (a Robot or a name) out from (q0, v0) for T seconds of steps dt, its
-    ``contacts`` (candidates ``LINK[@x,y,z][/radius]``) against the ground {x : normal·x ≥
+    ``contacts`` (candidates ``LINK[@x,y,z][/r]``, contact/candidates.py, or a scenario name) against the ground {x : normal·x ≥
     height}, under ``controller(t, q, v) -> τ`` (zero torque when None).  ``step``: "compiled"
     (issue 25's compiled step) or "reference" (the NumPy step), solved by ``solver`` ("admm" |
     "pgs" | "auto": per active set, step.auto_solver) to ``tol``; ``baumgarte`` β of the gap term (0: none);
     ``build_options`` (out_dir, cflags, …) go to the compiled step's build.  Returns a Rollout that stops at the first
     stopping status."""
     from ..model import load_robot
-    scene = Scene(load_robot(robot), list(contacts), normal, height, mu, margin)
+    robot = load_robot(robot)
+    scene = Scene(robot, candidate_list(robot, contacts), normal, height, mu, margin)
     return run(scene, q0, v0, T, dt, controller, factory(step, solver, tol, max_iter, **build_options), baumgarte,
                tau_limit)
 

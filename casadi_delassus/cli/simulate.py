@@ -1,0 +1,79 @@
+"""``simulate``: step a robot through time on the contact step and write its trajectory."""
+from __future__ import annotations
+
+import sys
+
+import click
+import numpy as np
+
+from .. import api
+from ..simulation.simulate import BAUMGARTE
+from ..errors import InputError, OutputError
+from ..model import load_robot
+from .main import cli
+from .gains import joint_gains
+from .options import (ROBOT_HELP, base_opt, contact_candidates, contact_opts, floating, numbers, robot_arg, solver_opt,
+                      with_options)
+
+
+@cli.command(epilog=ROBOT_HELP)
+@with_options([robot_arg, base_opt])
+@with_options(contact_opts)
+@click.option("-T", "--duration", default=1.0, show_default=True, type=float, help="simulated time (s)")
+@click.option("--dt", default=1e-3, show_default=True, type=float, help="time step (s)")
+@click.option("--q0", default=None, metavar="x,y,…", help="initial configuration (default: the neutral one)")
+@click.option("--drop", default=None, type=float, metavar="H",
+              help="move the free base along the normal so that the lowest candidate is H above the ground")
+@click.option("--kp", multiple=True, metavar="[NAME=]VALUE",
+              help="PD stiffness to q0's joint positions: a number for every one-DoF joint, or NAME=VALUE for the "
+                   "joints the pattern NAME matches (fnmatch: 'left_wrist_*=20'; repeatable, later ones win; default 0)")
+@click.option("--kd", multiple=True, metavar="[NAME=]VALUE", help="PD damping, as --kp (default 0)")
+@click.option("--gains", "gains_file", default=None, metavar="FILE.json",
+              help='per-joint gains {"kp": number or {"PATTERN": VALUE, ...}, "kd": ...}, applied before --kp/--kd')
+@click.option("--mu", default=0.8, show_default=True, type=float, help="friction coefficient")
+@click.option("--normal", default="0,0,1", show_default=True, metavar="nx,ny,nz", help="ground normal")
+@click.option("--height", default=0.0, show_default=True, type=float, help="ground offset along the normal (m)")
+@solver_opt("auto: per active set, ADMM when a body carries more than two contacts, else PGS")
+@click.option("--step", "step_kind", type=click.Choice(["compiled", "reference"]), default="compiled", show_default=True,
+              help="the compiled contact step, or the NumPy reference step")
+@click.option("--baumgarte", default=BAUMGARTE, show_default=True, type=float,
+              help="gap stabilisation β in [0, 1]: a penetration closes by β of its depth a step (0: off)")
+@click.option("--tol", default=1e-10, show_default=True, type=float, help="solver tolerance (N·s)")
+@click.option("--max-iter", default=1000, show_default=True, type=click.IntRange(min=1))
+@click.option("-o", "--out", "out_dir", default="simulate_out", show_default=True,
+              help="folder for rollout.csv and rollout.png")
+@click.option("--out-dir", "build_dir", default=str(api.DEFAULT_OUT), show_default=True,
+              help="root of the compiled step and rollout (as generate's -o; cached there)")
+def simulate(robot, fixed_base, contacts, scenario, duration, dt, q0, drop, kp, kd, gains_file, mu, normal, height, solver, step_kind,
+             baumgarte, tol, max_iter, out_dir, build_dir):
+    """Step ROBOT through time on the contact step (PD control to q0) and write its trajectory
+    and contact forces (CSV), then a figure; exits 1 when the rollout stopped early, 130 when Ctrl-C
+    stopped it (the files hold what was computed), 2 on bad input (nothing written) or when a file
+    cannot be written (the CSV is written first, and atomically)."""
+    from ..simulation import simulate as sim
+    from ..simulation.rollout_io import plot, write_csv
+    robot = load_robot(robot, floating_base=floating(fixed_base))
+    q = robot.neutral_q() if q0 is None else numbers(q0, "--q0")
+    if q.shape != (robot.nq,):
+        raise InputError(f"--q0 must have {robot.nq} numbers (nq of {robot.name}), got {q.size}")
+    kp, kd = joint_gains(robot, kp, kd, gains_file)
+    scene = sim.Scene(robot, contact_candidates(robot, contacts, scenario), numbers(normal, "--normal"), height, mu)
+    start = q if drop is None else sim.place(scene, q, drop)
+    controller = sim.pd_controller(robot, q, kp, kd) if (kp.any() or kd.any()) else None
+    build = {"out_dir": build_dir} if step_kind == "compiled" else {}
+    r = sim.run(scene, start, np.zeros(robot.nv), duration, dt, controller,
+                sim.factory(step_kind, solver, tol, max_iter, **build), baumgarte)
+    h = r.base_height()
+    click.echo(f"{len(r.statuses)} steps of {dt:g} s, {r.status}" + (f"; base height {h[-1]:.6f} m" if h is not None else ""))
+    csv_path = write_csv(r, f"{out_dir}/rollout.csv")
+    try:
+        png_path = plot(r, f"{out_dir}/rollout.png")
+    except OutputError as exc:
+        raise OutputError(f"wrote {csv_path}; {exc}") from None
+    click.echo(f"wrote {csv_path} and {png_path}")
+    if r.status == sim.INTERRUPTED:
+        sys.exit(130)
+    if not r.completed:
+        sys.exit(1)
+
+
