@@ -47,7 +47,7 @@ from ..errors import InputError
 from ..model.integrate import integrate_sx
 from ..runtime.inputs import real_array, unit_q
 from ..symbolic.frames import joint_transform
-from .candidates import Candidate, candidate_list, parse_candidate
+from ..contact.candidates import Candidate, candidate_list, parse_candidate
 from .feedback import LinearFeedback, pd_controller  # noqa: F401  (pd_controller: here too, as before)
 from ..contact.result import CONVERGED, STATUS, StepResult
 from ..contact.step import contact_frames
