@@ -495,3 +495,24 @@ def test_a_failed_write_is_one_line_and_leaves_no_file(go1, tmp_path, monkeypatc
     monkeypatch.setitem(sys.modules, "matplotlib", None)            # import matplotlib raises ImportError
     with pytest.raises(OutputError, match="no figure: matplotlib is not installed"):
         plot(r, tmp_path / "roll.png")
+
+
+def test_place_puts_the_lowest_candidate_at_the_clearance(go1):
+    """cd.place on random tilted configurations: the lowest foot (by Robot.frame_placement, checked against Pinocchio in
+    test_models.py) sits at the clearance above a tilted ground, spheres by their radius; the joints and the base's
+    orientation stay."""
+    rng = np.random.default_rng(7)
+    n = np.array([0.1, -0.2, 1.0]) / np.linalg.norm([0.1, -0.2, 1.0])
+    feet = ["FL_foot", "FR_foot", "RL_foot", "RR_foot"]
+    for clearance, radius in ((0.0, 0.0), (0.05, 0.02), (0.3, 0.0)):
+        q = go1.random_q(rng)
+        placed = cd.place(go1, [f"{f}/{radius}" for f in feet], q, clearance=clearance, normal=n, height=0.4)
+        lowest = min(go1.frame_placement(placed, f).translation @ n for f in feet) - 0.4 - radius
+        assert lowest == pytest.approx(clearance, abs=1e-12)
+        assert np.array_equal(placed[3:], q[3:]) and np.allclose(np.cross(placed[:3] - q[:3], n), 0, atol=1e-12)
+
+
+def test_place_refuses_a_fixed_base():
+    arm = cd.load_robot("chain:n=3")
+    with pytest.raises(InputError, match="no free base"):
+        cd.place(arm, ["link3"], arm.neutral_q())

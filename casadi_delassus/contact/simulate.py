@@ -341,6 +341,15 @@ def place(scene, q, clearance):
     return q
 
 
+def place_robot(robot, contacts, q, clearance=0.0, normal=(0.0, 0.0, 1.0), height=0.0):
+    """``cd.place``: q with ``robot``'s free base moved along the ground normal so that the lowest of ``contacts``
+    (candidates ``LINK[@x,y,z][/radius]``) is ``clearance`` above the ground {x : normal·x ≥ height}; the
+    joints and the base's orientation are kept."""
+    from ..model import load_robot
+    contacts = [contacts] if isinstance(contacts, str) else list(contacts)
+    return place(Scene(load_robot(robot), contacts, normal, height), q, clearance)
+
+
 # -- the rollout -----------------------------------------------------------------------------
 @dataclass
 class Trajectory:
