@@ -11,7 +11,7 @@ setup: $(STAMP)
 $(STAMP): pyproject.toml Makefile
 	$(PYTHON) -m venv $(VENV)
 	$(PY) -m pip install --quiet --upgrade pip
-	$(PY) -m pip install --quiet -e '.[test,plot,bench,distributed,mjcf,docs]'
+	$(PY) -m pip install --quiet -e '.[test,plot,bench,distributed,mjcf,docs,progress]'
 	# Atlas (Drake's atlas v5 URDF) ships inside gym-jiminy-zoo; its own deps are not needed.
 	-$(PY) -m pip install --quiet --no-deps gym-jiminy-zoo==1.8.13
 	# dm_control's MJCF models (the suite, ball joints, CMU humanoid, dog) are read as files only.

@@ -17,6 +17,7 @@ from .constraints import ConstraintSet, spec_list
 from .errors import ArtifactError, ConstraintError, DelassusError, InputError, unknown_name
 from .model import load_robot
 from .names import shown
+from .progress import silenced
 from .registry import AUTO, is_auto
 from .verify import precision as precision_check
 
@@ -55,7 +56,7 @@ def default_constraints(robot):
 def generate(robot, constraints=None, algorithm=AUTO, out_dir=DEFAULT_OUT, cflags=DEFAULT_CFLAGS,
              cc=None, cse=True, force=False, backend="ctypes", osim=False, stages=False, name=None, floating_base=None,
              derivative=None, wrt=None, method="auto", casadi_derivatives=False, target="c", precision="double",
-             layout="soa", nvcc="auto"):
+             layout="soa", nvcc="auto", quiet=False):
     """Trace, count, emit, compile and load ``algorithm`` (default ``auto``, as in the CLI: the
     cheapest Delassus algorithm, registry.AUTO_RULE) for ``robot`` (a Robot, or anything
     ``load_robot`` takes, with ``floating_base`` as there) and ``constraints`` (a scenario name, a list of specs, or a ConstraintSet; default: the
@@ -76,7 +77,7 @@ def generate(robot, constraints=None, algorithm=AUTO, out_dir=DEFAULT_OUT, cflag
     ``target="cuda"`` also writes the CUDA form of each function (codegen/cuda.py, docs/gpu.md:
     ``precision`` "double" | "single", ``layout`` "soa" | "aos", built by ``nvcc`` where it is
     found) from the double C function, its reference, and returns a runtime.cuda.CudaFunction
-    (with stages: one per stage, in order)."""
+    (with stages: one per stage, in order).  ``quiet=True``: no progress on stderr (progress.py)."""
     _check_target(target, precision, layout)
     c_precision = "double" if target == "cuda" else precision
     robot = load_robot(robot, floating_base=floating_base)
@@ -102,10 +103,11 @@ def generate(robot, constraints=None, algorithm=AUTO, out_dir=DEFAULT_OUT, cflag
                           casadi_derivatives=casadi_derivatives, precision=c_precision,
                           measure=precision_check.measurer(robot, cs) if c_precision == "single" else None),
                     backend=backend)
-    try:
-        f = make(force)
-    except ArtifactError:       # intact files the .so contradicts (an edited, resealed manifest): rebuild
-        f = make(True)
+    with silenced(quiet):
+        try:
+            f = make(force)
+        except ArtifactError:       # intact files the .so contradicts (an edited, resealed manifest): rebuild
+            f = make(True)
     f.robot, f.constraints = robot, cs
     if target == "cuda":
         return _cuda(f, precision, layout, nvcc, force)
@@ -143,18 +145,19 @@ def links(robot, floating_base=None):
     return describe_links(load_robot(robot, floating_base=floating_base))
 
 
-def check(f, oracles=None, samples=100, tol=None, seed=0):
+def check(f, oracles=None, samples=100, tol=None, seed=0, quiet=False):
     """{oracle: Outcome} for a generated function ``f`` (from ``generate``): each output's largest
     relative error against each oracle (verify/oracles.py: "numpy", "pinocchio"; default as
     ``casadi-delassus check``) over ``samples`` random inputs, the tolerance rule of
     verify/check.py (``Outcome.passed``), and ``Outcome.not_applicable`` for what an oracle
-    could not compare."""
+    could not compare.  ``quiet=True``: no progress on stderr."""
     from .verify import oracles as registry
     from .verify.check import DEFAULT_TOL, compare
     names = registry.oracle_names([oracles] if isinstance(oracles, str) else list(oracles or []), f.robot)
     tol = single_tolerance(f, DEFAULT_TOL) if tol is None else tol
-    return {n: compare(f, f.robot, f.constraints, samples=samples, seed=seed, tol=tol,
-                       oracle=registry.get_oracle(n).session(f.robot, f.constraints)) for n in names}
+    with silenced(quiet):
+        return {n: compare(f, f.robot, f.constraints, samples=samples, seed=seed, tol=tol,
+                           oracle=registry.get_oracle(n).session(f.robot, f.constraints)) for n in names}
 
 
 def single_tolerance(f, tol):

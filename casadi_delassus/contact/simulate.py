@@ -45,6 +45,7 @@ import numpy as np
 from ..constraints import ConstraintSet, parse_constraint
 from ..errors import InputError
 from ..model.integrate import integrate_sx
+from ..progress import counted, silenced
 from ..runtime.inputs import real_array, unit_q
 from ..symbolic.frames import joint_transform
 from .feedback import LinearFeedback, pd_controller  # noqa: F401  (pd_controller: here too, as before)
@@ -502,18 +503,19 @@ def check_settings(baumgarte, tau_limit):
 
 def simulate(robot, contacts, q0, v0, T, dt, controller=None, normal=(0.0, 0.0, 1.0), height=0.0, mu=0.8,
              margin=MARGIN, solver="admm", step="compiled", baumgarte=BAUMGARTE, tau_limit=1e6, tol=1e-10, max_iter=1000,
-             **build_options):
+             quiet=False, **build_options):
     """Roll ``robot`` (a Robot or a name) out from (q0, v0) for T seconds of steps dt, its
     ``contacts`` (candidates ``LINK[@x,y,z][/radius]``) against the ground {x : normal·x ≥
     height}, under ``controller(t, q, v) -> τ`` (zero torque when None).  ``step``: "compiled"
     (issue 25's compiled step) or "reference" (the NumPy step), solved by ``solver`` ("admm" |
     "pgs" | "auto": per active set, step.auto_solver) to ``tol``; ``baumgarte`` β of the gap term (0: none);
-    ``build_options`` (out_dir, cflags, …) go to the compiled step's build.  Returns a Rollout that stops at the first
-    stopping status."""
+    ``build_options`` (out_dir, cflags, …) go to the compiled step's build; ``quiet=True``: no progress on stderr.
+    Returns a Rollout that stops at the first stopping status."""
     from ..model import load_robot
     scene = Scene(load_robot(robot), list(contacts), normal, height, mu, margin)
-    return run(scene, q0, v0, T, dt, controller, factory(step, solver, tol, max_iter, **build_options), baumgarte,
-               tau_limit)
+    with silenced(quiet):
+        return run(scene, q0, v0, T, dt, controller, factory(step, solver, tol, max_iter, **build_options), baumgarte,
+                   tau_limit)
 
 
 def factory(step, solver="admm", tol=1e-10, max_iter=1000, **build_options):
@@ -555,7 +557,7 @@ def run(scene, q0, v0, T, dt, controller=None, step_factory=None, baumgarte=BAUM
                                               tau_limit, baumgarte=baumgarte))
     steps = steps or StepCache(scene, factory, q)
     warm, rec, gaps = np.zeros((len(scene.candidates), 3)), _Recorder(q, v), scene.gaps(q)
-    for k in range(n):
+    for k in counted(n, "steps"):
         tau = np.zeros(robot.nv) if controller is None else np.asarray(controller(k * dt, q, v), dtype=float).reshape(-1)
         stop = _check(q, v, gaps, tau, tau_limit)
         active = gaps <= scene.margin

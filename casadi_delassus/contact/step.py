@@ -33,6 +33,7 @@ from ..codegen.build import BUILT_KINDS, build_cached, host_cpu, resolve_cflags,
 from ..runtime.batch import check_threads, cores
 from ..runtime.library import entries, open_sealed, own_symbol
 from ..runtime.compiler import find_compiler
+from ..progress import silenced
 from ..runtime.inputs import real_array, unit_q
 from ..codegen import schedule, sincos
 from ..codegen.emit import TEMPLATES as CODEGEN_TEMPLATES, casadi_source
@@ -463,7 +464,7 @@ def _result(lam, sigma, v_next, info, batch):
     return StepResult(lam, sigma, v_next, int(info[0]), Residuals(*map(float, info[1:4])), STATUS[int(info[4])])
 
 
-def contact_step(robot, contacts, solver="admm", mu=0.8, relaxed=False, **build_options):
+def contact_step(robot, contacts, solver="admm", mu=0.8, relaxed=False, quiet=False, **build_options):
     """A compiled contact step ``s`` for ``robot`` (anything ``load_robot`` takes) and
     ``contacts`` (specs ``LINK:3d-world[@x,y,z]``): ``s(q, v, tau, dt=1e-3, lam0=None,
     tol=1e-10, max_iter=1000)`` → StepResult (``.lam``, ``.sigma``, ``.v_next``,
@@ -471,5 +472,6 @@ def contact_step(robot, contacts, solver="admm", mu=0.8, relaxed=False, **build_
     ``solver`` "admm", "pgs" or "auto" (auto_solver); ``relaxed=True`` solves the convex relaxation instead of the
     exact (De Saxcé) problem; ``build_options``: out_dir, cflags, cc, delassus, name, and linear_solve
     (ADMM's damped inverse: "auto", the default, "dense" or "matrix_free": LINEAR_SOLVES, step_parts; the
-    manifest's ``linear_solve`` says which was built)."""
-    return ContactStep(robot, contacts, solver, mu, relaxed, **build_options)
+    manifest's ``linear_solve`` says which was built).  ``quiet=True``: no progress on stderr while it builds."""
+    with silenced(quiet):
+        return ContactStep(robot, contacts, solver, mu, relaxed, **build_options)
