@@ -19,6 +19,7 @@ import numpy as np
 
 from . import reference
 from ..errors import ConstraintError, DelassusError
+from ..progress import counted
 
 DEFAULT_TOL = 1e-10
 KAPPA_FREE = 1e4
@@ -198,7 +199,7 @@ def compare(f, robot, constraints, samples=100, seed=0, tol=DEFAULT_TOL, oracle=
     oracle = oracle or NumpySession(robot, constraints)
     rng = np.random.default_rng(seed)
     out, skipped = Outcome(notes=oracle.notes), {}
-    for _ in range(samples):
+    for _ in counted(samples, "samples"):
         x = oracle.prepare(random_inputs(f, robot, constraints, rng))
         args = {k: v for k, v in x.items() if k not in ("q", "K")} | x["K"]
         for name, value in f.outputs(x["q"], **args).items():
