@@ -28,10 +28,13 @@ demo: $(STAMP)
 # repeats of a check a fast test also makes); `make test-all` runs them too.
 PYTEST := $(PY) -m pytest -q -x -n auto --dist loadfile
 
+# mypy: the type check of the public API ([tool.mypy] in pyproject.toml: the modules and settings; ~10 s)
 test: $(STAMP)
+	$(PY) -m mypy
 	$(PYTEST) -m "not slow"
 
 test-all: $(STAMP)
+	$(PY) -m mypy
 	$(PYTEST)
 
 bench: $(STAMP)

@@ -37,13 +37,17 @@ from __future__ import annotations
 
 import functools
 import os
+from collections.abc import Callable, Sequence
+from typing import Any
 from dataclasses import dataclass, field
 
 import casadi as ca
 import numpy as np
+import numpy.typing as npt
 
 from ..constraints import ConstraintSet, parse_constraint
 from ..errors import InputError
+from ..model import Robot, RobotLike
 from ..model.integrate import integrate_sx
 from ..progress import counted, silenced
 from ..runtime.inputs import real_array, unit_q
@@ -150,9 +154,9 @@ def _friction(mu, k):
 class Scene:
     """A robot, its contact candidates and the ground {x : normal·x ≥ height}; friction ``mu``
     (one value or one per candidate); a candidate is active when its gap ≤ ``margin``."""
-    robot: object
+    robot: Robot
     candidates: list
-    normal: np.ndarray = field(default_factory=lambda: np.array([0.0, 0.0, 1.0]))
+    normal: npt.ArrayLike = field(default_factory=lambda: np.array([0.0, 0.0, 1.0]))
     height: float = 0.0
     mu: object = 0.8
     margin: float = MARGIN
@@ -342,7 +346,8 @@ def place(scene, q, clearance):
     return q
 
 
-def place_robot(robot, contacts, q, clearance=0.0, normal=(0.0, 0.0, 1.0), height=0.0):
+def place_robot(robot: RobotLike, contacts: str | Sequence[str], q: npt.ArrayLike, clearance: float = 0.0,
+                normal: npt.ArrayLike = (0.0, 0.0, 1.0), height: float = 0.0) -> np.ndarray:
     """``cd.place``: q with ``robot``'s free base moved along the ground normal so that the lowest of ``contacts``
     (candidates ``LINK[@x,y,z][/radius]``) is ``clearance`` above the ground {x : normal·x ≥ height}; the
     joints and the base's orientation are kept."""
@@ -375,20 +380,21 @@ class Rollout(Trajectory):
     (n x k x 3), iterations and residuals (n), a status per step, and the final status."""
 
     @property
-    def t(self):
+    def t(self) -> np.ndarray:
         """The time at the start of each step (n)."""
         return self.dt * np.arange(len(self.statuses))
 
     @property
-    def status(self):
+    def status(self) -> str:
         """The last step's status: "ok" or "free" for a rollout that ran to the end."""
         return self.statuses[-1] if self.statuses else OK
 
     @property
-    def completed(self):
+    def completed(self) -> bool:
+        """Whether the rollout ran to the end (no stopping status)."""
         return self.status not in STOPPING
 
-    def base_height(self):
+    def base_height(self) -> np.ndarray | None:
         """The free base's height along the ground normal (the first free joint's position)."""
         b = next((b for b in self.scene.robot.bodies if b.joint.kind == "free"), None)
         return None if b is None else self.q[:, b.q_index:b.q_index + 3] @ self.scene.normal
@@ -501,9 +507,12 @@ def check_settings(baumgarte, tau_limit):
     return b, t
 
 
-def simulate(robot, contacts, q0, v0, T, dt, controller=None, normal=(0.0, 0.0, 1.0), height=0.0, mu=0.8,
-             margin=MARGIN, solver="admm", step="compiled", baumgarte=BAUMGARTE, tau_limit=1e6, tol=1e-10, max_iter=1000,
-             quiet=False, **build_options):
+def simulate(robot: RobotLike, contacts: Sequence[str], q0: npt.ArrayLike, v0: npt.ArrayLike, T: float, dt: float,
+             controller: Callable[[float, np.ndarray, np.ndarray], npt.ArrayLike] | None = None,
+             normal: npt.ArrayLike = (0.0, 0.0, 1.0), height: float = 0.0, mu: float | npt.ArrayLike = 0.8,
+             margin: float = MARGIN, solver: str = "admm", step: str = "compiled", baumgarte: float = BAUMGARTE,
+             tau_limit: float = 1e6, tol: float = 1e-10, max_iter: int = 1000, quiet: bool = False,
+             **build_options: Any) -> Rollout:
     """Roll ``robot`` (a Robot or a name) out from (q0, v0) for T seconds of steps dt, its
     ``contacts`` (candidates ``LINK[@x,y,z][/radius]``) against the ground {x : normal·x ≥
     height}, under ``controller(t, q, v) -> τ`` (zero torque when None).  ``step``: "compiled"

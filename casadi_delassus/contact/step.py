@@ -19,6 +19,10 @@ from __future__ import annotations
 
 import collections
 import copy
+from collections.abc import Sequence
+from typing import Any
+
+import numpy.typing as npt
 import ctypes
 import hashlib
 import json
@@ -33,6 +37,7 @@ from ..codegen.build import BUILT_KINDS, build_cached, host_cpu, resolve_cflags,
 from ..runtime.batch import check_threads, cores
 from ..runtime.library import entries, open_sealed, own_symbol
 from ..runtime.compiler import find_compiler
+from ..model import RobotLike
 from ..progress import silenced
 from ..runtime.inputs import real_array, unit_q
 from ..codegen import schedule, sincos
@@ -464,7 +469,8 @@ def _result(lam, sigma, v_next, info, batch):
     return StepResult(lam, sigma, v_next, int(info[0]), Residuals(*map(float, info[1:4])), STATUS[int(info[4])])
 
 
-def contact_step(robot, contacts, solver="admm", mu=0.8, relaxed=False, quiet=False, **build_options):
+def contact_step(robot: RobotLike, contacts: Sequence[str], solver: str = "admm", mu: float | npt.ArrayLike = 0.8,
+                 relaxed: bool = False, quiet: bool = False, **build_options: Any) -> ContactStep:
     """A compiled contact step ``s`` for ``robot`` (anything ``load_robot`` takes) and
     ``contacts`` (specs ``LINK:3d-world[@x,y,z]``): ``s(q, v, tau, dt=1e-3, lam0=None,
     tol=1e-10, max_iter=1000)`` → StepResult (``.lam``, ``.sigma``, ``.v_next``,

@@ -22,7 +22,10 @@ from __future__ import annotations
 import hashlib
 import json
 from dataclasses import dataclass, field
-from typing import NamedTuple
+import os
+from typing import NamedTuple, TypeAlias
+
+import numpy.typing as npt
 
 import numpy as np
 
@@ -202,6 +205,11 @@ class Frame:
     rotation: np.ndarray = field(default_factory=lambda: np.eye(3))
     translation: np.ndarray = field(default_factory=lambda: np.zeros(3))
     kind: str = "frame"
+
+
+# What the public functions take as a robot: a Robot, or anything load_robot reads (a registry name, a model file, URDF
+# text, a synthetic spec)
+RobotLike: TypeAlias = "Robot | str | os.PathLike[str]"
 
 
 class Placement(NamedTuple):
@@ -433,7 +441,7 @@ class Robot:
             raise ModelError(unknown_name(f"link or frame of robot {self.name!r}", name, self.frames))
         return self.frames[name]
 
-    def frame_placement(self, q, name):
+    def frame_placement(self, q: npt.ArrayLike, name: str) -> Placement:
         """Forward kinematics: the world placement of body or frame ``name`` at ``q``, as a
         Placement (``rotation``: frame axes as columns in the world, ``translation``: its origin;
         Pinocchio's ``data.oMf`` after ``updateFramePlacements``).  Plain NumPy, one product per
@@ -452,7 +460,7 @@ class Robot:
             R = R @ (E_J @ b.rotation).T
         return Placement(R @ f.rotation, p + R @ f.translation)
 
-    def coordinate_names(self):
+    def coordinate_names(self) -> tuple[list[str], list[str]]:
         """(q names, v names), one per entry, by joint: a root free joint's q is ``x y z`` and its
         quaternion in the model's order (``qx qy qz qw`` for Pinocchio's), its v ``x y z rx ry rz``;
         other free and ball joints prefix those with their joint's name and a dot; a continuous
@@ -501,7 +509,7 @@ class Robot:
                 q[b.q_index] += delta * rng.normal()
         return q
 
-    def check_q(self, q):
+    def check_q(self, q: npt.ArrayLike) -> np.ndarray:
         from ..errors import InputError
         try:
             q = np.asarray(q, dtype=float).reshape(-1)

@@ -160,7 +160,7 @@ class Outcome(dict):
         self.skipped = dict(skipped or {})
 
     @property
-    def passed(self):
+    def passed(self) -> bool:
         """Every output compared passed, and at least one was compared."""
         return bool(self) and all(c.passed for c in self.values())
 
@@ -175,7 +175,8 @@ class Comparison:
     ratio: float = 0.0
 
     @property
-    def passed(self):
+    def passed(self) -> bool:
+        """The sample closest to failing stayed within its allowed error."""
         return self.ratio <= 1.0
 
     def add(self, error, allowed, kappa):
