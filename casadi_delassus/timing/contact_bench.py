@@ -222,7 +222,10 @@ def measure(problems, reps, calls, out, say=lambda s: None, anderson=ANDERSON):
             contenders[p.name, f"ours {solver}"] = timer(calls)
             contenders[p.name, f"ours {solver}, 0 iterations"] = timer(calls, 0)
             notes[p.name, f"ours {solver}"] = r.iterations
-        cpp = pinocchio_cpp_problem() is None
+        why_not = pinocchio_cpp_problem()
+        cpp = why_not is None
+        if not cpp:
+            say(f"{p.name}: Pinocchio C++ route not measured ({why_not}); the Python figure remains")
         for solver, admm in pinocchio_routes(anderson):
             route = pinocchio_cpp_route(p, solver, calls, r, admm, say) if cpp else None
             if route:

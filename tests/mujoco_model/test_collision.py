@@ -11,7 +11,7 @@ import pytest
 from casadi_delassus.model.mjcf import robot_from_mjmodel
 from casadi_delassus.mujoco_model import collision as C
 
-from mj_scenes import agreement, check, drop_each, dropped_states, model, mujoco, random_qpos
+from .mj_scenes import agreement, check, drop_each, dropped_states, model, mujoco, random_qpos
 
 # a hexagonal prism (hexagon faces: the largest-quadrilateral pruning), a tetrahedron and a
 # cloud of 40 points on an ellipsoid (a hull of triangles)

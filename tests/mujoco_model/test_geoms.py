@@ -11,8 +11,8 @@ import pytest
 from casadi_delassus.model.mjcf import robot_from_mjmodel
 from casadi_delassus.mujoco_model.geoms import geom_placements, geom_poses
 
-from mj_scenes import gymnasium_model, mujoco, poses, random_qpos
-from test_pairs import CROWD
+from .mj_scenes import gymnasium_model, mujoco, poses, random_qpos
+from .test_pairs import CROWD
 
 BALLS = Path(__file__).resolve().parents[1] / "models" / "mjcf_ball_creature.xml"
 MODELS = {"hopper": lambda: gymnasium_model("hopper"), "humanoid": lambda: gymnasium_model("humanoid"),

@@ -8,7 +8,7 @@ from casadi_delassus.errors import ModelError
 from casadi_delassus.mujoco_model import collision as C
 from casadi_delassus.mujoco_model.pairs import collision_pairs
 
-from mj_scenes import agreement, check, mujoco, robosuite_spec
+from .mj_scenes import agreement, check, mujoco, robosuite_spec
 
 # every geom near the origin: each allowed pair touches.  The world's floor and a static sphere;
 # a free root with two geoms (the midphase orders its contacts by geom), a hinged child and
