@@ -83,6 +83,8 @@ def step(what, now=False):
         yield
     finally:
         timer.cancel()
+        if not now:
+            timer.join()            # an announcement under way finishes first: its bar is then closed here
         if bar:
             said.clear()            # stops the refresh thread
             bar[0].set_description_str(f"{printable(what)}: done")
