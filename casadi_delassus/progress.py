@@ -69,8 +69,10 @@ def step(what, now=False):
         if tqdm is None:
             _say(f"{what} ...", at=t0)
             return
-        bar.append(tqdm(desc=printable(what), bar_format="{desc}: {elapsed}", file=sys.stderr, leave=True))
-        bar[0].start_t = bar[0].last_print_t = time.time() - (time.perf_counter() - t0)     # tqdm's clock
+        # delay: no first draw before its clock is set to the step's start (tqdm's clock is time.time)
+        bar.append(tqdm(desc=printable(what), bar_format="{desc}: {elapsed}", file=sys.stderr, leave=True, delay=AFTER))
+        bar[0].start_t = bar[0].last_print_t = time.time() - (time.perf_counter() - t0)
+        bar[0].refresh()
         threading.Thread(target=_refresh, args=(bar[0], said), daemon=True).start()
 
     timer = threading.Timer(AFTER, announce)
