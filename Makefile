@@ -11,7 +11,7 @@ setup: $(STAMP)
 $(STAMP): pyproject.toml Makefile
 	$(PYTHON) -m venv $(VENV)
 	$(PY) -m pip install --quiet --upgrade pip
-	$(PY) -m pip install --quiet -e '.[test,plot,bench,distributed,mjcf,docs]'
+	$(PY) -m pip install --quiet -e '.[test,plot,bench,distributed,mjcf,docs,progress]'
 	# Atlas (Drake's atlas v5 URDF) ships inside gym-jiminy-zoo; its own deps are not needed.
 	-$(PY) -m pip install --quiet --no-deps gym-jiminy-zoo==1.8.13
 	# dm_control's MJCF models (the suite, ball joints, CMU humanoid, dog) are read as files only.
@@ -28,10 +28,13 @@ demo: $(STAMP)
 # repeats of a check a fast test also makes); `make test-all` runs them too.
 PYTEST := $(PY) -m pytest -q -x -n auto --dist loadfile
 
+# mypy: the type check of the public API ([tool.mypy] in pyproject.toml: the modules and settings; ~10 s)
 test: $(STAMP)
+	$(PY) -m mypy
 	$(PYTEST) -m "not slow"
 
 test-all: $(STAMP)
+	$(PY) -m mypy
 	$(PYTEST)
 
 bench: $(STAMP)

@@ -21,10 +21,11 @@ from .contact.step import ContactStep, contact_step  # noqa: E402
 from .contact.mujoco_step import MujocoContactStep, mujoco_contact_step  # noqa: E402
 from .mujoco import mujoco_rollout  # noqa: E402
 from .simulation.simulate import LinearFeedback, Rollout, pd_controller, simulate  # noqa: E402
+from .simulation.simulate import place_robot as place  # noqa: E402
 from .model import Robot, load_robot  # noqa: E402
 
 __all__ = ["load_robot", "generate", "load", "links", "check", "check_precision", "casadi_function", "constraint_set", "ConstraintSet",
-           "Robot", "library", "load_library", "Library", "contact_step", "ContactStep", "mujoco_contact_step", "MujocoContactStep", "mujoco_rollout", "simulate", "pd_controller",
+           "Robot", "library", "load_library", "Library", "contact_step", "ContactStep", "mujoco_contact_step", "MujocoContactStep", "mujoco_rollout", "simulate", "place", "pd_controller",
            "LinearFeedback", "Rollout",
            "DelassusError", "ModelError", "ConstraintError", "InputError", "CompilerError", "OutputError",
            "ArtifactError", "DerivativeWarning", "__version__"]

@@ -3,8 +3,12 @@ from __future__ import annotations
 
 import functools
 import hashlib
+import os
+from collections.abc import Sequence
 from pathlib import Path
+from typing import TYPE_CHECKING, Any, TypeAlias
 
+import casadi as ca
 import numpy as np
 
 from .runtime import artifact
@@ -14,17 +18,26 @@ from .codegen.derivatives import tangent_function
 from .codegen.target import TARGETS, resolve as resolve_target  # noqa: F401 (TARGETS: the CLI's choices)
 from .codegen.staging import build_stages
 from .codegen.trace import choose_cheapest, trace
-from .constraints import ConstraintSet, spec_list
+from .constraints import ConstraintSet, ConstraintsLike, spec_list
 from .errors import ArtifactError, ConstraintError, DelassusError, InputError, unknown_name
-from .model import load_robot
+from .model import Robot, RobotLike, load_robot
 from .names import shown
+from .progress import silenced
 from .registry import AUTO, is_auto
 from .verify import precision as precision_check, workflow
 
-DEFAULT_OUT = Path("codegen_out")
+if TYPE_CHECKING:
+    from .runtime.cuda import CudaFunction
+    from .runtime.loader import CompiledFunction
+    from .verify.check import Outcome
+
+DEFAULT_OUT: Path = Path("codegen_out")
+# What generate returns: a compiled function, its stages, or (target "cuda") its CUDA form(s); what check takes
+Checked: TypeAlias = "CompiledFunction | StagedFunction | CudaFunction"
+Generated: TypeAlias = "Checked | list[CudaFunction]"
 
 
-def constraint_set(robot, constraints, name=None):
+def constraint_set(robot: Robot, constraints: ConstraintsLike, name: str | None = None) -> tuple[ConstraintSet, str]:
     """(ConstraintSet, scenario name) from a scenario name, a list of specs, or a set.  A list
     or set is named ``custom_<hash of its specs>``, or "" when the user gave the model a ``name``
     (the name then covers the whole C prefix, codegen/artifact.py)."""
@@ -52,10 +65,13 @@ def default_constraints(robot):
     return next(iter(scenarios))
 
 
-def generate(robot, constraints=None, algorithm=AUTO, out_dir=DEFAULT_OUT, cflags=DEFAULT_CFLAGS,
-             cc=None, cse=True, force=False, backend="ctypes", osim=False, stages=False, name=None, floating_base=None,
-             derivative=None, wrt=None, method="auto", casadi_derivatives=False, target="c", precision="double",
-             layout="soa", nvcc="auto"):
+def generate(robot: RobotLike, constraints: ConstraintsLike | None = None, algorithm: str = AUTO,
+             out_dir: str | os.PathLike[str] = DEFAULT_OUT, cflags: Sequence[str] = DEFAULT_CFLAGS, cc: str | None = None,
+             cse: bool = True, force: bool = False, backend: str = "ctypes", osim: bool = False, stages: bool = False,
+             name: str | None = None, floating_base: bool | None = None, derivative: str | None = None,
+             wrt: str | Sequence[str] | None = None, method: str = "auto", casadi_derivatives: bool = False,
+             target: str = "c", precision: str = "double", layout: str = "soa", nvcc: str = "auto",
+             quiet: bool = False) -> Generated:
     """Trace, count, emit, compile and load ``algorithm`` (default ``auto``, as in the CLI: the
     cheapest Delassus algorithm, registry.AUTO_RULE) for ``robot`` (a Robot, or anything
     ``load_robot`` takes, with ``floating_base`` as there) and ``constraints`` (a scenario name, a list of specs, or a ConstraintSet; default: the
@@ -76,7 +92,7 @@ def generate(robot, constraints=None, algorithm=AUTO, out_dir=DEFAULT_OUT, cflag
     ``target="cuda"`` also writes the CUDA form of each function (codegen/cuda.py, docs/gpu.md:
     ``precision`` "double" | "single", ``layout`` "soa" | "aos", built by ``nvcc`` where it is
     found) from the double C function, its reference, and returns a runtime.cuda.CudaFunction
-    (with stages: one per stage, in order)."""
+    (with stages: one per stage, in order).  ``quiet=True``: no progress on stderr (progress.py)."""
     resolve_target(target, precision, layout)
     c_precision = "double" if target == "cuda" else precision
     robot = load_robot(robot, floating_base=floating_base)
@@ -102,10 +118,11 @@ def generate(robot, constraints=None, algorithm=AUTO, out_dir=DEFAULT_OUT, cflag
                           casadi_derivatives=casadi_derivatives, precision=c_precision,
                           measure=precision_check.measurer(robot, cs) if c_precision == "single" else None),
                     backend=backend)
-    try:
-        f = make(force)
-    except ArtifactError:       # intact files the .so contradicts (an edited, resealed manifest): rebuild
-        f = make(True)
+    with silenced(quiet):
+        try:
+            f = make(force)
+        except ArtifactError:       # intact files the .so contradicts (an edited, resealed manifest): rebuild
+            f = make(True)
     f.robot, f.constraints = robot, cs
     if target == "cuda":
         return _cuda(f, precision, layout, nvcc, force)
@@ -128,7 +145,7 @@ def _cuda(f, precision, layout, nvcc, force):
     return made if hasattr(f, "stages") else made[0]
 
 
-def links(robot, floating_base=None):
+def links(robot: RobotLike, floating_base: bool | None = None) -> dict[str, Any]:
     """What ``casadi-delassus links`` prints, as plain data: the robot's joints in q order (type,
     nq, nv, q and v ranges, q entries) and its bodies, frames and sites (the names constraint
     specs take), for a Robot or anything ``load_robot`` takes."""
@@ -136,24 +153,26 @@ def links(robot, floating_base=None):
     return describe_links(load_robot(robot, floating_base=floating_base))
 
 
-def check(f, oracles=None, samples=100, tol=None, seed=0):
+def check(f: Checked, oracles: str | Sequence[str] | None = None, samples: int = 100, tol: float | None = None,
+          seed: int = 0, quiet: bool = False) -> dict[str, Outcome]:
     """{oracle: Outcome} for a generated function ``f`` (from ``generate``): each output's largest
     relative error against each oracle (verify/oracles.py: "numpy", "pinocchio"; default as
     ``casadi-delassus check``) over ``samples`` random inputs, the tolerance rule of
     verify/check.py (``Outcome.passed``), and ``Outcome.not_applicable`` for what an oracle
-    could not compare: the outcomes of verify/workflow.py's rows, which ``check`` prints."""
+    could not compare: the outcomes of verify/workflow.py's rows, which ``check`` prints.  ``quiet=True``: no progress on stderr."""
     from .verify import oracles as registry
     from .verify.check import DEFAULT_TOL
     names = registry.oracle_names([oracles] if isinstance(oracles, str) else list(oracles or []), f.robot)
     tol = single_tolerance(f, DEFAULT_TOL) if tol is None else tol
     sessions = {n: registry.get_oracle(n).session(f.robot, f.constraints) for n in names}
-    return {row.oracle: row.outcome for row in workflow.oracle_rows(f, sessions, samples, tol, seed)}
+    with silenced(quiet):
+        return {row.oracle: row.outcome for row in workflow.oracle_rows(f, sessions, samples, tol, seed)}
 
 
 single_tolerance = workflow.single_tolerance
 
 
-def check_precision(f, samples=precision_check.SAMPLES, seed=1):
+def check_precision(f: CompiledFunction, samples: int = precision_check.SAMPLES, seed: int = 1) -> dict[str, Any]:
     """{"worst", "allowed", "passed", "samples"}: the single-precision function ``f`` (from
     ``generate(..., precision="single")``) against its double build (generated or taken from
     the cache) on ``samples`` fresh random inputs (``seed``; the build measured with
@@ -174,7 +193,8 @@ def check_precision(f, samples=precision_check.SAMPLES, seed=1):
     return workflow.against_double(f, samples, seed)
 
 
-def casadi_function(robot, constraints=None, algorithm=AUTO, tangent=False, cse=True, name=None):
+def casadi_function(robot: RobotLike, constraints: ConstraintsLike | None = None, algorithm: str = AUTO,
+                    tangent: bool = False, cse: bool = True, name: str | None = None) -> ca.Function:
     """``algorithm`` (default ``auto``) for ``robot`` and ``constraints`` (as in ``generate``) as a symbolic
     ``casadi.Function`` (SX, not compiled) with the generated function's named inputs (q,
     vectors, runtime K_<link>) and outputs, to call on MX in Opti or nlpsol and let CasADi

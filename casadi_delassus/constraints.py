@@ -38,7 +38,9 @@ from __future__ import annotations
 
 import re
 import zlib
+from collections.abc import Sequence
 from dataclasses import dataclass
+from typing import TypeAlias
 
 import casadi as ca
 import numpy as np
@@ -155,6 +157,10 @@ class Constraint:
         if self.kind == "6d":
             return -X_AB.transpose_rows(self.K_body())
         return -ca.mtimes(ca.mtimes(sx(self.axes.T), X_AB.E), sx(_point_rows(self.point2)))
+
+
+# What the public functions take as constraints: a scenario name, a list of specs, or a ConstraintSet
+ConstraintsLike: TypeAlias = "str | Sequence[str] | ConstraintSet"
 
 
 class ConstraintSet:

@@ -106,6 +106,7 @@ def test_the_wheel_carries_every_file_of_the_package(wheel):
     missing = sorted(source_files() - names)
     assert not missing, f"files the wheel lacks: {missing}"
     assert "casadi_delassus/model/robots/go1.json" in names and "casadi_delassus/runtime/door.c" in names
+    assert "casadi_delassus/py.typed" in names          # PEP 561: type checkers read the installed package's hints
 
 
 def test_the_installed_wheel_runs_the_readme_example(fresh, outside):
@@ -134,3 +135,34 @@ def test_the_installed_command_checks_go1(fresh, outside):
     rows = [line.split() for line in proc.stdout.splitlines() if line.startswith("go1 ")]
     assert rows and all(r[:3] == ["go1", "4F3", "auto"] and r[-2] == "ok" for r in rows), proc.stdout
     assert "numpy" in {r[3] for r in rows}
+
+
+USER_CODE = """import numpy as np
+import casadi_delassus as cd
+
+robot: cd.Robot = cd.load_robot("go1")
+R, p = robot.frame_placement(robot.neutral_q(), "FL_foot")
+q: np.ndarray = cd.place(robot, ["FL_foot"], robot.neutral_q(), clearance=0.1)
+s = cd.contact_step(robot, ["FL_foot:3d-world"], quiet=True)
+"""
+WRONG = """
+n: int = cd.place(robot, ["FL_foot"], robot.neutral_q())
+cd.load_robot("go1", floating_base="yes")
+"""
+
+
+def test_a_type_checker_reads_the_installed_hints(fresh, outside):
+    """PEP 561 (issue 34 point 9): mypy, run on a user's file against the installed wheel, reads the package's hints
+    (py.typed): right calls pass, a wrong return type and a wrong argument are found."""
+    pytest.importorskip("mypy")
+    python, _, _ = fresh
+    work, env = outside
+    (work / "ok.py").write_text(USER_CODE)
+    (work / "wrong.py").write_text(USER_CODE + WRONG)
+    mypy = [sys.executable, "-m", "mypy", "--python-executable", str(python), "--no-incremental",
+            "--ignore-missing-imports", "--config-file", os.devnull]
+    run(mypy + ["ok.py"], cwd=work, env=env)
+    wrong = subprocess.run(mypy + ["wrong.py"], cwd=work, env=env, capture_output=True, text=True, timeout=300)
+    assert wrong.returncode == 1 and "Found 2 errors" in wrong.stdout, wrong.stdout
+    assert 'wrong.py:9: error: Incompatible types in assignment (expression has type "ndarray' in wrong.stdout
+    assert 'wrong.py:10: error: Argument "floating_base" to "load_robot" has incompatible type' in wrong.stdout

@@ -1,5 +1,6 @@
 """Long work says so, and the default algorithm scales (issue 11, last "Bad input" bullet):
 `count chain:n=300` with the old default (naive) ran over 9 minutes and 5 GB with no output."""
+import io
 import subprocess
 import sys
 import time
@@ -79,3 +80,70 @@ def test_a_step_line_is_stamped_with_the_step_start(fast_progress, capsys, monke
     start, end = (float(re.match(r"\[\s*([0-9.]+) s\]", line).group(1)) for line in err)
     took = float(re.search(r"done in ([0-9.]+) s", err[1]).group(1))
     assert abs(start + took - end) <= 0.15, err
+
+
+class FakeTTY(io.StringIO):
+    """A terminal as far as progress.py can tell."""
+    def isatty(self):
+        return True
+
+
+def test_a_terminal_gets_a_bar_with_the_phase_and_the_time_left(fast_progress, monkeypatch):
+    """stderr a terminal, tqdm installed: a step is a bar redrawn in place (carriage returns) with its phase and
+    elapsed time, a count a bar with its items and the time left; no heartbeat lines."""
+    pytest.importorskip("tqdm")
+    tty = FakeTTY()
+    monkeypatch.setattr(sys, "stderr", tty)
+    with progress.step("tracing something big"):
+        time.sleep(0.3)
+    bar = progress.Bar(4, "modes", stream=tty)
+    for _ in range(4):
+        time.sleep(0.15)        # over tqdm's redraw interval (0.1 s)
+        bar.advance("m built")
+    bar.close()
+    out = tty.getvalue()
+    assert "\r" in out and "tracing something big: 00:0" in out and "tracing something big: done" in out
+    assert "tracing something big: done: 00:00" in out
+    assert "| 2/4 [00:00<00:00" in out and "4/4" in out and "s] " not in out
+
+
+def test_piped_output_gets_heartbeat_lines(fast_progress, capsys):
+    """stderr piped: a count of many quick items (a rollout's steps) says where it is once per AFTER seconds."""
+    for k in progress.counted(6, "steps"):
+        time.sleep(0.03)
+    err = capsys.readouterr().err.splitlines()
+    assert 1 <= len(err) <= 4 and all("/6 steps" in line and "s] " in line for line in err)
+    assert "\r" not in "".join(err)
+
+
+@pytest.mark.parametrize("how", ["env", "silenced", "quiet"])
+def test_quiet_prints_nothing(fast_progress, monkeypatch, capsys, how):
+    """CASADI_DELASSUS_QUIET=1, ``with silenced()`` and quiet(): nothing from steps, bars or counts, on a pipe or a
+    terminal."""
+    tty = FakeTTY()
+    monkeypatch.setattr(sys, "stderr", tty)
+    if how == "env":
+        monkeypatch.setenv("CASADI_DELASSUS_QUIET", "1")
+    elif how == "quiet":
+        progress.quiet()
+    with progress.silenced(how == "silenced"):
+        with progress.step("tracing", now=True):
+            time.sleep(0.1)
+        bar = progress.Bar(2, "modes")
+        bar.advance()
+        bar.say("a note")
+        bar.close()
+        list(progress.counted(3, "steps"))
+    progress.quiet(False)
+    assert tty.getvalue() == "" and capsys.readouterr().err == ""
+
+
+def test_a_build_shows_its_phases_unless_quiet(fast_progress, tmp_path, capsys):
+    """A contact step's build (AFTER 0, piped): its tracing and compiling phases as lines; quiet=True: none."""
+    import casadi_delassus as cd
+    robot = load_robot("chain:n=3")
+    cd.contact_step(robot, ["link3:3d-world"], out_dir=tmp_path / "quiet", quiet=True)
+    assert capsys.readouterr().err == ""
+    cd.contact_step(robot, ["link3:3d-world"], out_dir=tmp_path / "loud")
+    err = capsys.readouterr().err
+    assert "tracing and emitting the step contact_" in err and "compiling contact_" in err and ": done in " in err

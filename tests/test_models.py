@@ -516,3 +516,50 @@ def test_malformed_sdf(tmp_path, body, words):
     with pytest.raises(ModelError) as err:
         load_sdf(_sdf(tmp_path, body))
     assert words in str(err.value)
+
+
+# -- forward kinematics (Robot.frame_placement) against Pinocchio's updateFramePlacements ----------
+
+FIXED_URDF = """<robot name="fixed_mix">
+  <link name="base"><inertial><mass value="2"/><inertia ixx="0.1" iyy="0.1" izz="0.1" ixy="0" ixz="0" iyz="0"/></inertial></link>
+  <link name="arm"><inertial><origin xyz="0.1 0 0"/><mass value="1"/><inertia ixx="0.01" iyy="0.02" izz="0.02" ixy="0" ixz="0" iyz="0"/></inertial></link>
+  <link name="bracket"/>
+  <link name="slider"><inertial><mass value="0.5"/><inertia ixx="0.01" iyy="0.01" izz="0.01" ixy="0" ixz="0" iyz="0"/></inertial></link>
+  <link name="tool"/>
+  <link name="wheel"><inertial><mass value="0.3"/><inertia ixx="0.01" iyy="0.01" izz="0.01" ixy="0" ixz="0" iyz="0"/></inertial></link>
+  <joint name="shoulder" type="revolute"><parent link="base"/><child link="arm"/><origin xyz="0 0.1 0.2" rpy="0.3 -0.2 0.5"/><axis xyz="0 1 1"/><limit lower="-3" upper="3" effort="1" velocity="1"/></joint>
+  <joint name="bolt" type="fixed"><parent link="arm"/><child link="bracket"/><origin xyz="0.3 0 0" rpy="0 0.7 0"/></joint>
+  <joint name="rail" type="prismatic"><parent link="bracket"/><child link="slider"/><origin xyz="0 0 0.05" rpy="0.1 0 -0.4"/><axis xyz="1 0 0"/><limit lower="-1" upper="1" effort="1" velocity="1"/></joint>
+  <joint name="tip" type="fixed"><parent link="slider"/><child link="tool"/><origin xyz="0.02 -0.03 0.1" rpy="-0.5 0.2 1.1"/></joint>
+  <joint name="spin" type="continuous"><parent link="slider"/><child link="wheel"/><origin xyz="0 0.05 0" rpy="0 0 0.3"/><axis xyz="0 0 1"/></joint>
+</robot>"""
+
+
+@needs_pinocchio
+@pytest.mark.parametrize("spec", ["go1", FIXED_URDF], ids=["go1", "fixed_joints"])
+def test_frame_placement_equals_pinocchio(spec):
+    """Every body and fixed-joint frame Pinocchio's own URDF parse knows, at 20 random q, to 1e-12."""
+    robot = load_robot(spec, floating_base=True if spec == "go1" else False)
+    model, _ = oracle.own_model(robot)
+    data = model.createData()
+    rng = np.random.default_rng(3)
+    names = [n for n in robot.frames if model.existFrame(n, pin.BODY)]
+    assert len(names) == len(robot.frames) >= 5       # every frame of ours is one of Pinocchio's bodies
+    for _ in range(20):
+        q = robot.random_q(rng)
+        pin.forwardKinematics(model, data, oracle.pinocchio_q(robot, q))
+        pin.updateFramePlacements(model, data)
+        for n in names:
+            R, p = robot.frame_placement(q, n)
+            oMf = data.oMf[model.getFrameId(n, pin.BODY)]
+            assert np.abs(R - oMf.rotation).max() < 1e-12 and np.abs(p - oMf.translation).max() < 1e-12, n
+
+
+def test_frame_placement_refuses_unknown_names_and_bad_q():
+    robot = load_robot(FIXED_URDF, floating_base=False)
+    with pytest.raises(ModelError, match=r"unknown link or frame .* 'tol'; did you mean 'tool'"):
+        robot.frame_placement(robot.neutral_q(), "tol")
+    from casadi_delassus.errors import InputError
+    for q in ([0.0] * (robot.nq + 1), [float("nan")] * robot.nq, ["a"] * robot.nq):
+        with pytest.raises(InputError, match="^q "):
+            robot.frame_placement(q, "tool")

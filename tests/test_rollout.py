@@ -377,3 +377,24 @@ def test_ctrl_c_stops_a_c_batch_within_a_step_and_keeps_it(scene, stand, compile
     assert latency < 2.0
     statuses, fewest, most, rows = line[line.index("["):line.index("]") + 1], int(words[-3]), int(words[-2]), int(words[-1])
     assert statuses == "['interrupted']" and 0 < fewest <= most < 100_000 and rows == most + 1
+
+
+def test_a_rollout_in_progress_parts_is_the_same_rollout_and_shows_its_steps(scene, stand, pd, compiled, monkeypatch,
+                                                                             capsys):
+    """Cut into PROGRESS_PARTS parts (MIN_PART_WORK 1), the C rollout equals the one-call rollout bit for bit, and its
+    heartbeat lines (AFTER 0, stderr piped) count the steps up to 200/200; CASADI_DELASSUS_QUIET=1 silences them."""
+    from casadi_delassus import progress
+    from casadi_delassus.contact import rollout
+    q0, v0 = _dropped(scene, stand, (0.5, 0.0, 0.0))
+    whole = sim.run(scene, q0, v0, 0.2, DT, pd, compiled)
+    monkeypatch.setattr(rollout, "MIN_PART_WORK", 1)
+    monkeypatch.setattr(progress, "AFTER", 0.0)
+    progress.quiet(False)
+    capsys.readouterr()
+    parts = sim.run(scene, q0, v0, 0.2, DT, pd, compiled)
+    lines = [line for line in capsys.readouterr().err.splitlines() if " steps" in line]
+    assert np.array_equal(whole.q, parts.q) and np.array_equal(whole.forces, parts.forces)
+    assert len(lines) == 100 and "] 2/200 steps" in lines[0] and lines[-1].endswith("] 200/200 steps")
+    monkeypatch.setenv("CASADI_DELASSUS_QUIET", "1")
+    sim.run(scene, q0, v0, 0.2, DT, pd, compiled)
+    assert capsys.readouterr().err == ""

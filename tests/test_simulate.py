@@ -203,8 +203,16 @@ def test_csv_and_figure(go1, tmp_path):
     with open(write_csv(r, tmp_path / "out" / "roll.csv")) as f:
         rows = list(csv.reader(f))
     assert len(rows) == 11 and len(rows[0]) == 4 + go1.nq + 2 * go1.nv + 16
+    joints = [b.joint.name for b in go1.bodies[1:]]         # go1's URDF, read by Pinocchio's order: hips, thighs, calves
+    assert joints[:3] == ["FL_hip_joint", "FL_thigh_joint", "FL_calf_joint"]
+    base = ["x", "y", "z", "qx", "qy", "qz", "qw"]
+    assert rows[0][4:4 + go1.nq] == base + joints
+    assert rows[0][4 + go1.nq:4 + go1.nq + go1.nv] == [f"v_{n}" for n in ["x", "y", "z", "rx", "ry", "rz"] + joints]
+    assert rows[0][4 + go1.nq + go1.nv:4 + go1.nq + 2 * go1.nv][6:] == [f"tau_{n}" for n in joints]
+    assert rows[0][-4:] == ["c3:RR_foot@-0.0173782,0,-0.0098993." + x for x in ("gap", "ft1", "ft2", "fn")]
     assert rows[1][1] == sim.FREE and float(rows[-1][0]) == pytest.approx(0.009)
-    assert float(rows[-1][rows[0].index("q2")]) == pytest.approx(r.q[9][2], abs=1e-15)
+    assert float(rows[-1][rows[0].index("z")]) == pytest.approx(r.q[9][2], abs=1e-15)
+    assert float(rows[-1][rows[0].index("v_RL_calf_joint")]) == pytest.approx(r.v[9][go1.bodies[9].v_index], abs=1e-15)
     png = plot(r, tmp_path / "roll.png")
     assert png.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
     assert sorted(p.name for p in tmp_path.rglob("*")) == ["out", "roll.csv", "roll.png"]
@@ -495,3 +503,41 @@ def test_a_failed_write_is_one_line_and_leaves_no_file(go1, tmp_path, monkeypatc
     monkeypatch.setitem(sys.modules, "matplotlib", None)            # import matplotlib raises ImportError
     with pytest.raises(OutputError, match="no figure: matplotlib is not installed"):
         plot(r, tmp_path / "roll.png")
+
+
+def test_place_puts_the_lowest_candidate_at_the_clearance(go1):
+    """cd.place on random tilted configurations: the lowest foot (by Robot.frame_placement, checked against Pinocchio in
+    test_models.py) sits at the clearance above a tilted ground, spheres by their radius; the joints and the base's
+    orientation stay."""
+    rng = np.random.default_rng(7)
+    n = np.array([0.1, -0.2, 1.0]) / np.linalg.norm([0.1, -0.2, 1.0])
+    feet = ["FL_foot", "FR_foot", "RL_foot", "RR_foot"]
+    for clearance, radius in ((0.0, 0.0), (0.05, 0.02), (0.3, 0.0)):
+        q = go1.random_q(rng)
+        placed = cd.place(go1, [f"{f}/{radius}" for f in feet], q, clearance=clearance, normal=n, height=0.4)
+        lowest = min(go1.frame_placement(placed, f).translation @ n for f in feet) - 0.4 - radius
+        assert lowest == pytest.approx(clearance, abs=1e-12)
+        assert np.array_equal(placed[3:], q[3:]) and np.allclose(np.cross(placed[:3] - q[:3], n), 0, atol=1e-12)
+
+
+def test_place_refuses_a_fixed_base():
+    arm = cd.load_robot("chain:n=3")
+    with pytest.raises(InputError, match="no free base"):
+        cd.place(arm, ["link3"], arm.neutral_q())
+
+
+def test_figure_legends_name_joints_and_each_point_of_a_link(go1, tmp_path, monkeypatch):
+    """Four points on one link: four force labels link@offset, all different; the joint panel names every joint."""
+    pytest.importorskip("matplotlib")
+    from matplotlib.figure import Figure
+    seen = {}
+    monkeypatch.setattr(Figure, "savefig", lambda fig, f, **kw: seen.update(
+        legends=[[t.get_text() for t in ax.get_legend().get_texts()] for ax in fig.axes if ax.get_legend()]))
+    corners = [f"FL_calf@{x},{y},-0.2" for x in (0.02, -0.02) for y in (0.01, -0.01)]
+    q0 = go1.neutral_q()
+    q0[2] = 1.0
+    plot(cd.simulate(go1, corners, q0, np.zeros(go1.nv), 0.002, 1e-3, step="reference"), tmp_path / "f.png")
+    joints, forces = seen["legends"]
+    assert joints == [b.joint.name for b in go1.bodies[1:]]
+    assert forces == ["FL_calf@0.02,0.01,-0.2", "FL_calf@0.02,-0.01,-0.2", "FL_calf@-0.02,0.01,-0.2",
+                      "FL_calf@-0.02,-0.01,-0.2"]

@@ -7,13 +7,15 @@ import warnings
 
 import click
 
+from .. import progress
 from ..errors import DelassusError
 from ..names import printable
 from ..runtime.door import DoorWarning
 
 
 @click.group(context_settings={"help_option_names": ["-h", "--help"]})
-def cli():
+@click.option("--quiet", "-q", is_flag=True, help="No progress bars or heartbeat lines on stderr (errors still show).")
+def cli(quiet):
     """Generate operation-counted, compiled C for Delassus-matrix algorithms.
 
     ROBOT (every command that takes one) is a registry name (see `robots`), a model file —
@@ -21,7 +23,9 @@ def cli():
     Featherstone spatial_v2 JSON (.json), MJCF (.xml with a <mujoco> root, compiled by MuJoCo
     when the mjcf extra is installed; q = its qpos) — or a synthetic spec such as chain:n=20,
     stem:n=10,branches=4,length=7, kchain:k=5, ladder:rungs=4.  `links ROBOT` lists its joints
-    (with the q layout) and the link, frame and site names constraints may use."""
+    (with the q layout) and the link, frame and site names constraints may use.  Long work shows
+    progress on stderr; `--quiet` (or CASADI_DELASSUS_QUIET=1) turns it off."""
+    progress.quiet(quiet)
 
 
 class Terminated(BaseException):

@@ -145,10 +145,12 @@ def build_cached(folder, stem, make, cc, key, what, timed=False):
     manifest_path = folder / f"{stem}.json"
     if artifact.cached(manifest_path, key, BUILT_KINDS, what):
         return manifest_path
-    source, cflags, manifest = make()
+    with step(f"tracing and emitting the {what} {stem}"):
+        source, cflags, manifest = make()
     with artifact.build_folder(folder, stem) as tmp:
         (tmp / f"{stem}.c").write_text(source)
-        seconds, _ = compile_shared(tmp / f"{stem}.c", tmp / f"{stem}.so", list(cflags), cc)
+        with step(f"compiling {stem}.c ({len(source) / 1e6:.1f} MB of C, {' '.join(cflags)})"):
+            seconds, _ = compile_shared(tmp / f"{stem}.c", tmp / f"{stem}.so", list(cflags), cc)
         if timed:
             manifest["compile_s"] = round(seconds, 2)
         manifest["hash"] = key

@@ -8,6 +8,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from ..errors import InputError
+from ..progress import counted
 from ..verify import reference
 from . import SOLVERS, pgs_then_admm
 from .result import Options
@@ -63,7 +64,7 @@ def check_step(step, samples=20, seed=0, dt=1e-3, tol=1e-10, max_iter=2000):
         raise InputError(f"samples must be an integer >= 1, got {samples!r}")
     rng = np.random.default_rng(seed)
     robot, lam_err, v_err, most, bad = step.robot, 0.0, 0.0, 0, 0
-    for _ in range(samples):
+    for _ in counted(samples, "samples"):
         q, v, tau = robot.random_q(rng), rng.normal(scale=0.3, size=robot.nv), rng.normal(size=robot.nv)
         r = step(q, v, tau, dt=dt, tol=tol, max_iter=max_iter)
         solve = pgs_then_admm if step.fallback and step.solver == "pgs" else step.solver    # what the C step runs

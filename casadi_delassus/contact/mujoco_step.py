@@ -17,7 +17,9 @@ world offset from the origin, so one step serves every state) or the cheaper fix
 friction, distance and solver parameters are run-time inputs (``mujoco_contacts``)."""
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass
+from typing import Any
 
 import casadi as ca
 import numpy as np
@@ -258,7 +260,7 @@ class MujocoContactStep:
                     contacts.offsets, *soft_parameters(model, contacts, pyramidal), pyramidal=pyramidal, **options)
 
 
-def mujoco_contact_step(model, contacts, **build_options):
+def mujoco_contact_step(model: Any, contacts: Sequence[str], **build_options: Any) -> MujocoContactStep:
     """A compiled step for the robot of the MjModel ``model`` (its gravity and armature) and
     ``contacts`` (specs, e.g. ``mujoco_contacts(model, data).specs``): ``s.solve(model, data)``
     → SoftResult with MuJoCo's contact ``efc_force`` and ``qacc``.  ``build_options``: out_dir,

@@ -92,12 +92,12 @@ class StepResult:
     status: str | list
 
     @property
-    def converged(self):
+    def converged(self) -> bool:
         """Whether the solve (every solve of a batch) met its tolerance."""
-        return np.all(np.asarray(self.status) == STATUS[CONVERGED])
+        return bool(np.all(np.asarray(self.status) == STATUS[CONVERGED]))
 
     @property
-    def residual(self):
+    def residual(self) -> float:
         """The largest residual (what the time-stepping loop records)."""
         r = self.residuals
         return float(r.max()) if isinstance(r, Residuals) else float(np.max(r, initial=0.0))

@@ -1,7 +1,7 @@
 """The whole rollout in C (issue 27): ``<name>_rollout`` runs steps of the loop of simulation/simulate.py under a fixed
 linear feedback (simulation/feedback.py), and ``<name>_rollout_batch`` N of them on the threads of runtime/pool.h,
-which Python calls in parts of PART_WORK environment-steps (a few calls for a long batch, one for most; the warm start carried between parts, so that
-the parts are one rollout bit for bit).
+which Python calls in parts of PART_WORK environment-steps, and at least PROGRESS_PARTS parts for the progress bar
+(progress.py; the warm start carried between parts, so that the parts are one rollout bit for bit).
 
 One build serves every active set: the contact step (step.py, templates/step.c.j2) is generated for all the
 candidates, and a step with active set A solves on G[A, A] and g[A].  Since G = J M⁻¹ Jᵀ, the rows and columns of A
@@ -42,6 +42,7 @@ from ..constraints import ConstraintSet
 from ..errors import InputError
 from ..model.integrate import integrate_sx
 from ..opcount import count_ops
+from ..progress import Bar
 from ..registry import AUTO
 from ..runtime import artifact
 from ..runtime.compiler import find_compiler
@@ -52,6 +53,9 @@ FIRST_STOP = 3          # status codes from this one on stop a rollout (rollout.
 # Environment-steps per call of the batch entry point (a part; about 0.1 s of go1): the records an interrupted batch
 # leaves unwritten are at most a part's, and every environment has advanced alike
 PART_WORK = 2 ** 16
+# Parts a long rollout is cut into at least, so that its progress bar moves, each of MIN_PART_WORK environment-steps
+# at least (~6 ms of go1: the call and its threads' start stay negligible)
+PROGRESS_PARTS, MIN_PART_WORK = 100, 2 ** 12
 
 
 def loop_functions(robot, positions, name):
@@ -159,17 +163,22 @@ class CompiledRollout:
         ptr = c_pointer
         middle = [*map(ptr, ins), *map(ptr, ints), ptr(self.opts), ptr(stop), ptr(warm)]
         records = [*map(ptr, (out.Q, out.V, out.TAU, out.GAPS, out.FORCES, out.ITS, out.RES, out.STATUS)), ptr(out.count)]
-        part = max(1, PART_WORK // N)
+        part = max(1, min(PART_WORK // N, max(-(-T // PROGRESS_PARTS), MIN_PART_WORK // N)))
+        bar = Bar(T, "steps", heartbeat=True)
 
         def parts():
             for first in range(0, T, part):
                 end = min(first + part, T)
                 self._batch(N, first, end - first, *middle, *records, int(threads or 1))
+                bar.advance(count=end - first)
                 if stop[0] and end < T:         # those the stop found between parts: their step `end` says so
                     self._batch(N, end, 1, *middle, *records, 1)
                 if stop[0] or not np.any(out.count == end):         # interrupted, or every environment stopped
                     return
-        interruptible(parts, stop)
+        try:
+            interruptible(parts, stop)
+        finally:
+            bar.close()
         if stop[0]:         # interrupted: the steps no environment reached go (their pages were never touched)
             T = int(out.count.max())
             out = RawRollouts(out.count, *(a[:T + 1] for a in (out.Q, out.V)),

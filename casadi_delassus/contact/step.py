@@ -20,6 +20,10 @@ from __future__ import annotations
 
 import collections
 import copy
+from collections.abc import Sequence
+from typing import Any
+
+import numpy.typing as npt
 import ctypes
 import hashlib
 import json
@@ -35,6 +39,8 @@ from ..runtime.batch import check_threads, cores
 from ..runtime.library import entries, open_sealed, own_symbol
 from ..runtime.compiler import find_compiler
 from ..runtime.door import POOL
+from ..model import RobotLike
+from ..progress import silenced
 from ..runtime.inputs import real_array, unit_q
 from ..codegen import schedule, sincos
 from ..codegen.emit import TEMPLATES as CODEGEN_TEMPLATES, casadi_source
@@ -463,7 +469,8 @@ def _result(lam, sigma, v_next, info, batch):
     return StepResult(lam, sigma, v_next, int(info[0]), Residuals(*map(float, info[1:4])), STATUS[int(info[4])])
 
 
-def contact_step(robot, contacts, solver="auto", mu=0.8, relaxed=False, **build_options):
+def contact_step(robot: RobotLike, contacts: str | Sequence[str], solver: str = "auto", mu: float | npt.ArrayLike = 0.8,
+                 relaxed: bool = False, quiet: bool = False, **build_options: Any) -> ContactStep:
     """A compiled contact step ``s`` for ``robot`` (anything ``load_robot`` takes) and
     ``contacts`` (point candidates ``LINK[@x,y,z]``, contact/candidates.py, or a scenario name): ``s(q, v, tau, dt=1e-3, lam0=None,
     tol=1e-10, max_iter=1000)`` → StepResult (``.lam``, ``.sigma``, ``.v_next``,
@@ -471,5 +478,6 @@ def contact_step(robot, contacts, solver="auto", mu=0.8, relaxed=False, **build_
     ``solver`` "auto" (the default: auto_solver), "admm" or "pgs"; ``relaxed=True`` solves the convex relaxation instead of the
     exact (De Saxcé) problem; ``build_options``: out_dir, cflags, cc, delassus, name, and linear_solve
     (ADMM's damped inverse: "auto", the default, "dense" or "matrix_free": LINEAR_SOLVES, step_parts; the
-    manifest's ``linear_solve`` says which was built)."""
-    return ContactStep(robot, contacts, solver, mu, relaxed, **build_options)
+    manifest's ``linear_solve`` says which was built).  ``quiet=True``: no progress on stderr while it builds."""
+    with silenced(quiet):
+        return ContactStep(robot, contacts, solver, mu, relaxed, **build_options)

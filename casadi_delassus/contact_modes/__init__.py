@@ -13,15 +13,24 @@ computes, the function of each mode), ``build`` (cache, executor, assembly), ``d
 """
 from __future__ import annotations
 
+import os
+from collections.abc import Sequence
+from typing import Any
+
 from ..api import DEFAULT_OUT
+from ..constraints import ConstraintsLike
+from ..model import RobotLike
 from ..codegen.build import DEFAULT_CFLAGS
+from ..progress import silenced
 from .build import build_library
 from .dispatch import Library, load_library
 
 
-def library(robot, constraints=None, algorithm="auto", modes="all", out_dir=DEFAULT_OUT, cflags=DEFAULT_CFLAGS,
-            cc=None, cse=True, osim=False, force=False, name=None, jobs=None, client=None, package=None,
-            backend="ctypes"):
+def library(robot: RobotLike, constraints: ConstraintsLike | None = None, algorithm: str = "auto",
+            modes: str | Sequence[Any] = "all", out_dir: str | os.PathLike[str] = DEFAULT_OUT,
+            cflags: Sequence[str] = DEFAULT_CFLAGS, cc: str | None = None, cse: bool = True, osim: bool = False,
+            force: bool = False, name: str | None = None, jobs: int | None = None, client: Any = None,
+            package: str | os.PathLike[str] | None = None, backend: str = "ctypes", quiet: bool = False) -> Library:
     """Build (or take from the cache) a contact-mode library and load it.
 
     ``constraints``: a scenario name or a list of specs (default: the robot's first scenario),
@@ -30,9 +39,11 @@ def library(robot, constraints=None, algorithm="auto", modes="all", out_dir=DEFA
     (contact_modes/plan.py); ``modes``: ``"all"``, ``"N-of-k"``, a file, masks or lists of names
     (contact_modes/modes.py); ``jobs``: local processes (default all cores, 1 = this process);
     ``client``: a ``dask.distributed.Client`` to build on; ``package``: also write the C
-    package there.  Files go to ``out_dir/<model>/<scenario>/modes-<algorithm>/``."""
-    path = build_library(robot, constraints, algorithm, modes, out_dir=out_dir, cflags=cflags, cc=cc, cse=cse,
-                         osim=osim, force=force, name=name, jobs=jobs, client=client)
+    package there.  Files go to ``out_dir/<model>/<scenario>/modes-<algorithm>/``.  ``quiet=True``: no progress
+    bar or lines on stderr (progress.py)."""
+    with silenced(quiet):
+        path = build_library(robot, constraints, algorithm, modes, out_dir=out_dir, cflags=cflags, cc=cc, cse=cse,
+                             osim=osim, force=force, name=name, jobs=jobs, client=client)
     if package is not None:
         from .package import write_library_package
         write_library_package(package, path)

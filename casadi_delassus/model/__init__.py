@@ -9,7 +9,7 @@ from pathlib import Path
 from xml.etree import ElementTree
 
 from ..errors import ModelError, unknown_name
-from .robot import Body, Frame, Joint, Robot
+from .robot import Body, Frame, Joint, Robot, RobotLike
 
 MODEL_SUFFIXES = (".urdf", ".sdf", ".json", ".xml")
 # what ``load_robot`` accepts, for help texts and errors
@@ -20,7 +20,7 @@ FORMATS = ("a registry name (see `robots`), a model file: URDF (.urdf, or .xml w
 _ROOTS = {"robot": "urdf", "sdf": "sdf", "mujoco": "mjcf"}
 
 
-def load_robot(spec, floating_base=None, mimic=False):
+def load_robot(spec: RobotLike, floating_base: bool | None = None, mimic: bool = False) -> Robot:
     """A robot from a registry name (``talos``), a model file (``.urdf``, ``.sdf``,
     spatial_v2 ``.json``, ``.xml``: URDF or MJCF by its root element), a URDF document given as
     a string (its text, starting with ``<``: named by its ``<robot name>``), or a synthetic spec
@@ -35,7 +35,7 @@ def load_robot(spec, floating_base=None, mimic=False):
     ``mimic=True`` couples the URDF ``<mimic>`` joints as Pinocchio 4's ``mimic=True`` does
     (model/mimic.py): ``robot.coupling`` maps the reduced q and v (nq and nv without the mimic
     joints) to the full ones, and only the ``naive`` algorithm accepts such a robot."""
-    robot = _load(spec, floating_base)
+    robot: Robot = _load(spec, floating_base)
     if mimic:
         from .mimic import coupling
         robot = copy.copy(robot) if robot is spec else robot     # a caller's Robot stays uncoupled

@@ -22,6 +22,10 @@ from __future__ import annotations
 import hashlib
 import json
 from dataclasses import dataclass, field
+import os
+from typing import NamedTuple, TypeAlias
+
+import numpy.typing as npt
 
 import numpy as np
 
@@ -201,6 +205,17 @@ class Frame:
     rotation: np.ndarray = field(default_factory=lambda: np.eye(3))
     translation: np.ndarray = field(default_factory=lambda: np.zeros(3))
     kind: str = "frame"
+
+
+# What the public functions take as a robot: a Robot, or anything load_robot reads (a registry name, a model file, URDF
+# text, a synthetic spec)
+RobotLike: TypeAlias = "Robot | str | os.PathLike[str]"
+
+
+class Placement(NamedTuple):
+    """A frame's placement in the world: ``rotation`` (3 x 3, frame to world) and ``translation`` (3,)."""
+    rotation: np.ndarray
+    translation: np.ndarray
 
 
 def cross_matrix(v):
@@ -426,6 +441,43 @@ class Robot:
             raise ModelError(unknown_name(f"link or frame of robot {self.name!r}", name, self.frames))
         return self.frames[name]
 
+    def frame_placement(self, q: npt.ArrayLike, name: str) -> Placement:
+        """Forward kinematics: the world placement of body or frame ``name`` at ``q``, as a
+        Placement (``rotation``: frame axes as columns in the world, ``translation``: its origin;
+        Pinocchio's ``data.oMf`` after ``updateFramePlacements``).  Plain NumPy, one product per
+        ancestor, from the joints' own motion (Joint.motion) and tree transforms."""
+        f = self.frame(name)
+        q = self.check_q(q)
+        if not np.all(np.isfinite(q)):
+            from ..errors import InputError
+            raise InputError(f"q has a non-finite entry: {q.tolist()}")
+        R, p = np.eye(3), np.zeros(3)
+        for i in reversed(self.ancestors(f.body)):          # root first
+            b = self.bodies[i]
+            E_J, p_J = b.joint.motion(q[b.q_index:b.q_index + b.joint.nq])
+            # ^iX_λ(i): E = E_J E_T maps parent to body coordinates, the body origin sits at r_T + E_Tᵀ p_J
+            p = p + R @ (b.translation + b.rotation.T @ p_J)
+            R = R @ (E_J @ b.rotation).T
+        return Placement(R @ f.rotation, p + R @ f.translation)
+
+    def coordinate_names(self) -> tuple[list[str], list[str]]:
+        """(q names, v names), one per entry, by joint: a root free joint's q is ``x y z`` and its
+        quaternion in the model's order (``qx qy qz qw`` for Pinocchio's), its v ``x y z rx ry rz``;
+        other free and ball joints prefix those with their joint's name and a dot; a continuous
+        joint's q is ``<joint>.cos <joint>.sin``; every other entry is the joint's name."""
+        qn, vn = [], []
+        for i, b in enumerate(self.bodies):
+            j = b.joint
+            pre = "" if i == 0 else f"{j.name}."
+            if j.quaternion_start is not None:
+                quat = [f"q{c}" for c in j.quaternion]
+                qn += [pre + n for n in (["x", "y", "z"] if j.kind == "free" else []) + quat]
+                vn += [pre + n for n in (["x", "y", "z"] if j.kind == "free" else []) + ["rx", "ry", "rz"]]
+            else:
+                qn += [f"{j.name}.cos", f"{j.name}.sin"] if j.kind == "continuous" else [j.name]
+                vn.append(j.name)
+        return qn, vn
+
     # -- configurations --------------------------------------------------------------
     def q_layout(self):
         """Per joint: name, body, kind, q and v slices, and for free and ball joints the
@@ -457,9 +509,12 @@ class Robot:
                 q[b.q_index] += delta * rng.normal()
         return q
 
-    def check_q(self, q):
+    def check_q(self, q: npt.ArrayLike) -> np.ndarray:
         from ..errors import InputError
-        q = np.asarray(q, dtype=float).reshape(-1)
+        try:
+            q = np.asarray(q, dtype=float).reshape(-1)
+        except (TypeError, ValueError):
+            raise InputError(f"q must be {self.nq} numbers, got {q!r:.80}") from None
         if q.size != self.nq:
             raise InputError(f"q has {q.size} entries, robot {self.name!r} needs nq = {self.nq}")
         return q

@@ -25,6 +25,7 @@ import math
 import os
 import re
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import numpy as np
 
@@ -32,6 +33,10 @@ from ..errors import ArtifactError, DelassusError, InputError
 from . import artifact
 from .inputs import checked_values, real_array
 from .library import entries, open_sealed, own_symbol
+
+if TYPE_CHECKING:
+    from ..constraints import ConstraintSet
+    from ..model import Robot
 
 DTYPES = {"double": np.float64, "single": np.float32}
 _IDENT = re.compile(r"[A-Za-z_][A-Za-z0-9_]{0,200}")
@@ -130,6 +135,8 @@ def _load_host(so):
 
 class CudaFunction:
     """``f(Q, **inputs)``: the first output for N configurations (``f.outputs`` gives all by name)."""
+    robot: Robot                    # what api.generate made it for (set there; its C reference's)
+    constraints: ConstraintSet
 
     def __init__(self, manifest, host_library=None):
         if not isinstance(manifest, (dict, str, os.PathLike)):

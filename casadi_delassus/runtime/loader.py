@@ -18,7 +18,9 @@ from __future__ import annotations
 import ctypes
 import threading
 import warnings
+from collections.abc import Callable
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import numpy as np
 
@@ -26,6 +28,10 @@ from ..errors import ArtifactError, DelassusError, DerivativeWarning, InputError
 from . import artifact, batch, door
 from .inputs import as_input, out_array, real_dtype
 from .library import check_library, open_library, open_sealed
+
+if TYPE_CHECKING:
+    from ..constraints import ConstraintSet
+    from ..model import Robot
 
 _real_p = ctypes.POINTER(ctypes.c_double)
 
@@ -55,6 +61,9 @@ class CompiledFunction:
     An instance is of a subclass made on the first load (``door.callable_class``): this class
     and the door's call (the C extension's Door, or door.PythonCall where it cannot be
     built), so that importing the runtime compiles nothing."""
+    robot: Robot                    # what api.generate made it for (set there)
+    constraints: ConstraintSet
+    double_twin: Callable[[], CompiledFunction]      # single precision: its double build (api.generate)
 
     def __new__(cls, *args, **kwargs):
         concrete, base = door.callable_class(cls)
@@ -232,6 +241,8 @@ class StagedFunction:
     it stores for the next and returns its outputs (the last stage's are the function's).  So after
     ``f.run("factor", q=q)`` and ``f.run("damping", R=R)``, each ``f.run("apply", lam=a)``
     costs the last stage only.  ``f(q, **inputs)`` runs every stage."""
+    robot: Robot                    # what api.generate made it for (set there)
+    constraints: ConstraintSet
 
     def __init__(self, manifest_paths, backend="ctypes"):
         self.stages = [CompiledFunction(p, backend) for p in manifest_paths]

@@ -12,8 +12,10 @@ joints (continuous ones included), zero on the others."""
 from __future__ import annotations
 
 import numpy as np
+import numpy.typing as npt
 
 from ..errors import InputError
+from ..model import Robot
 
 
 ONE_DOF = ("revolute", "prismatic", "continuous")
@@ -55,7 +57,8 @@ def angle_error(c_ref, s_ref, c, s):
 class LinearFeedback:
     """τ(t, q, v) = τ_ff + Kp e(q) + Kd (v_ref − v) (module docstring); takes a batch (N x nq, N x nv) too."""
 
-    def __init__(self, robot, q_ref, Kp, Kd, tau_ff=None, v_ref=None):
+    def __init__(self, robot: Robot, q_ref: npt.ArrayLike, Kp: npt.ArrayLike, Kd: npt.ArrayLike,
+                 tau_ff: npt.ArrayLike | None = None, v_ref: npt.ArrayLike | None = None) -> None:
         nq, nv = robot.nq, robot.nv
         self.q_ref = _numbers("q_ref", q_ref, [(nq,)]).copy()
         self.tau_ff = np.zeros(nv) if tau_ff is None else _numbers("tau_ff", tau_ff, [(nv,)]).copy()
@@ -77,7 +80,7 @@ class LinearFeedback:
         e[..., turn] = angle_error(self.q_ref[c], self.q_ref[s], q[..., c], q[..., s])
         return e
 
-    def __call__(self, t, q, v):
+    def __call__(self, t: float, q: npt.ArrayLike, v: npt.ArrayLike) -> np.ndarray:
         return self.tau_ff + self.error(q) @ self.Kp.T + (self.v_ref - np.asarray(v, dtype=float)) @ self.Kd.T
 
     def packed(self):
@@ -85,7 +88,8 @@ class LinearFeedback:
         return np.concatenate([self.tau_ff, self.q_ref, self.v_ref, self.Kp.ravel(), self.Kd.ravel()])
 
 
-def pd_controller(robot, q_ref, kp, kd, tau_ff=None):
+def pd_controller(robot: Robot, q_ref: npt.ArrayLike, kp: float | npt.ArrayLike, kd: float | npt.ArrayLike,
+                  tau_ff: npt.ArrayLike | None = None) -> LinearFeedback:
     """τ(t, q, v) = kp (q_ref ⊖ q) − kd v (+ τ_ff) on the one-DoF joints (revolute, prismatic, continuous); zero on
     the others (a free base is not actuated): a LinearFeedback.  ``kp``, ``kd``: a number or one per one-DoF joint."""
     _, vi, _ = one_dof_joints(robot)

@@ -1,6 +1,6 @@
 """A rollout (simulation/simulate.py) as a CSV table and a matplotlib figure.
 
-CSV: one row per step k, the state (q_k, v_k) it started from, the torque τ_k it applied, the
+CSV: one row per step k, the state (q_k, v_k) it started from (columns named by joint: _columns), the torque τ_k it applied, the
 candidates' gaps and contact forces λ/dt ([t₁, t₂, n] of the contact frame, N), the solver's
 iterations and largest residual, and the step's status.  Files are written to a temporary
 name and renamed, so an interrupted write leaves nothing half-written; a write that fails (a full
@@ -18,12 +18,21 @@ import numpy as np
 from ..errors import OutputError
 
 
+def candidate_label(robot, c):
+    """``link@x,y,z`` (the offset in the link's frame, as a user writes it; ``/r`` for a sphere): four points on one
+    link stay apart in the CSV header and the figure's legend."""
+    f = robot.frame(c.link)
+    offset = ",".join(f"{x:.6g}" for x in f.rotation.T @ (c.point - f.translation) + 0.0)     # + 0.0: no "-0"
+    return f"{c.link}@{offset}" + (f"/{c.radius:g}" if c.radius else "")
+
+
 def _columns(rollout):
-    """The CSV header: names of q, v, τ entries and of each candidate's gap and force."""
+    """The CSV header: q and v entries by joint (Robot.coordinate_names: a free base's ``x y z qx qy qz qw``),
+    velocities ``v_<name>``, torques ``tau_<name>``, and each candidate's gap and force ``c<i>:<link@offset>.fn``."""
     robot = rollout.scene.robot
-    names = [f"c{i}_{c.link}" for i, c in enumerate(rollout.scene.candidates)]
-    return (["t", "status", "iterations", "residual"] + [f"q{i}" for i in range(robot.nq)]
-            + [f"v{i}" for i in range(robot.nv)] + [f"tau{i}" for i in range(robot.nv)]
+    qn, vn = robot.coordinate_names()
+    names = [f"c{i}:{candidate_label(robot, c)}" for i, c in enumerate(rollout.scene.candidates)]
+    return (["t", "status", "iterations", "residual"] + qn + [f"v_{n}" for n in vn] + [f"tau_{n}" for n in vn]
             + [f"{n}.{x}" for n in names for x in ("gap", "ft1", "ft2", "fn")])
 
 
@@ -74,21 +83,22 @@ def plot(rollout, path, title=None):
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
     robot = rollout.scene.robot
-    fig, axes = plt.subplots(3, 1, figsize=(8, 9), sharex=True)
+    fig, axes = plt.subplots(3, 1, figsize=(10, 9), sharex=True)
     tq = rollout.dt * np.arange(len(rollout.q))
     h = rollout.base_height()
     axes[0].plot(tq, h if h is not None else np.full(len(tq), np.nan))
     axes[0].set_ylabel("base height (m)")
-    for b in robot.bodies:
-        if b.joint.kind in ("revolute", "prismatic"):
-            axes[1].plot(tq, rollout.q[:, b.q_index], lw=0.8)
+    joints = [b for b in robot.bodies if b.joint.kind in ("revolute", "prismatic")]
+    for b in joints:
+        axes[1].plot(tq, rollout.q[:, b.q_index], lw=0.8, label=b.joint.name)
     axes[1].set_ylabel("joint positions (rad, m)")
     for i, c in enumerate(rollout.scene.candidates):
-        axes[2].plot(rollout.t, rollout.forces[:, i, 2], lw=0.8, label=f"{i}: {c.link}")
+        axes[2].plot(rollout.t, rollout.forces[:, i, 2], lw=0.8, label=candidate_label(robot, c))
     axes[2].set_ylabel("normal force (N)")
     axes[2].set_xlabel("time (s)")
-    if len(rollout.scene.candidates) <= 8:
-        axes[2].legend(fontsize=7)
+    for ax, n in ((axes[1], len(joints)), (axes[2], len(rollout.scene.candidates))):
+        if n:       # legends beside the panels, in columns of up to 16 names (a humanoid's 29 joints: two)
+            ax.legend(fontsize=6, loc="upper left", bbox_to_anchor=(1.01, 1.0), ncol=-(-n // 16), borderaxespad=0)
     fig.suptitle(title or f"{robot.name}: {len(rollout.statuses)} steps of {rollout.dt:g} s, {rollout.status}")
     fig.tight_layout()
     try:

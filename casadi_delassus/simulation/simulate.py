@@ -37,14 +37,19 @@ from __future__ import annotations
 
 import functools
 import os
+from collections.abc import Callable, Sequence
+from typing import Any
 from dataclasses import dataclass, field
 
 import casadi as ca
 import numpy as np
+import numpy.typing as npt
 
 from ..constraints import ConstraintSet
 from ..errors import InputError
+from ..model import Robot, RobotLike
 from ..model.integrate import integrate_sx
+from ..progress import counted, silenced
 from ..runtime.inputs import real_array, unit_q
 from ..symbolic.frames import joint_transform
 from ..contact.candidates import Candidate, candidate_list, parse_candidate
@@ -124,9 +129,9 @@ def _friction(mu, k):
 class Scene:
     """A robot, its contact candidates and the ground {x : normal·x ≥ height}; friction ``mu``
     (one value or one per candidate); a candidate is active when its gap ≤ ``margin``."""
-    robot: object
+    robot: Robot
     candidates: list
-    normal: np.ndarray = field(default_factory=lambda: np.array([0.0, 0.0, 1.0]))
+    normal: npt.ArrayLike = field(default_factory=lambda: np.array([0.0, 0.0, 1.0]))
     height: float = 0.0
     mu: object = 0.8
     margin: float = MARGIN
@@ -316,6 +321,16 @@ def place(scene, q, clearance):
     return q
 
 
+def place_robot(robot: RobotLike, contacts: str | Sequence[str], q: npt.ArrayLike, clearance: float = 0.0,
+                normal: npt.ArrayLike = (0.0, 0.0, 1.0), height: float = 0.0) -> np.ndarray:
+    """``cd.place``: q with ``robot``'s free base moved along the ground normal so that the lowest of ``contacts``
+    (candidates ``LINK[@x,y,z][/r]``, contact/candidates.py, or a scenario name) is ``clearance`` above the ground
+    {x : normal·x ≥ height}; the joints and the base's orientation are kept."""
+    from ..model import load_robot
+    robot = load_robot(robot)
+    return place(Scene(robot, candidate_list(robot, contacts), normal, height), q, clearance)
+
+
 # -- the rollout -----------------------------------------------------------------------------
 @dataclass
 class Trajectory:
@@ -340,20 +355,21 @@ class Rollout(Trajectory):
     (n x k x 3), iterations and residuals (n), a status per step, and the final status."""
 
     @property
-    def t(self):
+    def t(self) -> np.ndarray:
         """The time at the start of each step (n)."""
         return self.dt * np.arange(len(self.statuses))
 
     @property
-    def status(self):
+    def status(self) -> str:
         """The last step's status: "ok" or "free" for a rollout that ran to the end."""
         return self.statuses[-1] if self.statuses else OK
 
     @property
-    def completed(self):
+    def completed(self) -> bool:
+        """Whether the rollout ran to the end (no stopping status)."""
         return self.status not in STOPPING
 
-    def base_height(self):
+    def base_height(self) -> np.ndarray | None:
         """The free base's height along the ground normal (the first free joint's position)."""
         b = next((b for b in self.scene.robot.bodies if b.joint.kind == "free"), None)
         return None if b is None else self.q[:, b.q_index:b.q_index + 3] @ self.scene.normal
@@ -466,21 +482,25 @@ def check_settings(baumgarte, tau_limit):
     return b, t
 
 
-def simulate(robot, contacts, q0, v0, T, dt, controller=None, normal=(0.0, 0.0, 1.0), height=0.0, mu=0.8,
-             margin=MARGIN, solver="auto", step="compiled", baumgarte=BAUMGARTE, tau_limit=1e6, tol=1e-10, max_iter=1000,
-             **build_options):
+def simulate(robot: RobotLike, contacts: str | Sequence[str], q0: npt.ArrayLike, v0: npt.ArrayLike, T: float, dt: float,
+             controller: Callable[[float, np.ndarray, np.ndarray], npt.ArrayLike] | None = None,
+             normal: npt.ArrayLike = (0.0, 0.0, 1.0), height: float = 0.0, mu: float | npt.ArrayLike = 0.8,
+             margin: float = MARGIN, solver: str = "auto", step: str = "compiled", baumgarte: float = BAUMGARTE,
+             tau_limit: float = 1e6, tol: float = 1e-10, max_iter: int = 1000, quiet: bool = False,
+             **build_options: Any) -> Rollout:
     """Roll ``robot`` (a Robot or a name) out from (q0, v0) for T seconds of steps dt, its
     ``contacts`` (candidates ``LINK[@x,y,z][/r]``, contact/candidates.py, or a scenario name) against the ground {x : normal·x ≥
     height}, under ``controller(t, q, v) -> τ`` (zero torque when None).  ``step``: "compiled"
     (issue 25's compiled step) or "reference" (the NumPy step), solved by ``solver`` ("admm" |
     "pgs" | "auto": per active set, step.auto_solver) to ``tol``; ``baumgarte`` β of the gap term (0: none);
-    ``build_options`` (out_dir, cflags, …) go to the compiled step's build.  Returns a Rollout that stops at the first
-    stopping status."""
+    ``build_options`` (out_dir, cflags, …) go to the compiled step's build; ``quiet=True``: no progress on stderr.
+    Returns a Rollout that stops at the first stopping status."""
     from ..model import load_robot
     robot = load_robot(robot)
     scene = Scene(robot, candidate_list(robot, contacts), normal, height, mu, margin)
-    return run(scene, q0, v0, T, dt, controller, factory(step, solver, tol, max_iter, **build_options), baumgarte,
-               tau_limit)
+    with silenced(quiet):
+        return run(scene, q0, v0, T, dt, controller, factory(step, solver, tol, max_iter, **build_options), baumgarte,
+                   tau_limit)
 
 
 def factory(step, solver="admm", tol=1e-10, max_iter=1000, **build_options):
@@ -522,7 +542,7 @@ def run(scene, q0, v0, T, dt, controller=None, step_factory=None, baumgarte=BAUM
                                               tau_limit, baumgarte=baumgarte))
     steps = steps or StepCache(scene, factory, q)
     warm, rec, gaps = np.zeros((len(scene.candidates), 3)), _Recorder(q, v), scene.gaps(q)
-    for k in range(n):
+    for k in counted(n, "steps"):
         tau = np.zeros(robot.nv) if controller is None else np.asarray(controller(k * dt, q, v), dtype=float).reshape(-1)
         stop = _check(q, v, gaps, tau, tau_limit)
         active = gaps <= scene.margin

@@ -15,6 +15,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from ..errors import InputError
+from ..progress import counted
 from ..runtime.batch import check_threads
 from .simulate import (BAUMGARTE, COLD, CONTROLLER, FALL_DEPTH, FELL, FREE, NAN_STATE, NOT_CONVERGED, OK, ROLLOUT_STATUSES,
                        LinearFeedback, StepCache, Trajectory, c_rollouts, check_settings, compiled_steps, gap_term, numbers,
@@ -102,7 +103,7 @@ def run_batch(scene, Q0, V0, T, dt, controller=None, step_factory=None, tau_limi
     steps = steps or StepCache(scene, factory, Q[0])
     out, alive = _Batch(scene, Q, V, n), np.ones(len(Q), dtype=bool)
     G, warm = scene.advance(Q, np.zeros_like(V))[1], np.zeros((len(Q), len(scene.candidates), 3))
-    for k in range(n):
+    for k in counted(n, "steps"):
         idx = np.flatnonzero(alive)
         if not len(idx):
             break

@@ -19,6 +19,7 @@ import numpy as np
 
 from . import reference
 from ..errors import ConstraintError, DelassusError
+from ..progress import counted
 
 DEFAULT_TOL = 1e-10
 KAPPA_FREE = 1e4
@@ -159,7 +160,7 @@ class Outcome(dict):
         self.skipped = dict(skipped or {})
 
     @property
-    def passed(self):
+    def passed(self) -> bool:
         """Every output compared passed, and at least one was compared."""
         return bool(self) and all(c.passed for c in self.values())
 
@@ -174,7 +175,8 @@ class Comparison:
     ratio: float = 0.0
 
     @property
-    def passed(self):
+    def passed(self) -> bool:
+        """The sample closest to failing stayed within its allowed error."""
         return self.ratio <= 1.0
 
     def add(self, error, allowed, kappa):
@@ -198,7 +200,7 @@ def compare(f, robot, constraints, samples=100, seed=0, tol=DEFAULT_TOL, oracle=
     oracle = oracle or NumpySession(robot, constraints)
     rng = np.random.default_rng(seed)
     out, skipped = Outcome(notes=oracle.notes), {}
-    for _ in range(samples):
+    for _ in counted(samples, "samples"):
         x = oracle.prepare(random_inputs(f, robot, constraints, rng))
         args = {k: v for k, v in x.items() if k not in ("q", "K")} | x["K"]
         for name, value in f.outputs(x["q"], **args).items():
