@@ -24,7 +24,9 @@ import common
 import casadi_delassus as cd
 from casadi_delassus.simulation import simulate as sim
 from casadi_delassus.contact.rollout import loop_functions
-from casadi_delassus.contact.step import contact_step, solver_options, step_parts
+from casadi_delassus import contact_step
+from casadi_delassus.codegen.contact_step import step_parts
+from casadi_delassus.runtime.contact_step import solver_options
 from casadi_delassus.timing import phases as ph
 from casadi_delassus.verify import contact_problems as cp
 from simulate import DT, GO1_FEET, KD, KP          # bench/simulate.py's go1 scene and PD

@@ -13,7 +13,7 @@ import numpy as np
 from ..errors import DelassusError
 from ..model.integrate import integrate
 from ..verify import contact_problems as cp
-from .step import contact_step
+from ..stepping.contact import contact_step
 from .step_derivatives import classify, step_derivatives
 
 GROUPS = ("q", "v", "tau")

@@ -28,7 +28,7 @@ from ..version import __version__
 from ..codegen import schedule, sincos
 from ..codegen.build import BUILT_KINDS, build_cached
 from ..runtime.library import entries, open_sealed
-from ..codegen.emit import TEMPLATES as CODEGEN_TEMPLATES, casadi_source
+from ..codegen.emit import casadi_source
 from ..codegen.escape import Safe
 from ..constraints import ConstraintSet
 from ..errors import ConstraintError, InputError
@@ -40,8 +40,10 @@ from ..runtime.compiler import find_compiler
 from ..runtime.inputs import real_array
 from .mujoco_soft import rows_per_contact, soft_rows
 from .result import iterations, real, tolerance
-from .step import (DEFAULT_OUT, DOUBLE_P, NORMAL_TOL, TEMPLATES, build_key, c_pointer, check_q, check_state,
-                   scenario_name, step_functions)
+from ..codegen.contact_step import DEFAULT_OUT, build_key, delassus_function, scenario_name
+from ..codegen.emit import TEMPLATES
+from ..runtime.contact_step import DOUBLE_P, NORMAL_TOL, c_pointer, check_q, check_state
+from .step import step_functions
 
 STATUS = ("converged", "max iterations", "not finite")
 
@@ -120,7 +122,8 @@ def soft_functions(robot, cs, name, delassus=AUTO):
     """(prep, post, Delassus algorithm): ``<name>_prep(q, v, tau)`` → a₀, G, J v, J a₀ and the
     stored q-only part of ``<name>_post(lam, w)`` = M⁻¹ Jᵀ λ, from the contact step's SX at
     dt = 1 (v_free − v = a₀) and dt = 0 (g = J v)."""
-    step_prep, post, chosen = step_functions(robot, cs, name, delassus)
+    chosen, fn = delassus_function(robot, cs, delassus)
+    step_prep, post = step_functions(robot, cs, name, fn)
     q, v, tau = (ca.SX.sym(n, k) for n, k in (("q", robot.nq), ("v", robot.nv), ("tau", robot.nv)))
     v_free, G, g1, w = step_prep(q, v, tau, 1)
     jv = step_prep(q, v, tau, 0)[2]
@@ -133,7 +136,7 @@ def render(robot, cs, name, prep, post, delassus):
     """The C source of the MuJoCo-model step."""
     sizes = {k: max(int(getattr(f, k)()) for f in (prep, post)) for k in ("sz_arg", "sz_res", "sz_iw", "sz_w")}
     ne = contact_blocks(cs)
-    code = sincos.hoist(schedule.reorder(casadi_source(prep, [post])), CODEGEN_TEMPLATES)[0]
+    code = sincos.hoist(schedule.reorder(casadi_source(prep, [post])), TEMPLATES)[0]
     return TEMPLATES.get_template("mujoco_step.c.j2").render(
         fname=Safe(name), robot=robot.name, contacts=" ".join(cs.specs), version=__version__, delassus=delassus,
         casadi_code=Safe(code), nv=robot.nv, nc=len(ne), mw=cs.m, mmax=sum(10 if k == 6 else 4 for k in ne),

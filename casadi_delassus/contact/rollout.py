@@ -46,8 +46,10 @@ from ..progress import Bar
 from ..registry import AUTO
 from ..runtime import artifact
 from ..runtime.compiler import find_compiler
-from .step import (DEFAULT_CFLAGS, DEFAULT_OUT, DOUBLE_P, INT_P, STEP_SOLVERS, TEMPLATES, build_key,
-                   c_pointer, check_contacts, render, scenario_name, solver_options, step_cflags, step_parts)
+from ..codegen.contact_step import DEFAULT_CFLAGS, DEFAULT_OUT, build_key, render, scenario_name, step_cflags, step_parts
+from ..codegen.emit import TEMPLATES
+from ..runtime.contact_step import DOUBLE_P, INT_P, c_pointer, solver_options
+from .step import STEP_SOLVERS, check_contacts
 
 FIRST_STOP = 3          # status codes from this one on stop a rollout (rollout.c.j2: nan state, fell, …)
 # Environment-steps per call of the batch entry point (a part; about 0.1 s of go1): the records an interrupted batch
@@ -88,7 +90,7 @@ def build(robot, cs, positions, out_dir=DEFAULT_OUT, cflags=DEFAULT_CFLAGS, cc=N
         prep, post, chosen, factor, solve, _ = step_parts(robot, cs, name, delassus, "dense")
         loop = loop_functions(robot, positions, name)
         flags = step_cflags(cflags, sum(count_ops(f)["instructions"] for f in (prep, post, *loop)), cc) if auto else cflags
-        text = TEMPLATES.get_template("rollout.c.j2").render(
+        text = TEMPLATES.get_template("contact_rollout.c.j2").render(
             fname=Safe(name), robot=robot.name, contacts=" ".join(cs.specs), version=__version__,
             step_code=Safe(render(robot, cs, name, prep, post, chosen, factor, solve, loop)))
         manifest = {"function": name, "robot": robot.name, "contacts": cs.specs, "delassus": chosen, "nq": robot.nq,

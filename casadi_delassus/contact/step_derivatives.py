@@ -62,8 +62,9 @@ from ..symbolic.frames import local_transforms
 from ..sweeps.joint_space import constraint_jacobian
 from ..runtime.inputs import real_array
 from .residuals import residuals
-from .step import (DEFAULT_OUT, build_key, check_contacts, check_dt, check_mu, check_normals, check_q, check_state,
-                   contact_frames, minv_apply, scenario_name)
+from ..codegen.contact_step import DEFAULT_OUT, build_key, scenario_name
+from ..runtime.contact_step import check_dt, check_mu, check_normals, check_q, check_state
+from .step import check_contacts, contact_frames, minv_apply
 
 MODES = ("separating", "sticking", "sliding")
 KINDS = ("parts", "fwd", "adj")

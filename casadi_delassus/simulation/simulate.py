@@ -242,7 +242,7 @@ def compiled_steps(solver="admm", tol=1e-10, max_iter=1000, **build_options):
     Options(tol=tol, max_iter=max_iter)
 
     def factory(robot, specs, mu, frame):
-        from ..contact.step import contact_step
+        from ..stepping.contact import contact_step
         s = contact_step(robot, specs, solver=solver, mu=mu, **build_options)
         normals = step_normals(frame, len(specs))
 
@@ -508,7 +508,7 @@ def factory(step, solver="admm", tol=1e-10, max_iter=1000, **build_options):
     or "reference" (NumPy)."""
     if step not in ("compiled", "reference"):
         raise InputError(f"step must be 'compiled' or 'reference', not {step!r}")
-    from ..contact.step import solver_options
+    from ..runtime.contact_step import solver_options
     solver_options(tol, max_iter, "admm", True)      # tol and max_iter refused here, before the first build
     if step == "reference":
         from .reference_step import reference_steps
