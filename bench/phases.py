@@ -24,6 +24,8 @@ import common
 import casadi_delassus as cd
 from casadi_delassus.simulation import simulate as sim
 from casadi_delassus.contact.rollout import loop_functions
+from casadi_delassus.codegen.trace import trace
+from casadi_delassus.constraints import ConstraintSet
 from casadi_delassus import contact_step
 from casadi_delassus.codegen.contact_step import step_parts
 from casadi_delassus.runtime.contact_step import solver_options
@@ -117,7 +119,8 @@ def rollout_phases(args, peak):
     compiled = factory.rollout(scene, p.q)
     m = compiled.manifest
     prep, post, chosen, factor, solve, _ = step_parts(robot, compiled.contacts, m["function"], m["delassus"], "dense")
-    integrate, positions, free = loop_functions(robot, scene._positions, m["function"])
+    aba = trace(robot, ConstraintSet(robot, [], allow_empty=True), "aba", cse=True)[0]
+    integrate, positions, free = loop_functions(robot, scene._positions, m["function"], aba)
     # at the standing state: the PD's torque there (0: q is its reference, v = 0), the rollout's last impulses
     vals = values_at(prep, factor, p.q, v0, np.zeros(robot.nv), DT, first.forces[-1].ravel() * DT)
     fns = [("gaps: candidates' world positions", positions), ("v_free, G, g, w", prep), ("M⁻¹Jᵀλ", post),

@@ -18,7 +18,7 @@ from .errors import (ArtifactError, CompilerError, ConstraintError, DelassusErro
                      InputError, ModelError, OutputError)
 from .contact_modes import Library, library, load_library  # noqa: E402
 from .stepping.contact import ContactStep, contact_step  # noqa: E402
-from .contact.mujoco_step import MujocoContactStep, mujoco_contact_step  # noqa: E402
+from .mujoco.step import MujocoContactStep, mujoco_contact_step  # noqa: E402
 from .mujoco import mujoco_rollout  # noqa: E402
 from .simulation.simulate import LinearFeedback, Rollout, pd_controller, simulate  # noqa: E402
 from .simulation.simulate import place_robot as place  # noqa: E402

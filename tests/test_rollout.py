@@ -1,4 +1,4 @@
-"""The whole rollout in one C call (contact/rollout.py, templates/rollout.c.j2): equal to the per-step loop of
+"""The whole rollout in one C call (codegen/contact_rollout.py, templates/contact_rollout.c.j2, runtime/contact_rollout.py): equal to the per-step loop of
 simulate.py on one compiled step per active set (go1 dropped 2 cm with a tilt, so that feet land one by one), to the
 NumPy reference loop, its batch entry point equal to single rollouts bit for bit, G[A, A] equal to the active set's
 own Delassus matrix, every stopping status from the C loop, and the linear feedback's bad inputs."""
@@ -190,7 +190,7 @@ def test_feedback_of_another_robot_is_refused(scene, stand, compiled):
                                              ({"max_iter": 2.5}, "max_iter: must be an integer")])
 def test_rollout_solver_settings_are_checked_before_building(scene, stand, tmp_path, kwargs, message):
     """The rollout's opts[] are the step's (step.solver_options): refused in one line, and nothing is built."""
-    from casadi_delassus.contact.rollout import CompiledRollout
+    from casadi_delassus.stepping.rollout import CompiledRollout
     with pytest.raises(InputError, match=message):
         CompiledRollout(scene.robot, scene.specs(stand.q), scene._positions, out_dir=tmp_path, **kwargs)
     assert not any(tmp_path.iterdir())
@@ -386,7 +386,7 @@ def test_a_rollout_in_progress_parts_is_the_same_rollout_and_shows_its_steps(sce
     """Cut into PROGRESS_PARTS parts (MIN_PART_WORK 1), the C rollout equals the one-call rollout bit for bit, and its
     heartbeat lines (AFTER 0, stderr piped) count the steps up to 200/200; CASADI_DELASSUS_QUIET=1 silences them."""
     from casadi_delassus import progress
-    from casadi_delassus.contact import rollout
+    from casadi_delassus.runtime import contact_rollout as rollout
     q0, v0 = _dropped(scene, stand, (0.5, 0.0, 0.0))
     whole = sim.run(scene, q0, v0, 0.2, DT, pd, compiled)
     monkeypatch.setattr(rollout, "MIN_PART_WORK", 1)

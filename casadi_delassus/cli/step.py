@@ -30,7 +30,7 @@ def step_command(robot, fixed_base, contacts, scenario, solver, relaxed, mu, sam
     """Generate, compile and check the contact step <name>_step (contact/step.py): v_free, the
     Delassus matrix and a frictional-contact ADMM or PGS solve in one C function; its contacts
     are points (candidates without /r), rows [t1, t2, n] along the world axes."""
-    from ..contact.check import LAMBDA_TOL, check_step
+    from ..verify.step_check import LAMBDA_TOL, check_step
     from ..codegen.contact_step import DEFAULT_CFLAGS as STEP_CFLAGS
     from ..stepping.contact import contact_step
     robot = load_robot(robot, floating_base=floating(fixed_base))
