@@ -519,7 +519,7 @@ def test_the_gpu_bench_run_half_on_the_host(out, tmp_path):
     """bench/gpu.py run --host on a prepared folder of one small case: builds both layouts,
     checks them against the CPU reference and prints a row per kernel and N."""
     import sys
-    sys.path.insert(0, str(__import__("pathlib").Path(__file__).resolve().parents[1] / "bench"))
+    sys.path.insert(0, str(__import__("pathlib").Path(__file__).resolve().parents[2] / "bench"))
     import gpu
     robot, cs = case("ladder")
     f = cd.generate(robot, cs, "pv_osim", out_dir=out)
