@@ -28,7 +28,7 @@ from casadi_delassus.runtime.cuda import CudaFunction
 from casadi_delassus.verify.precision import batch_errors, record
 
 from conftest import CASES, case
-from test_fuzzed_surfaces import refused, run
+from robustness.test_fuzzed_surfaces import refused, run
 
 FP64_TOL = 1e-15
 needs_nvcc = pytest.mark.skipif(shutil.which("nvcc") is None, reason="needs nvcc (CUDA toolkit)")
