@@ -74,12 +74,7 @@ def simulate(robot, fixed_base, contacts, scenario, duration, dt, q0, drop, kp, 
                 sim.factory(step_kind, solver, tol, max_iter, **build), baumgarte)
     h = r.base_height()
     click.echo(f"{len(r.statuses)} steps of {dt:g} s, {r.status}" + (f"; base height {h[-1]:.6f} m" if h is not None else ""))
-    csv_path = write_csv(r, f"{out_dir}/rollout.csv")
-    try:
-        png_path = plot(r, f"{out_dir}/rollout.png")
-    except OutputError as exc:
-        raise OutputError(f"wrote {csv_path}; {exc}") from None
-    click.echo(f"wrote {csv_path} and {png_path}")
+    _write(r, out_dir, write_csv, plot)
     if r.status == sim.INTERRUPTED:
         sys.exit(130)
     if not r.completed:
@@ -108,11 +103,16 @@ def _simulate_mjcf(model_path, given, duration, q0, ctrl, keyframe, out_dir, bui
     traj = simulate_model(model_path, duration, None if ctrl is None else numbers(ctrl, "--ctrl"),
                           None if q0 is None else numbers(q0, "--q0"), keyframe, out_dir=build_dir)
     click.echo(f"{len(traj.sensordata)} steps of {traj.dt:g} s (the model's), {traj.status}")
-    csv_path = write_csv(traj, f"{out_dir}/rollout.csv")
+    _write(traj, out_dir, write_csv, plot)
+    if traj.diverged:
+        sys.exit(1)
+
+
+def _write(trajectory, out_dir, write_csv, plot):
+    """rollout.csv (first, atomically) and rollout.png in ``out_dir``; a figure that fails says the CSV was written."""
+    csv_path = write_csv(trajectory, f"{out_dir}/rollout.csv")
     try:
-        png_path = plot(traj, f"{out_dir}/rollout.png")
+        png_path = plot(trajectory, f"{out_dir}/rollout.png")
     except OutputError as exc:
         raise OutputError(f"wrote {csv_path}; {exc}") from None
     click.echo(f"wrote {csv_path} and {png_path}")
-    if traj.diverged:
-        sys.exit(1)
