@@ -220,7 +220,7 @@ def test_fuzz_the_step_arguments(steps, problems, dt, mu, tol, max_iter, omega, 
 def test_cli_step_generates_compiles_and_checks(tmp_path, capsys):
     from casadi_delassus.cli import main
     main(["step", "go1", "-c", "FL_foot:3d-world@-0.0173782,0,-0.0098993", "-c", "RR_foot:3d-world", "--solver", "pgs",
-          "--mu", "0.5", "-o", str(tmp_path), "--cflags", "-O1", "--samples", "3"])
+          "--mu", "0.5", "-o", str(tmp_path), "--cflags", "-O1", "--samples", "8"])
     out = capsys.readouterr().out
     assert "_step: m = 6" in out and "PASS" in out
 
