@@ -38,11 +38,10 @@ from ..runtime import artifact
 from ..runtime.compiler import find_compiler
 from ..runtime.inputs import real_array
 from .mujoco_soft import rows_per_contact, soft_rows
+from .mujoco_soft_admm import STATUS
 from .result import SOFT_DEFAULTS, SOFT_OPTIONS, Options
 from .step import (DEFAULT_OUT, DOUBLE_P, NORMAL_TOL, TEMPLATES, build_key, c_pointer, check_q, check_state,
                    scenario_name, step_functions)
-
-STATUS = ("converged", "max iterations", "not finite")
 
 
 @dataclass(frozen=True)
