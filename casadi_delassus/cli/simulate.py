@@ -8,6 +8,7 @@ import click
 import numpy as np
 
 from .. import api
+from ..contact.result import Options
 from ..simulation.simulate import BAUMGARTE
 from ..errors import InputError, OutputError
 from ..model import file_format, load_robot
@@ -39,8 +40,8 @@ from .options import (ROBOT_HELP, base_opt, contact_candidates, contact_opts, fl
               help="the compiled contact step, or the NumPy reference step")
 @click.option("--baumgarte", default=BAUMGARTE, show_default=True, type=float,
               help="gap stabilisation β in [0, 1]: a penetration closes by β of its depth a step (0: off)")
-@click.option("--tol", default=1e-10, show_default=True, type=float, help="solver tolerance (N·s)")
-@click.option("--max-iter", default=1000, show_default=True, type=click.IntRange(min=1))
+@click.option("--tol", default=Options.tol, show_default=True, type=float, help="solver tolerance (N·s)")
+@click.option("--max-iter", default=Options.max_iter, show_default=True, type=click.IntRange(min=1))
 @click.option("-o", "--out", "out_dir", default="simulate_out", show_default=True,
               help="folder for rollout.csv and rollout.png")
 @click.option("--out-dir", "build_dir", default=str(api.DEFAULT_OUT), show_default=True,

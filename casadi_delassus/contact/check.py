@@ -60,7 +60,7 @@ class StepCheck:
                 and self.velocity_error <= self.velocity_tol)
 
 
-def check_step(step, samples=20, seed=0, dt=1e-3, tol=1e-10, max_iter=2000):
+def check_step(step, samples=20, seed=0, dt=1e-3, tol=Options.tol, max_iter=Options.max_iter):
     """Compare ``step`` (a ContactStep) with the reference over random states (q from the
     model's random_q, v and τ normal); ``samples`` an integer ≥ 1 (none compared would pass having checked nothing)."""
     if isinstance(samples, bool) or not isinstance(samples, (int, np.integer)) or samples < 1:
