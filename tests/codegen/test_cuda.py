@@ -28,7 +28,7 @@ from casadi_delassus.runtime.cuda import CudaFunction
 from casadi_delassus.verify.precision import batch_errors, record
 
 from conftest import CASES, case
-from test_fuzzed_surfaces import refused, run
+from robustness.test_fuzzed_surfaces import refused, run
 
 FP64_TOL = 1e-15
 needs_nvcc = pytest.mark.skipif(shutil.which("nvcc") is None, reason="needs nvcc (CUDA toolkit)")
@@ -524,7 +524,7 @@ def test_the_gpu_bench_run_half_on_the_host(out, tmp_path):
     chain, not the ladder (76 s of host builds on 2 cores; the ladder's kernels equal the C path in
     test_ladder_and_cassie_loops_equal_the_c_path)."""
     import sys
-    sys.path.insert(0, str(__import__("pathlib").Path(__file__).resolve().parents[1] / "bench"))
+    sys.path.insert(0, str(__import__("pathlib").Path(__file__).resolve().parents[2] / "bench"))
     import gpu
     robot = cd.load_robot("chain:n=3")
     f = cd.generate(robot, None, "pv_osim", out_dir=out)
