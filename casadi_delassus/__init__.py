@@ -7,7 +7,7 @@ SX, operation-counted and compiled to robot-specific C.
     D = f(q)                                            # Λ⁻¹ = J M⁻¹ Jᵀ, numpy (m x m)
     lib = cd.library(robot, "2F+2H")                    # one function per contact set (contact_modes/)
     D = lib(0b0011, q)                                  # both feet active
-    s = cd.contact_step(robot, ["left_sole_link:3d-world"], solver="admm", mu=0.8)   # contact/
+    s = cd.contact_step(robot, ["left_sole_link", "right_sole_link"], mu=0.8)  # contact/ (solver "auto")
     r = s(q, v, tau, dt=1e-3)                           # r.lam, r.sigma, r.v_next, r.status
 """
 from .version import __version__  # noqa: E402

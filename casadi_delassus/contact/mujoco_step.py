@@ -32,18 +32,16 @@ from ..codegen.emit import TEMPLATES as CODEGEN_TEMPLATES, casadi_source
 from ..codegen.escape import Safe
 from ..constraints import ConstraintSet
 from ..errors import ConstraintError, InputError
-from ..names import shown
 from ..model.mjcf import _model_name as model_name, body_name, mujoco_module, robot_from_mjmodel
 from ..registry import AUTO
 from ..runtime import artifact
 from ..runtime.compiler import find_compiler
 from ..runtime.inputs import real_array
 from .mujoco_soft import rows_per_contact, soft_rows
-from .result import iterations, real, tolerance
+from .mujoco_soft_admm import STATUS
+from .result import SOFT_DEFAULTS, SOFT_OPTIONS, Options
 from .step import (DEFAULT_OUT, DOUBLE_P, NORMAL_TOL, TEMPLATES, build_key, c_pointer, check_q, check_state,
                    scenario_name, step_functions)
-
-STATUS = ("converged", "max iterations", "not finite")
 
 
 @dataclass(frozen=True)
@@ -137,7 +135,7 @@ def render(robot, cs, name, prep, post, delassus):
     return TEMPLATES.get_template("mujoco_step.c.j2").render(
         fname=Safe(name), robot=robot.name, contacts=" ".join(cs.specs), version=__version__, delassus=delassus,
         casadi_code=Safe(code), nv=robot.nv, nc=len(ne), mw=cs.m, mmax=sum(10 if k == 6 else 4 for k in ne),
-        woff=np.cumsum([0] + ne[:-1]).tolist(), ne=ne, nw=int(prep.numel_out(4)),
+        woff=np.cumsum([0] + ne[:-1]).tolist(), ne=ne, nw=int(prep.numel_out(4)), options=SOFT_OPTIONS,
         **sizes)
 
 
@@ -222,7 +220,7 @@ class MujocoContactStep:
         return f.ravel()
 
     def __call__(self, q, v, tau, frames, friction, dims, offsets, R, B, Kr, pyramidal=False, force_warm=None,
-                 tol=1e-12, max_iter=100000, rho=0.0):
+                 tol=SOFT_DEFAULTS.tol, max_iter=SOFT_DEFAULTS.max_iter, rho=SOFT_DEFAULTS.rho):
         """(force, qacc) of MuJoCo's problem at (q, v, τ) = (qpos, qvel, qfrc_applied) for the
         contacts' frames (n_c × 3 × 3, orthonormal rows), friction (n_c × 5), condim, world offsets of the points from
         their body origins (n_c × 3; unused for fixed points) and the per-row R (> 0), B, Kr
@@ -231,9 +229,7 @@ class MujocoContactStep:
         force or qacc is (a huge warm start overflows)."""
         dims = self._dims(dims)
         m, r = int(rows_per_contact(dims, pyramidal).sum()), self.robot
-        opts = np.array([tolerance(tol), iterations(max_iter), float(bool(pyramidal)), real("rho", rho)])
-        if not np.isfinite(opts[3]):
-            raise InputError(f"rho: must be finite (<= 0: automatic), got {shown(rho)}")
+        opts = Options(tol, max_iter, rho).packed(SOFT_OPTIONS, pyramidal=bool(pyramidal))
         arrays = [check_q(r, real_array("q", q).ravel())]
         arrays += [check_state(n, real_array(n, x).ravel(), k) for n, x, k in (("v", v, r.nv), ("tau", tau, r.nv))]
         arrays += [self._frames(frames), self._friction(friction, dims), dims,

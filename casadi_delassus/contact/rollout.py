@@ -46,6 +46,7 @@ from ..progress import Bar
 from ..registry import AUTO
 from ..runtime import artifact
 from ..runtime.compiler import find_compiler
+from .result import Options
 from .step import (DEFAULT_CFLAGS, DEFAULT_OUT, DOUBLE_P, INT_P, STEP_SOLVERS, TEMPLATES, build_key,
                    c_pointer, check_contacts, render, scenario_name, solver_options, step_cflags, step_parts)
 
@@ -119,7 +120,7 @@ class CompiledRollout:
     friction points, simulate.Scene.specs) at world positions ``positions`` (casadi.Function q → 3 x k: points or
     sphere centres), solved by ``solver`` ("admm", "pgs" or "auto": per active set) to ``tol``."""
 
-    def __init__(self, robot, specs, positions, solver="admm", tol=1e-10, max_iter=1000, out_dir=DEFAULT_OUT,
+    def __init__(self, robot, specs, positions, solver="admm", tol=Options.tol, max_iter=Options.max_iter, out_dir=DEFAULT_OUT,
                  cflags=DEFAULT_CFLAGS, cc=None, delassus=AUTO, name=None):
         if solver not in STEP_SOLVERS:
             raise InputError(f"unknown contact solver {solver!r} (known: {', '.join(STEP_SOLVERS)})")

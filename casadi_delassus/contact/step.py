@@ -59,15 +59,13 @@ from ..sweeps.joint_space import constraint_jacobian
 from . import admm
 from .candidates import FORM, point_specs
 from .residuals import Residuals
-from .result import STATUS, Options, Result, StepResult
+from .result import STATUS, STEP_OPTIONS, Options, Result, StepResult
 
 TEMPLATES = environment("casadi_delassus", "contact/templates")
 # ADMM's Anderson acceleration (contact/admm.py), the C loop's constants
 ANDERSON = {"after": admm.ANDERSON_AFTER, "memory": admm.ANDERSON_MEMORY, "safeguard": admm.ANDERSON_SAFEGUARD,
             "reg": admm.ANDERSON_REG}
 SOLVER_CODES = {"admm": 0, "pgs": 1}
-# ADMM's ρ (0: automatic), proximal η and relaxation ω unless a call gives them
-DEFAULT_RHO, DEFAULT_ETA, DEFAULT_OMEGA = 0.0, 1e-8, 1.0
 STEP_SOLVERS = ("auto", *SOLVER_CODES)
 N_INFO = 5
 DEFAULT_OUT = Path("codegen_out")
@@ -224,7 +222,7 @@ def render(robot, cs, name, prep, post, delassus, factor, solve, companions=()):
         fname=Safe(name), robot=robot.name, contacts=" ".join(cs.specs), version=__version__, delassus=delassus,
         casadi_code=Safe(sincos.hoist(schedule.reorder(casadi_source(prep, functions[1:])), CODEGEN_TEMPLATES)[0]), nq=robot.nq, nv=robot.nv, m=cs.m, nc=cs.m // 3,
         nfac=int(factor.numel_out(0)), nw=int(prep.numel_out(3)), nwd=int(prep.numel_out(4)) if matrix_free else 0,
-        matrix_free=matrix_free, anderson=ANDERSON, pool_code=Safe(POOL.read_text()), **sizes)
+        matrix_free=matrix_free, anderson=ANDERSON, options=STEP_OPTIONS, pool_code=Safe(POOL.read_text()), **sizes)
 
 
 def build_key(robot, cs, cflags, cc, **extra):
@@ -385,8 +383,8 @@ class ContactStep:
                          if hasattr(lib, fn + "_problem") else None)     # the dense route's solver alone
         self._lib = lib
 
-    def __call__(self, q, v, tau, dt=1e-3, lam0=None, tol=1e-10, max_iter=1000, mu=None, normals=None, rho=DEFAULT_RHO,
-                 eta=DEFAULT_ETA, omega=DEFAULT_OMEGA, threads=1, gap=None):
+    def __call__(self, q, v, tau, dt=1e-3, lam0=None, tol=Options.tol, max_iter=Options.max_iter, mu=None, normals=None,
+                 rho=Options.rho, eta=Options.eta, omega=Options.omega, threads=1, gap=None):
         """One step from (q, v, τ), or N steps from (Q, V, TAU) with the batch first (``threads``
         POSIX threads; None: one per core); ``lam0`` warm-starts λ (contact frames), ``mu`` overrides the friction,
         ``normals`` (n_c × 3, unit) sets each contact's normal (default +z), ``gap`` (m/s, one per
@@ -429,8 +427,8 @@ class ContactStep:
             raise InputError("the generated step failed to evaluate")
         return _result(lam, sigma, v_next, info, batch)
 
-    def solve_problem(self, G, g, mu=None, lam0=None, tol=1e-10, max_iter=1000, rho=DEFAULT_RHO, eta=DEFAULT_ETA,
-                      omega=DEFAULT_OMEGA):
+    def solve_problem(self, G, g, mu=None, lam0=None, tol=Options.tol, max_iter=Options.max_iter, rho=Options.rho,
+                      eta=Options.eta, omega=Options.omega):
         """The compiled solver loop alone (``<name>_problem``: what the step runs after computing G and g) on a given
         problem of this step's size: G (m × m, symmetric), g (m), μ, warm start λ₀; a Result as the NumPy solvers'
         (contact/admm.py, pgs.py).  A saved hard problem runs through the C loop on any robot of m contact rows.  The
@@ -453,12 +451,12 @@ class ContactStep:
         return Result(lam, sigma, int(info[0]), Residuals(*map(float, info[1:4])), STATUS[int(info[4])])
 
 
-def solver_options(tol, max_iter, solver, exact, rho=DEFAULT_RHO, eta=DEFAULT_ETA, omega=DEFAULT_OMEGA, fallback=False):
-    """The C loop's opts[] (layout in templates/step.c.j2) for ``solver`` ("admm" or "pgs"), each value checked as
-    the NumPy solvers' Options checks it (result.py); ``fallback``: ADMM where PGS does not converge (solver "auto",
-    contact/__init__.py pgs_then_admm)."""
-    o = Options(tol, max_iter, rho, eta, omega)
-    return np.array([o.tol, o.max_iter, SOLVER_CODES[solver], float(exact), o.rho, o.eta, o.omega, float(fallback)])
+def solver_options(tol, max_iter, solver, exact, rho=Options.rho, eta=Options.eta, omega=Options.omega, fallback=False):
+    """The C loop's opts[] (result.py STEP_OPTIONS, the layout templates/step.c.j2's enum is rendered from) for
+    ``solver`` ("admm" or "pgs"), each value checked as the NumPy solvers' Options checks it; ``fallback``: ADMM where
+    PGS does not converge (solver "auto", contact/__init__.py pgs_then_admm)."""
+    return Options(tol, max_iter, rho, eta, omega).packed(STEP_OPTIONS, solver=SOLVER_CODES[solver], exact=exact,
+                                                          fallback=fallback)
 
 
 def _result(lam, sigma, v_next, info, batch):
@@ -473,7 +471,7 @@ def contact_step(robot: RobotLike, contacts: str | Sequence[str], solver: str = 
                  relaxed: bool = False, quiet: bool = False, **build_options: Any) -> ContactStep:
     """A compiled contact step ``s`` for ``robot`` (anything ``load_robot`` takes) and
     ``contacts`` (point candidates ``LINK[@x,y,z]``, contact/candidates.py, or a scenario name): ``s(q, v, tau, dt=1e-3, lam0=None,
-    tol=1e-10, max_iter=1000)`` → StepResult (``.lam``, ``.sigma``, ``.v_next``,
+    tol=Options.tol, max_iter=Options.max_iter)`` → StepResult (``.lam``, ``.sigma``, ``.v_next``,
     ``.iterations``, ``.residuals``, ``.status``); ``s(Q, V, TAU)`` steps a batch.
     ``solver`` "auto" (the default: auto_solver), "admm" or "pgs"; ``relaxed=True`` solves the convex relaxation instead of the
     exact (De Saxcé) problem; ``build_options``: out_dir, cflags, cc, delassus, name, and linear_solve

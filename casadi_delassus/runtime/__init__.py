@@ -4,4 +4,4 @@ artifact (the manifest and its checks), library (mapping and checking the .so), 
 values a call accepts), door (the C extension: single calls and the one batch runtime,
 door.c), batch (batches from Python), loader (CompiledFunction, StagedFunction, load),
 distributed (dask).  It never imports the compile side (codegen/), save the one import a
-dask worker makes to compile a .so it cannot see (tests/test_imports.py)."""
+dask worker makes to compile a .so it cannot see (tests/project/test_imports.py)."""

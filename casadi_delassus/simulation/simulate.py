@@ -54,7 +54,7 @@ from ..runtime.inputs import real_array, unit_q
 from ..symbolic.frames import joint_transform
 from ..contact.candidates import Candidate, candidate_list, parse_candidate
 from .feedback import LinearFeedback, pd_controller  # noqa: F401  (pd_controller: here too, as before)
-from ..contact.result import CONVERGED, STATUS, StepResult
+from ..contact.result import CONVERGED, STATUS, Options, StepResult
 from ..contact.step import contact_frames
 
 FALL_DEPTH = -1.0          # a gap below this (m) is a body through the ground, not a contact
@@ -234,11 +234,10 @@ def free_step(robot):
     return step
 
 
-def compiled_steps(solver="admm", tol=1e-10, max_iter=1000, **build_options):
+def compiled_steps(solver="admm", tol=Options.tol, max_iter=Options.max_iter, **build_options):
     """A step factory on the compiled step (issue 25, step.py): ``factory(robot, specs, mu,
     frame)`` returns ``step(q, v, τ, dt, lam0, gap)`` for one active set; ``build_options`` go
     to ``contact_step`` (out_dir, cflags, …).  tol and max_iter are checked here, before any build."""
-    from ..contact.result import Options
     Options(tol=tol, max_iter=max_iter)
 
     def factory(robot, specs, mu, frame):
@@ -486,7 +485,7 @@ def simulate(robot: RobotLike, contacts: str | Sequence[str], q0: npt.ArrayLike,
              controller: Callable[[float, np.ndarray, np.ndarray], npt.ArrayLike] | None = None,
              normal: npt.ArrayLike = (0.0, 0.0, 1.0), height: float = 0.0, mu: float | npt.ArrayLike = 0.8,
              margin: float = MARGIN, solver: str = "auto", step: str = "compiled", baumgarte: float = BAUMGARTE,
-             tau_limit: float = 1e6, tol: float = 1e-10, max_iter: int = 1000, quiet: bool = False,
+             tau_limit: float = 1e6, tol: float = Options.tol, max_iter: int = Options.max_iter, quiet: bool = False,
              **build_options: Any) -> Rollout:
     """Roll ``robot`` (a Robot or a name) out from (q0, v0) for T seconds of steps dt, its
     ``contacts`` (candidates ``LINK[@x,y,z][/r]``, contact/candidates.py, or a scenario name) against the ground {x : normal·x ≥
@@ -503,13 +502,12 @@ def simulate(robot: RobotLike, contacts: str | Sequence[str], q0: npt.ArrayLike,
                    tau_limit)
 
 
-def factory(step, solver="admm", tol=1e-10, max_iter=1000, **build_options):
+def factory(step, solver="admm", tol=Options.tol, max_iter=Options.max_iter, **build_options):
     """The step factory by name: "compiled" (issue 25's step, built with ``build_options``)
     or "reference" (NumPy)."""
     if step not in ("compiled", "reference"):
         raise InputError(f"step must be 'compiled' or 'reference', not {step!r}")
-    from ..contact.step import solver_options
-    solver_options(tol, max_iter, "admm", True)      # tol and max_iter refused here, before the first build
+    Options(tol=tol, max_iter=max_iter)      # tol and max_iter refused here, before the first build
     if step == "reference":
         from .reference_step import reference_steps
         if build_options:

@@ -28,7 +28,7 @@ from casadi_delassus.runtime.cuda import CudaFunction
 from casadi_delassus.verify.precision import batch_errors, record
 
 from conftest import CASES, case
-from test_fuzzed_surfaces import refused, run
+from robustness.test_fuzzed_surfaces import refused, run
 
 FP64_TOL = 1e-15
 needs_nvcc = pytest.mark.skipif(shutil.which("nvcc") is None, reason="needs nvcc (CUDA toolkit)")
@@ -519,7 +519,7 @@ def test_the_gpu_bench_run_half_on_the_host(out, tmp_path):
     """bench/gpu.py run --host on a prepared folder of one small case: builds both layouts,
     checks them against the CPU reference and prints a row per kernel and N."""
     import sys
-    sys.path.insert(0, str(__import__("pathlib").Path(__file__).resolve().parents[1] / "bench"))
+    sys.path.insert(0, str(__import__("pathlib").Path(__file__).resolve().parents[2] / "bench"))
     import gpu
     robot, cs = case("ladder")
     f = cd.generate(robot, cs, "pv_osim", out_dir=out)
