@@ -310,7 +310,7 @@ def approach(sigma):
 @pytest.mark.parametrize("mu, tol", [(1e4, 1e-4), (1e6, 1e-6), (1e10, 1e-10)])
 def test_a_large_mu_lets_no_sinking_foot_pass_the_compiled_step(steps, problems, solver, mu, tol):
     """Issue 31, point 2: go1 standing, feet closing at 0.18-0.25 m/s: λ = 0 passed as converged under μ = 1/tol
-    while every foot sank.  A converged answer now closes no contact faster than tol (tests/test_contact.py: the
+    while every foot sank.  A converged answer now closes no contact faster than tol (tests/contact/test_residuals.py: the
     reference's too)."""
     p = problems["go1_stand"]
     r = steps[solver, False](p.q, p.v, p.tau, dt=p.dt, mu=mu, tol=tol, max_iter=5000)

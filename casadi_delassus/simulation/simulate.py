@@ -15,8 +15,8 @@ model/integrate.py (Pinocchio's convention for URDF, mj_integratePos for MJCF). 
 is the halfspace {x : n·x ≥ h} of any unit normal n; a candidate is a point fixed on a body, or a
 sphere (centre and radius) whose friction point is its lowest point at q₀, fixed on the body.
 Baumgarte stabilisation (β > 0, on by default: BAUMGARTE) asks the normal contact velocity to close the
-penetration in 1/β steps: σ_n ≥ −β d⁻/dt (d⁻ = min(d, 0)), the gap term of issue 25's g (the compiled step's
-``<name>_step_gap``).  Without it a landing leaves the contacts as deep as the last step before touching carried
+penetration in 1/β steps: σ_n ≥ −β d⁻/dt, d⁻ the deepest min(d, 0) among the active contacts of the contact's
+body (gap_term), the gap term of issue 25's g (the compiled step's ``<name>_step_gap``).  Without it a landing leaves the contacts as deep as the last step before touching carried
 them (up to |v| dt, 0.4–0.9 mm on quadrupeds and humanoids dropped a few cm at dt = 1 ms) for ever.
 
 Under a fixed linear feedback (feedback.py: LinearFeedback, pd_controller) on the compiled step,
@@ -176,6 +176,11 @@ class Scene:
     def gaps(self, q):
         """Signed distances (k,) of the candidates to the ground at q (spheres: to their surface)."""
         return self.positions(q) @ self.normal - self.height - np.array([c.radius for c in self.candidates])
+
+    @property
+    def bodies(self):
+        """The body (index) each candidate is fixed on, in order."""
+        return np.array([c.body for c in self.candidates])
 
     def friction_points(self, q0):
         """Each candidate's friction point in body coordinates: its point, or a sphere's lowest
@@ -401,9 +406,18 @@ class _Recorder:
                        np.array(self.forces).reshape(n, k, 3), np.array(self.its), np.array(self.res), self.statuses)
 
 
-def gap_term(baumgarte, gaps):
-    """β min(d, 0) (m) of the gaps d, what the step adds over dt to g's normal rows; None without Baumgarte (β = 0)."""
-    return baumgarte * np.minimum(gaps, 0.0) if baumgarte else None
+def gap_term(baumgarte, gaps, bodies):
+    """β d⁻ (m) for each active contact (``gaps``: its gap, or N × k of them; ``bodies``: its body), d⁻ the deepest
+    penetration min(d, 0) among its body's active contacts: what the step adds over dt to g's normal rows; None without
+    Baumgarte (β = 0).  One push per body because two points of a rigid body can stick only if their velocities
+    differ orthogonally to their offset, and pushes proportional to each point's own depth differ along it on any
+    tilted body: such a solve has no sticking answer and ADMM crawls after a µm/s slide (a toppling G1 and a tilted
+    box landing stopped "not converged"); a normal translation of the body is a motion sticking allows."""
+    if not baumgarte:
+        return None
+    bodies = np.asarray(bodies)
+    same = bodies[:, None] == bodies[None, :]
+    return baumgarte * np.min(np.where(same, np.minimum(gaps, 0.0)[..., None, :], 0.0), axis=-1, initial=0.0)
 
 
 def _check(q, v, gaps, tau, tau_limit):
@@ -546,7 +560,7 @@ def run(scene, q0, v0, T, dt, controller=None, step_factory=None, baumgarte=BAUM
         active = gaps <= scene.margin
         cold = False
         if stop is None:
-            gap = gap_term(baumgarte, gaps[active])
+            gap = gap_term(baumgarte, gaps[active], scene.bodies[active])
             r = steps(active)(q, v, tau, dt, lam0=warm[active].reshape(-1), gap=gap)
             if r.status != "converged" and warm[active].any():     # a warm start may be what failed
                 cold, r = True, steps(active)(q, v, tau, dt, lam0=np.zeros(3 * active.sum()), gap=gap)
