@@ -23,10 +23,10 @@ $(STAMP): pyproject.toml Makefile
 demo: $(STAMP)
 	$(PY) -m casadi_delassus demo
 
-# One worker per core; --dist loadfile keeps a test file (and the functions it compiles once per
+# One worker per core (the 15 slowest tests listed at the end); --dist loadfile keeps a test file (and the functions it compiles once per
 # session) on one worker.  `make test` leaves out the tests marked slow (compile-heavy or robot-scale
 # repeats of a check a fast test also makes); `make test-all` runs them too.
-PYTEST := $(PY) -m pytest -q -x -n auto --dist loadfile
+PYTEST := $(PY) -m pytest -q -x -n auto --dist loadfile --durations=15
 
 # mypy: the type check of the public API ([tool.mypy] in pyproject.toml: the modules and settings; ~10 s)
 test: $(STAMP)

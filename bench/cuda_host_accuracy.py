@@ -1,6 +1,6 @@
 """The CUDA target's host build (the .cu through the shim, codegen/cuda.py) against the C path:
 every function family on go1 4F3, talos 2F, Cassie's loops and a ladder (issue 26, point 1; the
-matrix and the cases are tests/test_cuda.py's and tests/conftest.py's) -- the numbers behind docs/gpu.md:
+matrix and the cases are tests/codegen/test_cuda.py's and tests/conftest.py's) -- the numbers behind docs/gpu.md:
 
     nice .venv/bin/python bench/cuda_host_accuracy.py [--case go1-4F3 ...] [--family pv_osim ...]
     .venv/bin/python bench/cuda_host_accuracy.py --summarise LOG ...   # the per-family table of saved output
@@ -17,7 +17,7 @@ import tempfile
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
-sys.path[:0] = [str(ROOT), str(ROOT / "tests")]
+sys.path[:0] = [str(ROOT), str(ROOT / "tests"), str(ROOT / "tests" / "codegen")]
 
 from casadi_delassus.errors import ConstraintError  # noqa: E402
 from conftest import case  # noqa: E402

@@ -15,7 +15,7 @@ points, the default derivatives beside CasADi's AD where they differ (pv_early),
 bench/results/derivative_dot_study.md.
 
 The functions are traced and evaluated by CasADi (the expressions the generated C computes,
-without compiling hundreds of functions); tests/test_derivatives.py compiles some and checks
+without compiling hundreds of functions); tests/codegen/test_derivatives.py compiles some and checks
 them the same way.  The rules (finite-difference steps, tolerances, pv_early's and
 pv_osim_fast's redrawn points, the two dot-product measures) are verify/derivatives.py's.  Writes bench/results/derivative_accuracy.md/.csv.
 """

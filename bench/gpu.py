@@ -44,7 +44,7 @@ def go2_path():
 
 def cases():
     """(name, robot, constraints, algorithm) of the bench; talos 2F is the tests' case
-    (tests/conftest.py), so the bench and tests/test_cuda.py build the same function."""
+    (tests/conftest.py), so the bench and tests/codegen/test_cuda.py build the same function."""
     import casadi_delassus as cd
     sys.path.insert(0, str(ROOT / "tests"))
     from conftest import case

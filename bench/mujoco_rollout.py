@@ -1,7 +1,12 @@
 """cd.mujoco_rollout against mujoco.rollout.rollout on robosuite-models' Go2 on a floor (issue 32, "done when" 2):
 steps/s on one thread and on two, timed interleaved in one run, and the states' agreement.
 
-    taskset -c 0,1 .venv/bin/python bench/mujoco_rollout.py [--envs 16] [--steps 500] [--reps 7]
+    taskset -c 0,1 .venv/bin/python bench/mujoco_rollout.py [--envs 16] [--steps 500] [--reps 7] [--model go2]
+    taskset -c 0 .venv/bin/python bench/mujoco_rollout.py --phases [--model go2]
+
+``--phases``: one thread of the profiling build (-DCD_PROFILE: clock_gettime around each phase of a step) instead,
+writing bench/results/mujoco_rollout_phases_<model>.md.  ``--model``: go2 (the default), or Gymnasium's hopper,
+walker2d, humanoid, ant as shipped (RK4; humanoid's PGS as shipped for MuJoCo's speed).
 
 The scene: Go2's robot.xml with a ground plane added as Menagerie's scene.xml adds it, gravity on (the file sets
 none), its geoms touching the floor only (conaffinity 0 on the robot: the box-box pairs between its bodies are
@@ -25,6 +30,7 @@ from mujoco import rollout as mj_rollout  # noqa: E402
 import casadi_delassus as cd  # noqa: E402
 
 FULL = mujoco.mjtState.mjSTATE_FULLPHYSICS
+REPS_PHASES = 7
 
 
 def go2_floor():
@@ -40,6 +46,49 @@ def go2_floor():
     m.opt.gravity[:] = [0, 0, -9.81]
     m.opt.integrator = mujoco.mjtIntegrator.mjINT_EULER
     return m
+
+
+def scene(name):
+    """The bench's MjModel ``name``: go2_floor, or Gymnasium's model as shipped."""
+    if name == "go2":
+        return go2_floor()
+    import importlib.metadata
+    path = importlib.metadata.distribution("gymnasium").locate_file(f"gymnasium/envs/mujoco/assets/{name}.xml")
+    return mujoco.MjModel.from_xml_path(str(path))
+
+
+def phases(m, name, x0, u):
+    """Seconds per phase of one thread of the profiling build (the repetition of least total: the machine is shared),
+    and the unprofiled rollout's least time for the profiling's overhead."""
+    from casadi_delassus.codegen.mujoco_rollout import build
+    from casadi_delassus.mujoco.rollout import DEFAULT_OUT
+    from casadi_delassus.mujoco_model.model import MujocoModel
+    from casadi_delassus.mujoco_model.rollout_parts import rollout_parts
+    from casadi_delassus.runtime.mujoco_rollout import PROFILE, CompiledRollout
+    say("compiling the profiling build ...")
+    run = CompiledRollout(build(MujocoModel(m), rollout_parts, DEFAULT_OUT, ("auto", PROFILE)))
+    cd.mujoco_rollout(m, mujoco.MjData(m), x0[:1], u[:1, :2])
+    state0, control = np.ascontiguousarray(x0), np.ascontiguousarray(u)
+    plain, best = [], None
+    for _ in range(REPS_PHASES):
+        t0 = time.perf_counter()
+        cd.mujoco_rollout(m, mujoco.MjData(m), x0, u)
+        plain.append(time.perf_counter() - t0)
+        run.phases()
+        run.run(state0, None, control, u.shape[1], 1, False)
+        seconds, counts = run.phases()
+        if best is None or sum(seconds.values()) < sum(best[0].values()):
+            best = seconds, counts
+    seconds, counts = best
+    nsteps = u.shape[0] * u.shape[1]
+    total = sum(seconds.values())
+    rows = [[k, f"{1e6 * v / nsteps:.2f}", f"{100 * v / total:.1f} %"] for k, v in seconds.items()]
+    rows.append(["sum of the phases", f"{1e6 * total / nsteps:.2f}", "100 %"])
+    rows.append([f"unprofiled step (least of {REPS_PHASES})", f"{1e6 * min(plain) / nsteps:.2f}", ""])
+    rows += [[f"{k} per step", f"{v / nsteps:.2f}", ""] for k, v in counts.items()]
+    write(f"mujoco_rollout_phases_{name}", rows, ["phase", "µs per step", "share"],
+          f"cd.mujoco_rollout's phases, {name}, {u.shape[0]} envs x {u.shape[1]} steps, one thread, profiling build "
+          f"(the least total of {REPS_PHASES} repetitions)")
 
 
 def starts(m, n, seed=5):
@@ -76,34 +125,42 @@ def main():
     ap.add_argument("--envs", type=int, default=16)
     ap.add_argument("--steps", type=int, default=500)
     ap.add_argument("--reps", type=int, default=7)
+    ap.add_argument("--model", default="go2", choices=("go2", "hopper", "walker2d_v5", "humanoid", "ant"))
+    ap.add_argument("--phases", action="store_true")
     a = ap.parse_args()
-    m = go2_floor()
+    m = scene(a.model)
     x0, u = starts(m, a.envs), controls(m, a.envs, a.steps)
+    if a.phases:
+        return phases(m, a.model, x0, u)
     say("compiling (first call) ...")
     cd.mujoco_rollout(m, mujoco.MjData(m), x0[:1], u[:1, :2])
     rows = []
     for nthread in (1, 2):
         data = [mujoco.MjData(m) for _ in range(nthread)]
         times = {"casadi_delassus": [], "mujoco.rollout": []}
+        cpu = {k: [] for k in times}                 # the process's CPU seconds: blind to time the shared machine takes away
         for _ in range(a.reps):                      # interleaved: both see the same machine state
             for name, call in (("casadi_delassus", cd.mujoco_rollout), ("mujoco.rollout", mj_rollout.rollout)):
-                t0 = time.perf_counter()
+                t0, c0 = time.perf_counter(), time.process_time()
                 call(m, data, x0, u)
                 times[name].append(time.perf_counter() - t0)
+                cpu[name].append(time.process_time() - c0)
         rate = {k: a.envs * a.steps / statistics.median(v) for k, v in times.items()}
         spread = {k: (max(v) - min(v)) / statistics.median(v) for k, v in times.items()}
         for k in times:
             rows.append([nthread, k, round(rate[k]), f"{100 * spread[k]:.1f} %",
-                         f"{rate[k] / rate['mujoco.rollout']:.2f}"])
+                         f"{rate[k] / rate['mujoco.rollout']:.2f}", f"{1e6 * min(cpu[k]) / (a.envs * a.steps):.2f}",
+                         f"{min(cpu['mujoco.rollout']) / min(cpu[k]):.2f}"])
     mt = tight(m)
     ours, _ = cd.mujoco_rollout(mt, mujoco.MjData(mt), x0, u)
     ref, _ = mj_rollout.rollout(mt, mujoco.MjData(mt), x0, u)
     q, v = slice(1, 1 + m.nq), slice(1 + m.nq, None)
     dq = np.abs(ours[..., q] - ref[..., q]).max()
     dv = (np.abs(ours[..., v] - ref[..., v]) / np.maximum(1, np.abs(ref[..., v]))).max()
-    rows.append(["accuracy", "vs Newton 1e-15", f"qpos {dq:.1e}", f"qvel rel {dv:.1e}", ""])
-    write("mujoco_rollout", rows, ["threads", "rollout", "steps/s (median)", "spread (max-min)/median", "ratio"],
-          f"cd.mujoco_rollout vs mujoco.rollout, Go2 floor, {a.envs} envs x {a.steps} steps, {a.reps} interleaved reps")
+    rows.append(["accuracy", "vs Newton 1e-15", f"qpos {dq:.1e}", f"qvel rel {dv:.1e}", "", "", ""])
+    write("mujoco_rollout" + ("" if a.model == "go2" else f"_{a.model}"), rows, ["threads", "rollout", "steps/s (median)", "spread (max-min)/median", "ratio",
+                                                                          "CPU µs a step (least)", "CPU ratio"],
+          f"cd.mujoco_rollout vs mujoco.rollout, {a.model}, {a.envs} envs x {a.steps} steps, {a.reps} interleaved reps")
 
 
 if __name__ == "__main__":

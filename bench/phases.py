@@ -36,7 +36,7 @@ from simulate import DT, GO1_FEET, KD, KP          # bench/simulate.py's go1 sce
 
 def values_at(prep, factor, q, v, tau, dt, lam, eta=1e-8):
     """Every function's inputs by name at (q, v, τ): prep's outputs, λ, ADMM's first damping (√(max·min) of G's
-    diagonal + η, contact/templates/step.c.j2) and the factors it gives."""
+    diagonal + η, codegen/templates/contact_step.c.j2) and the factors it gives."""
     vals = {"q": q, "v": v, "tau": tau, "dt": [dt]}
     vals |= ph.evaluate(prep, vals)
     m = len(lam)

@@ -15,6 +15,7 @@ from casadi_delassus.constraints import ConstraintSet
 from casadi_delassus.model import Robot
 from casadi_delassus.model.registry import is_available, registry
 from casadi_delassus.model.robot import Body, Joint
+from casadi_delassus.simulation import simulate as sim
 
 REPO = Path(__file__).resolve().parents[1]
 SHARED = REPO.parent / "shared"
@@ -22,6 +23,19 @@ ANCHOR_JSON = SHARED / "anchors" / "talos_spatial_v2_model.json"
 # the papers' Talos constraint sets (../shared/anchors/README.md), scenarios of the registry's talos
 ANCHOR_SPECS = registry()["talos"]["scenarios"]["anchor"]
 DYNAMICS_ANCHOR_SPECS = registry()["talos"]["scenarios"]["anchor-dynamics"]
+
+
+# a 2 kg box and its four bottom corners as contact candidates (tests/test_simulate.py, test_rollout.py)
+BOX = """<robot name="box"><link name="box"><inertial><origin xyz="0 0 0"/><mass value="2.0"/>
+<inertia ixx="0.02" iyy="0.03" izz="0.04" ixy="0" ixz="0" iyz="0"/></inertial></link></robot>"""
+BOX_CORNERS = [f"box@{x},{y},-0.05" for x in (0.1, -0.1) for y in (0.08, -0.08)]
+
+
+def tilted_box(box, angle):
+    """The box turned ``angle`` (rad) about x, 2 cm above the ground: its corners land at different depths."""
+    q = box.neutral_q()
+    q[3:7] = [np.sin(angle / 2), 0.0, 0.0, np.cos(angle / 2)]
+    return sim.place(sim.Scene(box, BOX_CORNERS), q, 0.02)
 
 
 @pytest.fixture(scope="session")

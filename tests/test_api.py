@@ -53,3 +53,11 @@ def test_one_default_algorithm_everywhere(out_dir):
                          capture_output=True, text=True)
     assert run.returncode == 0, run.stderr
     assert str(f.manifest_path.with_suffix("")) in run.stdout and f"-> {chosen}:" in run.stdout
+
+
+def test_the_solver_defaults_to_auto_everywhere():
+    """Issue 34 point 4: one default, `auto`, in every public entry that takes a contact solver (as `step` and
+    `simulate` on the command line, tests/cli/test_step.py)."""
+    import inspect
+    for entry in (cd.contact_step, cd.ContactStep, cd.simulate):
+        assert inspect.signature(entry).parameters["solver"].default == "auto", entry

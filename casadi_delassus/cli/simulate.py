@@ -2,14 +2,16 @@
 from __future__ import annotations
 
 import sys
+from pathlib import Path
 
 import click
 import numpy as np
 
 from .. import api
+from ..contact.result import Options
 from ..simulation.simulate import BAUMGARTE
 from ..errors import InputError, OutputError
-from ..model import load_robot
+from ..model import file_format, load_robot
 from .main import cli
 from .gains import joint_gains
 from .options import (ROBOT_HELP, base_opt, contact_candidates, contact_opts, floating, numbers, robot_arg, solver_opt,
@@ -38,21 +40,29 @@ from .options import (ROBOT_HELP, base_opt, contact_candidates, contact_opts, fl
               help="the compiled contact step, or the NumPy reference step")
 @click.option("--baumgarte", default=BAUMGARTE, show_default=True, type=float,
               help="gap stabilisation β in [0, 1]: a penetration closes by β of its depth a step (0: off)")
-@click.option("--tol", default=1e-10, show_default=True, type=float, help="solver tolerance (N·s)")
-@click.option("--max-iter", default=1000, show_default=True, type=click.IntRange(min=1))
+@click.option("--tol", default=Options.tol, show_default=True, type=float, help="solver tolerance (N·s)")
+@click.option("--max-iter", default=Options.max_iter, show_default=True, type=click.IntRange(min=1))
 @click.option("-o", "--out", "out_dir", default="simulate_out", show_default=True,
               help="folder for rollout.csv and rollout.png")
 @click.option("--out-dir", "build_dir", default=str(api.DEFAULT_OUT), show_default=True,
               help="root of the compiled step and rollout (as generate's -o; cached there)")
+@click.option("--ctrl", default=None, metavar="u1,u2,…", help="MJCF models: constant actuator controls (default 0)")
+@click.option("--keyframe", default=None, metavar="NAME|INDEX", help="MJCF models: start from this keyframe")
 def simulate(robot, fixed_base, contacts, scenario, duration, dt, q0, drop, kp, kd, gains_file, mu, normal, height, solver, step_kind,
-             baumgarte, tol, max_iter, out_dir, build_dir):
+             baumgarte, tol, max_iter, out_dir, build_dir, ctrl, keyframe):
     """Step ROBOT through time on the contact step (PD control to q0) and write its trajectory
     and contact forces (CSV), then a figure; exits 1 when the rollout stopped early, 130 when Ctrl-C
     stopped it (the files hold what was computed), 2 on bad input (nothing written) or when a file
-    cannot be written (the CSV is written first, and atomically)."""
+    cannot be written (the CSV is written first, and atomically).  An MJCF model runs on cd.mujoco_rollout instead
+    (docs/mujoco.md) with its own time step, contacts, solver and actuators under --ctrl."""
     from ..simulation import simulate as sim
     from ..simulation.rollout_io import plot, write_csv
+    given = _given(click.get_current_context())
+    if Path(robot).is_file() and file_format(Path(robot)) == "mjcf":
+        return _simulate_mjcf(robot, given, duration, q0, ctrl, keyframe, out_dir, build_dir)
     robot = load_robot(robot, floating_base=floating(fixed_base))
+    if given & MJCF_ONLY:
+        raise InputError(f"{', '.join(sorted(given & MJCF_ONLY))}: for MJCF models only ({robot.name} is not one)")
     q = robot.neutral_q() if q0 is None else numbers(q0, "--q0")
     if q.shape != (robot.nq,):
         raise InputError(f"--q0 must have {robot.nq} numbers (nq of {robot.name}), got {q.size}")
@@ -65,15 +75,45 @@ def simulate(robot, fixed_base, contacts, scenario, duration, dt, q0, drop, kp, 
                 sim.factory(step_kind, solver, tol, max_iter, **build), baumgarte)
     h = r.base_height()
     click.echo(f"{len(r.statuses)} steps of {dt:g} s, {r.status}" + (f"; base height {h[-1]:.6f} m" if h is not None else ""))
-    csv_path = write_csv(r, f"{out_dir}/rollout.csv")
-    try:
-        png_path = plot(r, f"{out_dir}/rollout.png")
-    except OutputError as exc:
-        raise OutputError(f"wrote {csv_path}; {exc}") from None
-    click.echo(f"wrote {csv_path} and {png_path}")
+    _write(r, out_dir, write_csv, plot)
     if r.status == sim.INTERRUPTED:
         sys.exit(130)
     if not r.completed:
         sys.exit(1)
 
 
+# what an MJCF model states in its own file (cd.mujoco_rollout reads it), and what only an MJCF run takes
+MJCF_OWN = {"--contact", "--scenario", "--dt", "--drop", "--kp", "--kd", "--gains", "--mu", "--normal", "--height", "--solver",
+            "--step", "--baumgarte", "--tol", "--max-iter", "--fixed-base/--floating-base"}
+MJCF_ONLY = {"--ctrl", "--keyframe"}
+
+
+def _given(ctx):
+    """The options of this call given on the command line, by their first long flag."""
+    flags = {p.name: max(p.opts, key=len) for p in ctx.command.params}
+    flags.update(fixed_base="--fixed-base/--floating-base")
+    return {flags[n] for n in ctx.params if ctx.get_parameter_source(n) == click.core.ParameterSource.COMMANDLINE}
+
+
+def _simulate_mjcf(model_path, given, duration, q0, ctrl, keyframe, out_dir, build_dir):
+    """The MJCF model at ``model_path`` on cd.mujoco_rollout (mujoco/simulate.py): its CSV and figure."""
+    from ..mujoco.simulate import plot, simulate_model, write_csv
+    if given & MJCF_OWN:
+        raise InputError(f"{', '.join(sorted(given & MJCF_OWN))}: an MJCF model takes these from its own file "
+                         f"(time step, contacts, solver, actuators); give --ctrl, --keyframe or --q0")
+    traj = simulate_model(model_path, duration, None if ctrl is None else numbers(ctrl, "--ctrl"),
+                          None if q0 is None else numbers(q0, "--q0"), keyframe, out_dir=build_dir)
+    click.echo(f"{len(traj.sensordata)} steps of {traj.dt:g} s (the model's), {traj.status}")
+    _write(traj, out_dir, write_csv, plot)
+    if traj.diverged:
+        sys.exit(1)
+
+
+def _write(trajectory, out_dir, write_csv, plot):
+    """rollout.csv (first, atomically) and rollout.png in ``out_dir``; a figure that fails says the CSV was written."""
+    csv_path = write_csv(trajectory, f"{out_dir}/rollout.csv")
+    try:
+        png_path = plot(trajectory, f"{out_dir}/rollout.png")
+    except OutputError as exc:
+        raise OutputError(f"wrote {csv_path}; {exc}") from None
+    click.echo(f"wrote {csv_path} and {png_path}")

@@ -44,7 +44,10 @@ def step_command(robot, fixed_base, contacts, scenario, solver, relaxed, mu, sam
         c = check_step(s, samples=samples)
     click.echo(f"check against the NumPy reference, {c.samples} random states: max |Δλ|/max|λ| {c.lam_error:.1e} "
                f"(allowed {LAMBDA_TOL:.0e}), max |Δv_next| {c.velocity_error:.1e} (allowed {c.velocity_tol:.0e}), "
-               f"at most {c.iterations} iterations, {c.unconverged} not converged: {'PASS' if c.passed else 'FAIL'}")
+               f"at most {c.iterations} iterations, {c.unconverged} not converged, {c.pressed} pressing a contact: "
+               f"{'PASS' if c.passed else 'FAIL'}")
+    if not c.pressed:
+        click.echo("no random state pressed a contact, so the solve was never compared: raise --samples", err=True)
     if not c.passed:
         sys.exit(1)
 

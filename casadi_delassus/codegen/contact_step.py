@@ -10,6 +10,7 @@ import json
 from pathlib import Path
 
 from ..contact import admm
+from ..contact.result import STEP_OPTIONS
 from ..contact.step import damped_inverse_functions, matrix_free_functions, step_functions, without_damped
 from ..errors import InputError
 from ..opcount import count_ops
@@ -86,7 +87,7 @@ def render(robot, cs, name, prep, post, delassus, factor, solve, companions=()):
         fname=Safe(name), robot=robot.name, contacts=" ".join(cs.specs), version=__version__, delassus=delassus,
         casadi_code=Safe(sincos.hoist(schedule.reorder(casadi_source(prep, functions[1:])), TEMPLATES)[0]), nq=robot.nq, nv=robot.nv, m=cs.m, nc=cs.m // 3,
         nfac=int(factor.numel_out(0)), nw=int(prep.numel_out(3)), nwd=int(prep.numel_out(4)) if matrix_free else 0,
-        matrix_free=matrix_free, anderson=ANDERSON, pool_code=Safe(POOL.read_text()), **sizes)
+        matrix_free=matrix_free, anderson=ANDERSON, options=STEP_OPTIONS, pool_code=Safe(POOL.read_text()), **sizes)
 
 
 def build_key(robot, cs, cflags, cc, **extra):

@@ -30,6 +30,18 @@ def model_key(m, cflags, cc):
     return data.hexdigest()
 
 
+def _ancestors(parent):
+    """(dof, its ancestors nearest first) for each dof: the template unrolls the tree factor over them."""
+    out = []
+    for k in range(len(parent)):
+        anc, j = [], int(parent[k])
+        while j >= 0:
+            anc.append(j)
+            j = int(parent[j])
+        out.append((k, anc))
+    return out
+
+
 def render(model, parts, name):
     """The C source and the instruction count of the traced function."""
     m = model.m
@@ -46,6 +58,7 @@ def render(model, parts, name):
         njnt=m.njnt, timestep=float(m.opt.timestep), tolerance=max(float(m.opt.tolerance), 1e-13), implicit_damping=int(parts.implicit_damping), rk4=int(parts.integrator == "rk4"), implicitfast=int(parts.integrator == "implicitfast"), row_type=pad(parts.row_type),
         row_slot=pad(parts.row_slot), row_fl=pad(parts.row_frictionloss), row_cone=pad(parts.row_cone), row_scale=pad(parts.row_scale), slot_margin=pad(parts.slot_margin),
         pairs=parts.pairs, reach=pad([ps.reach for ps in layout.pairs]), joints=parts.joints, damping=parts.damping,
+        dof_parent=[int(x) for x in m.dof_parentid], tree=_ancestors(m.dof_parentid),
         **sizes)
     return text, max(f.n_instructions() for f in (fwd, *others))
 

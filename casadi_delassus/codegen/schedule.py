@@ -10,7 +10,7 @@ first, ties in CasADi's order; constants and input reads are printed just before
 user.  That lowered the mean number of live values (go1 4F3 pv_osim: 121 -> 98) and the single
 call's time by 3-7 % (go1 4F3, talos 2F, g1 2F; a depth-first order from the outputs gained
 about half as much).  The operations and their operands are unchanged: with the same
-contraction of multiply-adds the results are the same bits (tests/test_sincos.py).
+contraction of multiply-adds the results are the same bits (tests/codegen/test_sincos.py).
 
 The rewrite recognises CasADi's statements exactly (codegen/statements.py) and raises
 CompilerError on any other line.

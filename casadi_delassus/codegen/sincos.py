@@ -7,7 +7,7 @@ register: what is live around it is stored and reloaded.  ``hoist`` rewrites Cas
 function body so that every sin/cos of an input entry (q[k] of a revolute joint) reads
 ``cd_sin[j]``/``cd_cos[j]``, arrays a prologue fills CD_SINCOS_LANES angles at a time with
 glibc's vector math library (libmvec, ~2 ns per angle for both; its results are within a few
-ulp of libm's, tests/test_sincos.py); the body then makes no call at all.  Without libmvec
+ulp of libm's, tests/codegen/test_sincos.py); the body then makes no call at all.  Without libmvec
 (not x86-64 glibc, not GNU C, or ``-DCD_SINCOS_LIBM``) the prologue calls libm's sin and cos.
 A sin/cos of anything else (a mimic joint's scaled angle) stays where it is.
 

@@ -13,7 +13,7 @@ the last stage only, for a new damping the last two.
 
 The split (symbolic/staging.py, pure SX) is CasADi's ``extract_parametric`` with ``extract_trivial`` (a bare input or an
 earlier stored value that a later stage reads is stored too), applied stage by stage: it cuts
-the graph exactly at the boundary nodes above (tests/test_staging.py checks this against
+the graph exactly at the boundary nodes above (tests/codegen/test_staging.py checks this against
 an independent walk over the Function's instructions) in milliseconds on graphs of 10⁴–10⁵
 nodes.  Constants are never stored (they are recreated where used), so the stages' op counts
 add up to the monolithic count plus the few constants two stages share.

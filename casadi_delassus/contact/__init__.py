@@ -16,7 +16,7 @@ SOLVERS = {"admm": admm.solve, "pgs": pgs.solve}
 def pgs_then_admm(G, g, mu, exact=True, lam0=None, options=Options()):
     """PGS, then ADMM from the same warm start where PGS does not converge: solver "auto"'s solve where it picks PGS
     (PGS crawls on some sets a toppling humanoid meets, which ADMM finishes: docs/contact.md); the iterations count
-    both solvers'.  templates/step.c.j2 (solve_contacts) does the same in C."""
+    both solvers'.  codegen/templates/contact_step.c.j2 (solve_contacts) does the same in C."""
     first = pgs.solve(G, g, mu, exact, lam0, options)
     if first.converged:
         return first

@@ -1,5 +1,5 @@
 """ADMM on the frictional contact problem, NumPy reference (the compiled step's loop,
-contact/step.c.j2, runs the same iteration).
+codegen/templates/contact_step.c.j2, runs the same iteration).
 
 Problem (Carpentier et al. 2024, "From compliant to rigid contact simulation: a unified and
 efficient approach", RSS, Sec. III-IV, the method of Pinocchio 4's ADMMConstraintSolver; the
@@ -103,7 +103,7 @@ def solve(G, g, mu, exact=True, lam0=None, options=Options()):
                       step=np.max(np.abs(sigma - sigma_prev)))
         if done is not None:
             return done
-        primal, dual = np.max(np.abs(x - y)), rho * np.max(np.abs(y - y_prev))
+        primal, dual = balance(x, y, y_prev, rho)
         if primal > RHO_RATIO * dual or dual > RHO_RATIO * primal:
             new = min(max(rho * rho_factor(primal, dual), scale / RHO_RANGE), scale * RHO_RANGE)
             if new != rho:      # at the end of its range ρ stays: the factor stands
@@ -111,21 +111,28 @@ def solve(G, g, mu, exact=True, lam0=None, options=Options()):
     return finish(y, sigma, mu, exact, options.max_iter, options, last=True)      # max_iter = 0
 
 
+def balance(x, y, y_prev, rho):
+    """ADMM's primal residual ‖x − y‖∞ and dual one ρ‖y − y_prev‖∞ (NaN when either vector holds one)."""
+    return np.max(np.abs(x - y)), rho * np.max(np.abs(y - y_prev))
+
+
 def damped_solve(factor, b):
     """(G + (ρ+η) I)⁻¹ b from the Cholesky factor of G + (ρ+η) I."""
     return np.linalg.solve(factor.T, np.linalg.solve(factor, b))
 
 
-def admm_map(g, mu, exact, eta, rho, damped):
+def admm_map(g, mu, exact, eta, rho, damped, project=None):
     """T: one ADMM iteration at fixed ρ as a map of w = (x, y, u = z/ρ) (the loop of ``solve``; ``damped`` applies
-    (G + (ρ+η) I)⁻¹)."""
+    (G + (ρ+η) I)⁻¹); ``project`` the projection onto the cone y lies in (None: K_μ, project_cone; MuJoCo's soft
+    cones for contact/mujoco_soft_admm.py)."""
     m = len(g)
+    project = project or (lambda v: project_cone(v, mu))
 
     def T(w):
         x, y, u = w[:m], w[m:2 * m], w[2 * m:]
         z = rho * u
         x_new = damped(eta * x + rho * y + z - g - (de_saxce(z, mu) if exact else 0.0))
-        y_new = project_cone(x_new - u, mu)
+        y_new = project(x_new - u)
         return np.concatenate([x_new, y_new, u - (x_new - y_new)])
     return T
 

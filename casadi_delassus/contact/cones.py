@@ -25,16 +25,23 @@ def project_cone(x, mu):
     """Euclidean projection of each contact's 3-vector onto K_μ (second-order cone of slope μ)."""
     b = blocks(x).copy()
     mu = np.broadcast_to(np.asarray(mu, dtype=float), (len(b),))
-    r = np.hypot(b[:, 0], b[:, 1])
-    inside = r <= mu * b[:, 2]
-    polar = mu * r <= -b[:, 2]          # in the polar cone: projects to the apex
-    side = ~(inside | polar)
-    # onto the generator through (μ x_t / r, 1): scale (μ r + x_n) / (1 + μ²)
-    a = (mu[side] * r[side] + b[side, 2]) / (1.0 + mu[side] ** 2)
-    b[side, :2] *= (mu[side] * a / r[side])[:, None]
-    b[side, 2] = a
-    b[polar] = 0.0
+    b[:, 2], b[:, :2] = onto_cone(b[:, 2], b[:, :2], np.hypot(b[:, 0], b[:, 1]), mu)
     return b.reshape(-1)
+
+
+def onto_cone(n, t, r, mu):
+    """(n', t'): the Euclidean projection of each (t_i, n_i) onto the second-order cone ‖t‖ ≤ μ n, t of any width (k ×
+    d: the Coulomb cone's two tangents, MuJoCo's elliptic cone's up to five, contact/mujoco_soft_admm.py), r = ‖t_i‖ as
+    the caller rounds it."""
+    n, t = np.array(n, dtype=float), np.array(t, dtype=float)
+    polar = mu * r <= -n                # in the polar cone: projects to the apex
+    side = ~((r <= mu * n) | polar)
+    # onto the generator through (μ t / r, 1): scale (μ r + n) / (1 + μ²)
+    a = (mu[side] * r[side] + n[side]) / (1.0 + mu[side] ** 2)
+    t[side] *= (mu[side] * a / r[side])[:, None]
+    n[side] = a
+    n[polar], t[polar] = 0.0, 0.0
+    return n, t
 
 
 def project_disk(t, radius):

@@ -28,8 +28,6 @@ from ..model.mjcf import body_name, mujoco_module
 from .mujoco_soft import soft_rows
 from .step import step_functions
 
-STATUS = ("converged", "max iterations", "not finite")
-
 
 @dataclass(frozen=True)
 class MujocoContacts:

@@ -1,6 +1,7 @@
-"""What a contact solve returns and is told: options, statuses, the one stopping test the
-NumPy solvers and the compiled loop (templates/step.c.j2) share, and what a step returns, whichever
-made it (the compiled step, the NumPy reference step, the time-stepping loop's free step)."""
+"""What a contact solve returns and is told: options (their defaults, and the compiled loops' opts[] layout, from
+which the templates' OPT_* enums are rendered), statuses, the one stopping test the NumPy solvers and the compiled
+loop (codegen/templates/contact_step.c.j2) share, and what a step returns, whichever made it (the compiled step, the NumPy reference
+step, the time-stepping loop's free step)."""
 from __future__ import annotations
 
 import numbers
@@ -49,7 +50,8 @@ def tolerance(tol):
 class Options:
     """Solver settings, checked when made (an InputError names a bad one): stop when every residual ≤ tol (finite,
     > 0) within max_iter iterations (0 to MAX_ITER); ρ ≤ 0 picks ADMM's initial ρ (admm.initial_rho); η ≥ 0 is
-    ADMM's proximal weight; ω ∈ (0, 2) PGS's over-relaxation."""
+    ADMM's proximal weight; ω ∈ (0, 2) PGS's over-relaxation.  The defaults below are the one definition: every
+    entry point's ``tol=Options.tol``, ``max_iter=Options.max_iter``, … names them."""
     tol: float = 1e-10
     max_iter: int = 1000
     rho: float = 0.0
@@ -63,6 +65,22 @@ class Options:
         for name, value in (("tol", tolerance(self.tol)), ("max_iter", iterations(self.max_iter)), ("rho", rho),
                             ("eta", eta), ("omega", omega)):
             object.__setattr__(self, name, value)
+
+    def packed(self, layout, **extra):
+        """The compiled loop's opts[] in ``layout``'s order (STEP_OPTIONS, SOFT_OPTIONS): each entry this Options'
+        field of that name, or ``extra``'s (what is no solver setting: the solver's code, the cone)."""
+        return np.array([float(extra[n] if n in extra else getattr(self, n)) for n in layout])
+
+
+# The compiled loops' opts[]: the C enums OPT_<NAME> (templates/step.c.j2, used by rollout.c.j2; mujoco_step.c.j2) are
+# rendered from these tuples and Options.packed fills the arrays by them, so an option is named in one place.
+# The step: the solver's code (0 ADMM, 1 PGS), exact (1: De Saxcé, 0: relaxed), fallback (1: ADMM where PGS does not
+# converge, solver "auto") beside Options' fields.
+STEP_OPTIONS = ("tol", "max_iter", "solver", "exact", "rho", "eta", "omega", "fallback")
+# MuJoCo's soft problem (contact/mujoco_soft_admm.py): tol is relative there, pyramidal (1) or elliptic (0) cone
+SOFT_OPTIONS = ("tol", "max_iter", "pyramidal", "rho")
+# The soft problem's defaults: MuJoCo's own answer (Newton to 1e-15) is met to 1e-6 (tests/test_mujoco_contacts.py)
+SOFT_DEFAULTS = Options(tol=1e-12, max_iter=100_000)
 
 
 @dataclass(frozen=True)

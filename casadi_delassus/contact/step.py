@@ -36,8 +36,6 @@ from ..sweeps.joint_space import constraint_jacobian
 from . import SOLVERS
 from .candidates import FORM, point_specs
 
-# ADMM's ρ (0: automatic), proximal η and relaxation ω unless a call gives them
-DEFAULT_RHO, DEFAULT_ETA, DEFAULT_OMEGA = 0.0, 1e-8, 1.0
 STEP_SOLVERS = ("auto", *SOLVERS)
 
 

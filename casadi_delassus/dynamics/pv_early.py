@@ -34,7 +34,7 @@ A joint of several DoFs (a ball joint) eliminates nothing: the rows pass it with
 accumulated as in pv (a rank-3 elimination would need an SVD of the 3-column k_i), so rows that
 cross a ball joint reach the base or root solve, as in pv.
 
-Limit (bench/dynamics_accuracy.py and tests/test_dynamics.py measure it, README "Hard cases"):
+Limit (bench/dynamics_accuracy.py and tests/dynamics/test_dynamics.py measure it, README "Hard cases"):
 the elimination order is fixed, so a joint whose k̃ vanishes at run time cannot pass its row on.
 Exactly zero (Σ⁻¹ = 0 by the guard: no NaN) the row it would eliminate is dropped; near zero it
 is eliminated with a huge Σ⁻¹ and digits are lost as 1/δ² at a distance δ from such a

@@ -74,7 +74,7 @@ def _load(spec, floating_base):
 def _from_file(path, floating_base):
     if not path.is_file():
         raise ModelError(f"model file not found: {path}")
-    fmt = _file_format(path)
+    fmt = file_format(path)
     if fmt == "spatial_v2":
         from .spatial_v2 import load_spatial_v2_json
         robot = load_spatial_v2_json(path)
@@ -94,7 +94,7 @@ def _from_file(path, floating_base):
     return _with_base(robot, floating_base, f"model file {path}", True if fmt == "urdf" else robot.floating_base)
 
 
-def _file_format(path):
+def file_format(path):
     """urdf, sdf, spatial_v2 or mjcf: by the suffix for .urdf, .sdf and .json, by the root
     element for anything else (a URDF named .xml, an MJCF model)."""
     suffix = path.suffix.lower()

@@ -10,8 +10,10 @@ from __future__ import annotations
 import hashlib
 import warnings
 from pathlib import Path
+from typing import Any
 
 import numpy as np
+import numpy.typing as npt
 
 from ..codegen.mujoco_rollout import build
 from ..errors import InputError
@@ -23,7 +25,7 @@ from ..runtime.compiler import find_compiler
 from ..runtime.mujoco_rollout import CompiledRollout
 
 DEFAULT_OUT = Path("codegen_out")
-_LOADED = {}                # (fingerprint, out_dir, cc) -> CompiledRollout (this process)
+_LOADED: dict[tuple, CompiledRollout] = {}   # (fingerprint, out_dir, cc) -> CompiledRollout (this process)
 # arrays the compiled rollout never reads (mesh contacts are refused; names, textures, visuals): left out of the
 # per-call fingerprint, which then costs under a millisecond where the MJB bytes of a meshed robot cost 60 ms
 UNREAD = ("mesh_", "tex_", "hfield_", "skin_", "flex", "bvh_", "oct_", "names", "paths", "text_", "tuple_", "key_",
@@ -108,13 +110,15 @@ def _warn(status):
                           RuntimeWarning, stacklevel=3)
 
 
-def mujoco_rollout(model, data, initial_state, control=None, *, control_spec=None, skip_checks=False, nstep=None,
-                   initial_warmstart=None, state=None, sensordata=None, chunk_size=None, persistent_pool=False,
-                   out_dir=DEFAULT_OUT, cc=None):
+def mujoco_rollout(model: Any, data: Any, initial_state: npt.ArrayLike, control: npt.ArrayLike | None = None, *,
+                   control_spec: int | None = None, skip_checks: bool = False, nstep: int | None = None,
+                   initial_warmstart: npt.ArrayLike | None = None, state: np.ndarray | None = None,
+                   sensordata: np.ndarray | None = None, chunk_size: int | None = None, persistent_pool: bool = False,
+                   out_dir: str | Path = DEFAULT_OUT, cc: str | None = None) -> tuple[np.ndarray, np.ndarray]:
     """``mujoco.rollout.rollout(model, data, initial_state, control, ...)`` → (state nbatch x nstep x nstate,
     sensordata nbatch x nstep x nsensordata) on the compiled C of ``model`` (docs/mujoco.md).  ``skip_checks``,
-    ``chunk_size`` and ``persistent_pool`` are accepted and change nothing (every call is checked, threads
-    are started per call); ``out_dir``/``cc``: where and with what the C is compiled."""
+    ``chunk_size`` and ``persistent_pool`` are accepted and change nothing (every call is checked; the threads
+    are the package's one pool, runtime/pool.h, kept between calls); ``out_dir``/``cc``: where and with what the C is compiled."""
     mujoco = mujoco_module()
     import mujoco.rollout as mr
     control_spec = int(mujoco.mjtState.mjSTATE_CTRL) if control_spec is None else control_spec

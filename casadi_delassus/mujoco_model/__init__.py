@@ -23,5 +23,5 @@ MuJoCo's own output.  Each piece is checked against MuJoCo itself on many random
   that picks MuJoCo's active contacts among them (pair kinds not generated are refused by name).
 
 It imports model/, symbolic/, sweeps/, dynamics/, constraints and errors; never codegen/,
-runtime/, verify/ or timing/ (tests/test_imports.py).  docs/mujoco_model.md has what is supported
+runtime/, verify/ or timing/ (tests/project/test_imports.py).  docs/mujoco_model.md has what is supported
 and refused, the measured agreement with MuJoCo 4.0, and what ``mujoco.rollout`` records."""

@@ -5,4 +5,4 @@ values a call accepts), door (the C extension: single calls and the one batch ru
 door.c), batch (batches from Python), loader (CompiledFunction, StagedFunction, load),
 distributed (dask); the compiled contact kinds loaded and called (contact_step, contact_rollout,
 step_derivatives, mujoco_step; mujoco_rollout for cd.mujoco_rollout).  It never imports the compile side (codegen/), save the one import a
-dask worker makes to compile a .so it cannot see (tests/test_imports.py)."""
+dask worker makes to compile a .so it cannot see (tests/project/test_imports.py)."""

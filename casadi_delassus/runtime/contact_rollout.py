@@ -17,6 +17,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from ..contact.result import Options
 from ..errors import InputError
 from ..progress import Bar
 from .artifact import BUILT_KINDS
@@ -60,7 +61,7 @@ class LoadedRollout:
     contact candidates ``contacts`` (a ConstraintSet of world-aligned points), solved by ``solver`` ("admm", "pgs" or
     "auto": per active set) to ``tol`` (stepping/rollout.py CompiledRollout builds it)."""
 
-    def __init__(self, path, robot, contacts, solver="admm", tol=1e-10, max_iter=1000):
+    def __init__(self, path, robot, contacts, solver="admm", tol=Options.tol, max_iter=Options.max_iter):
         self.robot, self.contacts = robot, contacts
         self.k = self.contacts.m // 3
         self.auto = solver == "auto"

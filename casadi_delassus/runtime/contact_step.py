@@ -10,8 +10,7 @@ import ctypes
 import numpy as np
 
 from ..contact.residuals import Residuals
-from ..contact.result import STATUS, Options, Result, StepResult
-from ..contact.step import DEFAULT_ETA, DEFAULT_OMEGA, DEFAULT_RHO
+from ..contact.result import STATUS, STEP_OPTIONS, Options, Result, StepResult
 from ..errors import InputError
 from ..names import shown
 from .batch import check_threads, cores
@@ -136,8 +135,8 @@ class CompiledStep:
                          if hasattr(lib, fn + "_problem") else None)     # the dense route's solver alone
         self._lib = lib
 
-    def __call__(self, q, v, tau, dt=1e-3, lam0=None, tol=1e-10, max_iter=1000, mu=None, normals=None, rho=DEFAULT_RHO,
-                 eta=DEFAULT_ETA, omega=DEFAULT_OMEGA, threads=1, gap=None):
+    def __call__(self, q, v, tau, dt=1e-3, lam0=None, tol=Options.tol, max_iter=Options.max_iter, mu=None, normals=None,
+                 rho=Options.rho, eta=Options.eta, omega=Options.omega, threads=1, gap=None):
         """One step from (q, v, τ), or N steps from (Q, V, TAU) with the batch first (``threads``
         POSIX threads; None: one per core); ``lam0`` warm-starts λ (contact frames), ``mu`` overrides the friction,
         ``normals`` (n_c × 3, unit) sets each contact's normal (default +z), ``gap`` (m/s, one per
@@ -180,8 +179,8 @@ class CompiledStep:
             raise InputError("the generated step failed to evaluate")
         return _result(lam, sigma, v_next, info, batch)
 
-    def solve_problem(self, G, g, mu=None, lam0=None, tol=1e-10, max_iter=1000, rho=DEFAULT_RHO, eta=DEFAULT_ETA,
-                      omega=DEFAULT_OMEGA):
+    def solve_problem(self, G, g, mu=None, lam0=None, tol=Options.tol, max_iter=Options.max_iter, rho=Options.rho,
+                      eta=Options.eta, omega=Options.omega):
         """The compiled solver loop alone (``<name>_problem``: what the step runs after computing G and g) on a given
         problem of this step's size: G (m × m, symmetric), g (m), μ, warm start λ₀; a Result as the NumPy solvers'
         (contact/admm.py, pgs.py).  A saved hard problem runs through the C loop on any robot of m contact rows.  The
@@ -204,13 +203,12 @@ class CompiledStep:
         return Result(lam, sigma, int(info[0]), Residuals(*map(float, info[1:4])), STATUS[int(info[4])])
 
 
-def solver_options(tol, max_iter, solver, exact, rho=DEFAULT_RHO, eta=DEFAULT_ETA, omega=DEFAULT_OMEGA, fallback=False):
-    """The C loop's opts[] (layout in codegen/templates/contact_step.c.j2) for ``solver`` ("admm" or "pgs"), each value checked as
-    the NumPy solvers' Options checks it (contact/result.py); ``fallback``: ADMM where PGS does not converge (solver "auto",
-    contact/__init__.py pgs_then_admm)."""
-    o = Options(tol, max_iter, rho, eta, omega)
-    return np.array([o.tol, o.max_iter, SOLVER_CODES[solver], float(exact), o.rho, o.eta, o.omega, float(fallback)])
-
+def solver_options(tol, max_iter, solver, exact, rho=Options.rho, eta=Options.eta, omega=Options.omega, fallback=False):
+    """The C loop's opts[] (contact/result.py STEP_OPTIONS, the layout codegen/templates/contact_step.c.j2's enum is
+    rendered from) for ``solver`` ("admm" or "pgs"), each value checked as the NumPy solvers' Options checks it;
+    ``fallback``: ADMM where PGS does not converge (solver "auto", contact/__init__.py pgs_then_admm)."""
+    return Options(tol, max_iter, rho, eta, omega).packed(STEP_OPTIONS, solver=SOLVER_CODES[solver], exact=exact,
+                                                          fallback=fallback)
 
 def _result(lam, sigma, v_next, info, batch):
     """StepResult from the C outputs (info rows: iterations, three residuals, status)."""

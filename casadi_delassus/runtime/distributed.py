@@ -44,7 +44,7 @@ def worker_function(manifest_path, manifest, load):
             path = manifest_path
             if not artifact.cached(manifest_path, manifest["hash"]):      # not there, damaged or another build
                 # the one use of the compile side by the runtime: a worker that cannot see the
-                # .so compiles it (tests/test_imports.py names this import and no other)
+                # .so compiles it (tests/project/test_imports.py names this import and no other)
                 from ..codegen.rebuild import rebuild
                 path = rebuild(manifest, cache_dir())
             _loaded[key] = load(path)

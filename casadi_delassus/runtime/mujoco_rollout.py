@@ -12,6 +12,11 @@ from .library import entries, open_sealed
 
 DOUBLE_P = ctypes.POINTER(ctypes.c_double)
 STATUS = ("converged", "max iterations", "diverged")
+PROFILE = "-DCD_PROFILE"      # the profiling build's flag (templates/mujoco_rollout.c.j2: seconds per phase)
+PHASES = ("forward (CasADi: M, qfrc_smooth, candidates, base rows)", "smooth qacc (Cholesky of M)", "contact selection, row blocks",
+          "pair rows (CasADi)", "warm start choice", "Newton: residuals, forces, Hessian", "Newton: Cholesky and solve",
+          "Newton: line search", "integration", "sensors")
+COUNTS = ("forwards", "Newton iterations", "line search slopes", "kept rows", "dense Hessian factors")
 
 
 def _pointer(x):
@@ -26,6 +31,10 @@ class CompiledRollout:
         self.manifest, self._lib, mapped = open_sealed(manifest_path, ("c", "so"), "mjrollout")
         self._run, = entries(self._lib, mapped, manifest_path.with_suffix(".so"), self.manifest["function"],
                              [("_rollout", [DOUBLE_P] * 7)])
+        self._phases = None
+        if PROFILE in self.manifest["cflags"]:
+            self._phases, = entries(self._lib, mapped, manifest_path.with_suffix(".so"), self.manifest["function"],
+                                    [("_phases", [DOUBLE_P])])
         self.nstate = 1 + self.manifest["nq"] + self.manifest["nv"]
         self.nsensordata = self.manifest["nsensordata"]
 
@@ -40,3 +49,9 @@ class CompiledRollout:
         if np.any(status < 0):
             raise InputError("mujoco_rollout: out of memory for a thread's work space")
         return out, sens, status.astype(int)
+
+    def phases(self):
+        """The profiling build's ({phase: seconds}, {count: number}) summed since the last call (then reset)."""
+        out = np.zeros(len(PHASES) + len(COUNTS))
+        self._phases(_pointer(out))
+        return dict(zip(PHASES, out)), dict(zip(COUNTS, out[len(PHASES):]))

@@ -7,11 +7,11 @@ from __future__ import annotations
 import numpy as np
 
 from ..contact.mujoco_soft import rows_per_contact
-from ..contact.mujoco_step import STATUS, SoftResult, contact_blocks, mujoco_contacts, soft_parameters
-from ..contact.result import iterations, real, tolerance
+from ..contact.mujoco_soft_admm import STATUS
+from ..contact.mujoco_step import SoftResult, contact_blocks, mujoco_contacts, soft_parameters
+from ..contact.result import SOFT_DEFAULTS, SOFT_OPTIONS, Options
 from ..errors import ConstraintError, InputError
 from ..model.mjcf import mujoco_module
-from ..names import shown
 from .artifact import BUILT_KINDS
 from .contact_step import DOUBLE_P, NORMAL_TOL, c_pointer, check_q, check_state
 from .inputs import real_array
@@ -66,7 +66,7 @@ class LoadedSoftStep:
         return f.ravel()
 
     def __call__(self, q, v, tau, frames, friction, dims, offsets, R, B, Kr, pyramidal=False, force_warm=None,
-                 tol=1e-12, max_iter=100000, rho=0.0):
+                 tol=SOFT_DEFAULTS.tol, max_iter=SOFT_DEFAULTS.max_iter, rho=SOFT_DEFAULTS.rho):
         """(force, qacc) of MuJoCo's problem at (q, v, τ) = (qpos, qvel, qfrc_applied) for the
         contacts' frames (n_c × 3 × 3, orthonormal rows), friction (n_c × 5), condim, world offsets of the points from
         their body origins (n_c × 3; unused for fixed points) and the per-row R (> 0), B, Kr
@@ -75,9 +75,7 @@ class LoadedSoftStep:
         force or qacc is (a huge warm start overflows)."""
         dims = self._dims(dims)
         m, r = int(rows_per_contact(dims, pyramidal).sum()), self.robot
-        opts = np.array([tolerance(tol), iterations(max_iter), float(bool(pyramidal)), real("rho", rho)])
-        if not np.isfinite(opts[3]):
-            raise InputError(f"rho: must be finite (<= 0: automatic), got {shown(rho)}")
+        opts = Options(tol, max_iter, rho).packed(SOFT_OPTIONS, pyramidal=bool(pyramidal))
         arrays = [check_q(r, real_array("q", q).ravel())]
         arrays += [check_state(n, real_array(n, x).ravel(), k) for n, x, k in (("v", v, r.nv), ("tau", tau, r.nv))]
         arrays += [self._frames(frames), self._friction(friction, dims), dims,

@@ -16,14 +16,13 @@ import numpy as np
 
 from ..constraints import ConstraintSet
 from ..verify import reference
-from ..contact.result import StepResult
+from ..contact.result import Options, StepResult
 
 
-def reference_steps(solver="admm", exact=True, tol=1e-10, max_iter=1000):
+def reference_steps(solver="admm", exact=True, tol=Options.tol, max_iter=Options.max_iter):
     """A step factory (simulate.StepCache) of NumPy steps solved by ``solver`` ("admm" | "pgs" |
     "auto": step.auto_solver's pick for each active set)."""
     from ..contact import SOLVERS, pgs_then_admm
-    from ..contact.result import Options
     from ..contact.step import auto_solver
     options = Options(tol=tol, max_iter=max_iter)
 

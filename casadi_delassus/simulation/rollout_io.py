@@ -44,7 +44,7 @@ def _rows(rollout):
                + [repr(float(x)) for x in np.concatenate([rollout.q[k], rollout.v[k], rollout.tau[k], per])])
 
 
-def _atomic(path, write, mode="w"):
+def write_atomic(path, write, mode="w"):
     """Call write(file) on a temporary file beside ``path`` and rename it onto ``path``."""
     path = Path(path)
     try:
@@ -70,18 +70,13 @@ def write_csv(rollout, path):
         w = csv.writer(f)
         w.writerow(_columns(rollout))
         w.writerows(_rows(rollout))
-    return _atomic(path, write)
+    return write_atomic(path, write)
 
 
 def plot(rollout, path, title=None):
     """A figure (PNG or any matplotlib format by suffix): base height, joint angles and normal
     forces per contact over time; returns the path."""
-    try:
-        import matplotlib
-    except ImportError:
-        raise OutputError("no figure: matplotlib is not installed (pip install 'casadi_delassus[plot]')") from None
-    matplotlib.use("Agg")
-    import matplotlib.pyplot as plt
+    plt = pyplot()
     robot = rollout.scene.robot
     fig, axes = plt.subplots(3, 1, figsize=(10, 9), sharex=True)
     tq = rollout.dt * np.arange(len(rollout.q))
@@ -97,11 +92,32 @@ def plot(rollout, path, title=None):
     axes[2].set_ylabel("normal force (N)")
     axes[2].set_xlabel("time (s)")
     for ax, n in ((axes[1], len(joints)), (axes[2], len(rollout.scene.candidates))):
-        if n:       # legends beside the panels, in columns of up to 16 names (a humanoid's 29 joints: two)
-            ax.legend(fontsize=6, loc="upper left", bbox_to_anchor=(1.01, 1.0), ncol=-(-n // 16), borderaxespad=0)
+        side_legend(ax, n)
     fig.suptitle(title or f"{robot.name}: {len(rollout.statuses)} steps of {rollout.dt:g} s, {rollout.status}")
+    return save_figure(plt, fig, path)
+
+
+def pyplot():
+    """matplotlib.pyplot on the Agg backend, or a one-line OutputError when matplotlib is not installed."""
+    try:
+        import matplotlib
+    except ImportError:
+        raise OutputError("no figure: matplotlib is not installed (pip install 'casadi_delassus[plot]')") from None
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+    return plt
+
+
+def side_legend(ax, n):
+    """The legend of a panel of ``n`` lines beside it, in columns of up to 16 names (a humanoid's 29 joints: two)."""
+    if n:
+        ax.legend(fontsize=6, loc="upper left", bbox_to_anchor=(1.01, 1.0), ncol=-(-n // 16), borderaxespad=0)
+
+
+def save_figure(plt, fig, path):
+    """``fig`` written atomically at ``path`` in the format its suffix names (PNG by default), then closed."""
     fig.tight_layout()
     try:
-        return _atomic(path, lambda f: fig.savefig(f, format=Path(path).suffix.lstrip(".") or "png"), mode="wb")
+        return write_atomic(path, lambda f: fig.savefig(f, format=Path(path).suffix.lstrip(".") or "png"), mode="wb")
     finally:
         plt.close(fig)

@@ -15,8 +15,8 @@ model/integrate.py (Pinocchio's convention for URDF, mj_integratePos for MJCF). 
 is the halfspace {x : n·x ≥ h} of any unit normal n; a candidate is a point fixed on a body, or a
 sphere (centre and radius) whose friction point is its lowest point at q₀, fixed on the body.
 Baumgarte stabilisation (β > 0, on by default: BAUMGARTE) asks the normal contact velocity to close the
-penetration in 1/β steps: σ_n ≥ −β d⁻/dt (d⁻ = min(d, 0)), the gap term of issue 25's g (the compiled step's
-``<name>_step_gap``).  Without it a landing leaves the contacts as deep as the last step before touching carried
+penetration in 1/β steps: σ_n ≥ −β d⁻/dt, d⁻ the deepest min(d, 0) among the active contacts of the contact's
+body (gap_term), the gap term of issue 25's g (the compiled step's ``<name>_step_gap``).  Without it a landing leaves the contacts as deep as the last step before touching carried
 them (up to |v| dt, 0.4–0.9 mm on quadrupeds and humanoids dropped a few cm at dt = 1 ms) for ever.
 
 Under a fixed linear feedback (feedback.py: LinearFeedback, pd_controller) on the compiled step,
@@ -54,7 +54,7 @@ from ..runtime.inputs import real_array, unit_q
 from ..symbolic.frames import joint_transform
 from ..contact.candidates import Candidate, candidate_list, parse_candidate
 from .feedback import LinearFeedback, pd_controller  # noqa: F401  (pd_controller: here too, as before)
-from ..contact.result import CONVERGED, STATUS, StepResult
+from ..contact.result import CONVERGED, STATUS, Options, StepResult
 from ..contact.step import contact_frames
 
 FALL_DEPTH = -1.0          # a gap below this (m) is a body through the ground, not a contact
@@ -177,6 +177,11 @@ class Scene:
         """Signed distances (k,) of the candidates to the ground at q (spheres: to their surface)."""
         return self.positions(q) @ self.normal - self.height - np.array([c.radius for c in self.candidates])
 
+    @property
+    def bodies(self):
+        """The body (index) each candidate is fixed on, in order."""
+        return np.array([c.body for c in self.candidates])
+
     def friction_points(self, q0):
         """Each candidate's friction point in body coordinates: its point, or a sphere's lowest
         point toward the ground at q0, fixed to the body from then on."""
@@ -234,11 +239,10 @@ def free_step(robot):
     return step
 
 
-def compiled_steps(solver="admm", tol=1e-10, max_iter=1000, **build_options):
+def compiled_steps(solver="admm", tol=Options.tol, max_iter=Options.max_iter, **build_options):
     """A step factory on the compiled step (issue 25, step.py): ``factory(robot, specs, mu,
     frame)`` returns ``step(q, v, τ, dt, lam0, gap)`` for one active set; ``build_options`` go
     to ``contact_step`` (out_dir, cflags, …).  tol and max_iter are checked here, before any build."""
-    from ..contact.result import Options
     Options(tol=tol, max_iter=max_iter)
 
     def factory(robot, specs, mu, frame):
@@ -402,9 +406,18 @@ class _Recorder:
                        np.array(self.forces).reshape(n, k, 3), np.array(self.its), np.array(self.res), self.statuses)
 
 
-def gap_term(baumgarte, gaps):
-    """β min(d, 0) (m) of the gaps d, what the step adds over dt to g's normal rows; None without Baumgarte (β = 0)."""
-    return baumgarte * np.minimum(gaps, 0.0) if baumgarte else None
+def gap_term(baumgarte, gaps, bodies):
+    """β d⁻ (m) for each active contact (``gaps``: its gap, or N × k of them; ``bodies``: its body), d⁻ the deepest
+    penetration min(d, 0) among its body's active contacts: what the step adds over dt to g's normal rows; None without
+    Baumgarte (β = 0).  One push per body because two points of a rigid body can stick only if their velocities
+    differ orthogonally to their offset, and pushes proportional to each point's own depth differ along it on any
+    tilted body: such a solve has no sticking answer and ADMM crawls after a µm/s slide (a toppling G1 and a tilted
+    box landing stopped "not converged"); a normal translation of the body is a motion sticking allows."""
+    if not baumgarte:
+        return None
+    bodies = np.asarray(bodies)
+    same = bodies[:, None] == bodies[None, :]
+    return baumgarte * np.min(np.where(same, np.minimum(gaps, 0.0)[..., None, :], 0.0), axis=-1, initial=0.0)
 
 
 def _check(q, v, gaps, tau, tau_limit):
@@ -486,7 +499,7 @@ def simulate(robot: RobotLike, contacts: str | Sequence[str], q0: npt.ArrayLike,
              controller: Callable[[float, np.ndarray, np.ndarray], npt.ArrayLike] | None = None,
              normal: npt.ArrayLike = (0.0, 0.0, 1.0), height: float = 0.0, mu: float | npt.ArrayLike = 0.8,
              margin: float = MARGIN, solver: str = "auto", step: str = "compiled", baumgarte: float = BAUMGARTE,
-             tau_limit: float = 1e6, tol: float = 1e-10, max_iter: int = 1000, quiet: bool = False,
+             tau_limit: float = 1e6, tol: float = Options.tol, max_iter: int = Options.max_iter, quiet: bool = False,
              **build_options: Any) -> Rollout:
     """Roll ``robot`` (a Robot or a name) out from (q0, v0) for T seconds of steps dt, its
     ``contacts`` (candidates ``LINK[@x,y,z][/r]``, contact/candidates.py, or a scenario name) against the ground {x : normal·x ≥
@@ -503,13 +516,12 @@ def simulate(robot: RobotLike, contacts: str | Sequence[str], q0: npt.ArrayLike,
                    tau_limit)
 
 
-def factory(step, solver="admm", tol=1e-10, max_iter=1000, **build_options):
+def factory(step, solver="admm", tol=Options.tol, max_iter=Options.max_iter, **build_options):
     """The step factory by name: "compiled" (issue 25's step, built with ``build_options``)
     or "reference" (NumPy)."""
     if step not in ("compiled", "reference"):
         raise InputError(f"step must be 'compiled' or 'reference', not {step!r}")
-    from ..runtime.contact_step import solver_options
-    solver_options(tol, max_iter, "admm", True)      # tol and max_iter refused here, before the first build
+    Options(tol=tol, max_iter=max_iter)      # tol and max_iter refused here, before the first build
     if step == "reference":
         from .reference_step import reference_steps
         if build_options:
@@ -548,7 +560,7 @@ def run(scene, q0, v0, T, dt, controller=None, step_factory=None, baumgarte=BAUM
         active = gaps <= scene.margin
         cold = False
         if stop is None:
-            gap = gap_term(baumgarte, gaps[active])
+            gap = gap_term(baumgarte, gaps[active], scene.bodies[active])
             r = steps(active)(q, v, tau, dt, lam0=warm[active].reshape(-1), gap=gap)
             if r.status != "converged" and warm[active].any():     # a warm start may be what failed
                 cold, r = True, steps(active)(q, v, tau, dt, lam0=np.zeros(3 * active.sum()), gap=gap)

@@ -120,7 +120,7 @@ def run_batch(scene, Q0, V0, T, dt, controller=None, step_factory=None, tau_limi
             step = steps(mask)
             call = getattr(step, "batch", None) or (lambda *a, s=step, **kw: _one_by_one(s, *a, **kw))
             args = (Q[rows], V[rows], TAU[keys == key], dt)
-            gap = gap_term(baumgarte, G[rows][:, mask]) if mask.any() else None
+            gap = gap_term(baumgarte, G[rows][:, mask], scene.bodies[mask]) if mask.any() else None
             v_next, lam, its, res, status = call(*args, warm[rows][:, mask].reshape(len(rows), -1), threads=threads, GAP=gap)
             ok = np.array([s == "converged" for s in status])
             cold = ~ok & warm[rows][:, mask].reshape(len(rows), -1).any(1)     # a warm start may be what failed

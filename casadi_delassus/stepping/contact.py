@@ -40,7 +40,7 @@ def contact_step(robot: RobotLike, contacts: str | Sequence[str], solver: str = 
                  relaxed: bool = False, quiet: bool = False, **build_options: Any) -> ContactStep:
     """A compiled contact step ``s`` for ``robot`` (anything ``load_robot`` takes) and
     ``contacts`` (point candidates ``LINK[@x,y,z]``, contact/candidates.py, or a scenario name): ``s(q, v, tau, dt=1e-3, lam0=None,
-    tol=1e-10, max_iter=1000)`` → StepResult (``.lam``, ``.sigma``, ``.v_next``,
+    tol=Options.tol, max_iter=Options.max_iter)`` → StepResult (``.lam``, ``.sigma``, ``.v_next``,
     ``.iterations``, ``.residuals``, ``.status``); ``s(Q, V, TAU)`` steps a batch.
     ``solver`` "auto" (the default: contact/step.py auto_solver), "admm" or "pgs"; ``relaxed=True`` solves the convex
     relaxation instead of the exact (De Saxcé) problem; ``build_options``: out_dir, cflags, cc, delassus, name, and

@@ -6,6 +6,7 @@ from __future__ import annotations
 from ..codegen.contact_rollout import build
 from ..codegen.contact_step import DEFAULT_CFLAGS, DEFAULT_OUT
 from ..contact.step import STEP_SOLVERS, check_contacts
+from ..contact.result import Options
 from ..errors import InputError
 from ..registry import AUTO
 from ..runtime.contact_rollout import LoadedRollout, rollout_options
@@ -16,7 +17,7 @@ class CompiledRollout(LoadedRollout):
     friction points, simulate.Scene.specs) at world positions ``positions`` (casadi.Function q → 3 x k: points or
     sphere centres), solved by ``solver`` ("admm", "pgs" or "auto": per active set) to ``tol``."""
 
-    def __init__(self, robot, specs, positions, solver="admm", tol=1e-10, max_iter=1000, out_dir=DEFAULT_OUT,
+    def __init__(self, robot, specs, positions, solver="admm", tol=Options.tol, max_iter=Options.max_iter, out_dir=DEFAULT_OUT,
                  cflags=DEFAULT_CFLAGS, cc=None, delassus=AUTO, name=None):
         if solver not in STEP_SOLVERS:
             raise InputError(f"unknown contact solver {solver!r} (known: {', '.join(STEP_SOLVERS)})")

@@ -195,7 +195,7 @@ def compare(f, robot, constraints, samples=100, seed=0, tol=DEFAULT_TOL, oracle=
     ``not_applicable``; at some samples only, in ``skipped`` with their number."""
     if getattr(robot, "coupling", None) is not None:     # the references run over independent joints
         raise DelassusError(f"robot {robot.name!r} has coupled mimic joints (mimic=True, --mimic): check compares with "
-                            f"references of independent joints; tests/test_mimic.py compares it with Pinocchio's "
+                            f"references of independent joints; tests/model/test_mimic.py compares it with Pinocchio's "
                             f"mimic model")
     oracle = oracle or NumpySession(robot, constraints)
     rng = np.random.default_rng(seed)

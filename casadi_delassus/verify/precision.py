@@ -11,7 +11,7 @@ build stores that record in the manifest's ``precision`` entry (codegen/build.py
 
 The record is a measurement, not a proven bound: ``within_bound`` checks a function on fresh
 samples (another seed) against CHECK_FACTOR times it.  Float code that is wrong (a constant
-rounded badly, an operation dropped) errs by far more than that (tests/test_precision.py).
+rounded badly, an operation dropped) errs by far more than that (tests/verify/test_precision.py).
 The double function compared with is any callable of the same inputs: at build, the traced
 SX function evaluated by CasADi (:func:`sx_outputs`); in ``check``, the compiled double twin.
 """

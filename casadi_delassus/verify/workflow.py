@@ -4,7 +4,7 @@ return one typed row per algorithm and oracle (``CheckRow``) or per derivative
 their outcomes, so the command and the Python call run the same comparison.
 
 Building is the caller's: it passes ``generate`` (api.generate with its output folder and
-flags bound), since verify/ sits below the API (tests/test_imports.py).  The tolerance rule is
+flags bound), since verify/ sits below the API (tests/project/test_imports.py).  The tolerance rule is
 verify/check.py's; the derivative rules are verify/derivatives.py's and
 verify/derivative_oracle.py's."""
 from __future__ import annotations

@@ -31,10 +31,10 @@ def test_step_refuses_a_sphere_and_a_scenario_of_welds(tmp_path):
 def test_step_takes_a_scenario_and_defaults_to_auto(tmp_path):
     """-s 4F3 builds the step of -c on the four feet (the same .so: the same specs), and auto picks PGS there
     (contact/step.py auto_solver: no body carries more than two contacts)."""
-    code, out, err = in_process("step", "go1", "-s", "4F3", "--samples", "2", "-o", str(tmp_path))
+    code, out, err = in_process("step", "go1", "-s", "4F3", "--samples", "6", "-o", str(tmp_path))
     assert code == 0 and ", pgs -> " in out and "PASS" in out, (out, err)
     code, out_c, _ = in_process("step", "go1", *[x for f in ("FL", "FR", "RL", "RR") for x in ("-c", f"{f}_foot")],
-                                "--samples", "2", "-o", str(tmp_path))
+                                "--samples", "6", "-o", str(tmp_path))
     assert code == 0 and out_c.splitlines()[0].split(" -> ")[1] == out.splitlines()[0].split(" -> ")[1]
 
 

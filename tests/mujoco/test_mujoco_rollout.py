@@ -2,6 +2,8 @@
 equal (qpos to 1e-6 absolute, qvel to 1e-5 relative) with MuJoCo's solver set to Newton at a tight tolerance (the
 convex problem's answer is unique; MuJoCo's defaults stop earlier and differ by their tolerance), and bad input
 refused in one line.  (No tests/mujoco/__init__.py: a package called ``mujoco`` would hide MuJoCo itself.)"""
+import warnings
+
 import numpy as np
 import pytest
 
@@ -24,12 +26,14 @@ def tight(m):
     return m
 
 
-def rig(keep_sensors=False):
+def rig(keep_sensors=False, couple=None):
     """tests/models/mjcf_rig.xml without its sensors (``keep_sensors``: without its touch sensors) and with contacts
     against the floor only (the compiled rollout refuses touch sensors and body-body sphere-box pairs by name): free,
     ball, hinge and slide joints, limits, friction loss, equality, actuators with ranges, condim 1/3/4/6 contacts
-    (pyramidal), Euler with implicit damping."""
+    (pyramidal), Euler with implicit damping.  ``couple``: the joint the knee's joint equality couples (the hip)."""
     spec = mujoco.MjSpec.from_file(str(path_of("mjcf_rig")))
+    if couple:
+        next(e for e in spec.equalities if e.name == "couple").name2 = couple
     for s in list(spec.sensors):
         if not keep_sensors or s.type == mujoco.mjtSensor.mjSENS_TOUCH:
             spec.delete(s)
@@ -130,6 +134,20 @@ def test_rig_variants_equal_mujoco_rollout(tmp_path, option, value, seed):
     ours, _ = cd.mujoco_rollout(m, mujoco.MjData(m), x0, u, out_dir=tmp_path)
     ref, _ = mj_rollout.rollout(m, mujoco.MjData(m), x0, u)
     assert contacts_seen(m, x0, u)
+    dq, dv = errors(m, ours, ref)
+    assert dq <= 1e-6 and dv <= 1e-5, (dq, dv)
+
+
+def test_cross_branch_equality_equals_mujoco_rollout(tmp_path):
+    """The rig with its joint equality coupling the knee (leg) to the elbow (arm): that row's columns lie on two
+    branches of the dof tree, so the Newton Hessian loses M's tree sparsity and the solve factors it densely (the
+    tree factor alone drops the knee-elbow entry: its solves then stop at the iteration limit, with a warning)."""
+    m = rig(couple="elbow")
+    x0, u = start(m, 3, 11), controls(m, 3, 300)
+    with warnings.catch_warnings():
+        warnings.simplefilter("error", RuntimeWarning)
+        ours, _ = cd.mujoco_rollout(m, mujoco.MjData(m), x0, u, out_dir=tmp_path)
+    ref, _ = mj_rollout.rollout(m, mujoco.MjData(m), x0, u)
     dq, dv = errors(m, ours, ref)
     assert dq <= 1e-6 and dv <= 1e-5, (dq, dv)
 

@@ -16,7 +16,7 @@ FIELDS = ("pos", "frame", "dist", "includemargin", "friction", "solref", "solref
 ROBOSUITE = ("go2", "g1", "h1")
 
 
-def _installed(dist, rel):
+def installed(dist, rel):
     try:
         path = importlib.metadata.distribution(dist).locate_file(rel)
     except importlib.metadata.PackageNotFoundError:
@@ -26,13 +26,13 @@ def _installed(dist, rel):
 
 def gymnasium_model(name):
     """Gymnasium's ``<name>.xml`` (it has its own floor)."""
-    return mujoco.MjModel.from_xml_path(str(_installed("gymnasium", f"gymnasium/envs/mujoco/assets/{name}.xml")))
+    return mujoco.MjModel.from_xml_path(str(installed("gymnasium", f"gymnasium/envs/mujoco/assets/{name}.xml")))
 
 
 def robosuite_spec(name):
     """robosuite-models' robot ``name`` with a floor as Menagerie's scene.xml adds one (a plane in
     the worldbody), as an MjSpec."""
-    spec = mujoco.MjSpec.from_file(str(_installed("robosuite-models", f"robosuite_models/assets/robots/{name}/robot.xml")))
+    spec = mujoco.MjSpec.from_file(str(installed("robosuite-models", f"robosuite_models/assets/robots/{name}/robot.xml")))
     spec.worldbody.add_geom(type=mujoco.mjtGeom.mjGEOM_PLANE, size=[0, 0, 0.05], name="floor")
     return spec
 

@@ -13,7 +13,7 @@ from casadi_delassus.codegen.precision import to_float
 from casadi_delassus.errors import DelassusError, InputError
 from casadi_delassus.verify import precision
 
-# the double batch equals its single calls to 1e-14 (tests/test_batch.py), ~45 ulp of double:
+# the double batch equals its single calls to 1e-14 (tests/runtime/test_batch.py), ~45 ulp of double:
 # the same number of float ulp (FMA contraction differs between the scalar and the vector code)
 FLOAT_ULPS_45 = 45 * np.finfo(np.float32).eps
 

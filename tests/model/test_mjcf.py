@@ -28,7 +28,7 @@ from casadi_delassus.verify import mujoco_oracle as mo  # noqa: E402
 
 N = 20
 TOL = 1e-9
-CREATURE = Path(__file__).parent / "models" / "mjcf_ball_creature.xml"
+CREATURE = Path(__file__).parents[1] / "models" / "mjcf_ball_creature.xml"
 
 
 def gymnasium_asset(name):
@@ -311,7 +311,7 @@ def test_mujoco_session_judges_every_output(name):
         pair.expected("delassus", x)
 
 
-EQUALITY = Path(__file__).parent / "models" / "mjcf_equality.xml"
+EQUALITY = Path(__file__).parents[1] / "models" / "mjcf_equality.xml"
 
 
 def test_equality_constraints_become_a_scenario(capsys):

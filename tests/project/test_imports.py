@@ -17,7 +17,7 @@ from pathlib import Path
 
 import pytest
 
-PACKAGE = Path(__file__).resolve().parents[1] / "casadi_delassus"
+PACKAGE = Path(__file__).resolve().parents[2] / "casadi_delassus"
 RANK = {"errors": 0, "names": 0, "progress": 0, "version": 0, "model": 1, "symbolic": 2, "constraints": 3, "sweeps": 4,
         "delassus": 5, "dynamics": 5, "operators": 5, "opcount": 6, "registry": 7,
         "runtime": 7.5, "codegen": 8, "stepping": 8, "verify": 8, "report": 8, "executor": 8, "contact_modes": 9, "contact": 5.6, "mujoco_model": 5.5, "api": 9, "simulation": 9.5, "mujoco": 9.5, "timing": 10, "cli": 11, "__init__": 12, "__main__": 12}

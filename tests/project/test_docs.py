@@ -17,7 +17,7 @@ from pathlib import Path
 
 import pytest
 
-REPO = Path(__file__).resolve().parents[1]
+REPO = Path(__file__).resolve().parents[2]
 README = REPO / "README.md"
 PAGES = [README, *sorted((REPO / "docs").glob("*.md"))]
 RUNNABLE = re.compile(r"^<!-- runnable -->\n```(\w+)\n(.*?)^```$", re.M | re.S)
@@ -102,10 +102,16 @@ def test_commands_joins_continuations_and_skips_output():
     assert commands(block) == ["casadi-delassus count go1 -s 4F3", "ls"]
 
 
-def test_site_builds_strictly(tmp_path):
-    site = tmp_path / "site"
-    run = subprocess.run([sys.executable, "-m", "mkdocs", "build", "--strict", "--site-dir", str(site)], cwd=REPO,
-                         capture_output=True, text=True, timeout=600)
+@pytest.fixture(scope="module")
+def built(tmp_path_factory):
+    """(the site folder, the CompletedProcess) of one `mkdocs build --strict`, which both site tests read."""
+    site = tmp_path_factory.mktemp("docs_site") / "site"
+    command = [sys.executable, "-m", "mkdocs", "build", "--strict", "--site-dir", str(site)]
+    return site, subprocess.run(command, cwd=REPO, capture_output=True, text=True, timeout=600)
+
+
+def test_site_builds_strictly(built):
+    site, run = built
     assert run.returncode == 0, run.stdout[-2000:] + run.stderr[-4000:]
     api = (site / "python" / "index.html").read_text()
     assert "Trace, count, emit, compile and load" in api     # the reference is rendered from the docstrings
@@ -114,13 +120,12 @@ def test_site_builds_strictly(tmp_path):
     assert not swallowed, "lists rendered inside the paragraph before them (no blank line):\n" + "\n".join(swallowed)
 
 
-def test_table_cells_wrap_in_the_theme(tmp_path):
+def test_table_cells_wrap_in_the_theme(built):
     """The readthedocs theme keeps every table cell on one line (white-space: nowrap) inside a
     scrolled box, so a wide table shows its first column only: docs/css/tables.css lets them wrap,
     and every page links it."""
-    site = tmp_path / "site"
-    subprocess.run([sys.executable, "-m", "mkdocs", "build", "--strict", "--site-dir", str(site)], cwd=REPO,
-                   capture_output=True, text=True, timeout=600, check=True)
+    site, run = built
+    assert run.returncode == 0, run.stderr[-4000:]
     css = (site / "css" / "tables.css").read_text()
     rule = re.search(r"\.wy-table-responsive table td,\s*\.wy-table-responsive table th\s*\{([^}]*)\}", css)
     assert rule and re.search(r"white-space:\s*normal", rule[1]), css

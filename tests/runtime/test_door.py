@@ -20,7 +20,7 @@ from casadi_delassus.runtime.inputs import UNIT_TOL
 from casadi_delassus.errors import DelassusError, InputError
 
 from conftest import model_for
-from test_bad_inputs import BAD_Q, K, WORDS
+from robustness.test_bad_inputs import BAD_Q, K, WORDS
 
 pytestmark = pytest.mark.skipif(door.extension() is None, reason=f"the door cannot be built here: {door.why()}")
 

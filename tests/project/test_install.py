@@ -19,9 +19,9 @@ from pathlib import Path
 
 import pytest
 
-from test_docs import README, examples
+from project.test_docs import README, examples
 
-REPO = Path(__file__).resolve().parents[1]
+REPO = Path(__file__).resolve().parents[2]
 PACKAGE = REPO / "casadi_delassus"
 
 

@@ -15,7 +15,7 @@ try:
 except importlib.metadata.PackageNotFoundError:
     pytest.skip("example-robot-data is not installed", allow_module_level=True)
 
-_spec = importlib.util.spec_from_file_location("erd_models", Path(__file__).resolve().parents[1] / "bench" / "erd_models.py")
+_spec = importlib.util.spec_from_file_location("erd_models", Path(__file__).resolve().parents[2] / "bench" / "erd_models.py")
 erd = importlib.util.module_from_spec(_spec)
 _spec.loader.exec_module(erd)
 
