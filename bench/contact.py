@@ -15,7 +15,7 @@ import argparse
 import os
 
 import common
-from casadi_delassus.contact.step import step_parts
+from casadi_delassus.codegen.contact_step import step_parts
 from casadi_delassus.timing import contact_bench as cb
 from casadi_delassus.timing.phases import instructions
 

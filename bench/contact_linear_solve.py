@@ -1,4 +1,4 @@
-"""Where the contact step's matrix-free linear solve (contact/step.py ``linear_solve``) becomes
+"""Where the contact step's matrix-free linear solve (codegen/contact_step.py ``linear_solve``) becomes
 cheaper than G's dense LDLᵀ: Talos at talos_stand's state with k points per sole (a k/2 × 2 grid
 over the sole's 0.2 × 0.1 m, both soles: m = 6k rows), go1 with 1 and 3 points per foot.  Per
 case: the instructions of one refactorization and one solve of each route, the count ``auto``
@@ -19,6 +19,7 @@ import numpy as np
 
 import common
 from casadi_delassus import contact_step
+from casadi_delassus.codegen.contact_step import delassus_function, linear_solve_costs
 from casadi_delassus.contact import step as st
 from casadi_delassus.model import load_robot
 from casadi_delassus.opcount import count_ops
@@ -52,8 +53,8 @@ def counts(robot, specs):
     n = lambda f: count_ops(f)["instructions"]     # noqa: E731
     factor, solve = st.damped_inverse_functions(cs.m, "b")
     first, mf_factor, mf_solve = st.matrix_free_functions(robot, cs, "b")
-    prep = st.step_functions(robot, cs, "b", st.AUTO, first)[0]
-    costs = st.linear_solve_costs(prep, mf_factor, mf_solve, cs.m, "b")
+    prep = st.step_functions(robot, cs, "b", delassus_function(robot, cs, "auto")[1], first)[0]
+    costs = linear_solve_costs(prep, mf_factor, mf_solve, cs.m, "b")
     return n(factor), n(solve), n(mf_factor), n(mf_solve), costs, min(costs, key=costs.get)
 
 

@@ -22,7 +22,8 @@ import time
 import numpy as np
 from common import publish
 
-from casadi_delassus.contact.mujoco_step import mujoco_contact_step, mujoco_contacts, soft_parameters
+from casadi_delassus import mujoco_contact_step
+from casadi_delassus.contact.mujoco_step import mujoco_contacts, soft_parameters
 from casadi_delassus.model.mjcf import mujoco_module
 from casadi_delassus.verify.mujoco_contact_scenes import scene, state
 

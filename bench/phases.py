@@ -24,7 +24,11 @@ import common
 import casadi_delassus as cd
 from casadi_delassus.simulation import simulate as sim
 from casadi_delassus.contact.rollout import loop_functions
-from casadi_delassus.contact.step import contact_step, solver_options, step_parts
+from casadi_delassus.codegen.trace import trace
+from casadi_delassus.constraints import ConstraintSet
+from casadi_delassus import contact_step
+from casadi_delassus.codegen.contact_step import step_parts
+from casadi_delassus.runtime.contact_step import solver_options
 from casadi_delassus.timing import phases as ph
 from casadi_delassus.verify import contact_problems as cp
 from simulate import DT, GO1_FEET, KD, KP          # bench/simulate.py's go1 scene and PD
@@ -32,7 +36,7 @@ from simulate import DT, GO1_FEET, KD, KP          # bench/simulate.py's go1 sce
 
 def values_at(prep, factor, q, v, tau, dt, lam, eta=1e-8):
     """Every function's inputs by name at (q, v, τ): prep's outputs, λ, ADMM's first damping (√(max·min) of G's
-    diagonal + η, contact/templates/step.c.j2) and the factors it gives."""
+    diagonal + η, codegen/templates/contact_step.c.j2) and the factors it gives."""
     vals = {"q": q, "v": v, "tau": tau, "dt": [dt]}
     vals |= ph.evaluate(prep, vals)
     m = len(lam)
@@ -115,7 +119,8 @@ def rollout_phases(args, peak):
     compiled = factory.rollout(scene, p.q)
     m = compiled.manifest
     prep, post, chosen, factor, solve, _ = step_parts(robot, compiled.contacts, m["function"], m["delassus"], "dense")
-    integrate, positions, free = loop_functions(robot, scene._positions, m["function"])
+    aba = trace(robot, ConstraintSet(robot, [], allow_empty=True), "aba", cse=True)[0]
+    integrate, positions, free = loop_functions(robot, scene._positions, m["function"], aba)
     # at the standing state: the PD's torque there (0: q is its reference, v = 0), the rollout's last impulses
     vals = values_at(prep, factor, p.q, v0, np.zeros(robot.nv), DT, first.forces[-1].ravel() * DT)
     fns = [("gaps: candidates' world positions", positions), ("v_free, G, g, w", prep), ("M⁻¹Jᵀλ", post),

@@ -28,7 +28,7 @@ import time
 import numpy as np
 
 import common
-from casadi_delassus.contact import derivative_check as check
+from casadi_delassus.verify import step_derivative_check as check
 
 
 def gcc_cost(deriv):

@@ -17,8 +17,8 @@ from .constraints import ConstraintSet  # noqa: E402
 from .errors import (ArtifactError, CompilerError, ConstraintError, DelassusError, DerivativeWarning,  # noqa: E402
                      InputError, ModelError, OutputError)
 from .contact_modes import Library, library, load_library  # noqa: E402
-from .contact.step import ContactStep, contact_step  # noqa: E402
-from .contact.mujoco_step import MujocoContactStep, mujoco_contact_step  # noqa: E402
+from .stepping.contact import ContactStep, contact_step  # noqa: E402
+from .mujoco.step import MujocoContactStep, mujoco_contact_step  # noqa: E402
 from .mujoco import mujoco_rollout  # noqa: E402
 from .simulation.simulate import LinearFeedback, Rollout, pd_controller, simulate  # noqa: E402
 from .simulation.simulate import place_robot as place  # noqa: E402

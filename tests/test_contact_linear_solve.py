@@ -1,4 +1,4 @@
-"""ADMM's linear solve in the compiled step (contact/step.py ``linear_solve``): the staged
+"""ADMM's linear solve in the compiled step (codegen/contact_step.py ``linear_solve``): the staged
 matrix-free damped inverse gives the dense LDLᵀ route's answer to the solver tolerance, on go1's
 four feet and on three points per foot (m = 36, G singular as on Talos's soles), with and
 without run-time normals; ``auto`` takes the route with fewer instructions and the manifest says
@@ -7,7 +7,9 @@ import numpy as np
 import pytest
 
 from casadi_delassus import contact_step
-from casadi_delassus.contact import step as step_module
+from casadi_delassus.codegen import contact_step as step_module
+from casadi_delassus.contact.step import matrix_free_functions, step_functions
+from casadi_delassus.registry import get_algorithm
 from casadi_delassus.errors import InputError
 
 pin = pytest.importorskip("pinocchio")
@@ -59,8 +61,8 @@ def test_auto_takes_the_route_with_fewer_instructions(problem):
     robot = load_robot("go1")
     cs = check_contacts(robot, problem.specs)
     prep, post, chosen, factor, solve, route = step_module.step_parts(robot, cs, "t", "pv_osim", "auto")
-    first, mf_factor, mf_solve = step_module.matrix_free_functions(robot, cs, "t")
-    full, _, _ = step_module.step_functions(robot, cs, "t", "pv_osim", first)
+    first, mf_factor, mf_solve = matrix_free_functions(robot, cs, "t")
+    full, _ = step_functions(robot, cs, "t", get_algorithm("pv_osim").fn, first)
     costs = step_module.linear_solve_costs(full, mf_factor, mf_solve, cs.m, "t")
     assert route == min(costs, key=costs.get) == "dense"    # go1's m = 12: LDLᵀ of a 12×12 is cheap
     assert prep.n_out() == 4 and costs["matrix_free"] > costs["dense"] > 0

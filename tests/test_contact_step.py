@@ -7,7 +7,8 @@ from hypothesis import strategies as st
 
 from casadi_delassus import contact_step
 from casadi_delassus.contact import SOLVERS, Options
-from casadi_delassus.contact.step import N_INFO, c_pointer, contact_frames, solver_options
+from casadi_delassus.contact.step import contact_frames
+from casadi_delassus.runtime.contact_step import N_INFO, c_pointer, solver_options
 from casadi_delassus.errors import ConstraintError, DelassusError, InputError
 
 pin = pytest.importorskip("pinocchio")

@@ -1,4 +1,4 @@
-"""The whole rollout in one C call (contact/rollout.py, templates/rollout.c.j2): equal to the per-step loop of
+"""The whole rollout in one C call (codegen/contact_rollout.py, templates/contact_rollout.c.j2, runtime/contact_rollout.py): equal to the per-step loop of
 simulate.py on one compiled step per active set (go1 dropped 2 cm with a tilt, so that feet land one by one), to the
 NumPy reference loop, its batch entry point equal to single rollouts bit for bit, G[A, A] equal to the active set's
 own Delassus matrix, every stopping status from the C loop, and the linear feedback's bad inputs."""
@@ -12,6 +12,7 @@ from casadi_delassus.constraints import ConstraintSet
 from casadi_delassus.simulation import simulate as sim
 from casadi_delassus.simulation.simulate_batch import run_batch
 from casadi_delassus.contact.step import step_functions
+from casadi_delassus.registry import get_algorithm
 from casadi_delassus.errors import InputError
 from conftest import BOX, BOX_CORNERS, tilted_box
 
@@ -108,12 +109,13 @@ def test_c_rollout_of_a_tilted_box_equals_the_numpy_reference_loop(out_dir):
 def test_active_rows_of_the_full_delassus_are_the_active_sets(go1, stand):
     """G[A, A] of every candidate's step is the Delassus matrix of the active set A alone (and g[A] its g)."""
     args = (stand.q + 0.05 * np.random.default_rng(1).normal(size=go1.nq), np.ones(go1.nv), np.ones(go1.nv), DT)
-    full = step_functions(go1, ConstraintSet.parse(go1, [s.replace("@", ":3d-world@") for s in FEET]), "full")[0]
+    pv_osim = get_algorithm("pv_osim").fn         # every Delassus algorithm gives the same G
+    full = step_functions(go1, ConstraintSet.parse(go1, [s.replace("@", ":3d-world@") for s in FEET]), "full", pv_osim)[0]
     G, g = (np.asarray(x) for x in full(*args)[1:3])
     for A in ([0], [1, 3], [0, 2, 3]):
         rows = np.concatenate([[3 * i, 3 * i + 1, 3 * i + 2] for i in A])
         cs = ConstraintSet.parse(go1, [FEET[i].replace("@", ":3d-world@") for i in A])
-        G_A, g_A = (np.asarray(x) for x in step_functions(go1, cs, "part")[0](*args)[1:3])
+        G_A, g_A = (np.asarray(x) for x in step_functions(go1, cs, "part", pv_osim)[0](*args)[1:3])
         assert np.abs(G[np.ix_(rows, rows)] - G_A).max() <= 1e-13 * np.abs(G_A).max()
         assert np.abs(g[rows].ravel() - g_A.ravel()).max() <= 1e-13 * np.abs(g_A).max()
 
@@ -201,7 +203,7 @@ def test_feedback_of_another_robot_is_refused(scene, stand, compiled):
                                              ({"max_iter": 2.5}, "max_iter: must be an integer")])
 def test_rollout_solver_settings_are_checked_before_building(scene, stand, tmp_path, kwargs, message):
     """The rollout's opts[] are the step's (step.solver_options): refused in one line, and nothing is built."""
-    from casadi_delassus.contact.rollout import CompiledRollout
+    from casadi_delassus.stepping.rollout import CompiledRollout
     with pytest.raises(InputError, match=message):
         CompiledRollout(scene.robot, scene.specs(stand.q), scene._positions, out_dir=tmp_path, **kwargs)
     assert not any(tmp_path.iterdir())
@@ -397,7 +399,7 @@ def test_a_rollout_in_progress_parts_is_the_same_rollout_and_shows_its_steps(sce
     """Cut into PROGRESS_PARTS parts (MIN_PART_WORK 1), the C rollout equals the one-call rollout bit for bit, and its
     heartbeat lines (AFTER 0, stderr piped) count the steps up to 200/200; CASADI_DELASSUS_QUIET=1 silences them."""
     from casadi_delassus import progress
-    from casadi_delassus.contact import rollout
+    from casadi_delassus.runtime import contact_rollout as rollout
     q0, v0 = _dropped(scene, stand, (0.5, 0.0, 0.0))
     whole = sim.run(scene, q0, v0, 0.2, DT, pd, compiled)
     monkeypatch.setattr(rollout, "MIN_PART_WORK", 1)

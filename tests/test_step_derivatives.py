@@ -13,7 +13,7 @@ from casadi_delassus.errors import DelassusError, InputError
 
 pytest.importorskip("pinocchio")
 from casadi_delassus.verify import contact_problems as cp  # noqa: E402
-from casadi_delassus.contact import derivative_check as check  # noqa: E402
+from casadi_delassus.verify import step_derivative_check as check  # noqa: E402
 
 H = 1e-5
 

@@ -724,7 +724,7 @@ def _step_kind(out):
 
 def _rollout_kind(out):
     from casadi_delassus.simulation import simulate as sim
-    from casadi_delassus.contact.rollout import CompiledRollout
+    from casadi_delassus.stepping.rollout import CompiledRollout
     robot, q, _, _ = _chain_state()
     scene = sim.Scene(robot, ["link3@0,0,0.1"])
     scene.height = float(scene.positions(q)[0] @ scene.normal) - 0.1 + 1e-3      # touching at q
@@ -735,7 +735,8 @@ def _rollout_kind(out):
 
 def _mjsoft_kind(out):
     mujoco = pytest.importorskip("mujoco")
-    from casadi_delassus.contact.mujoco_step import mujoco_contact_step, mujoco_contacts
+    from casadi_delassus import mujoco_contact_step
+    from casadi_delassus.contact.mujoco_step import mujoco_contacts
     m = mujoco.MjModel.from_xml_string('<mujoco model="ball"><worldbody><geom type="plane" size="5 5 .1"/>'
                                        '<body name="ball" pos="0 0 0.099"><freejoint/>'
                                        '<geom type="sphere" size="0.1" mass="1"/></body></worldbody></mujoco>')
@@ -747,7 +748,7 @@ def _mjsoft_kind(out):
 
 
 def _step_derivatives_kind(out):
-    from casadi_delassus.contact.step_derivatives import StepDerivatives
+    from casadi_delassus.stepping.derivatives import StepDerivatives
     robot, q, v, tau = _chain_state()
     d = StepDerivatives(robot, ["link3:3d-world"], out_dir=out, cflags=("-O1",))
     values = [np.array(x) for x in d._f["parts"](q, v, tau, 1e-3, [0.1, -0.2, 3.0])]

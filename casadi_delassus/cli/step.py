@@ -23,15 +23,16 @@ from .options import (ROBOT_HELP, STEP_MAX_SAMPLES, base_opt, contact_candidates
               help=f"random states checked against the NumPy reference (1 to {STEP_MAX_SAMPLES:,})")
 @click.option("--linear-solve", type=click.Choice(["auto", "dense", "matrix_free"]), default="auto", show_default=True,
               help="ADMM's (G + rho I)^-1: G's dense LDL^T, the staged matrix-free damped inverse, or the fewer "
-                   "instructions (contact/step.py step_parts)")
+                   "instructions (codegen/contact_step.py step_parts)")
 @with_options(gen_opts[:3])
 def step_command(robot, fixed_base, contacts, scenario, solver, relaxed, mu, samples, linear_solve, out_dir, cflags,
                  cc):  # not `step`: progress.step
     """Generate, compile and check the contact step <name>_step (contact/step.py): v_free, the
     Delassus matrix and a frictional-contact ADMM or PGS solve in one C function; its contacts
     are points (candidates without /r), rows [t1, t2, n] along the world axes."""
-    from ..contact.check import LAMBDA_TOL, check_step
-    from ..contact.step import DEFAULT_CFLAGS as STEP_CFLAGS, contact_step
+    from ..verify.step_check import LAMBDA_TOL, check_step
+    from ..codegen.contact_step import DEFAULT_CFLAGS as STEP_CFLAGS
+    from ..stepping.contact import contact_step
     robot = load_robot(robot, floating_base=floating(fixed_base))
     s = contact_step(robot, contact_candidates(robot, contacts, scenario), solver=solver, mu=mu,
                      relaxed=relaxed, out_dir=out_dir, cflags=tuple(cflags.split()) if cflags else STEP_CFLAGS, cc=cc,

@@ -131,7 +131,7 @@ def compile_shared(c_file, so_file, cflags, cc):
     return time.perf_counter() - t0, cmd
 
 
-BUILT_KINDS = ("c", "so")        # the files build_cached keeps and seals
+BUILT_KINDS = artifact.BUILT_KINDS      # the files build_cached keeps and seals
 
 
 def build_cached(folder, stem, make, cc, key, what, timed=False):

@@ -11,7 +11,7 @@ A node of stage s that a stage after s + 1 reads is passed through the stages be
 each stage reads only its predecessor's vector.  Re-evaluating for a new vector then costs
 the last stage only, for a new damping the last two.
 
-The split is CasADi's ``extract_parametric`` with ``extract_trivial`` (a bare input or an
+The split (symbolic/staging.py, pure SX) is CasADi's ``extract_parametric`` with ``extract_trivial`` (a bare input or an
 earlier stored value that a later stage reads is stored too), applied stage by stage: it cuts
 the graph exactly at the boundary nodes above (tests/codegen/test_staging.py checks this against
 an independent walk over the Function's instructions) in milliseconds on graphs of 10⁴–10⁵
@@ -21,7 +21,6 @@ add up to the monolithic count plus the few constants two stages share.
 from __future__ import annotations
 
 import time
-from dataclasses import dataclass
 from pathlib import Path
 
 import casadi as ca
@@ -30,62 +29,9 @@ import numpy as np
 from ..registry import get_algorithm
 from ..errors import DelassusError
 from ..runtime import artifact
+from ..symbolic.staging import Stage, split, stacked, work_name
 from .build import DEFAULT_CFLAGS, content_hash, find_compiler, make_manifest, write_compiled
 from .trace import trace
-
-
-@dataclass
-class Stage:
-    name: str
-    function: ca.Function       # (own inputs..., w_<previous stage>) -> w_<name>, or f's outputs
-    inputs: list                # names of its own inputs, in f's order
-    work_in: str | None         # name of the stored vector it reads (None for the first stage)
-    work_out: str | None        # name of the vector it stores (None for the last stage)
-
-
-def work_name(stage):
-    return f"w_{stage}"
-
-
-def _check_partition(f, stages):
-    names = list(f.name_in())
-    given = [n for _, group in stages for n in group]
-    unknown = [n for n in given if n not in names]
-    if unknown:
-        raise DelassusError(f"stages name unknown inputs {unknown}; {f.name()} takes {names}")
-    if sorted(given) != sorted(names):
-        missing = [n for n in names if n not in given]
-        twice = sorted({n for n in given if given.count(n) > 1})
-        raise DelassusError(f"stages must split the inputs of {f.name()} ({names}) into disjoint groups: "
-                            + (f"missing {missing}" if missing else f"{twice} given twice"))
-    if any(not group for _, group in stages) or len(stages) < 2:
-        raise DelassusError(f"stages of {f.name()} need at least two non-empty groups, got {stages}")
-
-
-def _column(scalars):
-    return ca.vertcat(*scalars) if scalars else ca.SX(0, 1)
-
-
-def split(f, stages):
-    """One casadi.Function per stage.  ``stages``: [(name, [input names of f])], in evaluation
-    order, partitioning f's inputs.  Returns [Stage]."""
-    _check_partition(f, stages)
-    sym = dict(zip(f.name_in(), f.sx_in()))
-    rest = f.call(list(sym.values()))
-    out, work_in, w = [], None, None          # the previous stage's stored vector: name, symbols
-    for k, (name, group) in enumerate(stages):
-        own = [n for n in f.name_in() if n in group]
-        args = [sym[n] for n in own] + ([w] if work_in else [])
-        arg_names = own + ([work_in] if work_in else [])
-        fname = f"{f.name()}_{name}"
-        if k == len(stages) - 1:
-            out.append(Stage(name, ca.Function(fname, args, rest, arg_names, list(f.name_out())), own, work_in, None))
-            break
-        rest, w_syms, w_exprs = ca.extract_parametric(rest, args, {"extract_trivial": True, "prefix": f"{name}_"})
-        fn = ca.Function(fname, args, [_column(w_exprs)], arg_names, [work_name(name)])
-        out.append(Stage(name, fn, own, work_in, work_name(name)))
-        work_in, w = work_name(name), _column(w_syms)
-    return out
 
 
 def algorithm_stages(algorithm, input_names):
@@ -212,7 +158,7 @@ def split_outputs(f, groups):
         return expr
     first = build(shared, {})
     w = ca.SX.sym(work_name(SHARED), len(stored))
-    stages = [Stage(SHARED, ca.Function(f"{f.name()}_{SHARED}", sym, [_column([first[k] for k in stored])],
+    stages = [Stage(SHARED, ca.Function(f"{f.name()}_{SHARED}", sym, [stacked([first[k] for k in stored])],
                                         list(f.name_in()), [work_name(SHARED)]), list(f.name_in()), None, work_name(SHARED))]
     for g, (gname, outs) in enumerate(groups):
         own = {k for k in computed if need[k] == 1 << g}

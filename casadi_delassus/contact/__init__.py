@@ -1,6 +1,10 @@
-"""Frictional contact on the robot's own Delassus matrix: cones and the De Saxcé map
+"""Frictional contact on the robot's own Delassus matrix, as mathematics: cones and the De Saxcé map
 (cones.py), the NCP residuals (residuals.py), ADMM (admm.py) and PGS (pgs.py) as NumPy
-references, and the compiled step built on the Delassus family (step.py)."""
+references, what a solve returns (result.py), the contact candidates (candidates.py), and the SX of the compiled
+kinds: the step built on the Delassus family (step.py), the rollout's loop (rollout.py), the step's derivatives
+(step_derivatives.py) and MuJoCo's soft step (mujoco_soft.py, mujoco_step.py).  No C and no loading here: their C
+is codegen/'s (contact_step.py, contact_rollout.py, step_derivatives.py, mujoco_step.py), their loading and call
+runtime/'s, their entry points stepping/'s and mujoco/'s (tests/test_imports.py)."""
 import dataclasses
 
 from .result import Options, Result
@@ -12,7 +16,7 @@ SOLVERS = {"admm": admm.solve, "pgs": pgs.solve}
 def pgs_then_admm(G, g, mu, exact=True, lam0=None, options=Options()):
     """PGS, then ADMM from the same warm start where PGS does not converge: solver "auto"'s solve where it picks PGS
     (PGS crawls on some sets a toppling humanoid meets, which ADMM finishes: docs/contact.md); the iterations count
-    both solvers'.  templates/step.c.j2 (solve_contacts) does the same in C."""
+    both solvers'.  codegen/templates/contact_step.c.j2 (solve_contacts) does the same in C."""
     first = pgs.solve(G, g, mu, exact, lam0, options)
     if first.converged:
         return first

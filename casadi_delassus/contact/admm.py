@@ -1,5 +1,5 @@
 """ADMM on the frictional contact problem, NumPy reference (the compiled step's loop,
-contact/step.c.j2, runs the same iteration).
+codegen/templates/contact_step.c.j2, runs the same iteration).
 
 Problem (Carpentier et al. 2024, "From compliant to rigid contact simulation: a unified and
 efficient approach", RSS, Sec. III-IV, the method of Pinocchio 4's ADMMConstraintSolver; the

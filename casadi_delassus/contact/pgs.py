@@ -1,5 +1,5 @@
 """Projected Gauss–Seidel on the frictional contact problem, NumPy reference (the compiled
-loop in step.c.j2 runs the same sweep).
+loop in codegen/templates/contact_step.c.j2 runs the same sweep).
 
 Per-contact block Gauss–Seidel on G's 3×3 diagonal blocks (Carpentier et al. 2024, RSS, the
 PGS baseline it compares ADMM with, and Pinocchio 4's PGSConstraintSolver; Jean and Moreau's

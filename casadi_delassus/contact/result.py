@@ -1,6 +1,6 @@
 """What a contact solve returns and is told: options (their defaults, and the compiled loops' opts[] layout, from
 which the templates' OPT_* enums are rendered), statuses, the one stopping test the NumPy solvers and the compiled
-loop (templates/step.c.j2) share, and what a step returns, whichever made it (the compiled step, the NumPy reference
+loop (codegen/templates/contact_step.c.j2) share, and what a step returns, whichever made it (the compiled step, the NumPy reference
 step, the time-stepping loop's free step)."""
 from __future__ import annotations
 

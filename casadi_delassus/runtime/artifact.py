@@ -58,6 +58,7 @@ MANIFEST_FORMAT = 2
 ARTIFACTS = {"function": "generated function", "library": "contact-mode library", "cuda": "CUDA function",
              "step": "contact step", "rollout": "rollout", "mjsoft": "MuJoCo contact step", "mjrollout": "MuJoCo rollout",
              "step_derivatives": "contact step's derivatives"}
+BUILT_KINDS = ("c", "so")       # the files of a compiled C library that its seal covers (codegen/build.py build_cached)
 
 
 # -- names ----------------------------------------------------------------------------------

@@ -1,4 +1,4 @@
-"""A fixed linear feedback controller, the one kind of controller the rollout runs in C (contact/rollout.py):
+"""A fixed linear feedback controller, the one kind of controller the rollout runs in C (codegen/contact_rollout.py):
 
     τ = τ_ff + Kp e + Kd (v_ref − v),    e_j = q_ref − q on the one-DoF joint (revolute, prismatic) of velocity j,
                                           θ_ref ⊖ θ on a continuous joint (q = (cos θ, sin θ)): the angle from
@@ -50,7 +50,7 @@ def _gain(name, K, nv):
 
 def angle_error(c_ref, s_ref, c, s):
     """θ_ref ⊖ θ in (−π, π] from (cos, sin) of both: atan2 of the sine and cosine of their difference (the C rollout's
-    feedback computes the same, templates/rollout.c.j2)."""
+    feedback computes the same, codegen/templates/contact_rollout.c.j2)."""
     return np.arctan2(s_ref * c - c_ref * s, c_ref * c + s_ref * s)
 
 

@@ -62,9 +62,9 @@ FALL_DEPTH = -1.0          # a gap below this (m) is a body through the ground, 
 MARGIN = 1e-6
 OK, FREE, COLD = "ok", "free", "ok after a cold start"
 NAN_STATE, FELL, CONTROLLER, NOT_CONVERGED = "nan state", "fell through", "controller diverged", "not converged"
-INTERRUPTED = "interrupted"         # Ctrl-C during a C rollout (contact/rollout.py): what was computed is kept
+INTERRUPTED = "interrupted"         # Ctrl-C during a C rollout (runtime/contact_rollout.py): what was computed is kept
 STOPPING = (NAN_STATE, FELL, CONTROLLER, NOT_CONVERGED, INTERRUPTED)
-ROLLOUT_STATUSES = (OK, FREE, COLD, *STOPPING)      # by the codes of the C rollout (templates/rollout.c.j2)
+ROLLOUT_STATUSES = (OK, FREE, COLD, *STOPPING)      # by the codes of the C rollout (codegen/templates/contact_rollout.c.j2)
 # Baumgarte's β by default: a landing's penetration d⁻ closes by this fraction a step (0.5 mm to 1e-6 m in ~60 steps);
 # the outward velocity it asks, β |d⁻| / dt ≤ β |v at impact|, is a restitution of at most β, and a hop only where
 # β² |d⁻| / dt exceeds gravity's g dt (|d⁻| > 1 mm at dt = 1 ms for β = 0.1); docs/simulate.md has the measurements.
@@ -246,7 +246,7 @@ def compiled_steps(solver="admm", tol=Options.tol, max_iter=Options.max_iter, **
     Options(tol=tol, max_iter=max_iter)
 
     def factory(robot, specs, mu, frame):
-        from ..contact.step import contact_step
+        from ..stepping.contact import contact_step
         s = contact_step(robot, specs, solver=solver, mu=mu, **build_options)
         normals = step_normals(frame, len(specs))
 
@@ -274,12 +274,12 @@ def step_normals(frame, k):
 
 
 def _rollout_builder(solver, tol, max_iter, build_options):
-    """``rollout(scene, q0)``: the scene's compiled rollout (contact/rollout.py) for a linear feedback, built once per
+    """``rollout(scene, q0)``: the scene's compiled rollout (stepping/rollout.py) for a linear feedback, built once per
     robot, friction points and candidate positions."""
     built = {}
 
     def rollout(scene, q0):
-        from ..contact.rollout import CompiledRollout
+        from ..stepping.rollout import CompiledRollout
         key = (scene.robot, tuple(scene.specs(q0)), scene._positions)
         if key not in built:
             built[key] = CompiledRollout(scene.robot, key[1], scene._positions, solver, tol, max_iter, **build_options)
@@ -544,7 +544,7 @@ def run(scene, q0, v0, T, dt, controller=None, step_factory=None, baumgarte=BAUM
     -> τ, each active set's step from ``step_factory`` (or from ``steps``, a StepCache kept
     between rollouts), with Baumgarte's gap term β = ``baumgarte``; returns a Rollout that stops at the first stopping
     status.  With a LinearFeedback controller on the compiled step the whole rollout is one C call
-    (contact/rollout.py); other controllers run this loop, one step call per step."""
+    (codegen/contact_rollout.py); other controllers run this loop, one step call per step."""
     robot = scene.robot
     q, v, n = _inputs(scene, q0, v0, T, dt)
     baumgarte, tau_limit = check_settings(baumgarte, tau_limit)

@@ -81,7 +81,7 @@ class _Batch:
 
 
 def _from_raw(scene, dt, raw):
-    """RawRollouts (contact/rollout.py, step first as a BatchRollout) as a BatchRollout."""
+    """RawRollouts (runtime/contact_rollout.py, step first as a BatchRollout) as a BatchRollout."""
     names = np.array([*ROLLOUT_STATUSES, STOPPED], dtype=object)[raw.STATUS]      # -1: stopped
     return BatchRollout(scene, dt, raw.Q, raw.V, raw.TAU, raw.GAPS, raw.FORCES, raw.ITS.astype(int), raw.RES, names)
 

@@ -28,7 +28,8 @@ import time
 
 import numpy as np
 
-from ..contact.step import auto_solver, check_contacts, contact_step
+from ..contact.step import auto_solver, check_contacts
+from ..stepping.contact import contact_step
 from ..errors import DelassusError
 from ..model import load_robot
 from ..verify import contact_problems as cp

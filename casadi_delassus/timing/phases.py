@@ -3,7 +3,7 @@
 The compiled step (contact/step.py) is CasADi code of four functions and a hand-written loop: ``<name>_prep`` (v_free
 by ABA, G by the Delassus algorithm, g = J v_free, and w, the q stage of post: one function, cse shares the
 kinematics of its parts), the solver's iterations (C; ADMM calls ``<name>_factor`` when ρ changes and
-``<name>_solve`` once per iteration), and ``<name>_post`` (M⁻¹Jᵀλ from w).  The rollout (contact/rollout.py) adds
+``<name>_solve`` once per iteration), and ``<name>_post`` (M⁻¹Jᵀλ from w).  The rollout (codegen/contact_rollout.py) adds
 ``<name>_positions`` (the candidates' world positions, for the gaps), ``<name>_integrate`` (q ⊕ dt v) and
 ``<name>_free`` (v + dt ABA when no contact is active).
 

@@ -1,6 +1,6 @@
-"""contact/check.py: the compiled step against the NumPy reference, and a check that compares nothing does not pass."""
+"""verify/step_check.py: the compiled step against the NumPy reference, and a check that compares nothing does not pass."""
 from casadi_delassus import contact_step
-from casadi_delassus.contact.check import check_step
+from casadi_delassus.verify.step_check import check_step
 
 
 def test_a_check_of_separating_states_alone_does_not_pass(out_dir):

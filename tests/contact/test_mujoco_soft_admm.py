@@ -9,7 +9,8 @@ import numpy as np
 import pytest
 
 from casadi_delassus.contact import mujoco_soft_admm as twin
-from casadi_delassus.contact.mujoco_step import mujoco_contact_step, mujoco_contacts, soft_parameters
+from casadi_delassus import mujoco_contact_step
+from casadi_delassus.contact.mujoco_step import mujoco_contacts, soft_parameters
 from casadi_delassus.contact.result import SOFT_DEFAULTS, SOFT_OPTIONS
 from casadi_delassus.errors import ModelError
 from casadi_delassus.model.mjcf import body_name

@@ -11,7 +11,8 @@ import pytest
 
 from casadi_delassus.contact import SOLVERS, pgs_then_admm
 from casadi_delassus.contact.result import STEP_OPTIONS, Options
-from casadi_delassus.contact.step import contact_step, solver_options
+from casadi_delassus import contact_step
+from casadi_delassus.runtime.contact_step import solver_options
 from casadi_delassus.errors import InputError
 
 from .conftest import TOL

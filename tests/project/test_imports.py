@@ -3,14 +3,15 @@
     model → symbolic → sweeps → {delassus, dynamics, operators} → registry → runtime → codegen → api → cli
 
 with errors, names (identifiers), progress (progress lines) and version importable everywhere, constraints between symbolic and sweeps, opcount (counting)
-beside the registry, verify (the oracles), report and executor (jobs) beside codegen, contact_modes (libraries) and contact (solvers and the compiled step) beside api, mujoco_model (MuJoCo's model as mathematics) beside them, simulation (the loop, scenes, feedback, CSV/plots) above them, timing above api.
+beside the registry, verify (the oracles), stepping (the compiled contact step's entry points), report and executor (jobs) beside codegen, contact_modes (libraries) beside api, mujoco_model (MuJoCo's model as mathematics) and contact (the contact problem, its solvers and the SX of the compiled step) after the algorithms, below the registry, simulation (the loop, scenes, feedback, CSV/plots) and mujoco above api, timing above them.
 The runtime (loading and calling generated code) never imports codegen (the compile side) but
 for the one import RUNTIME_COMPILES names, and no module imports itself through others (no
 import circle, lazy imports in functions included).  The
 mathematics (symbolic, sweeps, delassus, dynamics, operators, mujoco_model) never imports codegen, timing,
 verify, the registry or the counting; the algorithm packages do not import each other's
 modules, except where the paper defines one algorithm as another's driver with a policy; the
-NumPy reference shares no code with the algorithms.  Read from the sources with ``ast``."""
+NumPy reference shares no code with the algorithms.  contact/ (issue 35 point 1) neither loads nor emits C: no
+ctypes, no jinja2, no template.  Read from the sources with ``ast``."""
 import ast
 from pathlib import Path
 
@@ -19,9 +20,12 @@ import pytest
 PACKAGE = Path(__file__).resolve().parents[2] / "casadi_delassus"
 RANK = {"errors": 0, "names": 0, "progress": 0, "version": 0, "model": 1, "symbolic": 2, "constraints": 3, "sweeps": 4,
         "delassus": 5, "dynamics": 5, "operators": 5, "opcount": 6, "registry": 7,
-        "runtime": 7.5, "codegen": 8, "verify": 8, "report": 8, "executor": 8, "contact_modes": 9, "contact": 9, "mujoco_model": 9, "api": 9, "simulation": 9.5, "mujoco": 9.5, "timing": 10, "cli": 11, "__init__": 12, "__main__": 12}
-# mujoco_model (MuJoCo's model as SX and NumPy) is mathematics too, ranked beside contact, which reads it
-MATH = {"symbolic", "sweeps", "delassus", "dynamics", "operators", "mujoco_model"}
+        "runtime": 7.5, "codegen": 8, "stepping": 8, "verify": 8, "report": 8, "executor": 8, "contact_modes": 9, "contact": 5.6, "mujoco_model": 5.5, "api": 9, "simulation": 9.5, "mujoco": 9.5, "timing": 10, "cli": 11, "__init__": 12, "__main__": 12}
+# mujoco_model (MuJoCo's model as SX and NumPy) and contact (the contact problem: NumPy solvers, the step's SX) are
+# mathematics too; contact reads mujoco_model, codegen/ and runtime/ read both
+MATH = {"symbolic", "sweeps", "delassus", "dynamics", "operators", "mujoco_model", "contact"}
+# what the mathematics may import besides itself (names: user strings shown in one-line errors)
+MATH_MAY_IMPORT = {"errors", "names", "model", "constraints"}
 ALGORITHMS = {"delassus", "dynamics", "operators"}
 # PV paper Sec. VIII: PV-early is Alg. 1 with early elimination at every joint (pv.py's driver and
 # its policy); Sec. VI: PV-soft is ABA on augmented inertias (aba.py's solve with hooks)
@@ -71,9 +75,9 @@ def violations(graph):
                 continue
             if RANK[tlayer] > RANK[layer]:
                 bad.append(f"{mod} imports {target}: {tlayer} is above {layer}")
-            elif layer in ALGORITHMS and tlayer in ALGORITHMS and (mod, target) not in COMPOSITIONS:
+            if layer in ALGORITHMS and tlayer in ALGORITHMS and (mod, target) not in COMPOSITIONS:
                 bad.append(f"{mod} imports {target}: an algorithm imports another algorithm's module")
-            elif layer in MATH and tlayer not in MATH | {"errors", "model", "constraints"}:
+            elif layer in MATH and tlayer not in MATH | MATH_MAY_IMPORT:
                 bad.append(f"{mod} imports {target}: the mathematics imports {tlayer}")
             elif mod == "verify.reference" and tlayer in REFERENCE_FORBIDDEN:
                 bad.append(f"{mod} imports {target}: the NumPy reference shares code with the algorithms")
@@ -165,6 +169,10 @@ def test_imports_run_one_way():
     ({"mujoco_model.constraints": {"verify.mujoco_oracle"}}, "the mathematics imports verify"),
     ({"contact.step": {"simulation.simulate"}}, "simulation is above contact"),
     ({"mujoco_model.soft": {"simulation.feedback"}}, "simulation is above mujoco_model"),
+    ({"contact.step": {"codegen.build"}}, "the mathematics imports codegen"),
+    ({"contact.rollout": {"runtime.library"}}, "the mathematics imports runtime"),
+    ({"contact.step": {"registry"}}, "the mathematics imports registry"),
+    ({"contact.step_derivatives": {"stepping.derivatives"}}, "stepping is above contact"),
 ])
 def test_the_rules_catch_a_wrong_import(graph, words):
     assert any(words in v for v in violations(graph))
@@ -199,3 +207,31 @@ def test_the_version_has_one_definition():
            and node.module in (None, "casadi_delassus")]
     assert not top and [m for m, t in GRAPH.items() if "version" in t and m != "__init__"]
     assert "__version__ =" not in (PACKAGE / "__init__.py").read_text()
+
+
+def c_machinery(path):
+    """What of the machinery that loads or emits C the module at ``path`` uses in its code (not its prose): imports of
+    ctypes or jinja2, and the names that render templates, compile, load or seal."""
+    used = set()
+    for node in ast.walk(ast.parse(path.read_text())):
+        if isinstance(node, ast.Import):
+            used |= {a.name.split(".")[0] for a in node.names} & C_MACHINERY
+        elif isinstance(node, ast.ImportFrom):
+            used |= {(node.module or "").split(".")[0], *(a.name for a in node.names)} & C_MACHINERY
+        elif isinstance(node, (ast.Name, ast.Attribute)):
+            used |= {getattr(node, "id", None) or getattr(node, "attr", None)} & C_MACHINERY
+    return used
+
+
+C_MACHINERY = {"ctypes", "jinja2", "get_template", "render", "environment", "casadi_source", "build_cached",
+               "open_sealed", "open_library", "CDLL", "external", "find_compiler"}
+
+
+def test_the_contact_mathematics_neither_loads_nor_emits_c():
+    """Issue 35 point 1: contact/ is the SX and NumPy of the contact problem; its C is codegen/'s (contact_step.py and
+    the others, templates/), its loading and calling runtime/'s (ctypes, library.open_sealed)."""
+    bad = {p.relative_to(PACKAGE).as_posix(): c_machinery(p) for p in sorted((PACKAGE / "contact").rglob("*.py"))}
+    assert not {k: v for k, v in bad.items() if v} and "contact/step.py" in bad
+    assert not [p for p in (PACKAGE / "contact").rglob("*") if p.suffix in (".j2", ".c", ".h", ".so")]
+    assert c_machinery(PACKAGE / "runtime" / "contact_step.py") >= {"ctypes", "open_sealed"}      # the check sees them
+    assert c_machinery(PACKAGE / "codegen" / "contact_step.py") >= {"get_template", "build_cached"}

@@ -633,7 +633,7 @@ def step_recipes(draw):
 def contact(tmp_path_factory):
     """go1_slide's problem, its compiled step (dense route) and the step's derivatives (-O1)."""
     pytest.importorskip("pinocchio")
-    from casadi_delassus.contact.step_derivatives import step_derivatives
+    from casadi_delassus.stepping.derivatives import step_derivatives
     from casadi_delassus.verify import contact_problems as cp
     out = tmp_path_factory.mktemp("fuzz_contact")
     p = cp.build("go1_slide")
@@ -779,7 +779,8 @@ def test_fuzz_the_step_derivatives(contact, recipe, lam_how, tangent, data):
 def go2_soft(tmp_path_factory):
     """Go2 standing on MuJoCo's soft contacts: its compiled step, the model, data and the step's arguments."""
     pytest.importorskip("mujoco")
-    from casadi_delassus.contact.mujoco_step import mujoco_contact_step, mujoco_contacts, soft_parameters
+    from casadi_delassus import mujoco_contact_step
+    from casadi_delassus.contact.mujoco_step import mujoco_contacts, soft_parameters
     from casadi_delassus.errors import ModelError
     from casadi_delassus.verify.mujoco_contact_scenes import scene, state
     try:

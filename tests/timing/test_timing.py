@@ -105,7 +105,8 @@ def test_pinocchio_cpp_contact_route_is_the_whole_step_of_ours(solver, admm, out
     aba with the impulses as forces) build the problem's own G and g, give the λ and the iterations of Pinocchio's
     Python solver on them with the same ρ rule and Anderson capacity, and ours' v_next; a mode without its problem is
     refused.  Only a cached harness is exercised (see above)."""
-    from casadi_delassus.contact.step import check_contacts, contact_step
+    from casadi_delassus import contact_step
+    from casadi_delassus.contact.step import check_contacts
     from casadi_delassus.model import load_robot
     from casadi_delassus.timing import contact_bench
     from casadi_delassus.verify import contact_problems as cp
@@ -143,7 +144,7 @@ def test_mujoco_contact_model_has_our_physics_and_its_c_loop_our_qacc(out_dir):
     ours make (its contacts are soft), and the C loop's mj_forward gives the Python binding's qacc."""
     mujoco = pytest.importorskip("mujoco")
     import pinocchio as pin
-    from casadi_delassus.contact.step import contact_step
+    from casadi_delassus import contact_step
     from casadi_delassus.timing import contact_bench as cb, mujoco_contact as mc
     from casadi_delassus.verify import contact_problems as cp
     p = cp.build("go1_stand")
@@ -173,7 +174,7 @@ def test_a1_problem_is_balanced_and_ours_solves_it(out_dir):
     pytest.importorskip("pinocchio")
     pytest.importorskip("pybullet_data")
     import pinocchio as pin
-    from casadi_delassus.contact.step import contact_step
+    from casadi_delassus import contact_step
     from casadi_delassus.timing import a1_problem
     p = a1_problem.build()
     data = p.model.createData()
@@ -189,7 +190,9 @@ def test_phase_harness_calls_the_functions_casadi_evaluates(out_dir):
     """timing/phases.py: each generated function of the step, called alone from C, gives CasADi's own value; the step
     with and without its iterations is timed beside them."""
     pytest.importorskip("pinocchio")
-    from casadi_delassus.contact.step import contact_step, solver_options, step_parts
+    from casadi_delassus import contact_step
+    from casadi_delassus.codegen.contact_step import step_parts
+    from casadi_delassus.runtime.contact_step import solver_options
     from casadi_delassus.timing import phases as ph
     from casadi_delassus.verify import contact_problems as cp
     p = cp.build("go1_stand")

@@ -1,5 +1,5 @@
 """Checks of the contact step's derivatives (contact/step_derivatives.py) on the problems of
-verify/contact_problems.py (in the contact layer: it builds steps): the Jacobian against
+verify/contact_problems.py (it builds steps through stepping/): the Jacobian against
 central finite differences of the compiled step itself (mode fixed: every contact keeps its
 mode at x ± h eⱼ, each solve to ``tol`` from a cold start), and JVP against VJP by the
 dot-product test.
@@ -12,9 +12,10 @@ import numpy as np
 
 from ..errors import DelassusError
 from ..model.integrate import integrate
-from ..verify import contact_problems as cp
-from .step import contact_step
-from .step_derivatives import classify, step_derivatives
+from ..contact.step_derivatives import classify
+from ..stepping.contact import contact_step
+from ..stepping.derivatives import step_derivatives
+from . import contact_problems as cp
 
 GROUPS = ("q", "v", "tau")
 

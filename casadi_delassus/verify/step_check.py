@@ -9,10 +9,10 @@ import numpy as np
 
 from ..errors import InputError
 from ..progress import counted
-from ..verify import reference
-from . import SOLVERS, pgs_then_admm
-from .result import Options
-from .step import contact_frames
+from ..contact import SOLVERS, pgs_then_admm
+from ..contact.result import Options
+from ..contact.step import contact_frames
+from . import reference
 
 LAMBDA_TOL = 1e-6      # relative to max |λ| of the reference
 VELOCITY_TOL = 1e-9    # m/s, rad/s

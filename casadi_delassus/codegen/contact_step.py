@@ -1,0 +1,131 @@
+"""C of the contact step (contact/step.py has its mathematics): for one robot and contact set, the Delassus
+algorithm and ADMM's linear solve chosen by instruction count, the SX parts emitted by CasADi and the iteration
+loop of templates/contact_step.c.j2 around them (``<name>_step``, ``<name>_step_batch`` on runtime/pool.h's
+threads), compiled once per hash of what determines the file (build_cached, sealed: kind "step").  The
+runtime loads it (runtime/contact_step.py); ``cd.contact_step`` is the entry (stepping/contact.py)."""
+from __future__ import annotations
+
+import hashlib
+import json
+from pathlib import Path
+
+from ..contact import admm
+from ..contact.result import STEP_OPTIONS
+from ..contact.step import damped_inverse_functions, matrix_free_functions, step_functions, without_damped
+from ..errors import InputError
+from ..opcount import count_ops
+from ..registry import AUTO, get_algorithm
+from ..runtime import artifact
+from ..runtime.compiler import find_compiler
+from ..runtime.door import POOL
+from ..version import __version__
+from . import schedule, sincos
+from .build import build_cached, host_cpu, resolve_cflags, source_hash
+from .emit import TEMPLATES, casadi_source
+from .escape import Safe
+from .trace import choose_cheapest
+
+# ADMM's Anderson acceleration (contact/admm.py), the C loop's constants
+ANDERSON = {"after": admm.ANDERSON_AFTER, "memory": admm.ANDERSON_MEMORY, "safeguard": admm.ANDERSON_SAFEGUARD,
+            "reg": admm.ANDERSON_REG}
+DEFAULT_OUT = Path("codegen_out")
+DEFAULT_CFLAGS = ("auto",)      # codegen/build.py resolve_cflags: level by size, math flags, the host CPU
+# The solver loop runs its iterations in the same file as prep/post, so "auto" keeps -O2 up to this many prep+post
+# instructions, where codegen/build.py's AUTO_LEVELS (sized for one evaluation per call) already give -O1.
+STEP_O2_UP_TO = 40_000
+# ADMM's linear solve (G + (ρ+η) I)⁻¹ b: "dense" (G's LDLᵀ, m³/6 per refactorization, m² per solve) or
+# "matrix_free" (damped_inverse_apply staged, O(n + m) each); "auto" takes the one with fewer instructions for a
+# step of issue 25's problems: 5 iterations, 2 refactorizations (talos_stand, go1_stand).  The PGS loop reads G only.
+LINEAR_SOLVES = ("auto", "dense", "matrix_free")
+LINEAR_SOLVE_ITERATIONS, LINEAR_SOLVE_FACTORS = 5, 2
+
+
+def delassus_function(robot, cs, delassus):
+    """(name, function) of the Delassus algorithm ``delassus`` (AUTO: the registry's cheapest for these contacts,
+    choose_cheapest), the function as contact/step.py's step_functions takes it."""
+    if delassus == AUTO:
+        delassus = choose_cheapest(robot, cs)[0]
+    return delassus, get_algorithm(delassus).fn
+
+
+def linear_solve_costs(prep, mf_factor, mf_solve, m, name):
+    """{route: instructions of one step's linear solves}: LINEAR_SOLVE_FACTORS refactorizations and
+    LINEAR_SOLVE_ITERATIONS solves, plus for the matrix-free route what its q stage adds to ``prep`` (a prep
+    with ``wd``: little, cse shares the stage with ABA and the Delassus algorithm)."""
+    factor, solve = damped_inverse_functions(m, name)
+    n = lambda f: count_ops(f)["instructions"]     # noqa: E731
+    return {"dense": LINEAR_SOLVE_FACTORS * n(factor) + LINEAR_SOLVE_ITERATIONS * n(solve),
+            "matrix_free": n(prep) - n(without_damped(prep)) + LINEAR_SOLVE_FACTORS * n(mf_factor)
+            + LINEAR_SOLVE_ITERATIONS * n(mf_solve)}
+
+
+def step_parts(robot, cs, name, delassus, linear_solve):
+    """(prep, post, Delassus algorithm, factor, solve, route): the step's casadi.Functions (contact/step.py), G by
+    ``delassus`` (a registry name or AUTO), ADMM's linear solve by ``linear_solve`` ("dense", "matrix_free", or
+    "auto": the fewer instructions, linear_solve_costs)."""
+    if linear_solve not in LINEAR_SOLVES:
+        raise InputError(f"unknown linear_solve {linear_solve!r} (known: {', '.join(LINEAR_SOLVES)})")
+    chosen, fn = delassus_function(robot, cs, delassus)
+    if linear_solve == "dense":
+        return (*step_functions(robot, cs, name, fn), chosen, *damped_inverse_functions(cs.m, name), "dense")
+    first, factor, solve = matrix_free_functions(robot, cs, name)
+    prep, post = step_functions(robot, cs, name, fn, first)
+    if linear_solve == "auto":
+        costs = linear_solve_costs(prep, factor, solve, cs.m, name)
+        if costs["dense"] <= costs["matrix_free"]:
+            return without_damped(prep), post, chosen, *damped_inverse_functions(cs.m, name), "dense"
+    return prep, post, chosen, factor, solve, "matrix_free"
+
+
+def render(robot, cs, name, prep, post, delassus, factor, solve, companions=()):
+    """The step's C source; ``companions`` (casadi.Functions) are emitted with its own (the rollout's kinematics,
+    codegen/contact_rollout.py)."""
+    functions = (prep, post, factor, solve, *companions)
+    sizes = {k: max(int(getattr(f, k)()) for f in functions) for k in ("sz_arg", "sz_res", "sz_iw", "sz_w")}
+    matrix_free = prep.n_out() > 4
+    return TEMPLATES.get_template("contact_step.c.j2").render(
+        fname=Safe(name), robot=robot.name, contacts=" ".join(cs.specs), version=__version__, delassus=delassus,
+        casadi_code=Safe(sincos.hoist(schedule.reorder(casadi_source(prep, functions[1:])), TEMPLATES)[0]), nq=robot.nq, nv=robot.nv, m=cs.m, nc=cs.m // 3,
+        nfac=int(factor.numel_out(0)), nw=int(prep.numel_out(3)), nwd=int(prep.numel_out(4)) if matrix_free else 0,
+        matrix_free=matrix_free, anderson=ANDERSON, options=STEP_OPTIONS, pool_code=Safe(POOL.read_text()), **sizes)
+
+
+def build_key(robot, cs, cflags, cc, **extra):
+    """The cache key of a compiled contact file: a hash of what determines it (the package's
+    source and version, the robot, the contacts, the compiler and its flags, and ``extra``)."""
+    return hashlib.sha256(json.dumps({"source": source_hash(), "robot": robot.describe(), "contacts": cs.describe(),
+                                      "cflags": list(cflags), "cc": cc, "version": __version__, **extra},
+                                     sort_keys=True).encode()).hexdigest()
+
+
+def scenario_name(prefix, specs):
+    """The folder of a contact set given as specs: ``prefix`` and a hash of the specs."""
+    return f"{prefix}-" + hashlib.sha256("\n".join(specs).encode()).hexdigest()[:8]
+
+
+def step_cflags(cflags, instructions, cc):
+    """resolve_cflags's flags for the step's file, with -O1 raised to -O2 up to STEP_O2_UP_TO instructions."""
+    flags = resolve_cflags(cflags, instructions, cc)
+    return tuple("-O2" if f == "-O1" and instructions <= STEP_O2_UP_TO else f for f in flags)
+
+
+def build(robot, cs, scenario, out_dir=DEFAULT_OUT, cflags=DEFAULT_CFLAGS, cc=None, delassus=AUTO, model=None,
+          linear_solve="auto"):
+    """Compile the step (cached by a hash of everything that determines it); returns its manifest's path (sealed:
+    load it with runtime/contact_step.py).
+    ``linear_solve``: ADMM's damped inverse, "dense", "matrix_free" or "auto" (step_parts)."""
+    cc = find_compiler(cc)
+    model = artifact.model_name(robot, model)
+    name = artifact.function_name(model, scenario, "contact")
+    auto = any(f.startswith("auto") for f in cflags)
+    key = build_key(robot, cs, cflags, cc, delassus=delassus, host=host_cpu() if auto else None,
+                    linear_solve=linear_solve)
+
+    def make():
+        prep, post, chosen, factor, solve, route = step_parts(robot, cs, name, delassus, linear_solve)
+        flags = step_cflags(cflags, sum(count_ops(f)["instructions"] for f in (prep, post)), cc) if auto else cflags
+        manifest = {"function": name, "robot": robot.name, "contacts": cs.specs, "delassus": chosen,
+                    "linear_solve": route, "nq": robot.nq, "nv": robot.nv, "m": cs.m, "cflags": list(flags),
+                    "version": __version__}
+        return render(robot, cs, name, prep, post, chosen, factor, solve), [*flags, "-pthread"], manifest
+    return build_cached(artifact.folder(out_dir, model, scenario), f"contact_{key[:16]}", make, cc, key, "step")

@@ -1,0 +1,27 @@
+"""The C rollout for a linear feedback that simulation/ runs (``CompiledRollout``): the contact candidates checked,
+the rollout built (codegen/contact_rollout.py; its mathematics: contact/rollout.py) and loaded
+(runtime/contact_rollout.py)."""
+from __future__ import annotations
+
+from ..codegen.contact_rollout import build
+from ..codegen.contact_step import DEFAULT_CFLAGS, DEFAULT_OUT
+from ..contact.step import STEP_SOLVERS, check_contacts
+from ..contact.result import Options
+from ..errors import InputError
+from ..registry import AUTO
+from ..runtime.contact_rollout import LoadedRollout, rollout_options
+
+
+class CompiledRollout(LoadedRollout):
+    """The compiled rollout of ``robot`` with contact candidates ``specs`` (world-aligned point constraints, the
+    friction points, simulate.Scene.specs) at world positions ``positions`` (casadi.Function q → 3 x k: points or
+    sphere centres), solved by ``solver`` ("admm", "pgs" or "auto": per active set) to ``tol``."""
+
+    def __init__(self, robot, specs, positions, solver="admm", tol=Options.tol, max_iter=Options.max_iter, out_dir=DEFAULT_OUT,
+                 cflags=DEFAULT_CFLAGS, cc=None, delassus=AUTO, name=None):
+        if solver not in STEP_SOLVERS:
+            raise InputError(f"unknown contact solver {solver!r} (known: {', '.join(STEP_SOLVERS)})")
+        contacts = check_contacts(robot, specs)
+        rollout_options(solver, tol, max_iter)          # the solver settings checked before anything is built
+        super().__init__(build(robot, contacts, positions, out_dir, tuple(cflags), cc, delassus, name), robot, contacts,
+                         solver, tol, max_iter)
