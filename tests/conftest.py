@@ -25,7 +25,7 @@ ANCHOR_SPECS = registry()["talos"]["scenarios"]["anchor"]
 DYNAMICS_ANCHOR_SPECS = registry()["talos"]["scenarios"]["anchor-dynamics"]
 
 
-# a 2 kg box and its four bottom corners as contact candidates (tests/test_simulate.py, test_rollout.py)
+# a 2 kg box and its four bottom corners as contact candidates (tests/simulation/test_simulate.py, test_rollout.py)
 BOX = """<robot name="box"><link name="box"><inertial><origin xyz="0 0 0"/><mass value="2.0"/>
 <inertia ixx="0.02" iyy="0.03" izz="0.04" ixy="0" ixz="0" iyz="0"/></inertial></link></robot>"""
 BOX_CORNERS = [f"box@{x},{y},-0.05" for x in (0.1, -0.1) for y in (0.08, -0.08)]

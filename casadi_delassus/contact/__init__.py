@@ -4,7 +4,7 @@ references, what a solve returns (result.py), the contact candidates (candidates
 kinds: the step built on the Delassus family (step.py), the rollout's loop (rollout.py), the step's derivatives
 (step_derivatives.py) and MuJoCo's soft step (mujoco_soft.py, mujoco_step.py).  No C and no loading here: their C
 is codegen/'s (contact_step.py, contact_rollout.py, step_derivatives.py, mujoco_step.py), their loading and call
-runtime/'s, their entry points stepping/'s and mujoco/'s (tests/test_imports.py)."""
+runtime/'s, their entry points stepping/'s and mujoco/'s (tests/project/test_imports.py)."""
 import dataclasses
 
 from .result import Options, Result

@@ -79,7 +79,7 @@ class Options:
 STEP_OPTIONS = ("tol", "max_iter", "solver", "exact", "rho", "eta", "omega", "fallback")
 # MuJoCo's soft problem (contact/mujoco_soft_admm.py): tol is relative there, pyramidal (1) or elliptic (0) cone
 SOFT_OPTIONS = ("tol", "max_iter", "pyramidal", "rho")
-# The soft problem's defaults: MuJoCo's own answer (Newton to 1e-15) is met to 1e-6 (tests/test_mujoco_contacts.py)
+# The soft problem's defaults: MuJoCo's own answer (Newton to 1e-15) is met to 1e-6 (tests/mujoco/test_mujoco_step.py)
 SOFT_DEFAULTS = Options(tol=1e-12, max_iter=100_000)
 
 

@@ -6,7 +6,7 @@ live environments are grouped by their active set and each group goes through it
 entry point in one call (the compiled step's ``<name>_step_batch`` on POSIX threads; the NumPy
 and contact-free steps one environment after another), and q ⊕ dt v⁺ with the new gaps is one
 mapped SX call.  An environment that stops keeps its status and stays frozen; the others go on.
-Results equal N single rollouts (tests/test_simulate.py).
+Results equal N single rollouts (tests/simulation/test_simulate.py).
 """
 from __future__ import annotations
 

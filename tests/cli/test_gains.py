@@ -10,7 +10,7 @@ from casadi_delassus.cli.gains import joint_gains, joint_names
 from casadi_delassus.simulation.feedback import one_dof_joints, pd_controller
 from casadi_delassus.errors import InputError
 
-from test_cli import in_process
+from cli.test_cli import in_process
 
 
 @pytest.fixture(scope="module")

@@ -2,7 +2,7 @@
 import pytest
 
 from casadi_delassus import progress
-from test_cli import in_process
+from cli.test_cli import in_process
 
 
 @pytest.fixture

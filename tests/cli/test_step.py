@@ -2,7 +2,7 @@
 (issue 34 points 3 and 4); their refusals are one line in that form."""
 import pytest
 
-from test_cli import in_process
+from cli.test_cli import in_process
 
 
 @pytest.mark.parametrize("command", ["step", "simulate"])

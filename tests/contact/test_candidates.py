@@ -58,7 +58,7 @@ def test_errors_name_the_one_form(go1, text, words):
 
 
 def test_a_slash_in_a_link_name_is_no_radius():
-    """A model's link may be named 'b*/ox' (tests/test_contact_physics.py escapes such names into C): the '/' before
+    """A model's link may be named 'b*/ox' (tests/stepping/test_contact_physics.py escapes such names into C): the '/' before
     an offset or a kind is part of the name; only a last '/' with a number after it is a radius."""
     assert cc.point_spec("b*/ox:3d-world@0.1,0.1,-0.05") == "b*/ox:3d-world@0.1,0.1,-0.05"
     assert cc.point_spec("b*/ox@0,0,0") == "b*/ox:3d-world@0,0,0"

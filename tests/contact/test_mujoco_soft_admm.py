@@ -1,7 +1,7 @@
 """contact/mujoco_soft_admm.py, the NumPy twin of the compiled MuJoCo step's ADMM (mujoco_step.c.j2): on problems
 built from MuJoCo's own Jacobians and mass matrix, it equals the compiled step (forces, iterations, status) over
 random states of gymnasium's ant and Go2 on four feet, both cones, to a tolerance scaled by the problem's
-conditioning; both equal MuJoCo's efc_force and qacc where tests/test_mujoco_contacts.py compares the step; a solve
+conditioning; both equal MuJoCo's efc_force and qacc where tests/mujoco/test_mujoco_step.py compares the step; a solve
 that stops short says so."""
 import dataclasses
 
@@ -97,7 +97,7 @@ def test_the_twin_equals_the_compiled_step(steps, robot, cone):
 @pytest.mark.parametrize("cone", ["elliptic", "pyramidal"])
 @pytest.mark.parametrize("kind", KINDS)
 def test_both_equal_mujoco(steps, kind, cone):
-    """Where tests/test_mujoco_contacts.py compares the step with MuJoCo (Go2, seed 0): the twin too."""
+    """Where tests/mujoco/test_mujoco_step.py compares the step with MuJoCo (Go2, seed 0): the twin too."""
     m = scene("go2", cone)
     d = state(m, "go2", kind)
     p, _, MiJt = mujoco_problem(m, d, steps["go2"], cone)
@@ -126,7 +126,7 @@ def test_a_short_solve_says_so_alike(steps, max_iter, warm):
 
 @pytest.mark.parametrize("scale", [1e160, 1e300])
 def test_an_overflow_is_not_finite_alike(steps, scale):
-    """A warm start that overflows (tests/test_mujoco_contacts.py, issue 31 point 7): both "not finite", or both
+    """A warm start that overflows (tests/mujoco/test_mujoco_step.py, issue 31 point 7): both "not finite", or both
     converged to the same forces."""
     m = scene("go2", "elliptic")
     d = state(m, "go2", "standing")

@@ -10,7 +10,7 @@ mujoco = pytest.importorskip("mujoco")
 from mujoco import rollout as mj_rollout  # noqa: E402
 
 from mujoco_model.mj_scenes import installed  # noqa: E402
-from test_cli import in_process  # noqa: E402
+from cli.test_cli import in_process  # noqa: E402
 from test_mujoco_rollout import tight  # noqa: E402
 
 CTRL = [0.3, -0.2, 0.1]

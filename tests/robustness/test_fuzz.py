@@ -37,7 +37,7 @@ from casadi_delassus.model.robot import MAX_MAGNITUDE
 from casadi_delassus.model.spatial_v2 import JTYPES, plucker, to_spatial_v2
 
 from conftest import model_for
-from test_cli import GO1_FEET, in_process
+from cli.test_cli import GO1_FEET, in_process
 
 def fuzz(examples):
     """Deterministic settings: derandomized, no example database, no deadline."""

@@ -393,7 +393,7 @@ def loops(tmp_path_factory):
 def topple(case):
     """A saved step of a toppling G1 (tests/data/g1_topple.npz): (G, g, μ, λ₀)."""
     from pathlib import Path
-    d = np.load(Path(__file__).parent / "data" / "g1_topple.npz")
+    d = np.load(Path(__file__).parents[1] / "data" / "g1_topple.npz")
     return tuple(d[f"{case}_{x}"] for x in ("G", "g", "mu", "lam0"))
 
 

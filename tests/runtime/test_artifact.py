@@ -842,9 +842,9 @@ def test_cache_integrity_every_compiled_kind_refuses_damage_and_rebuilds(kind, t
     line (ArtifactError), and the next build rebuilds (intact sealed files) and gives the first build's values."""
     if kind == "mjsoft":
         pytest.importorskip("mujoco")
-    code = f"import json, sys; import test_trust_artifacts as t; print(json.dumps(t.damage_every_way({kind!r}, {str(tmp_path)!r})))"
+    code = f"import json, sys; import runtime.test_artifact as t; print(json.dumps(t.damage_every_way({kind!r}, {str(tmp_path)!r})))"
     r = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
-                       cwd=pathlib.Path(__file__).parent, env={**os.environ, "PYTHONPATH": str(pathlib.Path(__file__).parent)})
+                       cwd=pathlib.Path(__file__).parents[1], env={**os.environ, "PYTHONPATH": str(pathlib.Path(__file__).parents[1])})
     assert r.returncode == 0, f"the process died (status {r.returncode}): {r.stderr[-800:]}"
     results = json.loads(r.stdout.strip().splitlines()[-1])
     for damage, res in results.items():
