@@ -343,7 +343,9 @@ def test_pd_controller_gains_are_checked(go1, stand, kp, message):
 
 
 INTERRUPTED_BATCH = """
+import signal
 import sys
+import time
 from pathlib import Path
 
 import numpy as np
@@ -357,18 +359,31 @@ factory = sim.factory("compiled", "admm", out_dir=sys.argv[1])
 pd = cd.pd_controller(go1, q, 60.0, 2.0)
 factory.rollout(scene, q)                                 # built (or read from the cache) before the clock starts
 Q0 = np.tile(sim.place(scene, q, 0.01), (16, 1))
+handled = []
+
+
+def on_sigint(signum, frame):          # Python's own handler, with the time the interpreter took the signal
+    handled.append(time.time())
+    raise KeyboardInterrupt
+
+
+signal.signal(signal.SIGINT, on_sigint)
 print("started", flush=True)
 b = run_batch(scene, Q0, np.zeros((16, go1.nv)), 100.0, 1e-3, pd, factory, threads=2)
+back = time.time()
 taken = (b.statuses != "").sum(0)
-print("returned", sorted(set(b.status)), int(taken.min()), int(taken.max()), b.q.shape[0], flush=True)
+print("returned", sorted(set(b.status)), int(taken.min()), int(taken.max()), b.q.shape[0], handled[0], back,
+      flush=True)
 """
 
 
 def test_ctrl_c_stops_a_c_batch_within_a_step_and_keeps_it(scene, stand, compiled, out_dir):
     """Issue 31 point 14: SIGINT 1.5 s into a batch of 16 go1 environments × 100 s (1.6 million steps) on the C
-    rollout returns in well under a second (the issue asks 0.5 s; the bound here is 2 s for loaded CI machines) with
+    rollout: from the moment the interpreter takes the signal, the batch returns within 0.5 s (the issue's bound) with
     what was computed: every environment advanced, each ends "interrupted", the records end where the steps did.
-    Before, the signal waited for the whole C call (tens of seconds) and the work was lost in a traceback."""
+    Before, the signal waited for the whole C call (tens of seconds) and the work was lost in a traceback.  The time
+    from sending the signal to the interpreter taking it is the OS's and the machine's (0.03 s alone, up to 11 s on
+    this 2-core VM under a full parallel suite and other jobs): it is bounded only well below the whole call's."""
     import signal
     import subprocess
     import sys
@@ -379,18 +394,18 @@ def test_ctrl_c_stops_a_c_batch_within_a_step_and_keeps_it(scene, stand, compile
     try:
         assert child.stdout.readline().strip() == "started", child.stderr.read()
         time.sleep(1.5)
-        sent = time.perf_counter()
+        sent = time.time()
         child.send_signal(signal.SIGINT)
         line = child.stdout.readline()
-        latency = time.perf_counter() - sent
         assert child.wait(timeout=60) == 0, child.stderr.read()
     finally:
         child.kill()
-    print(f"Ctrl-C latency {latency:.3f} s")
     words = line.split()
     assert words[0] == "returned", (line, child.stderr.read())
-    assert latency < 2.0
-    statuses, fewest, most, rows = line[line.index("["):line.index("]") + 1], int(words[-3]), int(words[-2]), int(words[-1])
+    handled, back = float(words[-2]), float(words[-1])
+    print(f"Ctrl-C: taken {handled - sent:.3f} s after sending, returned {back - handled:.3f} s after that")
+    assert back - handled < 0.5 and back - sent < 10.0
+    statuses, fewest, most, rows = line[line.index("["):line.index("]") + 1], int(words[-5]), int(words[-4]), int(words[-3])
     assert statuses == "['interrupted']" and 0 < fewest <= most < 100_000 and rows == most + 1
 
 
