@@ -8,6 +8,7 @@ import ctypes
 import numpy as np
 
 from ..errors import InputError
+from .artifact import BUILT_KINDS
 from .library import entries, open_sealed
 
 DOUBLE_P = ctypes.POINTER(ctypes.c_double)
@@ -28,7 +29,7 @@ class CompiledRollout:
     """One model's compiled rollout: ``run(state0, warm0, control, nstep, nthread, with_qfrc)``."""
 
     def __init__(self, manifest_path):
-        self.manifest, self._lib, mapped = open_sealed(manifest_path, ("c", "so"), "mjrollout")
+        self.manifest, self._lib, mapped = open_sealed(manifest_path, BUILT_KINDS, "mjrollout")
         self._run, = entries(self._lib, mapped, manifest_path.with_suffix(".so"), self.manifest["function"],
                              [("_rollout", [DOUBLE_P] * 7)])
         self._phases = None
