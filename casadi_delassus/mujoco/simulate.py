@@ -17,11 +17,9 @@ import numpy as np
 from ..errors import InputError
 from ..model.mjcf import compile_mjcf, mujoco_module
 from ..names import shown
+from ..simulation.simulate import step_count
 from ..simulation.rollout_io import pyplot, save_figure, side_legend, write_atomic
 from .rollout import DEFAULT_OUT, mujoco_rollout
-
-MAX_STEPS = 10_000_000          # as simulation/simulate.py's rollouts: a longer run is a typo, not a request
-MAX_BYTES = 16 << 30            # the recorded states and sensors
 
 
 @dataclass
@@ -75,19 +73,6 @@ def sensor_names(mujoco, m):
     return names
 
 
-def _steps(duration, dt, nq, nv, nsens):
-    """The number of steps of ``duration`` at the model's ``dt``, refused in one line before anything runs."""
-    if not np.isfinite(duration) or duration <= 0:
-        raise InputError(f"the duration must be a positive number of seconds, got {duration!r}")
-    n = int(round(duration / dt))
-    if n < 1:
-        raise InputError(f"the duration {duration:g} s is shorter than half the model's time step {dt:g} s")
-    if n > MAX_STEPS or 8 * n * (1 + nq + nv + nsens) > MAX_BYTES:
-        raise InputError(f"{duration:g} s at the model's time step {dt:g} s is {n:,} steps: over the "
-                         f"{MAX_STEPS:,}-step or 16 GiB bound of one rollout")
-    return n
-
-
 def _initial_data(mujoco, m, qpos, keyframe):
     """MjData at the model's qpos0, at ``keyframe`` (a name or an index), and then at ``qpos`` when given."""
     d = mujoco.MjData(m)
@@ -109,7 +94,7 @@ def simulate_model(model, duration, ctrl=None, qpos=None, keyframe=None, out_dir
     from its qpos0, ``keyframe`` or ``qpos`` at rest, under the constant controls ``ctrl`` (nu numbers; default 0)."""
     mujoco = mujoco_module()
     m = compile_mjcf(path=Path(model))
-    n = _steps(duration, float(m.opt.timestep), m.nq, m.nv, m.nsensordata)
+    n = step_count(duration, float(m.opt.timestep), 8 * (1 + m.nq + m.nv + m.nsensordata))  # states and sensors
     u = np.zeros(m.nu) if ctrl is None else np.asarray(ctrl, dtype=float)
     if u.shape != (m.nu,) or not np.all(np.isfinite(u)):
         raise InputError(f"--ctrl must be {m.nu} finite numbers (the model's actuators), got {u.size}")
