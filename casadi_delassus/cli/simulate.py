@@ -11,7 +11,7 @@ from .. import api
 from ..contact.result import Options
 from ..simulation.simulate import BAUMGARTE
 from ..errors import InputError, OutputError
-from ..model import file_format, load_robot
+from ..model import file_format, load_robot, on_disk
 from .main import cli
 from .gains import joint_gains
 from .options import (ROBOT_HELP, base_opt, contact_candidates, contact_opts, floating, numbers, robot_arg, solver_opt,
@@ -58,7 +58,7 @@ def simulate(robot, fixed_base, contacts, scenario, duration, dt, q0, drop, kp, 
     from ..simulation import simulate as sim
     from ..simulation.rollout_io import plot, write_csv
     given = _given(click.get_current_context())
-    if Path(robot).is_file() and file_format(Path(robot)) == "mjcf":
+    if on_disk(robot) and file_format(Path(robot)) == "mjcf":
         return _simulate_mjcf(robot, given, duration, q0, ctrl, keyframe, out_dir, build_dir)
     robot = load_robot(robot, floating_base=floating(fixed_base))
     if given & MJCF_ONLY:

@@ -59,7 +59,7 @@ def _load(spec, floating_base):
         robot = registry.load_registered(spec, floating_base=floating_base)
         robot.model_format = "sdf" if registry.model_path(spec).suffix.lower() == ".sdf" else "urdf"
         return _with_base(robot, floating_base, f"registry robot {spec!r}", registry.floats(spec))
-    if spec.lower().endswith(MODEL_SUFFIXES) or Path(spec).exists():
+    if spec.lower().endswith(MODEL_SUFFIXES) or on_disk(spec, Path.exists):
         return _from_file(Path(spec), floating_base)
     from .synthetic_contact import is_contact_synthetic, parse_contact_synthetic
     if is_contact_synthetic(spec) or is_synthetic(spec):
@@ -72,7 +72,7 @@ def _load(spec, floating_base):
 
 
 def _from_file(path, floating_base):
-    if not path.is_file():
+    if not on_disk(path):
         raise ModelError(f"model file not found: {path}")
     fmt = file_format(path)
     if fmt == "spatial_v2":
@@ -92,6 +92,15 @@ def _from_file(path, floating_base):
     robot.model_file = path.resolve()       # names its output folder (runtime/artifact.py)
     robot.model_format = fmt
     return _with_base(robot, floating_base, f"model file {path}", True if fmt == "urdf" else robot.floating_base)
+
+
+def on_disk(spec, test=Path.is_file):
+    """``test`` (Path.is_file, Path.exists) of the path ``spec``; False for a name no file can have (too long, a NUL
+    byte), on which Path's tests raise."""
+    try:
+        return test(Path(spec))
+    except (OSError, ValueError):
+        return False
 
 
 def file_format(path):

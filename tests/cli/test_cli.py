@@ -238,3 +238,10 @@ def test_simulate_on_a_full_disk_is_one_line(tmp_path):
             cwd=tmp_path, preexec_fn=small_files)
     _one_line_exit_2(r.returncode, r.stdout, r.stderr, "cannot write out/rollout.csv: File too large")
     assert "20 steps of 0.001 s, free" in r.stdout and list((tmp_path / "out").iterdir()) == []
+
+
+@pytest.mark.parametrize("command", ["links", "simulate"])
+def test_a_name_no_file_can_have_is_one_line(command):
+    """A robot name of 5,000 characters: Path's tests raised OSError (ENAMETOOLONG) through load_robot, a traceback."""
+    code, _, err = in_process(command, "a" * 5000)
+    assert code == 2 and err.startswith("error: unknown robot 'aaa") and len(err.strip().splitlines()) == 1, err[-300:]
