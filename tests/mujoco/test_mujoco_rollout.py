@@ -106,9 +106,16 @@ def rig_model():
     return rig()
 
 
-def test_rig_states_equal_mujoco_rollout(rig_model, tmp_path_factory):
+@pytest.fixture(scope="module")
+def rig_out(tmp_path_factory):
+    """One build folder for the tests of the plain rig: it is compiled once for them all (a changed model still is
+    another content there, compiled anew)."""
+    return tmp_path_factory.mktemp("mj")
+
+
+def test_rig_states_equal_mujoco_rollout(rig_model, rig_out):
     m = rig_model
-    out = tmp_path_factory.mktemp("mj")
+    out = rig_out
     x0, u = start(m, 4, 1), controls(m, 4, 400)
     data = [mujoco.MjData(m) for _ in range(2)]
     ours, sensors = cd.mujoco_rollout(m, data, x0, u, out_dir=out)
@@ -167,11 +174,11 @@ def test_sensordata_equals_mujoco_rollout(tmp_path):
     assert err.max() <= 1e-6, err.max()
 
 
-def test_singleton_expansion_and_output_arrays(rig_model, tmp_path_factory):
+def test_singleton_expansion_and_output_arrays(rig_model, rig_out):
     """One initial state and one control row tile over nbatch and nstep as MuJoCo tiles them; a given ``state``
     array is written."""
     m = rig_model
-    out = tmp_path_factory.mktemp("mj")
+    out = rig_out
     x0, u = start(m, 1, 2), controls(m, 3, 1)[:, :1]
     state = np.empty((3, 50, x0.shape[1]))
     ours, _ = cd.mujoco_rollout(m, mujoco.MjData(m), x0, u, nstep=50, state=state, out_dir=out)
@@ -181,10 +188,10 @@ def test_singleton_expansion_and_output_arrays(rig_model, tmp_path_factory):
     assert dq <= 1e-6 and dv <= 1e-5
 
 
-def test_changed_model_is_compiled_anew(rig_model, tmp_path_factory):
+def test_changed_model_is_compiled_anew(rig_model, rig_out):
     """A model changed after its first call is another content: compiled again, and still MuJoCo's answer."""
     m = rig()
-    out = tmp_path_factory.mktemp("mj")
+    out = rig_out
     x0, u = start(m, 2, 3), controls(m, 2, 60)
     cd.mujoco_rollout(m, mujoco.MjData(m), x0, u, out_dir=out)
     m.opt.gravity[:] = [0.0, 0.5, -3.0]
@@ -197,9 +204,9 @@ def test_changed_model_is_compiled_anew(rig_model, tmp_path_factory):
 @pytest.mark.parametrize("case, message", [
     ("short state", "initial_state"), ("nan state", "non-finite"), ("control size", "control"),
     ("two models", "different content"), ("xfrc spec", "xfrc_applied"), ("data", "MjData"), ("nstep", "nstep")])
-def test_bad_input_is_one_line(rig_model, tmp_path_factory, case, message):
+def test_bad_input_is_one_line(rig_model, rig_out, case, message):
     m = rig_model
-    out = tmp_path_factory.mktemp("mj")
+    out = rig_out
     x0, u, d = start(m, 2, 4), controls(m, 2, 5), mujoco.MjData(m)
     other = rig()
     other.opt.timestep = 0.002
