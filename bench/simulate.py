@@ -275,8 +275,8 @@ def speed(args):
     import mujoco
     p, robot, scene = go1_scene()
     pd = per_step(cd.pd_controller(robot, p.q, KP, KD))
-    steps = sim.StepCache(scene, sim.factory("compiled", args.solver, max_iter=args.max_iter), p.q)
-    sim.run(scene, p.q, np.zeros(robot.nv), 0.2, DT, pd, steps=steps)       # builds the steps first
+    steps = sim.factory("compiled", args.solver, max_iter=args.max_iter)      # keeps the step it builds
+    sim.run(scene, p.q, np.zeros(robot.nv), 0.2, DT, pd, steps)             # builds the step first
     solvers = {"PGS": mujoco.mjtSolver.mjSOL_PGS, "CG": mujoco.mjtSolver.mjSOL_CG, "Newton": mujoco.mjtSolver.mjSOL_NEWTON}
     models = {k: go1_mujoco(v) for k, v in solvers.items()}
     mj_pd, qi, ref = _mujoco_pd(models["PGS"], robot, p.q)
@@ -290,7 +290,7 @@ def speed(args):
         return d.qpos[2]
 
     def ours():
-        return sim.run(scene, p.q, np.zeros(robot.nv), 1.0, DT, pd, steps=steps).q[-1, 2]
+        return sim.run(scene, p.q, np.zeros(robot.nv), 1.0, DT, pd, steps).q[-1, 2]
     rates = {"ours": [], **{f"MuJoCo {k}": [] for k in solvers}}
     heights = {}
     for _ in range(args.reps):
@@ -441,13 +441,13 @@ def batch(args):
     # "controller diverged"), and a rollout that stops early would inflate the rates
     Q0 = np.array([sim.place(scene, p.q, h) for h in np.linspace(0.0, 0.02, N)])
     V0 = np.zeros((N, robot.nv))
-    steps = sim.StepCache(scene, sim.factory("compiled", args.solver, max_iter=args.max_iter), p.q)
-    first = run_batch(scene, Q0, V0, T, DT, pd, steps=steps)                # builds the steps first
+    steps = sim.factory("compiled", args.solver, max_iter=args.max_iter)      # keeps the step it builds
+    first = run_batch(scene, Q0, V0, T, DT, pd, steps)                      # builds the step first
     if not all(st in (sim.OK, sim.FREE) for st in first.status):
         raise SystemExit(f"the batch did not run to the end: {sorted(set(first.status))}")
-    runs = {"single rollouts": lambda: [sim.run(scene, q, v, T, DT, pd, steps=steps) for q, v in zip(Q0, V0)],
-            "run_batch, 1 thread": lambda: run_batch(scene, Q0, V0, T, DT, pd, steps=steps),
-            "run_batch, 2 threads": lambda: run_batch(scene, Q0, V0, T, DT, pd, steps=steps, threads=2)}
+    runs = {"single rollouts": lambda: [sim.run(scene, q, v, T, DT, pd, steps) for q, v in zip(Q0, V0)],
+            "run_batch, 1 thread": lambda: run_batch(scene, Q0, V0, T, DT, pd, steps),
+            "run_batch, 2 threads": lambda: run_batch(scene, Q0, V0, T, DT, pd, steps, threads=2)}
     rates = {k: [] for k in runs}
     for _ in range(args.reps):
         for k, fn in runs.items():
