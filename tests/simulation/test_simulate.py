@@ -141,6 +141,19 @@ def test_drop_lands_and_builds_one_step(go1, stand):
     assert r.forces[:, :, 2].min() >= 0 and r.forces[-1, :, 2].sum() > 0
 
 
+def test_a_landing_on_the_compiled_step_builds_one_step(go1, stand, tmp_path):
+    """go1 landing tilted, feet touching one by one under a plain-callable PD (the per-step loop): one compiled step
+    in the build folder, whatever the active sets (issue 35 point 3: one per set before)."""
+    scene = sim.Scene(go1, FEET)
+    v0 = np.zeros(go1.nv)
+    v0[3] = 0.5
+    pd = cd.pd_controller(go1, stand.q, 60.0, 2.0, stand.tau)
+    r = cd.simulate(go1, FEET, sim.place(scene, stand.q, 0.02), v0, 0.08, 1e-3, controller=lambda t, q, v: pd(t, q, v),
+                    out_dir=tmp_path, cflags=("-O1",), quiet=True)
+    assert r.completed and len({tuple(m) for m in r.gaps <= scene.margin}) > 2
+    assert len(list(tmp_path.rglob("contact_*.so"))) == 1
+
+
 def _fake(status="converged"):
     """A step factory whose steps keep v and report ``status``."""
     return lambda robot, specs, mu, frame: (
