@@ -16,7 +16,7 @@ is the halfspace {x : n·x ≥ h} of any unit normal n; a candidate is a point f
 sphere (centre and radius) whose friction point is its lowest point at q₀, fixed on the body.
 Baumgarte stabilisation (β > 0, on by default: BAUMGARTE) asks the normal contact velocity to close the
 penetration in 1/β steps: σ_n ≥ −β d⁻/dt, d⁻ the deepest min(d, 0) among the active contacts of the contact's
-body (gap_term), the gap term of issue 25's g (the compiled step's ``<name>_step_gap``).  Without it a landing leaves the contacts as deep as the last step before touching carried
+body (gap_term), the gap term of issue 25's g (the compiled step's ``gap``).  Without it a landing leaves the contacts as deep as the last step before touching carried
 them (up to |v| dt, 0.4–0.9 mm on quadrupeds and humanoids dropped a few cm at dt = 1 ms) for ever.
 
 Under a fixed linear feedback (feedback.py: LinearFeedback, pd_controller) on the compiled step,
