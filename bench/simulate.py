@@ -9,6 +9,7 @@ contact step: issue 27's "done when" point 1, and a speed comparison with MuJoCo
     taskset -c 0 .venv/bin/python bench/simulate.py rollout-speed --solver pgs [--tol 1e-8]   # C rollout vs mujoco.rollout
     taskset -c 0,1 .venv/bin/python bench/simulate.py rollout-batch-speed --envs 1024 --solver pgs [--tol 1e-8]   # 2 threads
     .venv/bin/python bench/simulate.py landing    # Baumgarte's β: go1 and a box dropped 5 cm, how deep they stay
+    taskset -c 0,1 .venv/bin/python bench/simulate.py active-sets   # go1 4F3 landing on the per-step loop: builds, time
 
 Each writes bench/results/simulate_<name>.png, .csv and a line in simulate.md.
 
@@ -35,6 +36,7 @@ Each writes bench/results/simulate_<name>.png, .csv and a line in simulate.md.
 from __future__ import annotations
 
 import argparse
+from pathlib import Path
 import statistics
 import sys
 import time
@@ -275,8 +277,8 @@ def speed(args):
     import mujoco
     p, robot, scene = go1_scene()
     pd = per_step(cd.pd_controller(robot, p.q, KP, KD))
-    steps = sim.StepCache(scene, sim.factory("compiled", args.solver, max_iter=args.max_iter), p.q)
-    sim.run(scene, p.q, np.zeros(robot.nv), 0.2, DT, pd, steps=steps)       # builds the steps first
+    steps = sim.factory("compiled", args.solver, max_iter=args.max_iter)      # keeps the step it builds
+    sim.run(scene, p.q, np.zeros(robot.nv), 0.2, DT, pd, steps)             # builds the step first
     solvers = {"PGS": mujoco.mjtSolver.mjSOL_PGS, "CG": mujoco.mjtSolver.mjSOL_CG, "Newton": mujoco.mjtSolver.mjSOL_NEWTON}
     models = {k: go1_mujoco(v) for k, v in solvers.items()}
     mj_pd, qi, ref = _mujoco_pd(models["PGS"], robot, p.q)
@@ -290,7 +292,7 @@ def speed(args):
         return d.qpos[2]
 
     def ours():
-        return sim.run(scene, p.q, np.zeros(robot.nv), 1.0, DT, pd, steps=steps).q[-1, 2]
+        return sim.run(scene, p.q, np.zeros(robot.nv), 1.0, DT, pd, steps).q[-1, 2]
     rates = {"ours": [], **{f"MuJoCo {k}": [] for k in solvers}}
     heights = {}
     for _ in range(args.reps):
@@ -441,13 +443,13 @@ def batch(args):
     # "controller diverged"), and a rollout that stops early would inflate the rates
     Q0 = np.array([sim.place(scene, p.q, h) for h in np.linspace(0.0, 0.02, N)])
     V0 = np.zeros((N, robot.nv))
-    steps = sim.StepCache(scene, sim.factory("compiled", args.solver, max_iter=args.max_iter), p.q)
-    first = run_batch(scene, Q0, V0, T, DT, pd, steps=steps)                # builds the steps first
+    steps = sim.factory("compiled", args.solver, max_iter=args.max_iter)      # keeps the step it builds
+    first = run_batch(scene, Q0, V0, T, DT, pd, steps)                      # builds the step first
     if not all(st in (sim.OK, sim.FREE) for st in first.status):
         raise SystemExit(f"the batch did not run to the end: {sorted(set(first.status))}")
-    runs = {"single rollouts": lambda: [sim.run(scene, q, v, T, DT, pd, steps=steps) for q, v in zip(Q0, V0)],
-            "run_batch, 1 thread": lambda: run_batch(scene, Q0, V0, T, DT, pd, steps=steps),
-            "run_batch, 2 threads": lambda: run_batch(scene, Q0, V0, T, DT, pd, steps=steps, threads=2)}
+    runs = {"single rollouts": lambda: [sim.run(scene, q, v, T, DT, pd, steps) for q, v in zip(Q0, V0)],
+            "run_batch, 1 thread": lambda: run_batch(scene, Q0, V0, T, DT, pd, steps),
+            "run_batch, 2 threads": lambda: run_batch(scene, Q0, V0, T, DT, pd, steps, threads=2)}
     rates = {k: [] for k in runs}
     for _ in range(args.reps):
         for k, fn in runs.items():
@@ -489,10 +491,33 @@ def landing(args):
                  f"{r.base_height()[-1]:.6f} m")
 
 
+def active_sets(args):
+    """go1 on its four feet (scenario 4F3) dropped 2 cm while sliding (v = (0.3, −0.2, 0) m/s), 300 steps of the
+    per-step loop (PD as a plain callable) from a fresh build folder: the active sets met, the contact steps built
+    (issue 35 point 3: one step over every candidate, masked per step; it was one build per active set) and the wall
+    time with the builds, then again with the step cached."""
+    import tempfile
+    p, robot = contact_problems.build("go1_stand"), cd.load_robot("go1")
+    scene = sim.Scene(robot, list(p.specs))
+    q0, v0 = sim.place(scene, p.q, 0.02), np.zeros(robot.nv)
+    v0[:2] = (0.3, -0.2)
+    pd = per_step(cd.pd_controller(robot, p.q, 60.0, 2.0, p.tau))
+    with tempfile.TemporaryDirectory() as out:
+        times = []
+        for _ in range(2):
+            t = time.perf_counter()
+            r = cd.simulate(robot, "4F3", q0, v0, 0.3, DT, controller=pd, solver=args.solver, out_dir=out, quiet=True)
+            times.append(time.perf_counter() - t)
+        built = len(list(Path(out).rglob("contact_*.so")))
+    sets = len({tuple(a) for a in r.gaps <= scene.margin})
+    note("active-sets", f"go1 4F3 landing, {len(r.statuses)} steps ({r.status}), {sets} active sets met: {built} "
+                        f"contact step(s) built, {times[0]:.1f} s with the builds, {times[1]:.2f} s cached")
+
+
 def main(argv=None):
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("runs", nargs="+", choices=["go1", "go2", "talos", "speed", "batch", "rollout-speed",
-                                                "rollout-batch-speed", "landing"])
+                                                "rollout-batch-speed", "landing", "active-sets"])
     ap.add_argument("-T", type=float, default=None, help="simulated time (s; default per run)")
     ap.add_argument("--solver", choices=["auto", "admm", "pgs"], default="admm")
     ap.add_argument("--reps", type=int, default=7)
@@ -504,7 +529,7 @@ def main(argv=None):
     args = ap.parse_args(argv)
     for name in args.runs:
         {"go1": go1, "go2": go2, "talos": talos, "speed": speed, "batch": batch, "rollout-speed": rollout_speed,
-         "rollout-batch-speed": rollout_batch_speed, "landing": landing}[name](args)
+         "rollout-batch-speed": rollout_batch_speed, "landing": landing, "active-sets": active_sets}[name](args)
 
 
 if __name__ == "__main__":

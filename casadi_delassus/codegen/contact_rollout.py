@@ -35,7 +35,7 @@ def build(robot, cs, positions, out_dir=DEFAULT_OUT, cflags=DEFAULT_CFLAGS, cc=N
                     rollout=str(ca.densify(positions(q))))
 
     def make():
-        # keep_active masks the explicit G: the dense route (the matrix-free factor is that of every candidate)
+        # the dense route, as before (keep_active masks the explicit G; the matrix-free route would take the mask too)
         prep, post, chosen, factor, solve, _ = step_parts(robot, cs, name, delassus, "dense")
         aba = trace(robot, ConstraintSet(robot, [], allow_empty=True), "aba", cse=True)[0]
         loop = loop_functions(robot, positions, name, aba)

@@ -1,7 +1,7 @@
 """C of the contact step (contact/step.py has its mathematics): for one robot and contact set, the Delassus
 algorithm and ADMM's linear solve chosen by instruction count, the SX parts emitted by CasADi and the iteration
 loop of templates/contact_step.c.j2 around them (``<name>_step``, ``<name>_step_batch`` on runtime/pool.h's
-threads), compiled once per hash of what determines the file (build_cached, sealed: kind "step").  The
+threads, and their ``_active`` forms taking the active-set mask), compiled once per hash of what determines the file (build_cached, sealed: kind "step").  The
 runtime loads it (runtime/contact_step.py); ``cd.contact_step`` is the entry (stepping/contact.py)."""
 from __future__ import annotations
 

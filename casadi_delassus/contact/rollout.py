@@ -7,9 +7,10 @@ One build serves every active set: the contact step (step.py; codegen/templates/
 candidates, and a step with active set A solves on G[A, A] and g[A].  Since G = J M⁻¹ Jᵀ, the rows and columns of A
 of G are J_A M⁻¹ J_Aᵀ, the active set's own Delassus matrix, and g[A] = J_A v_free; the step's ``keep_active``
 replaces the other rows and columns by a decoupled block so that their impulses stay exactly 0 and the solver's
-iterates on A are those of the solve on G[A, A] (tests/stepping/test_rollout.py compares with one compiled step per active set,
-which is what simulate.py's per-step loop builds).  Against one step per active set, no set ever needs a build
-during a rollout (2^k sets for k candidates), at the cost of the full candidate set's Delassus matrix every step.
+iterates on A are those of the solve on G[A, A].  It is the one active-set mechanism: simulate.py's per-step loop hands
+the same mask to the same compiled step (its ``active`` argument; tests/stepping/test_rollout.py redoes the rollout's
+steps with it bit for bit).  No set ever needs a build (2^k sets for k candidates), at the cost of the full candidate
+set's Delassus matrix every step.
 
 Per step, as simulate.py's loop: the candidates' signed distances from their world positions (the SX of
 simulate.candidate_positions, generated), the stopping checks (non-finite state, a gap below the fall depth, a torque

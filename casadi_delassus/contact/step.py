@@ -62,13 +62,13 @@ def check_contacts(robot, contacts):
     return cs
 
 
-def auto_solver(cs):
+def auto_solver(cs, active=None):
     """The solver ``solver="auto"`` picks: ADMM when some body carries more than two point contacts (their rows then
     outnumber the body's six velocities: G is singular and PGS's sweeps crawl, as on talos_stand's eight sole
     corners), else PGS (go1's four feet: fewer iterations when contacts slide, cheaper sweeps); docs/contact.md has
-    the bench's numbers."""
-    per_body = collections.Counter(c.body for c in cs.constraints)
-    return "admm" if max(per_body.values()) > 2 else "pgs"
+    the bench's numbers.  ``active`` (a flag per contact; None: all): the contacts counted, an active set's pick."""
+    per_body = collections.Counter(c.body for i, c in enumerate(cs.constraints) if active is None or active[i])
+    return "admm" if max(per_body.values(), default=0) > 2 else "pgs"
 
 
 def minv_apply(robot, cs, q, K_bodies, f):

@@ -11,6 +11,7 @@ import numpy as np
 
 from ..contact.residuals import Residuals
 from ..contact.result import STATUS, STEP_OPTIONS, Options, Result, StepResult
+from ..contact.step import auto_solver
 from ..errors import InputError
 from ..names import shown
 from .batch import check_threads, cores
@@ -22,14 +23,15 @@ SOLVER_CODES = {"admm": 0, "pgs": 1}        # the C loop's solver codes (templat
 N_INFO = 5
 
 
-DOUBLE_P, INT_P = ctypes.POINTER(ctypes.c_double), ctypes.POINTER(ctypes.c_int)
+DOUBLE_P, INT_P, BYTE_P = (ctypes.POINTER(t) for t in (ctypes.c_double, ctypes.c_int, ctypes.c_ubyte))
 MAX_BATCH = 2 ** 31 - 1     # the C batch entry points count states in an int
 NORMAL_TOL = 1e-9           # |‖n‖ − 1| a contact normal may have
 
 
 def c_pointer(a):
-    """An array as the C functions' pointer: int for int32 arrays, else double (None: NULL)."""
-    return None if a is None else a.ctypes.data_as(INT_P if a.dtype == np.int32 else DOUBLE_P)
+    """An array as the C functions' pointer: int for int32 arrays, unsigned char for uint8 ones (an active-set mask),
+    else double (None: NULL)."""
+    return None if a is None else a.ctypes.data_as({np.dtype(np.int32): INT_P, np.dtype(np.uint8): BYTE_P}.get(a.dtype, DOUBLE_P))
 
 
 # -- the checks of what a step is handed (shared by the step, its batch and its derivatives) --------------------------
@@ -105,6 +107,22 @@ def check_normals(normals, nc, batch=0):
     return n
 
 
+def check_active(active, nc, batch=0):
+    """The active-set mask (one flag per contact, True/1: the contact takes part; for a batch one mask, or one per
+    state) as C-contiguous uint8 of shape (nc,) or (batch, nc); None stays None (every contact).  Anything but
+    booleans or the numbers 0 and 1, or another shape, is an InputError."""
+    if active is None:
+        return None
+    a = real_array("active", active)
+    shapes = [(nc,)] + ([(batch, nc)] if batch else [])
+    if a.shape not in shapes:
+        raise InputError(f"active: expected a mask of shape {' or '.join(map(str, shapes))} (one flag per contact), "
+                         f"got {a.shape}")
+    if not np.all((a == 0) | (a == 1)):
+        raise InputError(f"active: expected booleans (or 0 and 1), one per contact, got {shown(active)}")
+    return np.ascontiguousarray(np.broadcast_to(a, (batch, nc)) if batch else a, dtype=np.uint8)
+
+
 def thread_count(threads):
     """``threads`` for a batch: runtime/batch.py's rule (check_threads: None or an integer from 1 to MAX_THREADS, as
     the generated functions' door takes it), None meaning one per usable core."""
@@ -131,28 +149,57 @@ class CompiledStep:
             ("_step_batch", [ctypes.c_int, *[DOUBLE_P] * 12, ctypes.c_int]),
             ("_step_gap", [DOUBLE_P, DOUBLE_P, DOUBLE_P, ctypes.c_double, *[DOUBLE_P] * 9]),
             ("_step_gap_batch", [ctypes.c_int, *[DOUBLE_P] * 13, ctypes.c_int])])
+        self._step_active, self._batch_active = entries(lib, mapped, self.so, fn, [
+            ("_step_active", [DOUBLE_P, DOUBLE_P, DOUBLE_P, ctypes.c_double, *[DOUBLE_P] * 5, BYTE_P, *[DOUBLE_P] * 4]),
+            ("_step_active_batch", [ctypes.c_int, *[DOUBLE_P] * 9, BYTE_P, *[DOUBLE_P] * 4, ctypes.c_int])])
         self._problem = (own_symbol(lib, mapped, fn + "_problem", argtypes=[DOUBLE_P] * 8, label=self.so)
                          if hasattr(lib, fn + "_problem") else None)     # the dense route's solver alone
         self._lib = lib
 
     def __call__(self, q, v, tau, dt=1e-3, lam0=None, tol=Options.tol, max_iter=Options.max_iter, mu=None, normals=None,
-                 rho=Options.rho, eta=Options.eta, omega=Options.omega, threads=1, gap=None):
+                 rho=Options.rho, eta=Options.eta, omega=Options.omega, threads=1, gap=None, active=None):
         """One step from (q, v, τ), or N steps from (Q, V, TAU) with the batch first (``threads``
         POSIX threads; None: one per core); ``lam0`` warm-starts λ (contact frames), ``mu`` overrides the friction,
         ``normals`` (n_c × 3, unit) sets each contact's normal (default +z), ``gap`` (m/s, one per
         contact, N × n_c for a batch) is added to g's normal rows (``<name>_step_gap``: e.g. a
         Baumgarte β·min(d, 0)/dt), so the solve asks σ_n ≥ −gap; ``sigma`` stays the contact velocity
-        Gλ + g, the residuals are those of the shifted problem.  Every argument is checked first (one-line
-        InputError): finite states, unit quaternions (``check_q``), dt, μ, normals, the solver options."""
+        Gλ + g, the residuals are those of the shifted problem.  ``active`` (a bool per contact, N × n_c for a
+        batch; None: every contact) solves the problem of the flagged contacts alone (G[A, A], g[A]: the C
+        keep_active, as the C rollout does), every other contact's λ and σ exactly 0; a step built with solver "auto"
+        then picks the solver per active set (contact/step.py auto_solver).  Every argument is checked first
+        (one-line InputError): finite states, unit quaternions (``check_q``), dt, μ, normals, the mask, the solver
+        options."""
         batch = batch_size(q)
+        active = check_active(active, self.nc, batch)
+        opts = {s: solver_options(tol, max_iter, s, self.exact, rho, eta, omega, self.fallback)
+                for s in ({self.solver} if active is None or not self.fallback else SOLVER_CODES)}
         try:
-            return self._call(batch, q, v, tau, dt, lam0, solver_options(tol, max_iter, self.solver, self.exact, rho,
-                                                                          eta, omega, self.fallback), mu, normals, threads, gap)
+            if active is None or not self.fallback:
+                return self._call(batch, q, v, tau, dt, lam0, opts[self.solver], mu, normals, threads, gap, active)
+            return self._auto(batch, q, v, tau, dt, lam0, opts, mu, normals, threads, gap, active)
         except MemoryError:
             raise InputError(f"a batch of {batch} states does not fit in memory") from None
 
-    def _call(self, batch, q, v, tau, dt, lam0, opts, mu, normals, threads, gap):
-        """The checked call of ``__call__`` (``opts``: solver_options)."""
+    def _auto(self, batch, q, v, tau, dt, lam0, opts, mu, normals, threads, gap, active):
+        """The masked call of a step built with solver "auto": each active set's solver (auto_solver), a batch in
+        one call per solver picked, its rows put back in order."""
+        if not batch:
+            return self._call(0, q, v, tau, dt, lam0, opts[auto_solver(self.contacts, active)], mu, normals, threads,
+                              gap, active)
+        sets, which = np.unique(active, axis=0, return_inverse=True)
+        picks = np.array([auto_solver(self.contacts, a) for a in sets])[np.reshape(which, -1)]
+        if len(set(picks)) == 1:
+            return self._call(batch, q, v, tau, dt, lam0, opts[picks[0]], mu, normals, threads, gap, active)
+        parts = {}
+        for s in SOLVER_CODES:
+            rows = picks == s
+            parts[s] = self._call(int(np.sum(rows)), *(_rows(x, rows, batch) for x in (q, v, tau)), _rows(dt, rows, batch, 1),
+                                  _rows(lam0, rows, batch), opts[s], mu, _rows(normals, rows, batch, 3), threads,
+                                  _rows(gap, rows, batch), active[rows])
+        return _merged(parts, picks)
+
+    def _call(self, batch, q, v, tau, dt, lam0, opts, mu, normals, threads, gap, active=None):
+        """The checked call of ``__call__`` (``opts``: solver_options, ``active``: check_active's)."""
         r, m = self.robot, self.contacts.m
         q = check_q(r, q, batch)
         v, tau = (check_state(n, x, r.nv, batch) for n, x in (("v", v), ("tau", tau)))
@@ -169,13 +216,14 @@ class CompiledStep:
             threads = thread_count(threads)
             mus = np.ascontiguousarray(np.broadcast_to(mu_a, (batch, self.nc)))
             head = (batch, ptr(q), ptr(v), ptr(tau), ptr(dt), ptr(mus), ptr(n), ptr(lam0), ptr(opts))
-            if gap is None:
+            if gap is None and active is None:
                 self._batch(*head, *outs, threads)
             else:
-                self._batch_gap(*head, ptr(gap), *outs, threads)
+                self._batch_active(*head, ptr(gap), ptr(active), *outs, threads)
             return _result(lam, sigma, v_next, info, batch)
         head = (ptr(q), ptr(v), ptr(tau), dt, ptr(mu_a), ptr(n), ptr(lam0), ptr(opts))
-        if self._step(*head, *outs) if gap is None else self._step_gap(*head, ptr(gap), *outs):
+        if self._step(*head, *outs) if gap is None and active is None else \
+                self._step_active(*head, ptr(gap), ptr(active), *outs):
             raise InputError("the generated step failed to evaluate")
         return _result(lam, sigma, v_next, info, batch)
 
@@ -209,6 +257,28 @@ def solver_options(tol, max_iter, solver, exact, rho=Options.rho, eta=Options.et
     ``fallback``: ADMM where PGS does not converge (solver "auto", contact/__init__.py pgs_then_admm)."""
     return Options(tol, max_iter, rho, eta, omega).packed(STEP_OPTIONS, solver=SOLVER_CODES[solver], exact=exact,
                                                           fallback=fallback)
+
+def _rows(x, rows, batch, per_state_ndim=2):
+    """The rows ``rows`` (a bool per state) of a batch argument ``x`` given per state (ndim ``per_state_ndim``), else
+    ``x`` as it is (one value for every state, or None)."""
+    a = None if x is None else np.asarray(x)
+    return a[rows] if a is not None and a.ndim == per_state_ndim and len(a) == batch else x
+
+
+def _merged(parts, picks):
+    """One batch StepResult from {solver: the StepResult of its rows} (``picks``: each state's solver)."""
+    out = {}
+    for field in ("lam", "sigma", "v_next", "iterations", "residuals"):
+        first = np.asarray(getattr(parts[picks[0]], field))
+        whole = np.empty((len(picks),) + first.shape[1:], dtype=first.dtype)
+        for s, r in parts.items():
+            whole[picks == s] = getattr(r, field)
+        out[field] = whole
+    status = np.empty(len(picks), dtype=object)
+    for s, r in parts.items():
+        status[picks == s] = r.status
+    return StepResult(out["lam"], out["sigma"], out["v_next"], out["iterations"], out["residuals"], list(status))
+
 
 def _result(lam, sigma, v_next, info, batch):
     """StepResult from the C outputs (info rows: iterations, three residuals, status)."""

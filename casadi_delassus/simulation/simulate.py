@@ -7,7 +7,7 @@ solvers and the compiled step of issue 25 solve), for the time t = k dt:
     d   = signed distances of the contact candidates to the ground (forward kinematics)
     A   = {i : d_i ≤ margin}                                  the active set
     τ   = controller(t, q, v)
-    v⁺  = step_A(q, v, τ, dt, λ₀ = the previous impulses of A)   frictional contact solve
+    v⁺  = step(q, v, τ, dt, λ₀ = the previous impulses, A)       frictional contact solve on A
     q⁺  = q ⊕ dt v⁺                                          the model's own integrate
 
 The velocity v⁺ is the end-of-step one (semi-implicit, or symplectic, Euler); ⊕ is
@@ -16,16 +16,18 @@ is the halfspace {x : n·x ≥ h} of any unit normal n; a candidate is a point f
 sphere (centre and radius) whose friction point is its lowest point at q₀, fixed on the body.
 Baumgarte stabilisation (β > 0, on by default: BAUMGARTE) asks the normal contact velocity to close the
 penetration in 1/β steps: σ_n ≥ −β d⁻/dt, d⁻ the deepest min(d, 0) among the active contacts of the contact's
-body (gap_term), the gap term of issue 25's g (the compiled step's ``<name>_step_gap``).  Without it a landing leaves the contacts as deep as the last step before touching carried
+body (gap_term), the gap term of issue 25's g (the compiled step's ``gap``).  Without it a landing leaves the contacts as deep as the last step before touching carried
 them (up to |v| dt, 0.4–0.9 mm on quadrupeds and humanoids dropped a few cm at dt = 1 ms) for ever.
 
 Under a fixed linear feedback (feedback.py: LinearFeedback, pd_controller) on the compiled step,
 the whole loop runs as one C call instead (rollout.py), with the same statuses and records.
 
-The step of each active set comes from a factory (``step_factory``): the compiled step
-``contact_step`` of this package by default, or the NumPy reference (reference_steps) that
-tests and benches use as an oracle.  One step is built per active set seen and cached by
-its mask, so a rollout that revisits a set never builds again.
+The step comes from a factory (``step_factory``), built once for every candidate: the compiled
+step ``contact_step`` of this package by default, or the NumPy reference (reference_steps) that
+tests and benches use as an oracle.  Each call takes the active set as a mask (``active``): the solve
+on the active contacts' G[A, A], the others' impulses exactly 0 (the compiled step's keep_active,
+codegen/templates/contact_step.c.j2), the one mechanism the C rollout uses too; a step with no active
+contact is free_step's.
 
 A solve that fails from its warm start is tried once more from λ₀ = 0 (status "ok after a cold
 start" when that one converges).  Every step records a status; a step that is not ``ok``
@@ -233,38 +235,49 @@ def free_step(robot):
     from ..codegen.trace import trace
     aba = trace(robot, ConstraintSet(robot, [], allow_empty=True), "aba", cse=True)[0]
 
-    def step(q, v, tau, dt, lam0=None, gap=None):
+    def step(q, v, tau, dt, lam0=None, gap=None, active=None):
         return StepResult(np.zeros(0), np.zeros(0), v + dt * np.asarray(aba(q, v, tau)).reshape(-1), 0, 0.0,
                           STATUS[CONVERGED])
     return step
 
 
 def compiled_steps(solver="admm", tol=Options.tol, max_iter=Options.max_iter, **build_options):
-    """A step factory on the compiled step (issue 25, step.py): ``factory(robot, specs, mu,
-    frame)`` returns ``step(q, v, τ, dt, lam0, gap)`` for one active set; ``build_options`` go
-    to ``contact_step`` (out_dir, cflags, …).  tol and max_iter are checked here, before any build."""
+    """A step factory on the compiled step (issue 25, step.py): ``factory(robot, specs, mu, frame)`` returns
+    ``step(q, v, τ, dt, lam0, gap, active)`` over every candidate of ``specs`` (lam0: 3 per candidate, gap: one per
+    candidate, active: the mask of those that take part), built once per robot, specs, μ and frame and kept by the
+    factory, so rollouts that reuse it never build again; ``build_options`` go to ``contact_step`` (out_dir, cflags,
+    …).  tol and max_iter are checked here, before any build."""
     Options(tol=tol, max_iter=max_iter)
+    built = {}
 
     def factory(robot, specs, mu, frame):
-        from ..stepping.contact import contact_step
-        s = contact_step(robot, specs, solver=solver, mu=mu, **build_options)
-        normals = step_normals(frame, len(specs))
-
-        def step(q, v, tau, dt, lam0=None, gap=None):
-            return s(q, v, tau, dt=dt, lam0=lam0, tol=tol, max_iter=max_iter, normals=normals,
-                     gap=None if gap is None else gap / dt)
-
-        def batch(Q, V, TAU, dt, LAM0, threads=1, GAP=None):
-            """N steps at once (the step's batch entry point, ``threads`` POSIX threads)."""
-            r = s(Q, V, TAU, dt=dt, lam0=LAM0, tol=tol, max_iter=max_iter, normals=normals, threads=threads,
-                  gap=None if GAP is None else GAP / dt)
-            return r.v_next, r.lam, np.asarray(r.iterations), np.max(r.residuals, axis=1), list(r.status)
-        step.batch = batch
-        return step
+        key = (robot, tuple(specs), np.asarray(mu, dtype=float).tobytes(), np.asarray(frame, dtype=float).tobytes())
+        if key not in built:
+            built[key] = _compiled_step(robot, specs, mu, frame, solver, tol, max_iter, build_options)
+        return built[key]
     from ..contact.step import check_contacts
     factory.check = check_contacts        # refuses what the step cannot take before the first step
     factory.rollout = _rollout_builder(solver, tol, max_iter, build_options)
     return factory
+
+
+def _compiled_step(robot, specs, mu, frame, solver, tol, max_iter, build_options):
+    """compiled_steps's step (and its ``batch``) for every candidate of ``specs``: one contact_step build."""
+    from ..stepping.contact import contact_step
+    s = contact_step(robot, specs, solver=solver, mu=mu, **build_options)
+    normals = step_normals(frame, len(specs))
+
+    def step(q, v, tau, dt, lam0=None, gap=None, active=None):
+        return s(q, v, tau, dt=dt, lam0=lam0, tol=tol, max_iter=max_iter, normals=normals,
+                 gap=None if gap is None else gap / dt, active=active)
+
+    def batch(Q, V, TAU, dt, LAM0, threads=1, GAP=None, ACTIVE=None):
+        """N steps at once (the step's batch entry point, ``threads`` POSIX threads; ACTIVE: a mask per state)."""
+        r = s(Q, V, TAU, dt=dt, lam0=LAM0, tol=tol, max_iter=max_iter, normals=normals, threads=threads,
+              gap=None if GAP is None else GAP / dt, active=ACTIVE)
+        return r.v_next, r.lam, np.asarray(r.iterations), np.max(r.residuals, axis=1), list(r.status)
+    step.batch = batch
+    return step
 
 
 def step_normals(frame, k):
@@ -294,23 +307,13 @@ def c_rollouts(scene, compiled, Q0, V0, n, dt, feedback, tau_limit, threads=None
                     baumgarte)
 
 
-class StepCache:
-    """One step per active set (mask of candidates), built on first use by ``factory``."""
-
-    def __init__(self, scene, factory, q0):
-        self.scene, self.factory = scene, factory
-        self.specs = scene.specs(q0)
-        if hasattr(factory, "check"):
-            factory.check(scene.robot, self.specs)
-        self.steps = {0: free_step(scene.robot)}
-
-    def __call__(self, mask):
-        key = int(sum(1 << i for i, a in enumerate(mask) if a))
-        if key not in self.steps:
-            idx = np.flatnonzero(mask)
-            self.steps[key] = self.factory(self.scene.robot, [self.specs[i] for i in idx], self.scene.mu[idx],
-                                           self.scene.frame)
-        return self.steps[key]
+def candidate_step(scene, factory, q0):
+    """The step of every candidate of ``scene`` (friction points at q0) from ``factory``, which checks the specs
+    first where it can (``factory.check``): the one step a rollout builds, the active set a mask of each call."""
+    specs = scene.specs(q0)
+    if hasattr(factory, "check"):
+        factory.check(scene.robot, specs)
+    return factory(scene.robot, specs, scene.mu, scene.frame)
 
 
 def place(scene, q, clearance):
@@ -406,10 +409,10 @@ class _Recorder:
                        np.array(self.forces).reshape(n, k, 3), np.array(self.its), np.array(self.res), self.statuses)
 
 
-def gap_term(baumgarte, gaps, bodies):
-    """β d⁻ (m) for each active contact (``gaps``: its gap, or N × k of them; ``bodies``: its body), d⁻ the deepest
-    penetration min(d, 0) among its body's active contacts: what the step adds over dt to g's normal rows; None without
-    Baumgarte (β = 0).  One push per body because two points of a rigid body can stick only if their velocities
+def gap_term(baumgarte, gaps, bodies, active=None):
+    """β d⁻ (m) for each contact (``gaps``: its gap, or N × k of them; ``bodies``: its body), d⁻ the deepest
+    penetration min(d, 0) among its body's active contacts (``active``: the mask, one per row for N × k; None: every
+    contact given): what the step adds over dt to g's normal rows; None without Baumgarte (β = 0).  One push per body because two points of a rigid body can stick only if their velocities
     differ orthogonally to their offset, and pushes proportional to each point's own depth differ along it on any
     tilted body: such a solve has no sticking answer and ADMM crawls after a µm/s slide (a toppling G1 and a tilted
     box landing stopped "not converged"); a normal translation of the body is a motion sticking allows."""
@@ -417,7 +420,8 @@ def gap_term(baumgarte, gaps, bodies):
         return None
     bodies = np.asarray(bodies)
     same = bodies[:, None] == bodies[None, :]
-    return baumgarte * np.min(np.where(same, np.minimum(gaps, 0.0)[..., None, :], 0.0), axis=-1, initial=0.0)
+    depth = np.minimum(gaps, 0.0) if active is None else np.where(active, np.minimum(gaps, 0.0), 0.0)
+    return baumgarte * np.min(np.where(same, depth[..., None, :], 0.0), axis=-1, initial=0.0)
 
 
 def _check(q, v, gaps, tau, tau_limit):
@@ -539,20 +543,20 @@ def _rollout(scene, dt, raw, e=0):
                    raw.ITS[:n, e].astype(int), raw.RES[:n, e], statuses)
 
 
-def run(scene, q0, v0, T, dt, controller=None, step_factory=None, baumgarte=BAUMGARTE, tau_limit=1e6, steps=None):
+def run(scene, q0, v0, T, dt, controller=None, step_factory=None, baumgarte=BAUMGARTE, tau_limit=1e6):
     """Roll ``scene`` out from (q0, v0) for T seconds of steps dt under ``controller`` (t, q, v)
-    -> τ, each active set's step from ``step_factory`` (or from ``steps``, a StepCache kept
-    between rollouts), with Baumgarte's gap term β = ``baumgarte``; returns a Rollout that stops at the first stopping
+    -> τ, on the step of every candidate from ``step_factory`` (built once: candidate_step; each call masked by the
+    active set), with Baumgarte's gap term β = ``baumgarte``; returns a Rollout that stops at the first stopping
     status.  With a LinearFeedback controller on the compiled step the whole rollout is one C call
     (codegen/contact_rollout.py); other controllers run this loop, one step call per step."""
     robot = scene.robot
     q, v, n = _inputs(scene, q0, v0, T, dt)
     baumgarte, tau_limit = check_settings(baumgarte, tau_limit)
-    factory = steps.factory if steps else step_factory or compiled_steps()
+    factory = step_factory or compiled_steps()
     if isinstance(controller, LinearFeedback) and hasattr(factory, "rollout"):
         return _rollout(scene, dt, c_rollouts(scene, factory.rollout(scene, q), q[None], v[None], n, dt, controller,
                                               tau_limit, baumgarte=baumgarte))
-    steps = steps or StepCache(scene, factory, q)
+    step, free = candidate_step(scene, factory, q), free_step(robot)
     warm, rec, gaps = np.zeros((len(scene.candidates), 3)), _Recorder(q, v), scene.gaps(q)
     for k in counted(n, "steps"):
         tau = np.zeros(robot.nv) if controller is None else np.asarray(controller(k * dt, q, v), dtype=float).reshape(-1)
@@ -560,16 +564,17 @@ def run(scene, q0, v0, T, dt, controller=None, step_factory=None, baumgarte=BAUM
         active = gaps <= scene.margin
         cold = False
         if stop is None:
-            gap = gap_term(baumgarte, gaps[active], scene.bodies[active])
-            r = steps(active)(q, v, tau, dt, lam0=warm[active].reshape(-1), gap=gap)
+            call, gap = step if active.any() else free, gap_term(baumgarte, gaps, scene.bodies, active)
+            r = call(q, v, tau, dt, lam0=warm.reshape(-1), gap=gap, active=active)
             if r.status != "converged" and warm[active].any():     # a warm start may be what failed
-                cold, r = True, steps(active)(q, v, tau, dt, lam0=np.zeros(3 * active.sum()), gap=gap)
+                cold, r = True, call(q, v, tau, dt, lam0=np.zeros(warm.size), gap=gap, active=active)
             stop = NOT_CONVERGED if r.status != "converged" else None
         forces = np.zeros_like(warm)
         if stop is not None:
             rec.add(stop, tau, gaps, forces, *((r.iterations, r.residual) if stop == NOT_CONVERGED else ()))
             break
-        forces[active] = r.lam.reshape(-1, 3) / dt
+        if active.any():
+            forces[active] = r.lam.reshape(-1, 3)[active] / dt
         warm = forces * dt
         v = r.v_next
         rec.add(COLD if cold else OK if active.any() else FREE, tau, gaps, forces, r.iterations, r.residual)

@@ -2,10 +2,10 @@
 
 Each time step (simulate.py's scheme, per environment): the controller is called once on the
 whole batch (τ = controller(t, Q, V), N x nv), the stopping checks run per environment, the
-live environments are grouped by their active set and each group goes through its step's batch
-entry point in one call (the compiled step's ``<name>_step_batch`` on POSIX threads; the NumPy
-and contact-free steps one environment after another), and q ⊕ dt v⁺ with the new gaps is one
-mapped SX call.  An environment that stops keeps its status and stays frozen; the others go on.
+live environments with an active contact go through the step's batch entry point in one call, each with its own
+active-set mask (the compiled step's ``<name>_step_active_batch`` on POSIX threads, one call per solver where
+solver "auto" picks both; the NumPy step one environment after another), those without one through the
+contact-free step, and q ⊕ dt v⁺ with the new gaps is one mapped SX call.  An environment that stops keeps its status and stays frozen; the others go on.
 Results equal N single rollouts (tests/simulation/test_simulate.py).
 """
 from __future__ import annotations
@@ -18,8 +18,8 @@ from ..errors import InputError
 from ..progress import counted
 from ..runtime.batch import check_threads
 from .simulate import (BAUMGARTE, COLD, CONTROLLER, FALL_DEPTH, FELL, FREE, NAN_STATE, NOT_CONVERGED, OK, ROLLOUT_STATUSES,
-                       LinearFeedback, StepCache, Trajectory, c_rollouts, check_settings, compiled_steps, gap_term, numbers,
-                       record_bytes, step_count, unit_q0)
+                       LinearFeedback, Trajectory, c_rollouts, candidate_step, check_settings, compiled_steps, free_step,
+                       gap_term, numbers, record_bytes, step_count, unit_q0)
 
 STOPPED = ""          # the status of an environment after the step that stopped it
 
@@ -40,10 +40,10 @@ class BatchRollout(Trajectory):
         return out
 
 
-def _one_by_one(step, Q, V, TAU, dt, LAM0, threads=1, GAP=None):
+def _one_by_one(step, Q, V, TAU, dt, LAM0, threads=1, GAP=None, ACTIVE=None):
     """A step without a batch entry point, called per environment."""
-    gaps = [None] * len(Q) if GAP is None else GAP
-    rs = [step(q, v, tau, dt, lam0=lam, gap=gap) for q, v, tau, lam, gap in zip(Q, V, TAU, LAM0, gaps)]
+    gaps, masks = ([None] * len(Q) if x is None else x for x in (GAP, ACTIVE))
+    rs = [step(q, v, tau, dt, lam0=lam, gap=gap, active=a) for q, v, tau, lam, gap, a in zip(Q, V, TAU, LAM0, gaps, masks)]
     return (np.array([r.v_next for r in rs]), np.array([r.lam for r in rs]), np.array([r.iterations for r in rs]),
             np.array([r.residual for r in rs]), [r.status for r in rs])
 
@@ -86,7 +86,7 @@ def _from_raw(scene, dt, raw):
     return BatchRollout(scene, dt, raw.Q, raw.V, raw.TAU, raw.GAPS, raw.FORCES, raw.ITS.astype(int), raw.RES, names)
 
 
-def run_batch(scene, Q0, V0, T, dt, controller=None, step_factory=None, tau_limit=1e6, steps=None, threads=1,
+def run_batch(scene, Q0, V0, T, dt, controller=None, step_factory=None, tau_limit=1e6, threads=1,
               baumgarte=BAUMGARTE):
     """Roll N environments of ``scene`` out from (Q0, V0) (N x nq, N x nv) for T seconds of steps
     dt under ``controller(t, Q, V) -> N x nv``, Baumgarte's β = ``baumgarte``; returns a BatchRollout.  A
@@ -95,12 +95,12 @@ def run_batch(scene, Q0, V0, T, dt, controller=None, step_factory=None, tau_limi
     robot = scene.robot
     Q, V, n, threads = _inputs(scene, Q0, V0, T, dt, threads)
     baumgarte, tau_limit = check_settings(baumgarte, tau_limit)
-    factory = steps.factory if steps else step_factory or compiled_steps()
+    factory = step_factory or compiled_steps()
     if isinstance(controller, LinearFeedback) and hasattr(factory, "rollout"):
         return _from_raw(scene, dt, c_rollouts(scene, factory.rollout(scene, Q[0]), Q, V, n, dt, controller, tau_limit,
                                                threads, baumgarte))
     threads = threads or 1
-    steps = steps or StepCache(scene, factory, Q[0])
+    steps = (free_step(robot), candidate_step(scene, factory, Q[0]))
     out, alive = _Batch(scene, Q, V, n), np.ones(len(Q), dtype=bool)
     G, warm = scene.advance(Q, np.zeros_like(V))[1], np.zeros((len(Q), len(scene.candidates), 3))
     for k in counted(n, "steps"):
@@ -113,32 +113,10 @@ def run_batch(scene, Q0, V0, T, dt, controller=None, step_factory=None, tau_limi
         stop = _stops(Q[idx], V[idx], G[idx], TAU, tau_limit)
         out.statuses[k, idx[stop != None]] = stop[stop != None]          # noqa: E711  (object array)
         go, TAU = idx[stop == None], TAU[stop == None]                   # noqa: E711
-        active = G[go] <= scene.margin
-        keys = active @ (1 << np.arange(active.shape[1]))
-        for key in np.unique(keys):
-            rows, mask = go[keys == key], active[keys == key][0]
-            step = steps(mask)
-            call = getattr(step, "batch", None) or (lambda *a, s=step, **kw: _one_by_one(s, *a, **kw))
-            args = (Q[rows], V[rows], TAU[keys == key], dt)
-            gap = gap_term(baumgarte, G[rows][:, mask], scene.bodies[mask]) if mask.any() else None
-            v_next, lam, its, res, status = call(*args, warm[rows][:, mask].reshape(len(rows), -1), threads=threads, GAP=gap)
-            ok = np.array([s == "converged" for s in status])
-            cold = ~ok & warm[rows][:, mask].reshape(len(rows), -1).any(1)     # a warm start may be what failed
-            if cold.any():
-                again = call(*(a[cold] if np.ndim(a) else a for a in args), np.zeros((cold.sum(), 3 * mask.sum())),
-                             threads=threads, GAP=None if gap is None else gap[cold])
-                for whole, part in zip((v_next, lam, its, res), again[:4]):
-                    whole[cold] = part
-                status = np.array(status, dtype=object)
-                status[cold] = again[4]
-                ok = np.array([s == "converged" for s in status])
-            out.iterations[k, rows], out.residuals[k, rows] = its, res
-            out.statuses[k, rows] = np.where(ok, np.where(cold, COLD, OK if mask.any() else FREE), NOT_CONVERGED)
-            f = np.zeros((len(rows), len(mask), 3))
-            f[:, mask] = np.asarray(lam).reshape(len(rows), -1, 3) / dt
-            out.forces[k, rows[ok]] = f[ok]
-            warm[rows[ok]] = f[ok] * dt
-            V[rows[ok]] = v_next[ok]
+        touching = (G[go] <= scene.margin).any(1)
+        for part, step in zip((~touching, touching), steps):     # the free step; the step masked by each active set
+            if part.any():
+                _step_group(scene, step, out, k, go[part], Q, V, TAU[part], dt, G, warm, threads, baumgarte)
         moved = go[np.isin(out.statuses[k, go], (OK, FREE, COLD))]
         alive[idx] = np.isin(out.statuses[k, idx], (OK, FREE, COLD))
         if len(moved):
@@ -146,3 +124,34 @@ def run_batch(scene, Q0, V0, T, dt, controller=None, step_factory=None, tau_limi
         out.q[k + 1, moved], out.v[k + 1, moved] = Q[moved], V[moved]
     return BatchRollout(scene, dt, out.q, out.v, out.tau, out.gaps, out.forces, out.iterations, out.residuals,
                         out.statuses)
+
+
+def _step_group(scene, step, out, k, rows, Q, V, TAU, dt, G, warm, threads, baumgarte):
+    """Step ``k`` of the environments ``rows`` (torques TAU) through ``step`` in one batch call, each masked by its
+    active set (gaps G ≤ margin), retried cold where a warm start failed; their records, warm starts and V updated."""
+    active = G[rows] <= scene.margin
+    call = getattr(step, "batch", None) or (lambda *a, s=step, **kw: _one_by_one(s, *a, **kw))
+    args = (Q[rows], V[rows], TAU, dt)
+    gap = gap_term(baumgarte, G[rows], scene.bodies, active)
+    lam0 = warm[rows].reshape(len(rows), -1)
+    v_next, lam, its, res, status = call(*args, lam0, threads=threads, GAP=gap, ACTIVE=active)
+    ok = np.array([s == "converged" for s in status])
+    cold = ~ok & (warm[rows] * active[..., None]).any((1, 2))         # a warm start may be what failed
+    if cold.any():
+        again = call(Q[rows][cold], V[rows][cold], TAU[cold], dt, np.zeros((cold.sum(), lam0.shape[1])),
+                     threads=threads, GAP=None if gap is None else gap[cold], ACTIVE=active[cold])
+        for whole, part in zip((v_next, lam, its, res), again[:4]):
+            whole[cold] = part
+        status = np.array(status, dtype=object)
+        status[cold] = again[4]
+        ok = np.array([s == "converged" for s in status])
+    touching = active.any(1)
+    out.iterations[k, rows], out.residuals[k, rows] = its, res
+    out.statuses[k, rows] = np.where(ok, np.where(cold, COLD, np.where(touching, OK, FREE)), NOT_CONVERGED)
+    f = np.zeros((len(rows), active.shape[1], 3))
+    if touching.any():
+        f[active] = np.asarray(lam).reshape(len(rows), -1, 3)[active] / dt
+    out.forces[k, rows[ok]] = f[ok]
+    warm[rows[ok]] = f[ok] * dt
+    V[rows[ok]] = v_next[ok]
+

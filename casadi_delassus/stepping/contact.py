@@ -41,7 +41,8 @@ def contact_step(robot: RobotLike, contacts: str | Sequence[str], solver: str = 
     """A compiled contact step ``s`` for ``robot`` (anything ``load_robot`` takes) and
     ``contacts`` (point candidates ``LINK[@x,y,z]``, contact/candidates.py, or a scenario name): ``s(q, v, tau, dt=1e-3, lam0=None,
     tol=Options.tol, max_iter=Options.max_iter)`` → StepResult (``.lam``, ``.sigma``, ``.v_next``,
-    ``.iterations``, ``.residuals``, ``.status``); ``s(Q, V, TAU)`` steps a batch.
+    ``.iterations``, ``.residuals``, ``.status``); ``s(Q, V, TAU)`` steps a batch; ``s(..., active=mask)`` solves the
+    flagged contacts alone (the others' λ exactly 0: the active-set mask simulation/ and the C rollout use).
     ``solver`` "auto" (the default: contact/step.py auto_solver), "admm" or "pgs"; ``relaxed=True`` solves the convex
     relaxation instead of the exact (De Saxcé) problem; ``build_options``: out_dir, cflags, cc, delassus, name, and
     linear_solve (ADMM's damped inverse: "auto", the default, "dense" or "matrix_free": codegen/contact_step.py

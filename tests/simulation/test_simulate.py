@@ -125,9 +125,9 @@ def test_go1_at_rest_stays(go1, stand):
     assert r.iterations[0] >= 5 and r.iterations[1:].max() <= 1     # cold: 5 iterations (admm.py, one rho jump)
 
 
-def test_drop_lands_and_caches_one_step_per_active_set(go1, stand):
-    """Dropped from 1 cm under a PD controller: free steps, then contact; the step cache holds
-    the empty set and the sets seen; forces on the ground are compressive."""
+def test_drop_lands_and_builds_one_step(go1, stand):
+    """Dropped from 1 cm under a PD controller: free steps, then contact; one step is built, over every candidate,
+    whatever the active sets seen (it was one per set: issue 35 point 3); forces on the ground are compressive."""
     q0 = stand.q.copy()
     q0[2] += 0.01
     scene = sim.Scene(go1, FEET)
@@ -137,14 +137,27 @@ def test_drop_lands_and_caches_one_step_per_active_set(go1, stand):
     r = sim.run(scene, q0, np.zeros(go1.nv), 0.08, 1e-3, cd.pd_controller(go1, stand.q, 60.0, 2.0, stand.tau),
                 cache_factory)
     assert r.completed and r.statuses[0] == sim.FREE and r.statuses[-1] == sim.OK
-    assert len(made) == len(set(map(tuple, r.gaps <= scene.margin))) - 1    # one build per non-empty set
+    assert len(set(map(tuple, r.gaps <= scene.margin))) > 2 and made == [len(FEET)]      # sets seen; one build
     assert r.forces[:, :, 2].min() >= 0 and r.forces[-1, :, 2].sum() > 0
+
+
+def test_a_landing_on_the_compiled_step_builds_one_step(go1, stand, tmp_path):
+    """go1 landing tilted, feet touching one by one under a plain-callable PD (the per-step loop): one compiled step
+    in the build folder, whatever the active sets (issue 35 point 3: one per set before)."""
+    scene = sim.Scene(go1, FEET)
+    v0 = np.zeros(go1.nv)
+    v0[3] = 0.5
+    pd = cd.pd_controller(go1, stand.q, 60.0, 2.0, stand.tau)
+    r = cd.simulate(go1, FEET, sim.place(scene, stand.q, 0.02), v0, 0.08, 1e-3, controller=lambda t, q, v: pd(t, q, v),
+                    out_dir=tmp_path, cflags=("-O1",), quiet=True)
+    assert r.completed and len({tuple(m) for m in r.gaps <= scene.margin}) > 2
+    assert len(list(tmp_path.rglob("contact_*.so"))) == 1
 
 
 def _fake(status="converged"):
     """A step factory whose steps keep v and report ``status``."""
     return lambda robot, specs, mu, frame: (
-        lambda q, v, tau, dt, lam0=None, gap=None: sim.StepResult(np.zeros(3 * len(specs)), np.zeros(3 * len(specs)), v,
+        lambda q, v, tau, dt, lam0=None, gap=None, active=None: sim.StepResult(np.zeros(3 * len(specs)), np.zeros(3 * len(specs)), v,
                                                                   7, 0.5, status))
 
 
@@ -338,7 +351,7 @@ def test_sphere_friction_point_and_place(go1):
 
 def _fails_when_warm(robot, specs, mu, frame):
     """A step that converges from λ₀ = 0 only (λ = 1e-3 each time): a warm start that fails."""
-    def step(q, v, tau, dt, lam0=None, gap=None):
+    def step(q, v, tau, dt, lam0=None, gap=None, active=None):
         warm = lam0 is not None and np.any(lam0)
         return sim.StepResult(np.full(3 * len(specs), 1e-3), np.zeros(3 * len(specs)), v, 9, 1.0 if warm else 0.0,
                               "max iterations" if warm else "converged")
