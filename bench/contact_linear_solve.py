@@ -21,6 +21,7 @@ import common
 from casadi_delassus import contact_step
 from casadi_delassus.codegen.contact_step import delassus_function, linear_solve_costs
 from casadi_delassus.contact import step as st
+from casadi_delassus.contact.delassus_operator import OPERATORS
 from casadi_delassus.model import load_robot
 from casadi_delassus.opcount import count_ops
 from casadi_delassus.verify import contact_problems as cp
@@ -51,11 +52,11 @@ def counts(robot, specs):
     """(dense factor, dense solve, matrix-free factor, matrix-free solve, auto's costs, auto's route)."""
     cs = st.check_contacts(robot, specs)
     n = lambda f: count_ops(f)["instructions"]     # noqa: E731
-    factor, solve = st.damped_inverse_functions(cs.m, "b")
-    first, mf_factor, mf_solve = st.matrix_free_functions(robot, cs, "b")
-    prep = st.step_functions(robot, cs, "b", delassus_function(robot, cs, "auto")[1], first)[0]
-    costs = linear_solve_costs(prep, mf_factor, mf_solve, cs.m, "b")
-    return n(factor), n(solve), n(mf_factor), n(mf_solve), costs, min(costs, key=costs.get)
+    trace = st.step_trace(robot, cs, delassus_function(robot, cs, "auto")[1])
+    operators = {route: op(robot, cs, "b") for route, op in OPERATORS.items()}
+    costs = linear_solve_costs(operators, {r: st.prep_function(trace, "b", op) for r, op in operators.items()})
+    dense, free = operators["dense"], operators["matrix_free"]
+    return n(dense.factor), n(dense.solve), n(free.factor), n(free.solve), costs, min(costs, key=costs.get)
 
 
 def per_step(s, p, calls):

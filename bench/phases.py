@@ -68,8 +68,8 @@ def contact_phases(p, solver, args, peak):
     s = contact_step(p.robot, p.specs, solver=solver, mu=p.mu, out_dir=args.out)
     r = s(p.q, p.v, p.tau, dt=p.dt, tol=args.tol, max_iter=10_000)
     m = s.manifest
-    prep, post, chosen, factor, solve, route = step_parts(s.robot, s.contacts, m["function"], m["delassus"],
-                                                         m["linear_solve"])
+    prep, post, chosen, op = step_parts(s.robot, s.contacts, m["function"], m["delassus"], m["linear_solve"])
+    factor, solve = op.factor, op.solve
     vals = values_at(prep, factor, p.q, p.v, p.tau, p.dt, r.lam)
     fns = [("v_free, G, g, w", prep), ("M⁻¹Jᵀλ", post), ("ADMM's factor (per ρ)", factor),
            ("ADMM's solve (per iteration)", solve)]
@@ -90,7 +90,7 @@ def contact_phases(p, solver, args, peak):
     loop = [a - b for a, b in zip(ns["step"], ns["step_0_iterations"])]
     rest = [a - b - c for a, b, c in zip(ns["step_0_iterations"], ns["prep"], ns["post"])]
     lines = [f"### {p.name}, {solver}: {r.iterations} iterations to {args.tol:g} ({m['delassus']}, "
-             f"{route} linear solve)", "", *HEAD]
+             f"{op.route} linear solve)", "", *HEAD]
     lines.append(row("whole step", "step", total, None, peak, total))
     for (what, f) in fns:
         if solver == "pgs" and "ADMM" in what:
@@ -118,7 +118,8 @@ def rollout_phases(args, peak):
     first = sim.run(scene, p.q, v0, 1.0, DT, pd, factory)
     compiled = factory.rollout(scene, p.q)
     m = compiled.manifest
-    prep, post, chosen, factor, solve, _ = step_parts(robot, compiled.contacts, m["function"], m["delassus"], "dense")
+    prep, post, chosen, op = step_parts(robot, compiled.contacts, m["function"], m["delassus"], "dense")
+    factor, solve = op.factor, op.solve
     aba = trace(robot, ConstraintSet(robot, [], allow_empty=True), "aba", cse=True)[0]
     integrate, positions, free = loop_functions(robot, scene._positions, m["function"], aba)
     # at the standing state: the PD's torque there (0: q is its reference, v = 0), the rollout's last impulses

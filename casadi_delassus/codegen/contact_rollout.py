@@ -36,14 +36,14 @@ def build(robot, cs, positions, out_dir=DEFAULT_OUT, cflags=DEFAULT_CFLAGS, cc=N
 
     def make():
         # the dense route, as before (keep_active masks the explicit G; the matrix-free route would take the mask too)
-        prep, post, chosen, factor, solve, _ = step_parts(robot, cs, name, delassus, "dense")
+        parts = step_parts(robot, cs, name, delassus, "dense")
         aba = trace(robot, ConstraintSet(robot, [], allow_empty=True), "aba", cse=True)[0]
         loop = loop_functions(robot, positions, name, aba)
-        flags = step_cflags(cflags, sum(count_ops(f)["instructions"] for f in (prep, post, *loop)), cc) if auto else cflags
+        flags = step_cflags(cflags, sum(count_ops(f)["instructions"] for f in (*parts[:2], *loop)), cc) if auto else cflags
         text = TEMPLATES.get_template("contact_rollout.c.j2").render(
             fname=Safe(name), robot=robot.name, contacts=" ".join(cs.specs), version=__version__,
-            step_code=Safe(render(robot, cs, name, prep, post, chosen, factor, solve, loop)))
-        manifest = {"function": name, "robot": robot.name, "contacts": cs.specs, "delassus": chosen, "nq": robot.nq,
+            step_code=Safe(render(robot, cs, name, parts, loop)))
+        manifest = {"function": name, "robot": robot.name, "contacts": cs.specs, "delassus": parts.delassus, "nq": robot.nq,
                     "nv": robot.nv, "m": cs.m, "cflags": list(flags), "version": __version__}
         return text, [*flags, "-pthread"], manifest
     return build_cached(artifact.folder(out_dir, model, scenario), f"rollout_{key[:16]}", make, cc, key, "rollout")

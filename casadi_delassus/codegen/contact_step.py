@@ -1,17 +1,23 @@
 """C of the contact step (contact/step.py has its mathematics): for one robot and contact set, the Delassus
-algorithm and ADMM's linear solve chosen by instruction count, the SX parts emitted by CasADi and the iteration
-loop of templates/contact_step.c.j2 around them (``<name>_step``, ``<name>_step_batch`` on runtime/pool.h's
-threads, and their ``_active`` forms taking the active-set mask), compiled once per hash of what determines the file (build_cached, sealed: kind "step").  The
+algorithm and ADMM's Delassus operator (contact/delassus_operator.py) chosen by instruction count, the SX parts
+emitted by CasADi and the iteration loop of templates/contact_step.c.j2 around them, the operator's damped inverse
+from templates/delassus_<route>.c.j2 (``<name>_step``, ``<name>_step_batch`` on runtime/pool.h's threads, and their
+``_active`` forms taking the active-set mask), compiled once per hash of what determines the file (build_cached,
+sealed: kind "step").  The
 runtime loads it (runtime/contact_step.py); ``cd.contact_step`` is the entry (stepping/contact.py)."""
 from __future__ import annotations
 
 import hashlib
 import json
+import typing
 from pathlib import Path
+
+import casadi as ca
 
 from ..contact import admm
 from ..contact.result import STEP_OPTIONS
-from ..contact.step import damped_inverse_functions, matrix_free_functions, step_functions, without_damped
+from ..contact.delassus_operator import OPERATORS, DelassusOperator
+from ..contact.step import post_function, prep_function, step_trace
 from ..errors import InputError
 from ..opcount import count_ops
 from ..registry import AUTO, get_algorithm
@@ -33,61 +39,64 @@ DEFAULT_CFLAGS = ("auto",)      # codegen/build.py resolve_cflags: level by size
 # The solver loop runs its iterations in the same file as prep/post, so "auto" keeps -O2 up to this many prep+post
 # instructions, where codegen/build.py's AUTO_LEVELS (sized for one evaluation per call) already give -O1.
 STEP_O2_UP_TO = 40_000
-# ADMM's linear solve (G + (ρ+η) I)⁻¹ b: "dense" (G's LDLᵀ, m³/6 per refactorization, m² per solve) or
-# "matrix_free" (damped_inverse_apply staged, O(n + m) each); "auto" takes the one with fewer instructions for a
-# step of issue 25's problems: 5 iterations, 2 refactorizations (talos_stand, go1_stand).  The PGS loop reads G only.
-LINEAR_SOLVES = ("auto", "dense", "matrix_free")
-LINEAR_SOLVE_ITERATIONS, LINEAR_SOLVE_FACTORS = 5, 2
+# ADMM's linear solve (G + (ρ+η) I)⁻¹ b by a Delassus operator (contact/delassus_operator.py): "dense" (G's LDLᵀ)
+# or "matrix_free" (damped_inverse_apply staged); "auto" takes the one whose work is fewer instructions.  The PGS
+# loop reads G only.
+LINEAR_SOLVES = ("auto", *OPERATORS)
+
+
+class StepParts(typing.NamedTuple):
+    """What the step's C is made of: its prep and post (contact/step.py), the Delassus algorithm's name and the
+    Delassus operator (its factor, solve and C fragment)."""
+    prep: ca.Function
+    post: ca.Function
+    delassus: str
+    operator: DelassusOperator
 
 
 def delassus_function(robot, cs, delassus):
     """(name, function) of the Delassus algorithm ``delassus`` (AUTO: the registry's cheapest for these contacts,
-    choose_cheapest), the function as contact/step.py's step_functions takes it."""
+    choose_cheapest), the function as contact/step.py's step_trace takes it."""
     if delassus == AUTO:
         delassus = choose_cheapest(robot, cs)[0]
     return delassus, get_algorithm(delassus).fn
 
 
-def linear_solve_costs(prep, mf_factor, mf_solve, m, name):
-    """{route: instructions of one step's linear solves}: LINEAR_SOLVE_FACTORS refactorizations and
-    LINEAR_SOLVE_ITERATIONS solves, plus for the matrix-free route what its q stage adds to ``prep`` (a prep
-    with ``wd``: little, cse shares the stage with ABA and the Delassus algorithm)."""
-    factor, solve = damped_inverse_functions(m, name)
+def linear_solve_costs(operators, preps):
+    """{route: instructions of one step's linear solves} (DelassusOperator.work) of ``operators`` ({route:
+    operator}) with their ``preps`` ({route: prep}); the dense operator's prep, which adds nothing, is the bare one."""
     n = lambda f: count_ops(f)["instructions"]     # noqa: E731
-    return {"dense": LINEAR_SOLVE_FACTORS * n(factor) + LINEAR_SOLVE_ITERATIONS * n(solve),
-            "matrix_free": n(prep) - n(without_damped(prep)) + LINEAR_SOLVE_FACTORS * n(mf_factor)
-            + LINEAR_SOLVE_ITERATIONS * n(mf_solve)}
+    return {route: op.work(n, preps[route], preps["dense"]) for route, op in operators.items()}
 
 
 def step_parts(robot, cs, name, delassus, linear_solve):
-    """(prep, post, Delassus algorithm, factor, solve, route): the step's casadi.Functions (contact/step.py), G by
-    ``delassus`` (a registry name or AUTO), ADMM's linear solve by ``linear_solve`` ("dense", "matrix_free", or
-    "auto": the fewer instructions, linear_solve_costs)."""
+    """The StepParts of the step, G by ``delassus`` (a registry name or AUTO), ADMM's linear solve by
+    ``linear_solve`` ("dense", "matrix_free", or "auto": the fewer instructions, linear_solve_costs); prep has
+    the chosen operator's outputs alone."""
     if linear_solve not in LINEAR_SOLVES:
         raise InputError(f"unknown linear_solve {linear_solve!r} (known: {', '.join(LINEAR_SOLVES)})")
     chosen, fn = delassus_function(robot, cs, delassus)
-    if linear_solve == "dense":
-        return (*step_functions(robot, cs, name, fn), chosen, *damped_inverse_functions(cs.m, name), "dense")
-    first, factor, solve = matrix_free_functions(robot, cs, name)
-    prep, post = step_functions(robot, cs, name, fn, first)
+    trace = step_trace(robot, cs, fn)
+    operators = {route: op(robot, cs, name) for route, op in OPERATORS.items() if linear_solve in ("auto", route)}
+    preps = {route: prep_function(trace, name, op) for route, op in operators.items()}
     if linear_solve == "auto":
-        costs = linear_solve_costs(prep, factor, solve, cs.m, name)
-        if costs["dense"] <= costs["matrix_free"]:
-            return without_damped(prep), post, chosen, *damped_inverse_functions(cs.m, name), "dense"
-    return prep, post, chosen, factor, solve, "matrix_free"
+        costs = linear_solve_costs(operators, preps)
+        linear_solve = min(costs, key=costs.get)        # a tie: the first, dense
+    return StepParts(preps[linear_solve], post_function(trace, name), chosen, operators[linear_solve])
 
 
-def render(robot, cs, name, prep, post, delassus, factor, solve, companions=()):
-    """The step's C source; ``companions`` (casadi.Functions) are emitted with its own (the rollout's kinematics,
+def render(robot, cs, name, parts, companions=()):
+    """The step's C source from its StepParts, the operator's fragment (templates/delassus_<route>.c.j2) where its
+    damped inverse goes; ``companions`` (casadi.Functions) are emitted with its own (the rollout's kinematics,
     codegen/contact_rollout.py)."""
-    functions = (prep, post, factor, solve, *companions)
+    prep, op = parts.prep, parts.operator
+    functions = (prep, parts.post, op.factor, op.solve, *companions)
     sizes = {k: max(int(getattr(f, k)()) for f in functions) for k in ("sz_arg", "sz_res", "sz_iw", "sz_w")}
-    matrix_free = prep.n_out() > 4
     return TEMPLATES.get_template("contact_step.c.j2").render(
-        fname=Safe(name), robot=robot.name, contacts=" ".join(cs.specs), version=__version__, delassus=delassus,
+        fname=Safe(name), robot=robot.name, contacts=" ".join(cs.specs), version=__version__, delassus=parts.delassus,
         casadi_code=Safe(sincos.hoist(schedule.reorder(casadi_source(prep, functions[1:])), TEMPLATES)[0]), nq=robot.nq, nv=robot.nv, m=cs.m, nc=cs.m // 3,
-        nfac=int(factor.numel_out(0)), nw=int(prep.numel_out(3)), nwd=int(prep.numel_out(4)) if matrix_free else 0,
-        matrix_free=matrix_free, anderson=ANDERSON, options=STEP_OPTIONS, pool_code=Safe(POOL.read_text()), **sizes)
+        nfac=int(op.factor.numel_out(0)), nw=int(prep.numel_out(3)), nwd=sum(int(prep.numel_out(k)) for k in op.stored),
+        operator=op, anderson=ANDERSON, options=STEP_OPTIONS, pool_code=Safe(POOL.read_text()), **sizes)
 
 
 def build_key(robot, cs, cflags, cc, **extra):
@@ -122,10 +131,10 @@ def build(robot, cs, scenario, out_dir=DEFAULT_OUT, cflags=DEFAULT_CFLAGS, cc=No
                     linear_solve=linear_solve)
 
     def make():
-        prep, post, chosen, factor, solve, route = step_parts(robot, cs, name, delassus, linear_solve)
-        flags = step_cflags(cflags, sum(count_ops(f)["instructions"] for f in (prep, post)), cc) if auto else cflags
-        manifest = {"function": name, "robot": robot.name, "contacts": cs.specs, "delassus": chosen,
-                    "linear_solve": route, "nq": robot.nq, "nv": robot.nv, "m": cs.m, "cflags": list(flags),
+        parts = step_parts(robot, cs, name, delassus, linear_solve)
+        flags = step_cflags(cflags, sum(count_ops(f)["instructions"] for f in parts[:2]), cc) if auto else cflags
+        manifest = {"function": name, "robot": robot.name, "contacts": cs.specs, "delassus": parts.delassus,
+                    "linear_solve": parts.operator.route, "nq": robot.nq, "nv": robot.nv, "m": cs.m, "cflags": list(flags),
                     "version": __version__}
-        return render(robot, cs, name, prep, post, chosen, factor, solve), [*flags, "-pthread"], manifest
+        return render(robot, cs, name, parts), [*flags, "-pthread"], manifest
     return build_cached(artifact.folder(out_dir, model, scenario), f"contact_{key[:16]}", make, cc, key, "step")

@@ -8,8 +8,8 @@ ADMM or PGS solve of contact/admm.py or contact/pgs.py for λ (an impulse, N·s)
 σ = Gλ + g, then v_next = v_free + M⁻¹ Jᵀ λ.  The per-robot parts are SX (``<name>_prep``: v_free, G by a
 Delassus algorithm, g, and the stored q-only part of ``<name>_post``: M⁻¹ Jᵀ λ by ABA with neither velocity nor
 gravity, PV paper ../shared/papers/004_52dd6d88d839fc14.txt Sec. IV; ``<name>_factor`` and
-``<name>_solve``: the damped inverse (G + ρI)⁻¹ by LDLᵀ, or matrix-free).  Which Delassus algorithm and which
-linear solve, the C around these parts and the build are the compile side's (codegen/contact_step.py, the
+``<name>_solve``: the damped inverse (G + ρI)⁻¹ of a Delassus operator, dense LDLᵀ or matrix-free,
+contact/delassus_operator.py).  Which Delassus algorithm and which operator, the C around these parts and the build are the compile side's (codegen/contact_step.py, the
 iteration loop in codegen/templates/contact_step.c.j2); loading and calling it the runtime's
 (runtime/contact_step.py); ``cd.contact_step`` the entry (stepping/contact.py).
 
@@ -21,6 +21,7 @@ from __future__ import annotations
 
 import collections
 import copy
+import typing
 
 import casadi as ca
 import numpy as np
@@ -28,8 +29,6 @@ import numpy as np
 from ..constraints import ConstraintSet
 from ..dynamics.aba import aba
 from ..errors import ConstraintError
-from ..operators.damped_inverse_apply import apply as damped_inverse_apply
-from ..symbolic import linalg
 from ..symbolic.frames import local_transforms
 from ..symbolic.staging import split
 from ..sweeps.joint_space import constraint_jacobian
@@ -78,13 +77,19 @@ def minv_apply(robot, cs, q, K_bodies, f):
     return aba(still, cs, q, K_bodies, ca.SX.zeros(robot.nv), f)["vdot"]
 
 
-def step_functions(robot, cs, name, delassus, damped_first=None):
-    """(prep, post): the per-robot casadi.Functions of the step, G by ``delassus`` (a Delassus algorithm's function
-    (robot, cs, q, K_bodies) → {"delassus": G}: the registry's, codegen/contact_step.py picks it).  M⁻¹Jᵀλ is
-    staged (symbolic/staging.py): what it needs of q alone (transforms, articulated inertias) is
-    computed in prep, where cse shares it with ABA and the Delassus algorithm, and handed to
-    post as the vector ``w``.  ``damped_first``: the matrix-free damped inverse's q stage
-    (matrix_free_functions), whose ``w_q`` prep then computes too (output ``wd``)."""
+class StepTrace(typing.NamedTuple):
+    """The step's SX traced once for one Delassus algorithm: prep's inputs and its outputs before any Delassus
+    operator's, and post's λ stage (symbolic/staging.py)."""
+    inputs: list
+    outputs: list
+    post_stage: typing.Any
+
+
+def step_trace(robot, cs, delassus):
+    """The StepTrace of the step, G by ``delassus`` (a Delassus algorithm's function (robot, cs, q, K_bodies) →
+    {"delassus": G}: the registry's, codegen/contact_step.py picks it).  M⁻¹Jᵀλ is staged (symbolic/staging.py):
+    what it needs of q alone (transforms, articulated inertias) is computed in prep, where cse shares it with ABA
+    and the Delassus algorithm, and handed to post as the vector ``w``."""
     q, v, tau, dt, lam = (ca.SX.sym(n, k) for n, k in (("q", robot.nq), ("v", robot.nv), ("tau", robot.nv),
                                                          ("dt", 1), ("lam", cs.m)))
     K_bodies = cs.symbolic_K_bodies(q, {})
@@ -98,48 +103,26 @@ def step_functions(robot, cs, name, delassus, damped_first=None):
     dv = minv_apply(robot, cs, q, K_bodies, ca.mtimes(J.T, lam))
     first, last = split(ca.Function("post", [q, lam], [ca.densify(dv)], ["q", "lam"], ["dv"]),
                         [("q", ["q"]), ("lam", ["lam"])])
-    extra = [damped_first(q)] if damped_first is not None else []
-    prep = ca.Function(f"{name}_prep", [q, v, tau, dt],
-                       ca.cse([ca.densify(v_free), ca.densify(G), ca.densify(J @ v_free), first.function(q), *extra]),
-                       ["q", "v", "tau", "dt"], ["v_free", "G", "g", "w", *(["wd"] if extra else [])])
-    post = ca.Function(f"{name}_post", last.function.sx_in(), ca.cse(last.function.call(last.function.sx_in())),
-                       ["lam", "w"], ["dv"])
-    return prep, post
+    return StepTrace([q, v, tau, dt], [ca.densify(v_free), ca.densify(G), ca.densify(J @ v_free), first.function(q)],
+                     last)
 
 
-def matrix_free_functions(robot, cs, name):
-    """(q stage, factor, solve): the damped inverse (G + d I)⁻¹ b = (R⁻¹ + J M⁻¹ Jᵀ)⁻¹ b with the stiffness
-    R = 1/d on every row, by ``damped_inverse_apply`` (operators/, matrix-free paper
-    ../shared/papers/001_a194bdf892a0cc2c.txt, Sec. V: matrix inversion lemma + loop-constrained ABA, O(n + m))
-    staged as its Sec. VI-B re-evaluates it (symbolic/staging.py): what q alone gives (its ``w_q``, computed in
-    prep), ``<name>_factor(R, w_q)`` when ρ changes, ``<name>_solve(b, w_R)`` at every iteration."""
-    q, R, b = ca.SX.sym("q", robot.nq), ca.SX.sym("R", cs.m), ca.SX.sym("lam", cs.m)
-    x = damped_inverse_apply(robot, cs, q, cs.symbolic_K_bodies(q, {}), R=R, lam=b)
-    f = ca.Function("damped", [q, R, b], [ca.densify(x["damped_inverse_apply"])], ["q", "R", "lam"], ["x"])
-    first, damping, apply = split(f, [("q", ["q"]), ("R", ["R"]), ("lam", ["lam"])])
-    factor = ca.Function(f"{name}_factor", damping.function.sx_in(), ca.cse(damping.function.call(damping.function.sx_in())),
-                         damping.function.name_in(), ["factors"])
-    solve = ca.Function(f"{name}_solve", apply.function.sx_in(), ca.cse(apply.function.call(apply.function.sx_in())),
-                        apply.function.name_in(), ["x"])
-    return first.function, factor, solve
+def prep_function(trace, name, operator=None):
+    """``<name>_prep(q, v, tau, dt)`` → v_free, G, g, w and what ``operator`` (contact/delassus_operator.py; None:
+    nothing) adds to prep, its outputs alone."""
+    extra = operator.prep_outputs(trace.inputs[0]) if operator is not None else {}
+    return ca.Function(f"{name}_prep", trace.inputs, ca.cse([*trace.outputs, *extra.values()]),
+                       ["q", "v", "tau", "dt"], ["v_free", "G", "g", "w", *extra])
 
 
-def without_damped(prep):
-    """prep without the matrix-free damped inverse's q stage (its fifth output, ``wd``)."""
-    outs = prep.call(prep.sx_in())[:4]
-    return ca.Function(prep.name(), prep.sx_in(), outs, prep.name_in(), prep.name_out()[:4])
+def post_function(trace, name):
+    """``<name>_post(lam, w)`` → dv = M⁻¹ Jᵀ λ from prep's stored ``w``."""
+    stage = trace.post_stage.function
+    return ca.Function(f"{name}_post", stage.sx_in(), ca.cse(stage.call(stage.sx_in())), ["lam", "w"], ["dv"])
 
 
-def damped_inverse_functions(m, name):
-    """(factor, solve): ``<name>_factor(G, d)`` → the LDLᵀ factors of G + d I packed as one vector
-    (L below the diagonal, row by row, then D⁻¹), by symbolic/linalg.py's ldl over a symbolic m×m
-    G, and ``<name>_solve(factors, b)`` → (G + d I)⁻¹ b: ADMM's linear solve, straight-line code."""
-    G, d = ca.SX.sym("G", m, m), ca.SX.sym("d")
-    L, _, Dinv = linalg.ldl({(i, j): G[i, j] + d if i == j else G[i, j] for i in range(m) for j in range(i, m)}, m)
-    keys = sorted(L)
-    factor = ca.Function(f"{name}_factor", [G, d], [ca.vertcat(*[L[k] for k in keys], *Dinv)], ["G", "d"], ["factors"])
-    fac, b = ca.SX.sym("factors", len(keys) + m), ca.SX.sym("b", m)
-    x = linalg.ldl_solve(({k: fac[n] for n, k in enumerate(keys)}, None, [fac[len(keys) + i] for i in range(m)]),
-                         [b[i] for i in range(m)])
-    return factor, ca.Function(f"{name}_solve", [fac, b], [ca.vertcat(*x)], ["factors", "b"], ["x"])
-
+def step_functions(robot, cs, name, delassus, operator=None):
+    """(prep, post): the per-robot casadi.Functions of the step (step_trace), prep with what the Delassus
+    ``operator`` (contact/delassus_operator.py; None: nothing) adds to it."""
+    trace = step_trace(robot, cs, delassus)
+    return prep_function(trace, name, operator), post_function(trace, name)

@@ -3,12 +3,15 @@ matrix-free damped inverse gives the dense LDLᵀ route's answer to the solver t
 four feet and on three points per foot (m = 36, G singular as on Talos's soles), with and
 without run-time normals; ``auto`` takes the route with fewer instructions and the manifest says
 which was built."""
+from pathlib import Path
+
 import numpy as np
 import pytest
 
 from casadi_delassus import contact_step
 from casadi_delassus.codegen import contact_step as step_module
-from casadi_delassus.contact.step import matrix_free_functions, step_functions
+from casadi_delassus.contact.delassus_operator import OPERATORS
+from casadi_delassus.contact.step import prep_function, step_trace
 from casadi_delassus.registry import get_algorithm
 from casadi_delassus.errors import InputError
 
@@ -16,6 +19,7 @@ pin = pytest.importorskip("pinocchio")
 from casadi_delassus.verify import contact_problems as cp  # noqa: E402
 
 TOL = 1e-10
+TEMPLATE_DIR = Path(step_module.__file__).parent / "templates"
 
 
 def three_per_foot(specs):
@@ -60,12 +64,26 @@ def test_auto_takes_the_route_with_fewer_instructions(problem):
     from casadi_delassus.model import load_robot
     robot = load_robot("go1")
     cs = check_contacts(robot, problem.specs)
-    prep, post, chosen, factor, solve, route = step_module.step_parts(robot, cs, "t", "pv_osim", "auto")
-    first, mf_factor, mf_solve = matrix_free_functions(robot, cs, "t")
-    full, _ = step_functions(robot, cs, "t", get_algorithm("pv_osim").fn, first)
-    costs = step_module.linear_solve_costs(full, mf_factor, mf_solve, cs.m, "t")
-    assert route == min(costs, key=costs.get) == "dense"    # go1's m = 12: LDLᵀ of a 12×12 is cheap
-    assert prep.n_out() == 4 and costs["matrix_free"] > costs["dense"] > 0
+    parts = step_module.step_parts(robot, cs, "t", "pv_osim", "auto")
+    trace = step_trace(robot, cs, get_algorithm("pv_osim").fn)
+    operators = {route: op(robot, cs, "t") for route, op in OPERATORS.items()}
+    preps = {route: prep_function(trace, "t", op) for route, op in operators.items()}
+    costs = step_module.linear_solve_costs(operators, preps)
+    assert parts.operator.route == min(costs, key=costs.get) == "dense"    # go1's m = 12: LDLᵀ of a 12×12 is cheap
+    assert costs["matrix_free"] > costs["dense"] > 0
+    # prep has the chosen operator's outputs alone: the matrix-free stage is neither built nor sliced off
+    assert parts.prep.name_out() == preps["dense"].name_out() == ["v_free", "G", "g", "w"]
+    assert preps["matrix_free"].name_out() == ["v_free", "G", "g", "w", "wd"]
+
+
+def test_the_step_template_asks_the_operator_for_its_c():
+    """Issue 35 point 4: the route is a named Delassus operator whose C fragment the template includes
+    (templates/delassus_<route>.c.j2), not a flag the template tests."""
+    text = (TEMPLATE_DIR / "contact_step.c.j2").read_text()
+    assert "matrix_free" not in text and "operator.route" in text
+    for route in OPERATORS:
+        assert (TEMPLATE_DIR / f"delassus_{route}.c.j2").is_file()
+        assert (TEMPLATE_DIR / f"delassus_{route}_alone.c.j2").is_file()
 
 
 def test_unknown_linear_solve_is_refused(tmp_path, problem):

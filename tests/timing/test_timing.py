@@ -199,7 +199,8 @@ def test_phase_harness_calls_the_functions_casadi_evaluates(out_dir):
     s = contact_step(p.robot, p.specs, solver="admm", mu=p.mu, out_dir=out_dir)
     r = s(p.q, p.v, p.tau, dt=p.dt, tol=1e-8)
     m = s.manifest
-    prep, post, _, factor, solve, _ = step_parts(s.robot, s.contacts, m["function"], m["delassus"], m["linear_solve"])
+    prep, post, _, op = step_parts(s.robot, s.contacts, m["function"], m["delassus"], m["linear_solve"])
+    factor, solve = op.factor, op.solve
     vals = {"q": p.q, "v": p.v, "tau": p.tau, "dt": [p.dt]}
     vals |= ph.evaluate(prep, vals)
     vals |= {"lam": r.lam, "b": r.lam, "d": [1.0], "R": np.ones(len(p.g))}
