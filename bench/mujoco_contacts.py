@@ -1,4 +1,4 @@
-"""MuJoCo's contact model on the compiled step (casadi_delassus/contact/mujoco_step.py) against
+"""MuJoCo's contact model on the compiled step (casadi_delassus/mujoco_model/soft_step.py) against
 MuJoCo 4's own answer: for gymnasium's ant and robosuite-models' Go2 (verify/mujoco_contact_scenes.py:
 four feet 1 mm into the ground, standing and sliding at (0.5, 0.2) m/s; "moved": perturbed
 joints, a tilted base, random velocities), with the models' own
@@ -23,7 +23,7 @@ import numpy as np
 from common import publish
 
 from casadi_delassus import mujoco_contact_step
-from casadi_delassus.contact.mujoco_step import mujoco_contacts, soft_parameters
+from casadi_delassus.mujoco_model.soft_step import mujoco_contacts, soft_parameters
 from casadi_delassus.model.mjcf import mujoco_module
 from casadi_delassus.verify.mujoco_contact_scenes import scene, state
 

@@ -4,6 +4,7 @@ the test modules draw their cases from (``case``)."""
 import dataclasses
 import functools
 import importlib.metadata
+import re
 from pathlib import Path
 
 import casadi as ca
@@ -192,3 +193,13 @@ def evaluate(inputs, outputs, values):
     """The numeric values (arrays) of the SX ``outputs`` at ``values`` of the SX ``inputs``."""
     f = ca.Function("evaluate", list(inputs), [ca.densify(ca.SX(o)) for o in outputs])
     return [np.array(x) for x in f.call(list(values))]
+
+
+def c_layout(source):
+    """(the option names of generated C's one ``enum { OPT_…, N_OPTS };``, in order; those it never reads as
+    ``opts[OPT_…]``)."""
+    enums = re.findall(r"enum \{ ((?:OPT_\w+, )*)N_OPTS \};", source)
+    assert len(enums) == 1, enums
+    names = enums[0].split(", ")[:-1]
+    unread = [n for n in names if not re.search(rf"\bopts?\[{n}\]", source)]
+    return [n.removeprefix("OPT_").lower() for n in names], unread

@@ -1,4 +1,4 @@
-"""C of MuJoCo's soft contact step (contact/mujoco_step.py has its mathematics): the contact step's SX parts emitted by
+"""C of MuJoCo's soft contact step (mujoco_model/soft_step.py has its mathematics): the contact step's SX parts emitted by
 CasADi and templates/mujoco_step.c.j2 around them (MuJoCo's efc rows, the ADMM solve over the cone), compiled once per
 hash of what determines it (build_cached, kind "mjsoft").  runtime/mujoco_step.py loads and calls it;
 ``cd.mujoco_contact_step`` (mujoco/step.py) is the entry."""
@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from ..contact.mujoco_step import contact_blocks, soft_functions
+from ..mujoco_model.soft_step import contact_blocks, soft_functions
 from ..contact.result import SOFT_OPTIONS
 from ..runtime import artifact
 from ..runtime.compiler import find_compiler

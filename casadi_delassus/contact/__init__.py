@@ -2,10 +2,11 @@
 (cones.py), the NCP residuals (residuals.py), ADMM (admm.py) and PGS (pgs.py) as NumPy
 references, what a solve returns (result.py), the contact candidates (candidates.py), and the SX of the compiled
 kinds: the step built on the Delassus family (step.py) with its Delassus operator, dense or matrix-free
-(delassus_operator.py), the rollout's loop (rollout.py), the step's derivatives
-(step_derivatives.py) and MuJoCo's soft step (mujoco_soft.py, mujoco_step.py).  No C and no loading here: their C
-is codegen/'s (contact_step.py, contact_rollout.py, step_derivatives.py, mujoco_step.py), their loading and call
-runtime/'s, their entry points stepping/'s and mujoco/'s (tests/project/test_imports.py)."""
+(delassus_operator.py), the rollout's loop (rollout.py) and the step's derivatives
+(step_derivatives.py).  No C and no loading here: their C is codegen/'s (contact_step.py, contact_rollout.py,
+step_derivatives.py), their loading and call runtime/'s, their entry points stepping/'s
+(tests/project/test_imports.py).  MuJoCo's soft contact model, built on the step and on admm.py, is MuJoCo's
+model's (mujoco_model/soft_step.py, soft_contacts.py, soft_admm.py); nothing here imports it."""
 import dataclasses
 
 from .result import Options, Result

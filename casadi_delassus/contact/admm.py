@@ -124,7 +124,7 @@ def damped_solve(factor, b):
 def admm_map(g, mu, exact, eta, rho, damped, project=None):
     """T: one ADMM iteration at fixed ρ as a map of w = (x, y, u = z/ρ) (the loop of ``solve``; ``damped`` applies
     (G + (ρ+η) I)⁻¹); ``project`` the projection onto the cone y lies in (None: K_μ, project_cone; MuJoCo's soft
-    cones for contact/mujoco_soft_admm.py)."""
+    cones for mujoco_model/soft_admm.py)."""
     m = len(g)
     project = project or (lambda v: project_cone(v, mu))
 

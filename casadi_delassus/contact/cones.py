@@ -31,7 +31,7 @@ def project_cone(x, mu):
 
 def onto_cone(n, t, r, mu):
     """(n', t'): the Euclidean projection of each (t_i, n_i) onto the second-order cone ‖t‖ ≤ μ n, t of any width (k ×
-    d: the Coulomb cone's two tangents, MuJoCo's elliptic cone's up to five, contact/mujoco_soft_admm.py), r = ‖t_i‖ as
+    d: the Coulomb cone's two tangents, MuJoCo's elliptic cone's up to five, mujoco_model/soft_admm.py), r = ‖t_i‖ as
     the caller rounds it."""
     n, t = np.array(n, dtype=float), np.array(t, dtype=float)
     polar = mu * r <= -n                # in the polar cone: projects to the apex

@@ -77,7 +77,7 @@ class Options:
 # The step: the solver's code (0 ADMM, 1 PGS), exact (1: De Saxcé, 0: relaxed), fallback (1: ADMM where PGS does not
 # converge, solver "auto") beside Options' fields.
 STEP_OPTIONS = ("tol", "max_iter", "solver", "exact", "rho", "eta", "omega", "fallback")
-# MuJoCo's soft problem (contact/mujoco_soft_admm.py): tol is relative there, pyramidal (1) or elliptic (0) cone
+# MuJoCo's soft problem (mujoco_model/soft_admm.py): tol is relative there, pyramidal (1) or elliptic (0) cone
 SOFT_OPTIONS = ("tol", "max_iter", "pyramidal", "rho")
 # The soft problem's defaults: MuJoCo's own answer (Newton to 1e-15) is met to 1e-6 (tests/mujoco/test_mujoco_step.py)
 SOFT_DEFAULTS = Options(tol=1e-12, max_iter=100_000)

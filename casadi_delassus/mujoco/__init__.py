@@ -1,5 +1,5 @@
 """MuJoCo's users' entry points on generated C: ``mujoco_contact_step`` (step.py: MuJoCo's soft contact problem of
-an MjModel's robot on the compiled contact step; contact/mujoco_step.py the mathematics, codegen/mujoco_step.py the C,
+an MjModel's robot on the compiled contact step; mujoco_model/soft_step.py the mathematics, codegen/mujoco_step.py the C,
 runtime/mujoco_step.py the call) and ``mujoco_rollout`` (rollout.py), the call, arguments and
 arrays of ``mujoco.rollout.rollout`` with the trajectories computed by C generated for that MjModel
 (codegen/mujoco_rollout.py from mujoco_model/rollout_parts.py, loaded by runtime/mujoco_rollout.py).

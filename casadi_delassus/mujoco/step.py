@@ -1,5 +1,5 @@
 """``cd.mujoco_contact_step`` and ``cd.MujocoContactStep``: MuJoCo's soft contact problem for an MjModel's robot on
-the compiled step (contact/mujoco_step.py has the mathematics, codegen/mujoco_step.py the C and its build,
+the compiled step (mujoco_model/soft_step.py has the mathematics, codegen/mujoco_step.py the C and its build,
 runtime/mujoco_step.py the loading and the call)."""
 from __future__ import annotations
 

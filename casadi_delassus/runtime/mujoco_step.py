@@ -6,9 +6,9 @@ from __future__ import annotations
 
 import numpy as np
 
-from ..contact.mujoco_soft import rows_per_contact
-from ..contact.mujoco_soft_admm import STATUS
-from ..contact.mujoco_step import SoftResult, contact_blocks, mujoco_contacts, soft_parameters
+from ..mujoco_model.soft_contacts import rows_per_contact
+from ..mujoco_model.soft_admm import STATUS
+from ..mujoco_model.soft_step import SoftResult, contact_blocks, mujoco_contacts, soft_parameters
 from ..contact.result import SOFT_DEFAULTS, SOFT_OPTIONS, Options
 from ..errors import ConstraintError, InputError
 from ..model.mjcf import mujoco_module

@@ -1,4 +1,4 @@
-"""Scenes for checking the MuJoCo contact step (contact/mujoco_step.py) against MuJoCo itself:
+"""Scenes for checking the MuJoCo contact step (mujoco_model/soft_step.py) against MuJoCo itself:
 gymnasium's ant and robosuite-models' Go2 on a ground plane, standing and sliding, with MuJoCo's
 Newton solver run to a tiny tolerance so that its efc_force and qacc are the exact answer."""
 from __future__ import annotations

@@ -4,7 +4,6 @@ option changed equals the NumPy solver given the same change.  The stopping test
 start that already solves the problem stops at iteration 0, an iteration limit reports its status and residuals; options
 out of range are refused."""
 import dataclasses
-import re
 
 import numpy as np
 import pytest
@@ -15,17 +14,9 @@ from casadi_delassus import contact_step
 from casadi_delassus.runtime.contact_step import solver_options
 from casadi_delassus.errors import InputError
 
+from conftest import c_layout
+
 from .conftest import TOL
-
-
-def c_layout(source):
-    """(the option names of generated C's one ``enum { OPT_…, N_OPTS };``, in order; those it never reads as
-    ``opts[OPT_…]``)."""
-    enums = re.findall(r"enum \{ ((?:OPT_\w+, )*)N_OPTS \};", source)
-    assert len(enums) == 1, enums
-    names = enums[0].split(", ")[:-1]
-    unread = [n for n in names if not re.search(rf"\bopts?\[{n}\]", source)]
-    return [n.removeprefix("OPT_").lower() for n in names], unread
 
 
 @pytest.fixture(scope="module")

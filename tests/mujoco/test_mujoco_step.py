@@ -1,11 +1,11 @@
-"""MuJoCo's soft contact model on the compiled step (contact/mujoco_step.py, codegen/ and runtime/mujoco_step.py): efc_force and qacc
+"""MuJoCo's soft contact model on the compiled step (mujoco_model/soft_step.py, codegen/ and runtime/mujoco_step.py): efc_force and qacc
 equal MuJoCo's own after mj_forward (Newton to a tiny tolerance), standing and sliding, both cones."""
 import numpy as np
 import pytest
 
-from casadi_delassus.contact import mujoco_soft
+from casadi_delassus.mujoco_model import soft_contacts as mujoco_soft
 from casadi_delassus import mujoco_contact_step
-from casadi_delassus.contact.mujoco_step import mujoco_contacts, soft_parameters
+from casadi_delassus.mujoco_model.soft_step import mujoco_contacts, soft_parameters
 from casadi_delassus.errors import ConstraintError, InputError, ModelError
 from casadi_delassus.verify.mujoco_contact_scenes import scene, scene_path, state
 

@@ -3,7 +3,7 @@
     model → symbolic → sweeps → {delassus, dynamics, operators} → registry → runtime → codegen → api → cli
 
 with errors, names (identifiers), progress (progress lines) and version importable everywhere, constraints between symbolic and sweeps, opcount (counting)
-beside the registry, verify (the oracles), stepping (the compiled contact step's entry points), report and executor (jobs) beside codegen, contact_modes (libraries) beside api, mujoco_model (MuJoCo's model as mathematics) and contact (the contact problem, its solvers and the SX of the compiled step) after the algorithms, below the registry, simulation (the loop, scenes, feedback, CSV/plots) and mujoco above api, timing above them.
+beside the registry, verify (the oracles), stepping (the compiled contact step's entry points), report and executor (jobs) beside codegen, contact_modes (libraries) beside api, contact (the contact problem, its solvers and the SX of the compiled step) and then mujoco_model (MuJoCo's model as mathematics, its soft contact step on contact's) after the algorithms, below the registry, simulation (the loop, scenes, feedback, CSV/plots) and mujoco above api, timing above them.
 The runtime (loading and calling generated code) never imports codegen (the compile side) but
 for the one import RUNTIME_COMPILES names, and no module imports itself through others (no
 import circle, lazy imports in functions included).  The
@@ -20,9 +20,10 @@ import pytest
 PACKAGE = Path(__file__).resolve().parents[2] / "casadi_delassus"
 RANK = {"errors": 0, "names": 0, "progress": 0, "version": 0, "model": 1, "symbolic": 2, "constraints": 3, "sweeps": 4,
         "delassus": 5, "dynamics": 5, "operators": 5, "opcount": 6, "registry": 7,
-        "runtime": 7.5, "codegen": 8, "stepping": 8, "verify": 8, "report": 8, "executor": 8, "contact_modes": 9, "contact": 5.6, "mujoco_model": 5.5, "api": 9, "simulation": 9.5, "mujoco": 9.5, "timing": 10, "cli": 11, "__init__": 12, "__main__": 12}
-# mujoco_model (MuJoCo's model as SX and NumPy) and contact (the contact problem: NumPy solvers, the step's SX) are
-# mathematics too; contact reads mujoco_model, codegen/ and runtime/ read both
+        "runtime": 7.5, "codegen": 8, "stepping": 8, "verify": 8, "report": 8, "executor": 8, "contact_modes": 9, "contact": 5.6, "mujoco_model": 5.7, "api": 9, "simulation": 9.5, "mujoco": 9.5, "timing": 10, "cli": 11, "__init__": 12, "__main__": 12}
+# contact (the contact problem: NumPy solvers, the step's SX) and mujoco_model (MuJoCo's model as SX and NumPy) are
+# mathematics too; mujoco_model reads contact (MuJoCo's soft step is built on the contact step's SX and its ADMM
+# twin on admm.py's iteration, issue 35 point 5), never the other way; codegen/ and runtime/ read both
 MATH = {"symbolic", "sweeps", "delassus", "dynamics", "operators", "mujoco_model", "contact"}
 # what the mathematics may import besides itself (names: user strings shown in one-line errors)
 MATH_MAY_IMPORT = {"errors", "names", "model", "constraints"}
@@ -170,6 +171,7 @@ def test_imports_run_one_way():
     ({"contact.step": {"simulation.simulate"}}, "simulation is above contact"),
     ({"mujoco_model.soft": {"simulation.feedback"}}, "simulation is above mujoco_model"),
     ({"contact.step": {"codegen.build"}}, "the mathematics imports codegen"),
+    ({"contact.admm": {"mujoco_model.soft_admm"}}, "mujoco_model is above contact"),
     ({"contact.rollout": {"runtime.library"}}, "the mathematics imports runtime"),
     ({"contact.step": {"registry"}}, "the mathematics imports registry"),
     ({"contact.step_derivatives": {"stepping.derivatives"}}, "stepping is above contact"),

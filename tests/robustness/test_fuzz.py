@@ -780,7 +780,7 @@ def go2_soft(tmp_path_factory):
     """Go2 standing on MuJoCo's soft contacts: its compiled step, the model, data and the step's arguments."""
     pytest.importorskip("mujoco")
     from casadi_delassus import mujoco_contact_step
-    from casadi_delassus.contact.mujoco_step import mujoco_contacts, soft_parameters
+    from casadi_delassus.mujoco_model.soft_step import mujoco_contacts, soft_parameters
     from casadi_delassus.errors import ModelError
     from casadi_delassus.verify.mujoco_contact_scenes import scene, state
     try:

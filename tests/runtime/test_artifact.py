@@ -736,7 +736,7 @@ def _rollout_kind(out):
 def _mjsoft_kind(out):
     mujoco = pytest.importorskip("mujoco")
     from casadi_delassus import mujoco_contact_step
-    from casadi_delassus.contact.mujoco_step import mujoco_contacts
+    from casadi_delassus.mujoco_model.soft_step import mujoco_contacts
     m = mujoco.MjModel.from_xml_string('<mujoco model="ball"><worldbody><geom type="plane" size="5 5 .1"/>'
                                        '<body name="ball" pos="0 0 0.099"><freejoint/>'
                                        '<geom type="sphere" size="0.1" mass="1"/></body></worldbody></mujoco>')

@@ -1,4 +1,4 @@
-"""contact/mujoco_soft_admm.py, the NumPy twin of the compiled MuJoCo step's ADMM (mujoco_step.c.j2): on problems
+"""mujoco_model/soft_admm.py, the NumPy twin of the compiled MuJoCo step's ADMM (mujoco_step.c.j2): on problems
 built from MuJoCo's own Jacobians and mass matrix, it equals the compiled step (forces, iterations, status) over
 random states of gymnasium's ant and Go2 on four feet, both cones, to a tolerance scaled by the problem's
 conditioning; both equal MuJoCo's efc_force and qacc where tests/mujoco/test_mujoco_step.py compares the step; a solve
@@ -8,16 +8,15 @@ import dataclasses
 import numpy as np
 import pytest
 
-from casadi_delassus.contact import mujoco_soft_admm as twin
+from casadi_delassus.mujoco_model import soft_admm as twin
 from casadi_delassus import mujoco_contact_step
-from casadi_delassus.contact.mujoco_step import mujoco_contacts, soft_parameters
+from casadi_delassus.mujoco_model.soft_step import mujoco_contacts, soft_parameters
 from casadi_delassus.contact.result import SOFT_DEFAULTS, SOFT_OPTIONS
 from casadi_delassus.errors import ModelError
 from casadi_delassus.model.mjcf import body_name
 from casadi_delassus.verify.mujoco_contact_scenes import scene, scene_path, state
 
-from conftest import rounding_tol
-from .test_result import c_layout
+from conftest import c_layout, rounding_tol
 
 mujoco = pytest.importorskip("mujoco")
 try:

@@ -26,8 +26,8 @@ from __future__ import annotations
 
 import numpy as np
 
-from ..mujoco_model import soft
-from ..mujoco_model.constraints import Contact, contact_soft
+from . import soft
+from .constraints import Contact, contact_soft
 
 
 def clamped(solimp):

@@ -6,9 +6,9 @@ a C function
 
 that returns MuJoCo's contact forces (``efc_force``; condim 1, 3, 4 and 6, elliptic or pyramidal
 cone) and ``qacc``: the unconstrained acceleration a₀, G = J M⁻¹ Jᵀ, J v and J a₀ come from the
-contact step's per-robot SX (step.py, ``step_functions``: ABA, the registry's cheapest Delassus
+contact step's per-robot SX (contact/step.py, ``step_functions``: ABA, the registry's cheapest Delassus
 algorithm, the staged M⁻¹ Jᵀ λ), and codegen/templates/mujoco_step.c.j2 forms MuJoCo's efc rows and
-solves min ½ fᵀ(A + R)f + fᵀ(E J a₀ − a_ref) over the cone by ADMM (mujoco_soft.py has the
+solves min ½ fᵀ(A + R)f + fᵀ(E J a₀ − a_ref) over the cone by ADMM (soft_contacts.py has the
 problem and MuJoCo's R and a_ref; Todorov 2014, ICRA).
 
 q, v and τ are MuJoCo's qpos, qvel and qfrc_applied.  A contact is ``LINK:6d-world`` (the
@@ -25,8 +25,8 @@ import numpy as np
 
 from ..errors import ConstraintError
 from ..model.mjcf import body_name, mujoco_module
-from .mujoco_soft import soft_rows
-from .step import step_functions
+from ..contact.step import step_functions
+from .soft_contacts import soft_rows
 
 
 @dataclass(frozen=True)
@@ -91,7 +91,7 @@ def contact_blocks(cs):
 
 
 def soft_parameters(model, contacts, pyramidal):
-    """(R, B, Kr) per efc row for ``contacts`` under ``model.opt`` (mujoco_soft.soft_rows)."""
+    """(R, B, Kr) per efc row for ``contacts`` under ``model.opt`` (soft_contacts.soft_rows)."""
     mujoco = mujoco_module()
     refsafe = not model.opt.disableflags & mujoco.mjtDisableBit.mjDSBL_REFSAFE
     return soft_rows(contacts.dist, contacts.margin, contacts.solref, contacts.solimp, contacts.friction,
@@ -103,7 +103,7 @@ def soft_functions(robot, cs, name, delassus):
     """(prep, post): ``<name>_prep(q, v, tau)`` → a₀, G, J v, J a₀ and the
     stored q-only part of ``<name>_post(lam, w)`` = M⁻¹ Jᵀ λ, from the contact step's SX at
     dt = 1 (v_free − v = a₀) and dt = 0 (g = J v); G by ``delassus`` (a Delassus algorithm's function, as
-    step.py's step_functions takes it)."""
+    contact/step.py's step_functions takes it)."""
     step_prep, post = step_functions(robot, cs, name, delassus)
     q, v, tau = (ca.SX.sym(n, k) for n, k in (("q", robot.nq), ("v", robot.nv), ("tau", robot.nv)))
     v_free, G, g1, w = step_prep(q, v, tau, 1)

@@ -1,9 +1,9 @@
 """MuJoCo's soft contact problem solved by ADMM, NumPy twin of the compiled MuJoCo step's loop
-(templates/mujoco_step.c.j2, driven by contact/mujoco_step.py).
+(templates/mujoco_step.c.j2, driven by mujoco_model/soft_step.py).
 
-The problem is MuJoCo's (docs/mujoco_contacts.md; mujoco_soft.py has R and a_ref; Todorov 2014, "Convex and
+The problem is MuJoCo's (docs/mujoco_contacts.md; soft_contacts.py has R and a_ref; Todorov 2014, "Convex and
 analytically-invertible dynamics with contacts and constraints", ICRA): over each contact's efc rows E (its frame's
-rows on the contact point's world velocity, or the pyramid's edges n ± μ_j e_j, mujoco_soft.efc_rows), with A = E G Eᵀ
+rows on the contact point's world velocity, or the pyramid's edges n ± μ_j e_j, soft_contacts.efc_rows), with A = E G Eᵀ
 (G = J M⁻¹ Jᵀ of the world rows) and b = E J a₀ − a_ref,
 
     min_f ½ fᵀ (A + R) f + fᵀ b    over f in MuJoCo's cone,
@@ -21,10 +21,10 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from .admm import admm_map, balance, damped_solve, initial_rho
-from .cones import onto_cone
-from .mujoco_soft import efc_rows
-from .result import SOFT_DEFAULTS
+from ..contact.admm import admm_map, balance, damped_solve, initial_rho
+from ..contact.cones import onto_cone
+from ..contact.result import SOFT_DEFAULTS
+from .soft_contacts import efc_rows
 
 CONVERGED, MAX_ITERATIONS, NOT_FINITE = 0, 1, 2
 # the compiled step's statuses (templates/mujoco_step.c.j2 info[3]) by code
@@ -55,7 +55,7 @@ class SoftSolve:
 
 
 def world_rows(frames, friction, dims, offsets, blocks, pyramidal):
-    """(E, S, owner): each contact's efc rows (mujoco_soft.efc_rows) on its world rows, 3 (a point fixed in its body:
+    """(E, S, owner): each contact's efc rows (soft_contacts.efc_rows) on its world rows, 3 (a point fixed in its body:
     the linear velocity) or 6 (its body origin's linear and angular velocity, the point ``offsets[i]`` away: ω × r
     moves the rows' linear part onto the angular one), side by side; each row's scale and contact."""
     rows = efc_rows(frames, friction, dims, pyramidal)
@@ -73,7 +73,7 @@ def world_rows(frames, friction, dims, offsets, blocks, pyramidal):
 
 def soft_problem(G, Jv, Ja0, frames, friction, dims, offsets, blocks, R, B, Kr, pyramidal=False):
     """The SoftProblem of one state from the world rows' G = J M⁻¹ Jᵀ, J v and J a₀ (a₀ the unconstrained
-    acceleration) and the per-row R, B, Kr (mujoco_step.soft_parameters): a_ref = −B E J v − Kr."""
+    acceleration) and the per-row R, B, Kr (soft_step.soft_parameters): a_ref = −B E J v − Kr."""
     E, S, owner = world_rows(frames, friction, dims, offsets, blocks, pyramidal)
     H = S[:, None] * (E @ G @ E.T + np.diag(R)) * S[None, :]
     return SoftProblem(H, S * (E @ Ja0 + B * (E @ Jv) + Kr), S, owner, E, bool(pyramidal))
