@@ -28,7 +28,7 @@ from common import RESULTS
 from casadi_delassus import load_robot
 from casadi_delassus.executor import cores
 from casadi_delassus.contact_modes import library
-from casadi_delassus.contact_modes.check import check_library
+from casadi_delassus.verify.library_check import check_library
 
 OUT = RESULTS / "library_build.md"
 

@@ -197,6 +197,11 @@ class ConstraintSet:
     def parse(cls, robot, specs):
         return cls(robot, [parse_constraint(robot, s) for s in spec_list(specs)])
 
+    @classmethod
+    def parse_or_empty(cls, robot, specs):
+        """The set of ``specs``, the empty set when there are none (a contact mode with no active constraint)."""
+        return cls.parse(robot, specs) if specs else cls(robot, [], allow_empty=True)
+
     @property
     def inputs(self):
         return [c for c in self.constraints if c.is_input]

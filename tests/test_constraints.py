@@ -237,3 +237,10 @@ def test_world_rows_have_no_numeric_K():
     cs = ConstraintSet.parse(robot, ["FL_foot:3d-world", "FR_foot:3d"])
     K = cs.K_body()
     assert K[0] is None and K[1].shape == (3, 6)
+
+
+def test_parse_or_empty_is_parse_or_the_empty_set():
+    """A contact mode's set (contact_modes/, verify/library_check.py): the parsed specs, or the empty set for none."""
+    robot = model_for("go1")
+    assert ConstraintSet.parse_or_empty(robot, []).m == 0
+    assert ConstraintSet.parse_or_empty(robot, ["FL_foot:3d"]).specs == ConstraintSet.parse(robot, ["FL_foot:3d"]).specs

@@ -19,7 +19,7 @@ from casadi_delassus import executor
 from casadi_delassus.errors import ArtifactError, CompilerError, ConstraintError, DelassusError
 from casadi_delassus.contact_modes import library
 from casadi_delassus.contact_modes.build import check_workers, worker_identity
-from casadi_delassus.contact_modes.check import check_library
+from casadi_delassus.verify.library_check import check_library
 from casadi_delassus.contact_modes.modes import mode_name, parse_modes
 
 FEET = ["FL_foot:3d", "FR_foot:3d", "RL_foot:3d", "RR_foot:3d"]

@@ -33,6 +33,7 @@ from pathlib import Path
 from .. import executor
 from ..version import __version__
 from ..api import DEFAULT_OUT, constraint_set, default_constraints
+from ..constraints import ConstraintSet
 from ..runtime import artifact
 from ..codegen.build import DEFAULT_CFLAGS, NATIVE, build, find_compiler, host_cpu, source_hash
 from ..errors import ArtifactError, DelassusError, OutputError
@@ -62,9 +63,8 @@ class ModeTask:
 def build_mode(task):
     """A worker's job: generate and compile one mode; returns {"seconds"} and, when the task
     has no folder, {"files": {ext: bytes}}."""
-    from .plan import mode_constraints
     t0 = time.perf_counter()
-    cs = mode_constraints(task.robot, task.specs)
+    cs = ConstraintSet.parse_or_empty(task.robot, task.specs)
     args = dict(cflags=task.cflags, cc=task.cc, cse=task.cse, osim=task.osim, model=task.model)
     if task.folder is not None:
         build(task.robot, cs, task.algorithm, task.folder, task.scenario, force=task.force, **args)

@@ -137,10 +137,6 @@ def library_folder(out_dir, model, scenario, algorithm, osim):
     return artifact.folder(out_dir, model, scenario) / f"modes-{artifact.stem(algorithm, osim)}"
 
 
-def mode_constraints(robot, specs):
-    return ConstraintSet.parse(robot, specs) if specs else ConstraintSet(robot, [], allow_empty=True)
-
-
 def plan_modes(robot, cs, scenario, model, algorithm, osim, masks, folder, cflags, cc, cse, library_inputs):
     """The Mode of each mask, with its cache key (``cc``: the resolved compiler command)."""
     kind = kind_of(algorithm)
@@ -151,7 +147,7 @@ def plan_modes(robot, cs, scenario, model, algorithm, osim, masks, folder, cflag
         name = mode_name(mask, len(cs.specs))
         specs = active(mask, cs.specs)
         algo = algorithm if specs else EMPTY_MODE_ALGORITHM if kind == "dynamics" else None
-        sub = mode_constraints(robot, specs)
+        sub = ConstraintSet.parse_or_empty(robot, specs)
         bits = [i for i in range(len(cs.specs)) if mask >> i & 1]
         # the full set is the scenario's own function (generate's: a library after generate, or
         # generate after a library, builds it once); the other modes live in the library folder

@@ -14,7 +14,7 @@ import casadi_delassus as cd
 from casadi_delassus.verify import reference
 from casadi_delassus.errors import ConstraintError, DelassusError, InputError
 from casadi_delassus.contact_modes import library, load_library
-from casadi_delassus.contact_modes.check import check_library
+from casadi_delassus.verify.library_check import check_library
 from casadi_delassus.contact_modes.package import write_library_package
 
 FEET = ["FL_foot:3d", "FR_foot:3d", "RL_foot:3d", "RR_foot:3d"]

@@ -1,21 +1,23 @@
-"""Check every mode of a library, through its dispatcher, against the NumPy reference
-(casadi_delassus/check.py's oracles and tolerance rule) and against the function generated
+"""Check every mode of a contact-mode library, through its dispatcher, against the NumPy reference
+(verify/check.py's oracles and tolerance rule) and against the function generated
 directly for that contact set (its CasADi function, traced again and evaluated by CasADi:
-no C, no dispatch, no library naming)."""
+no C, no dispatch, no library naming).  The library comes built (contact_modes/'s Library: its modes, input and
+output specs, ``outputs``); this module imports nothing of contact_modes/, which ranks above verify/."""
 from __future__ import annotations
 
 from dataclasses import dataclass, field
 
 import numpy as np
 
-from ..verify import reference
-from ..verify.check import DEFAULT_TOL, ORACLES, Comparison, NumpySession, allowed_error, condition, relative_error
 from ..codegen.trace import trace
-from .plan import mode_constraints
+from ..constraints import ConstraintSet
+from . import reference
+from .check import DEFAULT_TOL, ORACLES, Comparison, NumpySession, allowed_error, condition, relative_error
 
 
 @dataclass
 class ModeCheck:
+    """One mode's check: its comparisons with the NumPy reference and with the directly generated function."""
     mask: int
     name: str
     algorithm: str | None
@@ -25,9 +27,11 @@ class ModeCheck:
 
     @property
     def passed(self):
+        """Shapes right and every comparison within its allowed error."""
         return self.shapes_ok and all(c.passed for c in (*self.reference.values(), *self.direct.values()))
 
     def worst(self, which):
+        """The largest error of the ``which`` ("reference" or "direct") comparisons."""
         comps = getattr(self, which)
         return max((c.error for c in comps.values()), default=0.0)
 
@@ -50,7 +54,7 @@ def check_library(lib, robot, samples=20, seed=0, tol=DEFAULT_TOL, direct=True):
     rng = np.random.default_rng(seed)
     results = []
     for mask, md in sorted(lib.modes.items()):
-        cs = mode_constraints(robot, md["active"])
+        cs = ConstraintSet.parse_or_empty(robot, md["active"])
         chosen = md["algorithm"]
         fn = trace(robot, cs, chosen, cse=lib.manifest["cse"], osim=lib.manifest["osim"] and bool(md["active"]))[0] \
             if chosen and direct else None
