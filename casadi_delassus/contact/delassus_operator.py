@@ -40,6 +40,16 @@ class DelassusOperator:
         """{name in ``stored``: SX of q} that prep computes for this operator besides v_free, G, g, w."""
         return {}
 
+    @property
+    def factor(self):
+        """``<name>_factor``: the part of the damped inverse that changes with d (when ρ changes)."""
+        return self._functions[0]
+
+    @property
+    def solve(self):
+        """``<name>_solve``: (G + d I)⁻¹ b from the factor's output, at every iteration."""
+        return self._functions[1]
+
     def work(self, count, prep, bare_prep):
         """Instructions of one step's linear solves by ``count`` (casadi.Function → instructions, opcount's: the
         mathematics does not count): FACTORIZATIONS factorizations, ITERATIONS solves, and what ``prep`` (with
@@ -67,16 +77,6 @@ class DenseDelassus(DelassusOperator):
                              [b[i] for i in range(m)])
         return factor, ca.Function(f"{name}_solve", [fac, b], [ca.vertcat(*x)], ["factors", "b"], ["x"])
 
-    @property
-    def factor(self):
-        """``<name>_factor(G, d)``: the packed LDLᵀ factors of G + d I."""
-        return self._functions[0]
-
-    @property
-    def solve(self):
-        """``<name>_solve(factors, b)``: (G + d I)⁻¹ b."""
-        return self._functions[1]
-
 
 class MatrixFreeDelassus(DelassusOperator):
     """(G + d I)⁻¹ b by the staged damped_inverse_apply: O(n + m) a solve, its q stage in prep (``wd``)."""
@@ -98,19 +98,14 @@ class MatrixFreeDelassus(DelassusOperator):
                             apply.function.name_in(), ["x"])
         return first.function, factor, solve
 
+    @property
+    def _functions(self):
+        """(factor, solve): ``<name>_factor(R, w_q)`` with the stiffness R = 1/d, ``<name>_solve(lam, w_R)``."""
+        return self._stages[1:]
+
     def prep_outputs(self, q):
         """{"wd": w_q}: what damped_inverse_apply needs of q alone, computed in prep where cse shares it."""
         return {"wd": self._stages[0](q)}
-
-    @property
-    def factor(self):
-        """``<name>_factor(R, w_q)``: the stage that changes with the stiffness R = 1/d."""
-        return self._stages[1]
-
-    @property
-    def solve(self):
-        """``<name>_solve(lam, w_R)``: (G + d I)⁻¹ b."""
-        return self._stages[2]
 
 
 OPERATORS = {op.route: op for op in (DenseDelassus, MatrixFreeDelassus)}
