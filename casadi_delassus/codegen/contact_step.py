@@ -15,7 +15,7 @@ from pathlib import Path
 import casadi as ca
 
 from ..contact import admm
-from ..contact.result import STEP_OPTIONS
+from ..contact.result import STATUS_CODES, STEP_OPTIONS
 from ..contact.delassus_operator import OPERATORS, DelassusOperator
 from ..contact.step import post_function, prep_function, step_trace
 from ..errors import InputError
@@ -96,7 +96,7 @@ def render(robot, cs, name, parts, companions=()):
         fname=Safe(name), robot=robot.name, contacts=" ".join(cs.specs), version=__version__, delassus=parts.delassus,
         casadi_code=Safe(sincos.hoist(schedule.reorder(casadi_source(prep, functions[1:])), TEMPLATES)[0]), nq=robot.nq, nv=robot.nv, m=cs.m, nc=cs.m // 3,
         nfac=int(op.factor.numel_out(0)), nw=int(prep.numel_out(3)), nwd=sum(int(prep.numel_out(k)) for k in op.stored),
-        operator=op, anderson=ANDERSON, options=STEP_OPTIONS, pool_code=Safe(POOL.read_text()), **sizes)
+        operator=op, anderson=ANDERSON, options=STEP_OPTIONS, statuses=STATUS_CODES, pool_code=Safe(POOL.read_text()), **sizes)
 
 
 def build_key(robot, cs, cflags, cc, **extra):

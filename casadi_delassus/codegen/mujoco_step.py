@@ -7,7 +7,7 @@ from __future__ import annotations
 import numpy as np
 
 from ..mujoco_model.soft_step import contact_blocks, soft_functions
-from ..contact.result import SOFT_OPTIONS
+from ..contact.result import SOFT_OPTIONS, STATUS_CODES
 from ..runtime import artifact
 from ..runtime.compiler import find_compiler
 from ..version import __version__
@@ -26,7 +26,7 @@ def render(robot, cs, name, prep, post, delassus):
     return TEMPLATES.get_template("mujoco_step.c.j2").render(
         fname=Safe(name), robot=robot.name, contacts=" ".join(cs.specs), version=__version__, delassus=delassus,
         casadi_code=Safe(code), nv=robot.nv, nc=len(ne), mw=cs.m, mmax=sum(10 if k == 6 else 4 for k in ne),
-        woff=np.cumsum([0] + ne[:-1]).tolist(), ne=ne, nw=int(prep.numel_out(4)), options=SOFT_OPTIONS,
+        woff=np.cumsum([0] + ne[:-1]).tolist(), ne=ne, nw=int(prep.numel_out(4)), options=SOFT_OPTIONS, statuses=STATUS_CODES,
         **sizes)
 
 

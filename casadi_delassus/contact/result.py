@@ -15,6 +15,8 @@ from .residuals import Residuals, residuals
 
 CONVERGED, MAX_ITERATIONS, NOT_FINITE = 0, 1, 2
 STATUS = {CONVERGED: "converged", MAX_ITERATIONS: "max iterations", NOT_FINITE: "NaN"}
+# the compiled loops' status codes (their C enum ST_*, rendered from this, writes info[]'s status entry)
+STATUS_CODES = {"CONVERGED": CONVERGED, "MAX_ITERATIONS": MAX_ITERATIONS, "NOT_FINITE": NOT_FINITE}
 # the most iterations a solve may be given: the compiled loops (templates/step.c.j2, mujoco_step.c.j2) count them in
 # a C int, whose overflow once ran no iteration and left the status unwritten
 MAX_ITER = 2 ** 31 - 1

@@ -4,12 +4,13 @@ option changed equals the NumPy solver given the same change.  The stopping test
 start that already solves the problem stops at iteration 0, an iteration limit reports its status and residuals; options
 out of range are refused."""
 import dataclasses
+import re
 
 import numpy as np
 import pytest
 
 from casadi_delassus.contact import SOLVERS, pgs_then_admm
-from casadi_delassus.contact.result import STEP_OPTIONS, Options
+from casadi_delassus.contact.result import STATUS, STATUS_CODES, STEP_OPTIONS, Options
 from casadi_delassus import contact_step
 from casadi_delassus.runtime.contact_step import solver_options
 from casadi_delassus.errors import InputError
@@ -32,6 +33,17 @@ def test_the_generated_enum_is_the_python_layout(steps):
     assert names == list(STEP_OPTIONS)
     assert not unread, f"options the C never reads: {unread}"
     assert len(solver_options(Options.tol, Options.max_iter, "pgs", True)) == len(names)
+
+
+def test_the_generated_status_codes_are_the_python_ones(steps):
+    """The C loop's ST_* codes (info[]'s status entry) are rendered from STATUS_CODES, which the runtime decodes by
+    STATUS: every status a compiled solve can write has its Python name."""
+    source = steps["admm"].so.with_suffix(".c").read_text()
+    codes = dict(re.findall(r"\bST_(\w+) = (\d+),", source))
+    assert {name: int(code) for name, code in codes.items()} == STATUS_CODES
+    assert sorted(STATUS) == sorted(STATUS_CODES.values())
+    for name in STATUS_CODES:
+        assert re.search(rf"info\[\d\] = ST_{name};", source), f"ST_{name} never written"
 
 
 def test_c_layout_sees_a_drift():
