@@ -39,9 +39,9 @@ def lane_kernels(name, functions):
 
 
 def lane_flags(lanes):
-    """The C flags of a lane count: "auto" the CPU's vector width (batch_vector.c.j2 decides), else
-    -DCD_BATCH_LANES=lanes (a power of two from 2 to 16)."""
-    if lanes == "auto":
+    """The C flags of a lane count, checked: 1 (no lane groups) and "auto" (the CPU's vector width: batch_vector.c.j2
+    decides) none, else -DCD_BATCH_LANES=lanes (a power of two from 2 to 16)."""
+    if lanes == "auto" or (lanes == 1 and type(lanes) is int):
         return ()
     if isinstance(lanes, bool) or not isinstance(lanes, int) or lanes < 2 or lanes > 16 or lanes & (lanes - 1):
         raise InputError(f"lanes {lanes!r}: use 1, 'auto' (the CPU's vector width) or a power of two up to 16")
@@ -58,7 +58,7 @@ def build(robot, cs, positions, out_dir=DEFAULT_OUT, cflags=DEFAULT_CFLAGS, cc=N
     scenario = scenario_name("rollout", cs.specs)
     name = artifact.function_name(model, scenario, "rollout")
     auto = any(f.startswith("auto") for f in cflags)
-    extra = () if lanes == 1 else lane_flags(lanes)
+    extra = lane_flags(lanes)
     q = ca.SX.sym("q", robot.nq)
     key = build_key(robot, cs, cflags, cc, delassus=delassus, host=host_cpu() if auto else None,
                     rollout=str(ca.densify(positions(q))), lanes=lanes)
