@@ -83,3 +83,13 @@ def test_run_batch_takes_lanes(setup):
     for bad in (3, 0, 32, "wide", True):
         with pytest.raises(InputError, match="lanes"):
             run_batch(scene, Q0[:3], V0[:3], 0.002, DT, pd, factory, lanes=bad)
+
+
+def test_lanes_run_admm_too(setup, tmp_path):
+    """The lanes' solve is the step's own whichever solver: ADMM (with its ρ updates and Anderson steps) over 300
+    steps, equal to the scalar entry point in statuses and counts, states within 1e-12."""
+    scene, pd, built, Q0, V0 = setup
+    admm = CompiledRollout(built.robot, scene.specs(Q0[0]), scene._positions, "admm", out_dir=tmp_path, lanes="auto")
+    lanes, scalar = (_rollouts(scene, admm, Q0, V0, 300, pd, lanes=w) for w in (None, 1))
+    assert np.array_equal(lanes.count, scalar.count) and np.array_equal(lanes.STATUS, scalar.STATUS)
+    assert (scalar.ITS > 0).any() and np.nanmax(np.abs(lanes.Q - scalar.Q)) <= 1e-12
