@@ -8,6 +8,7 @@ contact step: issue 27's "done when" point 1, and a speed comparison with MuJoCo
     .venv/bin/python bench/simulate.py batch      # 64 go1 environments: run_batch vs single rollouts (per-step loop)
     taskset -c 0 .venv/bin/python bench/simulate.py rollout-speed --solver pgs [--tol 1e-8]   # C rollout vs mujoco.rollout
     taskset -c 0,1 .venv/bin/python bench/simulate.py rollout-batch-speed --envs 1024 --solver pgs [--tol 1e-8]   # 2 threads
+        [--lanes 1,auto]   # issue 33: ours with one environment per thread and with SIMD lane groups, side by side
     .venv/bin/python bench/simulate.py landing    # Baumgarte's β: go1 and a box dropped 5 cm, how deep they stay
     taskset -c 0,1 .venv/bin/python bench/simulate.py active-sets   # go1 4F3 landing on the per-step loop: builds, time
 
@@ -409,7 +410,9 @@ def _load():
 def rollout_batch_speed(args):
     """Issues 27 point 4 and 33, batched: environment-steps/s of N go1 environments dropped from 0-2 cm under the joint
     PD, our C rollout's batch entry point on ``--threads`` threads against mujoco.rollout with as many MjData
-    (threads), each MuJoCo solver and cone, MuJoCo with our physics only; interleaved repetitions."""
+    (threads), each MuJoCo solver and cone, MuJoCo with our physics only; interleaved repetitions.  ``--lanes``: ours
+    once per lane setting (1: one environment per thread; auto: SIMD lane groups of the CPU's width, issue 33), each
+    with its states' largest difference from lanes=1 after the n steps."""
     from mujoco import rollout as mj_rollout
     import mujoco
     from casadi_delassus.simulation.simulate_batch import run_batch
@@ -419,17 +422,27 @@ def rollout_batch_speed(args):
     drops = np.linspace(0.0, 0.02, N)
     Q0, V0 = np.array([sim.place(scene, p.q, h) for h in drops]), np.zeros((N, robot.nv))
     T = n * DT
-    first = run_batch(scene, Q0, V0, T, DT, pd, factory, threads=threads)          # builds the rollout first
-    runs = {f"ours, C rollout batch, {threads} threads": lambda: run_batch(scene, Q0, V0, T, DT, pd, factory, threads=threads)}
+    lanes = [w if w == "auto" else int(w) for w in args.lanes.split(",")]
+    runs, firsts = {}, {}
+    for w in lanes:         # builds each rollout first
+        firsts[w] = run_batch(scene, Q0, V0, T, DT, pd, factory, threads=threads, lanes=w)
+        width = factory.rollout(scene, Q0[0], w).lanes
+        runs[f"ours, C rollout batch, {threads} threads, lanes {w} ({width})"] = (
+            lambda w=w: run_batch(scene, Q0, V0, T, DT, pd, factory, threads=threads, lanes=w))
+    first = firsts[lanes[0]]
+    apart = ", ".join(f"lanes {w}: {np.nanmax(np.abs(firsts[w].q - first.q)):.1e}" for w in lanes[1:])
     for k, (m, states, ctrl) in mujoco_rollout_models(robot, p.q, drops).items():
         datas = [mujoco.MjData(m) for _ in range(threads)]
         runs[f"{k} rollout, {threads} threads"] = (lambda m=m, datas=datas, states=states, ctrl=ctrl:
                                                    mj_rollout.rollout(m, datas, states, ctrl[None, None], nstep=n))
-    text, ratio = _summary(_timed(runs, args.reps, N * n), next(iter(runs)))
+    rates = _timed(runs, args.reps, N * n)
+    text = _summary(rates, next(iter(runs)))[0]
+    ratios = ", ".join(f"lanes {w} {_summary(rates, k)[1]:.2f}" for w, k in zip(lanes, runs))
     note("rollout-batch-speed", f"batched rollout speed, {N} go1 environments dropped from 0-2 cm under PD, {n} steps, "
          f"{args.reps} interleaved reps, load {_load()}, environment-steps/s median (min-max): {text}; ours / fastest "
-         f"MuJoCo {ratio:.2f}; ours {args.solver} to {args.tol:g}, statuses {sorted(set(first.status))}; MuJoCo "
-         f"without go1.urdf's joint damping, friction loss and limits")
+         f"MuJoCo: {ratios}; ours {args.solver} to {args.tol:g}, statuses {sorted(set(first.status))}"
+         + (f", states' largest difference from lanes {lanes[0]} ({apart})" if apart else "")
+         + "; MuJoCo without go1.urdf's joint damping, friction loss and limits")
 
 
 def batch(args):
@@ -526,6 +539,8 @@ def main(argv=None):
     ap.add_argument("--envs", type=int, default=64, help="environments of the batch runs")
     ap.add_argument("--steps", type=int, default=200, help="steps of rollout-batch-speed")
     ap.add_argument("--threads", type=int, default=2, help="threads of rollout-batch-speed")
+    ap.add_argument("--lanes", default="1", help="rollout-batch-speed: ours per lane setting, comma-separated (1, auto, "
+                    "a power of two; issue 33's SIMD lane groups)")
     args = ap.parse_args(argv)
     for name in args.runs:
         {"go1": go1, "go2": go2, "talos": talos, "speed": speed, "batch": batch, "rollout-speed": rollout_speed,

@@ -3,36 +3,65 @@ loop of simulation/simulate.py under a fixed linear feedback (simulation/feedbac
 of them on the threads of runtime/pool.h: templates/contact_rollout.c.j2 around the contact step's C
 (codegen/contact_step.py, dense route: ``keep_active`` masks the explicit G) and the loop's SX (integrate, the
 candidates' positions, the free step), compiled once per hash of what determines it (build_cached, kind "rollout").
+With ``lanes`` (issue 33), ``<name>_rollout_lanes_batch`` too: CD_BATCH_LANES environments per SIMD lane group, the
+SX parts (prep, post, free step, integrate, positions) vectorised by codegen/vectorise.py so that one call computes
+every lane, the solve (solve_prepared of contact_step.c.j2) lane by lane in scalar code, threads over lane groups.
 runtime/contact_rollout.py loads and calls it; stepping/rollout.py is the entry simulation/ uses."""
 from __future__ import annotations
 
 import casadi as ca
 
 from ..constraints import ConstraintSet
+from ..errors import InputError
 from ..contact.rollout import loop_functions
 from ..opcount import count_ops
 from ..registry import AUTO
 from ..runtime import artifact
 from ..runtime.compiler import find_compiler
 from ..version import __version__
+from . import schedule, vectorise
 from .build import build_cached, host_cpu
 from .contact_step import DEFAULT_CFLAGS, DEFAULT_OUT, build_key, render, scenario_name, step_cflags, step_parts
-from .emit import TEMPLATES
+from .emit import TEMPLATES, casadi_source
 from .escape import Safe
 from .trace import trace
 
 
-def build(robot, cs, positions, out_dir=DEFAULT_OUT, cflags=DEFAULT_CFLAGS, cc=None, delassus=AUTO, model=None):
+# the rollout's SX parts the lane groups run vectorised, in the order of lane_kernels's names
+LANE_PARTS = ("prep", "post", "integrate", "positions", "free")
+
+
+def lane_kernels(name, functions):
+    """The vectorised C (vectorise.kernel_function) of ``functions`` (casadi.Functions, LANE_PARTS's order), each
+    named ``<name>_<part>_lanes``."""
+    return "\n\n".join(vectorise.kernel_function(f"{name}_{part}_lanes", f, schedule.reorder(casadi_source(f)))
+                        for part, f in zip(LANE_PARTS, functions))
+
+
+def lane_flags(lanes):
+    """The C flags of a lane count, checked: 1 (no lane groups) and "auto" (the CPU's vector width: batch_vector.c.j2
+    decides) none, else -DCD_BATCH_LANES=lanes (a power of two from 2 to 16)."""
+    if lanes == "auto" or (lanes == 1 and type(lanes) is int):
+        return ()
+    if isinstance(lanes, bool) or not isinstance(lanes, int) or lanes < 2 or lanes > 16 or lanes & (lanes - 1):
+        raise InputError(f"lanes {lanes!r}: use 1, 'auto' (the CPU's vector width) or a power of two up to 16")
+    return (f"-DCD_BATCH_LANES={lanes}",)
+
+
+def build(robot, cs, positions, out_dir=DEFAULT_OUT, cflags=DEFAULT_CFLAGS, cc=None, delassus=AUTO, model=None,
+          lanes=1):
     """Compile the rollout for the contacts ``cs`` and candidate positions ``positions`` (cached by a hash of what
-    determines it); returns its manifest's path (sealed: runtime/contact_rollout.py loads it)."""
+    determines it); returns its manifest's path (sealed: runtime/contact_rollout.py loads it).  ``lanes`` other
+    than 1 ("auto" or a power of two, lane_flags) adds the lane groups' entry point."""
     cc = find_compiler(cc)
     model = artifact.model_name(robot, model)
     scenario = scenario_name("rollout", cs.specs)
     name = artifact.function_name(model, scenario, "rollout")
     auto = any(f.startswith("auto") for f in cflags)
+    extra = lane_flags(lanes)
     q = ca.SX.sym("q", robot.nq)
     key = build_key(robot, cs, cflags, cc, delassus=delassus, host=host_cpu() if auto else None,
-                    rollout=str(ca.densify(positions(q))))
+                    rollout=str(ca.densify(positions(q))), lanes=lanes)
 
     def make():
         # the dense route, as before (keep_active masks the explicit G; the matrix-free route would take the mask too)
@@ -40,10 +69,13 @@ def build(robot, cs, positions, out_dir=DEFAULT_OUT, cflags=DEFAULT_CFLAGS, cc=N
         aba = trace(robot, ConstraintSet(robot, [], allow_empty=True), "aba", cse=True)[0]
         loop = loop_functions(robot, positions, name, aba)
         flags = step_cflags(cflags, sum(count_ops(f)["instructions"] for f in (*parts[:2], *loop)), cc) if auto else cflags
+        flags = (*flags, *extra)
         text = TEMPLATES.get_template("contact_rollout.c.j2").render(
             fname=Safe(name), robot=robot.name, contacts=" ".join(cs.specs), version=__version__,
-            step_code=Safe(render(robot, cs, name, parts, loop)))
+            step_code=Safe(render(robot, cs, name, parts, loop)), lanes=lanes != 1,
+            lane_code=Safe(lane_kernels(name, (parts.prep, parts.post, *loop)) if lanes != 1 else ""),
+            **vectorise.vector_context())
         manifest = {"function": name, "robot": robot.name, "contacts": cs.specs, "delassus": parts.delassus, "nq": robot.nq,
-                    "nv": robot.nv, "m": cs.m, "cflags": list(flags), "version": __version__}
+                    "nv": robot.nv, "m": cs.m, "cflags": list(flags), "lanes": lanes, "version": __version__}
         return text, [*flags, "-pthread"], manifest
     return build_cached(artifact.folder(out_dir, model, scenario), f"rollout_{key[:16]}", make, cc, key, "rollout")

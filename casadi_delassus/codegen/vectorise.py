@@ -278,6 +278,22 @@ def _c_names(precision):
     return {k: Safe(v) for k, v in (names | {"mask": "int" if single else "long long"}).items()}
 
 
+def vector_context(precision="double"):
+    """What templates/batch_vector.c.j2 (the vector type, lane count and helpers) reads in ``precision``."""
+    return dict(single=precision == "single", real=Safe(C_REAL[precision]), c=_c_names(precision),
+                transposes=[(n, Safe(transpose(n))) for n in ((8, 16) if precision == "single" else (8,))])
+
+
+def kernel_function(name, f, casadi_code, precision="double"):
+    """``static int name(const cd_batch_v** arg, cd_batch_v** res)``: CasADi's code of ``f`` (``casadi_code``, f
+    alone in it) with every scalar a vector, lane l one instance (all inputs and outputs dense, column-major, as the
+    scalar function reads and writes them); for code that keeps its instances in lanes (the rollout's lane groups,
+    codegen/contact_rollout.py) rather than in memory as the batched entry point does."""
+    sizes = [[int(f.numel_in(i)) for i in range(f.n_in())], [int(f.numel_out(i)) for i in range(f.n_out())]]
+    body = vectorize(casadi_code, f.n_in(), f.n_out(), *sizes, precision)
+    return f"static int {c_ident(name)}(const cd_batch_v** arg, cd_batch_v** res) {{\n{body}\n}}"
+
+
 def render(f, manifest, casadi_code, env, precision="double"):
     """The C of the batched entry point (appended to the .c after ``casadi_code``, CasADi's
     code of ``f``) and its declaration (for the .h), from the templates of jinja2 ``env``;
@@ -295,9 +311,7 @@ def render(f, manifest, casadi_code, env, precision="double"):
              for _, sl, _ in unit_blocks(manifest.get("q_layout", ()))] if q else []
     ctx = dict(fname=fname, inputs=inputs, outputs=outputs, kernel=Safe(kernel), units=units, unit_tol=UNIT_TOL,
                signature=Safe(signature(fname, manifest["inputs"], manifest["outputs"], precision)),
-               single=precision == "single", real=Safe(C_REAL[precision]), c=_c_names(precision),
-               transposes=[(n, Safe(transpose(n))) for n in ((8, 16) if precision == "single" else (8,))],
-               sz_iw=max(int(f.sz_iw()), 1), sz_w=max(int(f.sz_w()), 1), sz_arg=max(int(f.sz_arg()), len(inputs), 1),
+               **vector_context(precision), sz_iw=max(int(f.sz_iw()), 1), sz_w=max(int(f.sz_w()), 1), sz_arg=max(int(f.sz_arg()), len(inputs), 1),
                sz_res=max(int(f.sz_res()), len(outputs), 1))
     return env.get_template("batch.c.j2").render(ctx), env.get_template("batch.h.j2").render(ctx)
 

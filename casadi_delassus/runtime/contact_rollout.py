@@ -71,16 +71,25 @@ class LoadedRollout:
         self.manifest, lib, mapped = open_sealed(path, BUILT_KINDS, "rollout")
         # n, first, steps; settings, radii, mu, normals, fb; joint_q, continuous, body; opts; stop; WARM and the
         # records; COUNT; threads
-        (self._batch,) = entries(lib, mapped, self.so, self.manifest["function"], [
-            ("_rollout_batch", [*[ctypes.c_int] * 3, *[DOUBLE_P] * 5, *[INT_P] * 3, DOUBLE_P, INT_P,
-                                *[DOUBLE_P] * 8, INT_P, INT_P, ctypes.c_int])])
+        batch = [*[ctypes.c_int] * 3, *[DOUBLE_P] * 5, *[INT_P] * 3, DOUBLE_P, INT_P, *[DOUBLE_P] * 8, INT_P, INT_P,
+                 ctypes.c_int]
+        (self._batch,) = entries(lib, mapped, self.so, self.manifest["function"], [("_rollout_batch", batch)])
+        # built with lanes (codegen/contact_rollout.py): the lane groups' batch, and their width
+        self._lanes_batch, self.lanes = self._batch, 1
+        if self.manifest.get("lanes", 1) != 1:
+            self._lanes_batch, width = entries(lib, mapped, self.so, self.manifest["function"], [
+                ("_rollout_lanes_batch", batch), ("_rollout_lanes", [])])
+            width.restype = ctypes.c_int
+            self.lanes = int(width())
         self._lib = lib
 
     def __call__(self, Q0, V0, steps, dt, feedback, normal, height, radii, mu, margin, tau_limit, fall_depth,
-                 normals=None, threads=None, baumgarte=0.0):
+                 normals=None, threads=None, baumgarte=0.0, lanes=None):
         """``steps`` steps from each row of Q0 (N x nq), V0 (N x nv) under ``feedback`` (a LinearFeedback) against the
         ground {x : normal·x ≥ height}; ``normals`` (k x 3) the contact normals the step is given, None for +z;
-        ``baumgarte`` β of the gap term (simulate.py); on ``threads`` POSIX threads (None: 1).  The batch entry point
+        ``baumgarte`` β of the gap term (simulate.py); on ``threads`` POSIX threads (None: 1); ``lanes`` 1 runs one
+        environment per thread even where the build has lane groups (None: the build's, self.lanes environments per
+        lane group).  The batch entry point
         runs in parts of PART_WORK environment-steps, all environments a part at a time, on a worker thread
         (interruptible): Ctrl-C stops it within a step, and the records end at the last step any environment took."""
         r, k = self.robot, self.k
@@ -102,14 +111,15 @@ class LoadedRollout:
         records = [*map(ptr, (out.Q, out.V, out.TAU, out.GAPS, out.FORCES, out.ITS, out.RES, out.STATUS)), ptr(out.count)]
         part = max(1, min(PART_WORK // N, max(-(-T // PROGRESS_PARTS), MIN_PART_WORK // N)))
         bar = Bar(T, "steps", heartbeat=True)
+        run = self._batch if lanes == 1 else self._lanes_batch
 
         def parts():
             for first in range(0, T, part):
                 end = min(first + part, T)
-                self._batch(N, first, end - first, *middle, *records, int(threads or 1))
+                run(N, first, end - first, *middle, *records, int(threads or 1))
                 bar.advance(count=end - first)
                 if stop[0] and end < T:         # those the stop found between parts: their step `end` says so
-                    self._batch(N, end, 1, *middle, *records, 1)
+                    run(N, end, 1, *middle, *records, 1)
                 if stop[0] or not np.any(out.count == end):         # interrupted, or every environment stopped
                     return
         try:

@@ -287,15 +287,17 @@ def step_normals(frame, k):
 
 
 def _rollout_builder(solver, tol, max_iter, build_options):
-    """``rollout(scene, q0)``: the scene's compiled rollout (stepping/rollout.py) for a linear feedback, built once per
-    robot, friction points and candidate positions."""
+    """``rollout(scene, q0, lanes=1)``: the scene's compiled rollout (stepping/rollout.py) for a linear feedback, built
+    once per robot, friction points, candidate positions and ``lanes`` (1, "auto" or a power of two: SIMD lane groups,
+    issue 33)."""
     built = {}
 
-    def rollout(scene, q0):
+    def rollout(scene, q0, lanes=1):
         from ..stepping.rollout import CompiledRollout
-        key = (scene.robot, tuple(scene.specs(q0)), scene._positions)
+        key = (scene.robot, tuple(scene.specs(q0)), scene._positions, lanes)
         if key not in built:
-            built[key] = CompiledRollout(scene.robot, key[1], scene._positions, solver, tol, max_iter, **build_options)
+            built[key] = CompiledRollout(scene.robot, key[1], scene._positions, solver, tol, max_iter, lanes=lanes,
+                                         **build_options)
         return built[key]
     return rollout
 

@@ -87,18 +87,22 @@ def _from_raw(scene, dt, raw):
 
 
 def run_batch(scene, Q0, V0, T, dt, controller=None, step_factory=None, tau_limit=1e6, threads=1,
-              baumgarte=BAUMGARTE):
+              baumgarte=BAUMGARTE, lanes=1):
     """Roll N environments of ``scene`` out from (Q0, V0) (N x nq, N x nv) for T seconds of steps
     dt under ``controller(t, Q, V) -> N x nv``, Baumgarte's β = ``baumgarte``; returns a BatchRollout.  A
     LinearFeedback on the compiled step runs all of it in C (contact/rollout.py's batch entry point on ``threads``
-    threads; None: the single entry point, environment after environment)."""
+    threads; None: the single entry point, environment after environment), ``lanes`` environments per SIMD lane group
+    (issue 33: 1, "auto" the CPU's vector width, or a power of two; codegen/contact_rollout.py)."""
     robot = scene.robot
     Q, V, n, threads = _inputs(scene, Q0, V0, T, dt, threads)
     baumgarte, tau_limit = check_settings(baumgarte, tau_limit)
     factory = step_factory or compiled_steps()
     if isinstance(controller, LinearFeedback) and hasattr(factory, "rollout"):
-        return _from_raw(scene, dt, c_rollouts(scene, factory.rollout(scene, Q[0]), Q, V, n, dt, controller, tau_limit,
+        return _from_raw(scene, dt, c_rollouts(scene, factory.rollout(scene, Q[0], lanes), Q, V, n, dt, controller, tau_limit,
                                                threads, baumgarte))
+    if lanes != 1:
+        raise InputError(f"lanes={lanes!r} runs the C rollout only: give a LinearFeedback (cd.pd_controller) on the "
+                         "compiled step")
     threads = threads or 1
     steps = (free_step(robot), candidate_step(scene, factory, Q[0]))
     out, alive = _Batch(scene, Q, V, n), np.ones(len(Q), dtype=bool)

@@ -1,0 +1,95 @@
+"""The rollout's SIMD lane groups (issue 33 point 2; codegen/contact_rollout.py, templates/contact_rollout.c.j2): each
+environment of ``<name>_rollout_lanes_batch`` takes the steps of the scalar rollout (``<name>_rollout_batch`` of the
+same .so): the same statuses and counts, states within 1e-12 over 1,000 steps (not bit for bit: the vectorised SX is
+contracted and takes libmvec's sin/cos where the scalar code does not), whatever the threads; a bad lane count is one
+line."""
+import numpy as np
+import pytest
+
+import casadi_delassus as cd
+from casadi_delassus.errors import InputError
+from casadi_delassus.simulation import simulate as sim
+from casadi_delassus.simulation.simulate_batch import run_batch
+from casadi_delassus.stepping.rollout import CompiledRollout
+
+FEET = [f"{leg}_foot@-0.0173782,0,-0.0098993" for leg in ("FL", "FR", "RL", "RR")]
+DT = 1e-3
+TAU_LIMIT = 60.0        # N m: the others stay below 10
+N = 11          # two groups of 4 lanes and a partial one (AVX2), a group of 8 and a partial one (AVX-512)
+
+
+@pytest.fixture(scope="module")
+def setup(tmp_path_factory):
+    """go1 standing under PD, its rollout built with lanes of the CPU's width, and N environments: dropped from
+    0-2 cm, turning at random rates, one landing fast (its torques pass TAU_LIMIT a few steps in), the last one under
+    the ground (it stops at step 0)."""
+    pytest.importorskip("pinocchio")
+    from casadi_delassus.verify import contact_problems
+    go1, stand = cd.load_robot("go1"), contact_problems.build("go1_stand")
+    scene = sim.Scene(go1, FEET)
+    pd = cd.pd_controller(go1, stand.q, 60.0, 2.0, stand.tau)
+    built = CompiledRollout(go1, scene.specs(stand.q), scene._positions, "auto", out_dir=tmp_path_factory.mktemp("lanes"),
+                            lanes="auto")
+    Q0 = np.array([sim.place(scene, stand.q, h) for h in np.linspace(0.0, 0.02, N)])
+    Q0[-1, 2] -= 1.5
+    V0 = np.zeros((N, go1.nv))
+    V0[:, 3:6] = 0.3 * np.random.default_rng(0).normal(size=(N, 3))
+    V0[5, 2] = -5.0         # its landing's torques pass TAU_LIMIT a few steps in, while its lane group goes on
+    return scene, pd, built, Q0, V0
+
+
+def _rollouts(scene, built, Q0, V0, steps, pd, threads=1, lanes=None):
+    """The RawRollouts of ``built`` (lanes=1: its scalar entry point)."""
+    return built(Q0, V0, steps, DT, pd, scene.normal, scene.height, [c.radius for c in scene.candidates], scene.mu,
+                 scene.margin, TAU_LIMIT, sim.FALL_DEPTH, None, threads, sim.BAUMGARTE, lanes=lanes)
+
+
+def test_lanes_equal_scalar_rollouts_over_1000_steps(setup):
+    """1,000 steps (in parts, as the progress bar cuts them): statuses, counts and stops equal (a lane that stops
+    mid-way, one at step 0, a partial lane group), states within 1e-12,
+    forces within 1e-9 of their largest, and the solver's iterations within one."""
+    scene, pd, built, Q0, V0 = setup
+    assert built.lanes >= 2
+    lanes, scalar = (_rollouts(scene, built, Q0, V0, 1000, pd, lanes=w) for w in (None, 1))
+    assert np.array_equal(lanes.count, scalar.count) and list(scalar.count[[0, -1]]) == [1000, 1]
+    assert 1 < scalar.count[5] < 100 and scalar.STATUS[scalar.count[5] - 1, 5] == sim.ROLLOUT_STATUSES.index(sim.CONTROLLER)
+    assert np.array_equal(lanes.STATUS, scalar.STATUS)
+    for name in ("Q", "V", "TAU", "GAPS"):
+        a, b = getattr(lanes, name), getattr(scalar, name)
+        assert np.array_equal(np.isnan(a), np.isnan(b))
+    assert np.nanmax(np.abs(lanes.Q - scalar.Q)) <= 1e-12
+    assert np.nanmax(np.abs(lanes.V - scalar.V)) <= 1e-10
+    assert np.abs(lanes.FORCES - scalar.FORCES).max() <= 1e-9 * np.abs(scalar.FORCES).max()
+    assert np.abs(lanes.ITS - scalar.ITS).max() <= 1
+
+
+def test_lanes_do_not_depend_on_threads(setup):
+    """The lane groups split across two threads: each environment's records bit for bit those of one thread."""
+    scene, pd, built, Q0, V0 = setup
+    one, two = (_rollouts(scene, built, Q0, V0, 60, pd, threads=t) for t in (1, 2))
+    for a, b in zip(one.__dict__.values(), two.__dict__.values()):
+        assert np.array_equal(a, b, equal_nan=True)
+
+
+def test_run_batch_takes_lanes(setup):
+    """run_batch(lanes=…) runs the lanes' build; lanes on the per-step loop and bad lane counts are one-line errors."""
+    scene, pd, built, Q0, V0 = setup
+    factory = sim.factory("compiled", "auto", out_dir=built.so.parent.parent.parent)
+    b = run_batch(scene, Q0[:3], V0[:3], 0.02, DT, pd, factory, lanes="auto")
+    one = _rollouts(scene, built, Q0[:3], V0[:3], 20, pd, lanes=1)
+    assert np.nanmax(np.abs(b.q - one.Q)) <= 1e-12
+    with pytest.raises(InputError, match="runs the C rollout only"):
+        run_batch(scene, Q0[:3], V0[:3], 0.002, DT, lambda t, q, v: np.zeros_like(v), factory, lanes="auto")
+    for bad in (3, 0, 32, "wide", True):
+        with pytest.raises(InputError, match="lanes"):
+            run_batch(scene, Q0[:3], V0[:3], 0.002, DT, pd, factory, lanes=bad)
+
+
+def test_lanes_run_admm_too(setup, tmp_path):
+    """The lanes' solve is the step's own whichever solver: ADMM (with its ρ updates and Anderson steps) over 300
+    steps, equal to the scalar entry point in statuses and counts, states within 1e-12."""
+    scene, pd, built, Q0, V0 = setup
+    admm = CompiledRollout(built.robot, scene.specs(Q0[0]), scene._positions, "admm", out_dir=tmp_path, lanes="auto")
+    lanes, scalar = (_rollouts(scene, admm, Q0, V0, 300, pd, lanes=w) for w in (None, 1))
+    assert np.array_equal(lanes.count, scalar.count) and np.array_equal(lanes.STATUS, scalar.STATUS)
+    assert (scalar.ITS > 0).any() and np.nanmax(np.abs(lanes.Q - scalar.Q)) <= 1e-12
