@@ -5,6 +5,7 @@ import sys
 
 import click
 
+from ..codegen.contact_step import LINEAR_SOLVES
 from ..model import load_robot
 from ..progress import step
 from .main import cli
@@ -21,7 +22,7 @@ from .options import (ROBOT_HELP, STEP_MAX_SAMPLES, base_opt, contact_candidates
 @click.option("--mu", default=0.8, show_default=True, type=float, help="friction coefficient of every contact")
 @click.option("--samples", default=20, show_default=True, type=click.IntRange(1, STEP_MAX_SAMPLES),
               help=f"random states checked against the NumPy reference (1 to {STEP_MAX_SAMPLES:,})")
-@click.option("--linear-solve", type=click.Choice(["auto", "dense", "matrix_free"]), default="auto", show_default=True,
+@click.option("--linear-solve", type=click.Choice(LINEAR_SOLVES), default="auto", show_default=True,
               help="ADMM's (G + rho I)^-1: G's dense LDL^T, the staged matrix-free damped inverse, or the fewer "
                    "instructions (codegen/contact_step.py step_parts)")
 @with_options(gen_opts[:3])
