@@ -454,6 +454,31 @@ def test_compiled_simulate_takes_baumgarte_and_out_dir(box, tmp_path, monkeypatc
         cd.simulate(box, CORNERS, q0, np.zeros(6), 0.4, 1e-3, baumgarte=1.5, **kw)
 
 
+@pytest.mark.parametrize("options", [{"linear_solve": "matrix_free"}, {"linear_solve": "auto"}, {"relaxed": True}])
+def test_the_c_rollout_takes_each_build_option_of_the_step(box, tmp_path, options):
+    """Every build option the per-step loop takes works on the C rollout of a linear feedback too (linear_solve and
+    relaxed were a TypeError traceback there): a box landing tilted, 80 steps, equal on both routes (1e-12 in q)."""
+    q0 = tilted_box(box, 0.05)
+    kw = {"step": "compiled", "solver": "admm", "out_dir": tmp_path, "cflags": ("-O1",), "quiet": True, **options}
+    pd = cd.pd_controller(box, q0, 0.0, 0.0)
+    c = cd.simulate(box, CORNERS, q0, np.zeros(6), 0.08, 1e-3, pd, **kw)
+    loop = cd.simulate(box, CORNERS, q0, np.zeros(6), 0.08, 1e-3, lambda t, q, v: pd(t, q, v), **kw)
+    assert list(tmp_path.rglob("rollout_*.so")) and c.completed and c.statuses == loop.statuses
+    assert sim.OK in c.statuses and np.abs(c.q - loop.q).max() <= 1e-12
+
+
+@pytest.mark.parametrize("linear", [True, False])
+def test_an_unknown_build_option_is_one_line_on_both_routes(box, tmp_path, linear):
+    """A build option neither build knows was a TypeError traceback from the step or the rollout: one line now, before
+    anything is built."""
+    q0 = tilted_box(box, 0.05)
+    pd = cd.pd_controller(box, q0, 0.0, 0.0)
+    with pytest.raises(InputError, match=r"unknown build option\(s\) 'threads' of the compiled step \(known: out_dir,"):
+        cd.simulate(box, CORNERS, q0, np.zeros(6), 0.01, 1e-3, pd if linear else (lambda t, q, v: np.zeros(6)),
+                    out_dir=tmp_path, threads=2)
+    assert not any(tmp_path.iterdir())
+
+
 @pytest.mark.parametrize("scene_kw, message", [
     ({"mu": [0.5, 0.6, 0.7]}, r"friction μ: one number or 4 \(one per candidate\), got shape \(3,\)"),
     ({"mu": "slippery"}, "friction μ must be finite"),
