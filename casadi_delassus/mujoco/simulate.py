@@ -122,11 +122,14 @@ def simulate_model(model, duration, ctrl=None, qpos=None, keyframe=None, out_dir
                                      cc=cc)
     qpos_t = np.vstack([state0[1:1 + m.nq], state[0, :, 1:1 + m.nq]])
     qvel_t = np.vstack([state0[1 + m.nq:1 + m.nq + m.nv], state[0, :, 1 + m.nq:1 + m.nq + m.nv]])
-    qn, vn = coordinate_names(mujoco, m)
+    return ModelTrajectory(Path(model).stem, float(m.opt.timestep), qpos_t, qvel_t, u, sens[0],
+                           any("diverged" in str(w.message) for w in said), *column_names(mujoco, m))
+
+
+def column_names(mujoco, m):
+    """(qpos names, qvel names, actuator names, sensordata names) of a ModelTrajectory of MjModel ``m``."""
     actuators = [_object_name(mujoco, m, mujoco.mjtObj.mjOBJ_ACTUATOR, a, "actuator") for a in range(m.nu)]
-    name = Path(model).stem
-    return ModelTrajectory(name, float(m.opt.timestep), qpos_t, qvel_t, u, sens[0], any("diverged" in str(w.message)
-                           for w in said), qn, vn, actuators, sensor_names(mujoco, m))
+    return (*coordinate_names(mujoco, m), actuators, sensor_names(mujoco, m))
 
 
 # cd.simulate's options of an MJCF model: the others (ground, friction, solver, tolerance, Baumgarte, build options of
@@ -202,6 +205,20 @@ def _ctrl(controller, t, qpos, qvel, nu, k):
     return u
 
 
+def _initial_state(mujoco, m, qpos, qvel, keyframe):
+    """The FULLPHYSICS state (1 x nstate) at qpos0, ``keyframe`` or ``qpos``, with velocity ``qvel`` (None: the
+    keyframe's or 0), each checked."""
+    d = _initial_data(mujoco, m, qpos, keyframe, "q0 (qpos)")
+    if qvel is not None:
+        qvel = np.asarray(qvel, dtype=float)
+        if qvel.shape != (m.nv,) or not np.all(np.isfinite(qvel)):
+            raise InputError(f"v0 (qvel) must be {m.nv} finite numbers (the model's nv), got {qvel.size}")
+        d.qvel[:] = qvel
+    state = np.empty((1, mujoco.mj_stateSize(m, int(mujoco.mjtState.mjSTATE_FULLPHYSICS))))
+    mujoco.mj_getState(m, d, state[0], int(mujoco.mjtState.mjSTATE_FULLPHYSICS))
+    return state
+
+
 def simulate_steps(model, T, controller=None, qpos=None, qvel=None, dt=None, keyframe=None, out_dir=DEFAULT_OUT,
                    cc=None):
     """The ModelTrajectory of the MJCF ``model`` (a file, an MjModel or a Robot loaded from a file) over T seconds at
@@ -217,14 +234,7 @@ def simulate_steps(model, T, controller=None, qpos=None, qvel=None, dt=None, key
         raise InputError(f"dt = {shown(dt)}: an MJCF model steps at its own time step, {step_dt!r} s (option "
                          f"timestep); give dt=None or that one")
     n = step_count(T, step_dt, 8 * (1 + m.nq + m.nv + m.nu + m.nsensordata))
-    d = _initial_data(mujoco, m, qpos, keyframe, "q0 (qpos)")
-    if qvel is not None:
-        qvel = np.asarray(qvel, dtype=float)
-        if qvel.shape != (m.nv,) or not np.all(np.isfinite(qvel)):
-            raise InputError(f"v0 (qvel) must be {m.nv} finite numbers (the model's nv), got {qvel.size}")
-        d.qvel[:] = qvel
-    state = np.empty((1, mujoco.mj_stateSize(m, int(mujoco.mjtState.mjSTATE_FULLPHYSICS))))
-    mujoco.mj_getState(m, d, state[0], int(mujoco.mjtState.mjSTATE_FULLPHYSICS))
+    state = _initial_state(mujoco, m, qpos, qvel, keyframe)
     compiled = _compiled(m, out_dir, cc)[1]
     if compiled.nstate != state.shape[1]:
         raise InputError(f"the model's state has {state.shape[1]} numbers; the compiled rollout takes {compiled.nstate}")
@@ -246,11 +256,8 @@ def simulate_steps(model, T, controller=None, qpos=None, qvel=None, dt=None, key
         warnings.warn(f"cd.simulate: the constraint solve of steps {capped[:8]}{' ...' if len(capped) > 8 else ''} "
                       f"stopped at its iteration limit", RuntimeWarning, stacklevel=3)
     x = np.array(states)
-    qn, vn = coordinate_names(mujoco, m)
-    actuators = [_object_name(mujoco, m, mujoco.mjtObj.mjOBJ_ACTUATOR, a, "actuator") for a in range(m.nu)]
     return ModelTrajectory(name, step_dt, x[:, q], x[:, v], np.array(ctrls).reshape(len(ctrls), m.nu),
-                           np.array(sensors).reshape(len(sensors), m.nsensordata), diverged, qn, vn, actuators,
-                           sensor_names(mujoco, m))
+                           np.array(sensors).reshape(len(sensors), m.nsensordata), diverged, *column_names(mujoco, m))
 
 
 def write_csv(traj, path):
