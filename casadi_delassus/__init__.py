@@ -20,7 +20,8 @@ from .contact_modes import Library, library, load_library  # noqa: E402
 from .stepping.contact import ContactStep, contact_step  # noqa: E402
 from .mujoco.step import MujocoContactStep, mujoco_contact_step  # noqa: E402
 from .mujoco import mujoco_rollout  # noqa: E402
-from .simulation.simulate import LinearFeedback, Rollout, pd_controller, simulate  # noqa: E402
+from .simulation.simulate import LinearFeedback, Rollout, pd_controller  # noqa: E402
+from .mujoco.simulate import simulate  # noqa: E402  (Pinocchio-layout robots: simulation/simulate.py; MJCF: mujoco/)
 from .simulation.simulate import place_robot as place  # noqa: E402
 from .model import Robot, load_robot  # noqa: E402
 

@@ -1,7 +1,7 @@
 """C of the whole rollout (issue 27; contact/rollout.py has its mathematics): ``<name>_rollout`` runs steps of the
 loop of simulation/simulate.py under a fixed linear feedback (simulation/feedback.py), and ``<name>_rollout_batch`` N
 of them on the threads of runtime/pool.h: templates/contact_rollout.c.j2 around the contact step's C
-(codegen/contact_step.py, dense route: ``keep_active`` masks the explicit G) and the loop's SX (integrate, the
+(codegen/contact_step.py; ``keep_active`` masks the active set on either linear solve) and the loop's SX (integrate, the
 candidates' positions, the free step), compiled once per hash of what determines it (build_cached, kind "rollout").
 With ``lanes`` (issue 33), ``<name>_rollout_lanes_batch`` too: CD_BATCH_LANES environments per SIMD lane group, the
 SX parts (prep, post, free step, integrate, positions) vectorised by codegen/vectorise.py so that one call computes
@@ -49,23 +49,27 @@ def lane_flags(lanes):
 
 
 def build(robot, cs, positions, out_dir=DEFAULT_OUT, cflags=DEFAULT_CFLAGS, cc=None, delassus=AUTO, model=None,
-          lanes=1):
+          lanes=1, linear_solve="dense"):
     """Compile the rollout for the contacts ``cs`` and candidate positions ``positions`` (cached by a hash of what
     determines it); returns its manifest's path (sealed: runtime/contact_rollout.py loads it).  ``lanes`` other
-    than 1 ("auto" or a power of two, lane_flags) adds the lane groups' entry point."""
+    than 1 ("auto" or a power of two, lane_flags) adds the lane groups' entry point; ``linear_solve``: ADMM's damped
+    inverse as the step's build takes it (contact_step.py step_parts; "dense", the rollout's default and the lanes'
+    only one: their solve runs on each lane's explicit G)."""
     cc = find_compiler(cc)
     model = artifact.model_name(robot, model)
     scenario = scenario_name("rollout", cs.specs)
     name = artifact.function_name(model, scenario, "rollout")
     auto = any(f.startswith("auto") for f in cflags)
     extra = lane_flags(lanes)
+    if lanes != 1 and linear_solve != "dense":
+        raise InputError(f"lanes={lanes!r} runs the dense linear solve only (each lane solves on its explicit G), "
+                             f"not linear_solve={linear_solve!r}")
     q = ca.SX.sym("q", robot.nq)
     key = build_key(robot, cs, cflags, cc, delassus=delassus, host=host_cpu() if auto else None,
-                    rollout=str(ca.densify(positions(q))), lanes=lanes)
+                    rollout=str(ca.densify(positions(q))), lanes=lanes, linear_solve=linear_solve)
 
     def make():
-        # the dense route, as before (keep_active masks the explicit G; the matrix-free route would take the mask too)
-        parts = step_parts(robot, cs, name, delassus, "dense")
+        parts = step_parts(robot, cs, name, delassus, linear_solve)
         aba = trace(robot, ConstraintSet(robot, [], allow_empty=True), "aba", cse=True)[0]
         loop = loop_functions(robot, positions, name, aba)
         flags = step_cflags(cflags, sum(count_ops(f)["instructions"] for f in (*parts[:2], *loop)), cc) if auto else cflags
@@ -75,7 +79,8 @@ def build(robot, cs, positions, out_dir=DEFAULT_OUT, cflags=DEFAULT_CFLAGS, cc=N
             step_code=Safe(render(robot, cs, name, parts, loop)), lanes=lanes != 1,
             lane_code=Safe(lane_kernels(name, (parts.prep, parts.post, *loop)) if lanes != 1 else ""),
             **vectorise.vector_context())
-        manifest = {"function": name, "robot": robot.name, "contacts": cs.specs, "delassus": parts.delassus, "nq": robot.nq,
-                    "nv": robot.nv, "m": cs.m, "cflags": list(flags), "lanes": lanes, "version": __version__}
+        manifest = {"function": name, "robot": robot.name, "contacts": cs.specs, "delassus": parts.delassus,
+                    "linear_solve": parts.operator.route, "nq": robot.nq, "nv": robot.nv, "m": cs.m, "cflags": list(flags),
+                    "lanes": lanes, "version": __version__}
         return text, [*flags, "-pthread"], manifest
     return build_cached(artifact.folder(out_dir, model, scenario), f"rollout_{key[:16]}", make, cc, key, "rollout")

@@ -56,8 +56,9 @@ def check_contacts(robot, contacts):
     cs = ConstraintSet.parse(robot, specs)
     if robot.q_convention != "pinocchio":
         raise ConstraintError(f"robot {robot.name!r}: the contact step takes models with Pinocchio's q layout "
-                              f"(URDF, SDF, synthetic), not {robot.q_convention!r} ones; an MJCF model runs on "
-                              f"cd.mujoco_rollout or `casadi-delassus simulate model.xml` (docs/mujoco.md)")
+                              f"(URDF, SDF, synthetic), not {robot.q_convention!r} ones; an MJCF model runs on cd.simulate(model.xml, "
+                              f"T=…) with its own contacts, cd.mujoco_rollout or `casadi-delassus simulate model.xml` "
+                              f"(docs/mujoco.md)")
     return cs
 
 

@@ -2,6 +2,13 @@
 physics its file states — time step, integrator, actuators, joint limits and friction loss, contacts between its geoms
 and its floor — under constant actuator controls, and its trajectory as a CSV table and a figure (issue 32).
 
+``cd.simulate`` (``simulate`` here) is the per-step loop of both kinds of model: a Pinocchio-layout robot with
+hand-listed contact points runs simulation/simulate.py's loop; an MJCF model (its file, an MjModel, or a Robot loaded
+from its file) on the compiled step runs ``simulate_steps``: the compiled MuJoCo rollout one step per call (nstep = 1)
+under a controller of MuJoCo's actuator inputs, the warm start carried from call to call as MuJoCo carries
+qacc_warmstart (the C entry's warm_out), so that the steps are those of one cd.mujoco_rollout call bit for bit when the
+controls are the same.
+
 The contact step of simulation/ takes Pinocchio's q layout and hand-listed contact points; an MJCF model needs neither:
 its contacts, solver settings and actuators are MuJoCo's, compiled per model by cd.mujoco_rollout.
 """
@@ -9,22 +16,29 @@ from __future__ import annotations
 
 import csv
 import warnings
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 import numpy as np
+import numpy.typing as npt
 
 from ..errors import InputError
+from ..model import Robot, RobotLike
 from ..model.mjcf import compile_mjcf, mujoco_module
 from ..names import shown
-from ..simulation.simulate import step_count
+from ..progress import counted, silenced
+from ..simulation.simulate import Rollout, step_count
+from ..simulation.simulate import simulate as simulate_robot
 from ..simulation.rollout_io import pyplot, save_figure, side_legend, write_atomic
-from .rollout import DEFAULT_OUT, mujoco_rollout
+from .rollout import DEFAULT_OUT, _compiled, mujoco_rollout
 
 
 @dataclass
 class ModelTrajectory:
-    """One MJCF rollout: qpos (n+1 x nq) and qvel (n+1 x nv) from the initial state on, the constant ``ctrl`` (nu),
+    """One MJCF rollout: qpos (n+1 x nq) and qvel (n+1 x nv) from the initial state on (n x nq and n x nv when the
+    n-th step diverged: no state follows it), ``ctrl`` (nu: constant, the CLI's; n x nu: each step's, cd.simulate's),
     sensordata (n x nsensordata, as mujoco.rollout records it), and the columns' names."""
     name: str
     dt: float
@@ -73,8 +87,9 @@ def sensor_names(mujoco, m):
     return names
 
 
-def _initial_data(mujoco, m, qpos, keyframe):
-    """MjData at the model's qpos0, at ``keyframe`` (a name or an index), and then at ``qpos`` when given."""
+def _initial_data(mujoco, m, qpos, keyframe, qpos_name="--q0"):
+    """MjData at the model's qpos0, at ``keyframe`` (a name or an index), and then at ``qpos`` (named ``qpos_name`` in
+    its refusal) when given."""
     d = mujoco.MjData(m)
     if keyframe is not None:
         k = int(keyframe) if str(keyframe).isdigit() else mujoco.mj_name2id(m, mujoco.mjtObj.mjOBJ_KEY, str(keyframe))
@@ -84,7 +99,7 @@ def _initial_data(mujoco, m, qpos, keyframe):
     if qpos is not None:
         qpos = np.asarray(qpos, dtype=float)
         if qpos.shape != (m.nq,) or not np.all(np.isfinite(qpos)):
-            raise InputError(f"--q0 must be {m.nq} finite numbers (the model's nq), got {qpos.size}")
+            raise InputError(f"{qpos_name} must be {m.nq} finite numbers (the model's nq), got {qpos.size}")
         d.qpos[:] = qpos
     return d
 
@@ -107,11 +122,142 @@ def simulate_model(model, duration, ctrl=None, qpos=None, keyframe=None, out_dir
                                      cc=cc)
     qpos_t = np.vstack([state0[1:1 + m.nq], state[0, :, 1:1 + m.nq]])
     qvel_t = np.vstack([state0[1 + m.nq:1 + m.nq + m.nv], state[0, :, 1 + m.nq:1 + m.nq + m.nv]])
-    qn, vn = coordinate_names(mujoco, m)
+    return ModelTrajectory(Path(model).stem, float(m.opt.timestep), qpos_t, qvel_t, u, sens[0],
+                           any("diverged" in str(w.message) for w in said), *column_names(mujoco, m))
+
+
+def column_names(mujoco, m):
+    """(qpos names, qvel names, actuator names, sensordata names) of a ModelTrajectory of MjModel ``m``."""
     actuators = [_object_name(mujoco, m, mujoco.mjtObj.mjOBJ_ACTUATOR, a, "actuator") for a in range(m.nu)]
-    name = Path(model).stem
-    return ModelTrajectory(name, float(m.opt.timestep), qpos_t, qvel_t, u, sens[0], any("diverged" in str(w.message)
-                           for w in said), qn, vn, actuators, sensor_names(mujoco, m))
+    return (*coordinate_names(mujoco, m), actuators, sensor_names(mujoco, m))
+
+
+# cd.simulate's options of an MJCF model: the others (ground, friction, solver, tolerance, Baumgarte, build options of
+# the contact step) are the model's own or the Pinocchio-layout loop's, and refused
+MJCF_OPTIONS = ("keyframe", "out_dir", "cc", "quiet")
+
+
+def simulate(robot: Any, contacts: str | Sequence[str] | None = None, q0: npt.ArrayLike | None = None,
+             v0: npt.ArrayLike | None = None, T: float | None = None, dt: float | None = None,
+             controller: Callable[[float, np.ndarray, np.ndarray], npt.ArrayLike] | None = None,
+             step: str = "compiled", **options: Any) -> Rollout | ModelTrajectory:
+    """``cd.simulate``.  A robot of Pinocchio's q layout (a Robot, a name, a URDF …; or any robot on
+    step="reference"): simulation/simulate.py's ``simulate(robot, contacts, q0, v0, T, dt, controller, …)`` → Rollout,
+    ``controller(t, q, v)`` → joint torques.  An MJCF model on the compiled step (its file, an MjModel, or a Robot
+    loaded from its file): ``simulate_steps`` → ModelTrajectory, ``controller(t, qpos, qvel)`` → ctrl (MuJoCo's
+    actuator inputs, not joint torques), q0/v0 its qpos/qvel, dt None or the model's own time step, its own
+    contacts (``contacts`` refused), options ``keyframe``, ``out_dir``, ``cc``, ``quiet``."""
+    if step == "compiled" and _is_mjcf(robot):
+        return _simulate_mjcf(robot, contacts, q0, v0, T, dt, controller, options)
+    missing = [n for n, x in (("contacts", contacts), ("q0", q0), ("v0", v0), ("T", T), ("dt", dt)) if x is None]
+    if missing or "keyframe" in options:
+        raise InputError(f"cd.simulate of a robot of Pinocchio's q layout takes contacts, q0, v0, T and dt (missing: "
+                         f"{', '.join(missing)})" if missing else "keyframe is an MJCF model's (cd.simulate(model.xml))")
+    return simulate_robot(robot, contacts, q0, v0, T, dt, controller, step=step, **options)  # type: ignore[arg-type]
+
+
+def _is_mjcf(robot):
+    """Whether ``robot`` is an MJCF model: an MjModel, an MJCF file, or a Robot loaded from one."""
+    if type(robot).__name__ == "MjModel" and type(robot).__module__.split(".")[0] == "mujoco":
+        return True
+    if isinstance(robot, Robot):
+        return getattr(robot, "model_format", None) == "mjcf"
+    from ..model import file_format, on_disk
+    return isinstance(robot, (str, Path)) and not str(robot).lstrip().startswith("<") and on_disk(robot) and \
+        file_format(Path(robot)) == "mjcf"
+
+
+def _simulate_mjcf(robot, contacts, q0, v0, T, dt, controller, options):
+    """cd.simulate's MJCF route: what the model states itself refused in one line, then simulate_steps."""
+    if contacts is not None:
+        raise InputError("an MJCF model on the compiled step has its own contacts (MuJoCo's, from its file): leave "
+                         "contacts out (hand-listed candidates run on step='reference')")
+    given = sorted(k for k in options if k not in MJCF_OPTIONS)
+    if given:
+        raise InputError(f"an MJCF model runs the physics its file states: {', '.join(given)} not taken (its floor, "
+                         f"friction, solver and tolerance are the model's; options: {', '.join(MJCF_OPTIONS)})")
+    if T is None:
+        raise InputError("cd.simulate of an MJCF model takes T (the duration, s)")
+    with silenced(options.get("quiet", False)):
+        return simulate_steps(robot, T, controller, q0, v0, dt, options.get("keyframe"),
+                              options.get("out_dir", DEFAULT_OUT), options.get("cc"))
+
+
+def _mjmodel(mujoco, model):
+    """(MjModel, name) of an MJCF file, an MjModel or a Robot loaded from an MJCF file."""
+    if isinstance(model, mujoco.MjModel):
+        name = model.names.split(b"\0", 1)[0].decode()
+        return model, "mjcf" if name in ("", "MuJoCo Model") else name
+    path = getattr(model, "model_file", None) if isinstance(model, Robot) else Path(model)
+    if path is None:
+        raise InputError(f"robot {model.name!r} was read from MJCF text: give cd.simulate its file or its MjModel")
+    return compile_mjcf(path=Path(path)), Path(path).stem
+
+
+def _ctrl(controller, t, qpos, qvel, nu, k):
+    """The controller's ctrl at step k (zeros without one), checked: nu finite numbers."""
+    if controller is None:
+        return np.zeros(nu)
+    u = np.asarray(controller(t, qpos.copy(), qvel.copy()), dtype=float).reshape(-1)
+    if u.shape != (nu,) or not np.all(np.isfinite(u)):
+        raise InputError(f"the controller's ctrl at step {k} (t = {t:.6g} s) must be {nu} finite numbers (the model's "
+                         f"actuator inputs), got {u.size}{'' if u.shape != (nu,) else ' with a non-finite one'}")
+    return u
+
+
+def _initial_state(mujoco, m, qpos, qvel, keyframe):
+    """The FULLPHYSICS state (1 x nstate) at qpos0, ``keyframe`` or ``qpos``, with velocity ``qvel`` (None: the
+    keyframe's or 0), each checked."""
+    d = _initial_data(mujoco, m, qpos, keyframe, "q0 (qpos)")
+    if qvel is not None:
+        qvel = np.asarray(qvel, dtype=float)
+        if qvel.shape != (m.nv,) or not np.all(np.isfinite(qvel)):
+            raise InputError(f"v0 (qvel) must be {m.nv} finite numbers (the model's nv), got {qvel.size}")
+        d.qvel[:] = qvel
+    state = np.empty((1, mujoco.mj_stateSize(m, int(mujoco.mjtState.mjSTATE_FULLPHYSICS))))
+    mujoco.mj_getState(m, d, state[0], int(mujoco.mjtState.mjSTATE_FULLPHYSICS))
+    return state
+
+
+def simulate_steps(model, T, controller=None, qpos=None, qvel=None, dt=None, keyframe=None, out_dir=DEFAULT_OUT,
+                   cc=None):
+    """The ModelTrajectory of the MJCF ``model`` (a file, an MjModel or a Robot loaded from a file) over T seconds at
+    its own time step (``dt``: None or that one), from its qpos0, ``keyframe`` or ``qpos`` with velocity ``qvel``
+    (default 0), under ``controller(t, qpos, qvel) -> ctrl`` (nu actuator inputs, clamped to their ranges as MuJoCo
+    does; zeros when None), one call of the compiled rollout per step with the warm start carried between calls.
+    A step that diverges (MuJoCo's rule) ends the trajectory (``diverged``); steps whose solve stopped at the model's
+    iteration limit are named in a RuntimeWarning, as cd.mujoco_rollout does."""
+    mujoco = mujoco_module()
+    m, name = _mjmodel(mujoco, model)
+    step_dt = float(m.opt.timestep)
+    if dt is not None and dt != step_dt:
+        raise InputError(f"dt = {shown(dt)}: an MJCF model steps at its own time step, {step_dt!r} s (option "
+                         f"timestep); give dt=None or that one")
+    n = step_count(T, step_dt, 8 * (1 + m.nq + m.nv + m.nu + m.nsensordata))
+    state = _initial_state(mujoco, m, qpos, qvel, keyframe)
+    compiled = _compiled(m, out_dir, cc)[1]
+    if compiled.nstate != state.shape[1]:
+        raise InputError(f"the model's state has {state.shape[1]} numbers; the compiled rollout takes {compiled.nstate}")
+    q, v = slice(1, 1 + m.nq), slice(1 + m.nq, 1 + m.nq + m.nv)
+    warm, next_warm = np.zeros((1, m.nv)), np.zeros((1, m.nv))
+    states, ctrls, sensors, capped, diverged = [state[0]], [], [], [], False
+    for k in counted(n, "steps"):
+        u = _ctrl(controller, float(state[0, 0]), state[0, q], state[0, v], m.nu, k)
+        out, sens, status = compiled.run(state, warm, u.reshape(1, 1, -1), 1, 1, False, next_warm)
+        ctrls.append(u)
+        sensors.append(sens[0, 0])
+        if status[0] == 2:
+            diverged = True
+            break
+        capped += [k] if status[0] == 1 else []
+        state, (warm, next_warm) = np.ascontiguousarray(out[:, 0]), (next_warm, warm)
+        states.append(state[0])
+    if capped:
+        warnings.warn(f"cd.simulate: the constraint solve of steps {capped[:8]}{' ...' if len(capped) > 8 else ''} "
+                      f"stopped at its iteration limit", RuntimeWarning, stacklevel=3)
+    x = np.array(states)
+    return ModelTrajectory(name, step_dt, x[:, q], x[:, v], np.array(ctrls).reshape(len(ctrls), m.nu),
+                           np.array(sensors).reshape(len(sensors), m.nsensordata), diverged, *column_names(mujoco, m))
 
 
 def write_csv(traj, path):
@@ -123,9 +269,10 @@ def write_csv(traj, path):
     def write(f):
         w = csv.writer(f)
         w.writerow(header)
+        ctrl = np.broadcast_to(traj.ctrl, (len(traj.sensordata), len(traj.ctrl_names)))
         for k in range(len(traj.sensordata)):
             w.writerow([f"{k * traj.dt:.9g}"] + [repr(float(x)) for x in np.concatenate(
-                [traj.qpos[k], traj.qvel[k], traj.ctrl, traj.sensordata[k]])])
+                [traj.qpos[k], traj.qvel[k], ctrl[k], traj.sensordata[k]])])
     return write_atomic(path, write)
 
 

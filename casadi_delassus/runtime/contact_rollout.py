@@ -50,22 +50,25 @@ class RawRollouts:
     STATUS: np.ndarray
 
 
-def rollout_options(solver, tol, max_iter):
+def rollout_options(solver, tol, max_iter, relaxed=False):
     """The C loop's opts[] of a rollout solved by ``solver`` ("admm", "pgs" or "auto") to ``tol``, each value checked
-    (solver_options): the exact (De Saxcé) problem, ADMM's defaults; "auto" picks the solver per active set in C."""
-    return solver_options(tol, max_iter, "admm" if solver == "auto" else solver, exact=True, fallback=solver == "auto")
+    (solver_options): the exact (De Saxcé) problem, or its convex relaxation when ``relaxed`` (as the step's), ADMM's
+    defaults; "auto" picks the solver per active set in C."""
+    return solver_options(tol, max_iter, "admm" if solver == "auto" else solver, exact=not relaxed,
+                          fallback=solver == "auto")
 
 
 class LoadedRollout:
     """The compiled rollout at the sealed manifest ``path`` (codegen/contact_rollout.py) of ``robot`` with the
     contact candidates ``contacts`` (a ConstraintSet of world-aligned points), solved by ``solver`` ("admm", "pgs" or
-    "auto": per active set) to ``tol`` (stepping/rollout.py CompiledRollout builds it)."""
+    "auto": per active set) to ``tol``, the convex relaxation when ``relaxed`` (stepping/rollout.py CompiledRollout
+    builds it)."""
 
-    def __init__(self, path, robot, contacts, solver="admm", tol=Options.tol, max_iter=Options.max_iter):
+    def __init__(self, path, robot, contacts, solver="admm", tol=Options.tol, max_iter=Options.max_iter, relaxed=False):
         self.robot, self.contacts = robot, contacts
         self.k = self.contacts.m // 3
         self.auto = solver == "auto"
-        self.opts = rollout_options(solver, tol, max_iter)
+        self.opts = rollout_options(solver, tol, max_iter, relaxed)
         self.body = np.array([c.body for c in self.contacts.constraints], dtype=np.int32)
         self.so = path.with_suffix(".so")
         self.manifest, lib, mapped = open_sealed(path, BUILT_KINDS, "rollout")

@@ -1,6 +1,6 @@
 """The compiled ``cd.mujoco_rollout`` (codegen/mujoco_rollout.py) loaded through ctypes: its sealed .so
 opened once (library.open_sealed) and its one entry ``<name>_rollout(dims, state0, warm0, control,
-state, sensordata, status)`` called on checked, C-contiguous float64 arrays."""
+state, sensordata, status, warm_out)`` called on checked, C-contiguous float64 arrays."""
 from __future__ import annotations
 
 import ctypes
@@ -26,12 +26,12 @@ def _pointer(x):
 
 
 class CompiledRollout:
-    """One model's compiled rollout: ``run(state0, warm0, control, nstep, nthread, with_qfrc)``."""
+    """One model's compiled rollout: ``run(state0, warm0, control, nstep, nthread, with_qfrc, warm_out=None)``."""
 
     def __init__(self, manifest_path):
         self.manifest, self._lib, mapped = open_sealed(manifest_path, BUILT_KINDS, "mjrollout")
         self._run, = entries(self._lib, mapped, manifest_path.with_suffix(".so"), self.manifest["function"],
-                             [("_rollout", [DOUBLE_P] * 7)])
+                             [("_rollout", [DOUBLE_P] * 8)])
         self._phases = None
         if PROFILE in self.manifest["cflags"]:
             self._phases, = entries(self._lib, mapped, manifest_path.with_suffix(".so"), self.manifest["function"],
@@ -39,14 +39,15 @@ class CompiledRollout:
         self.nstate = 1 + self.manifest["nq"] + self.manifest["nv"]
         self.nsensordata = self.manifest["nsensordata"]
 
-    def run(self, state0, warm0, control, nstep, nthread, with_qfrc):
+    def run(self, state0, warm0, control, nstep, nthread, with_qfrc, warm_out=None):
         """(states nbatch x nstep x nstate, sensordata nbatch x nstep x nsensordata, status per trajectory: STATUS'
-        index) from the checked inputs."""
+        index) from the checked inputs; ``warm_out`` (C-contiguous nbatch x nv, or None) receives each trajectory's
+        last warm start (MuJoCo's qacc_warmstart after its last step: the next call's warm0)."""
         nbatch = len(state0)
         out, sens = np.empty((nbatch, nstep, self.nstate)), np.empty((nbatch, nstep, self.nsensordata))
         status = np.zeros(nbatch)
         dims = np.array([nbatch, nstep, nthread, control.shape[2], float(with_qfrc)], float)
-        self._run(*map(_pointer, (dims, state0, warm0, control, out, sens, status)))
+        self._run(*map(_pointer, (dims, state0, warm0, control, out, sens, status, warm_out)))
         if np.any(status < 0):
             raise InputError("mujoco_rollout: out of memory for a thread's work space")
         return out, sens, status.astype(int)

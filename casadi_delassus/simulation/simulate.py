@@ -241,13 +241,23 @@ def free_step(robot):
     return step
 
 
+# What the compiled step's build takes from simulate's **build_options, the per-step step (contact_step) and the C
+# rollout (stepping/rollout.py CompiledRollout) alike: each one works on both routes
+BUILD_OPTIONS = ("out_dir", "cflags", "cc", "delassus", "name", "linear_solve", "relaxed")
+
+
 def compiled_steps(solver="admm", tol=Options.tol, max_iter=Options.max_iter, **build_options):
     """A step factory on the compiled step (issue 25, step.py): ``factory(robot, specs, mu, frame)`` returns
     ``step(q, v, τ, dt, lam0, gap, active)`` over every candidate of ``specs`` (lam0: 3 per candidate, gap: one per
     candidate, active: the mask of those that take part), built once per robot, specs, μ and frame and kept by the
-    factory, so rollouts that reuse it never build again; ``build_options`` go to ``contact_step`` (out_dir, cflags,
-    …).  tol and max_iter are checked here, before any build."""
+    factory, so rollouts that reuse it never build again; ``build_options`` (BUILD_OPTIONS) go to ``contact_step``
+    and to the C rollout of a linear feedback alike.  tol, max_iter and the options' names are checked here, before
+    any build."""
     Options(tol=tol, max_iter=max_iter)
+    unknown = sorted(set(build_options) - set(BUILD_OPTIONS))
+    if unknown:
+        raise InputError(f"unknown build option(s) {', '.join(map(repr, unknown))} of the compiled step (known: "
+                         f"{', '.join(BUILD_OPTIONS)})")
     built = {}
 
     def factory(robot, specs, mu, frame):

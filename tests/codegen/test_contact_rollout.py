@@ -83,6 +83,9 @@ def test_run_batch_takes_lanes(setup):
     for bad in (3, 0, 32, "wide", True):
         with pytest.raises(InputError, match="lanes"):
             run_batch(scene, Q0[:3], V0[:3], 0.002, DT, pd, factory, lanes=bad)
+    matrix_free = sim.factory("compiled", "auto", out_dir=built.so.parent.parent.parent, linear_solve="matrix_free")
+    with pytest.raises(InputError, match="dense linear solve only"):     # each lane solves on its explicit G
+        run_batch(scene, Q0[:3], V0[:3], 0.002, DT, pd, matrix_free, lanes="auto")
 
 
 def test_lanes_run_admm_too(setup, tmp_path):

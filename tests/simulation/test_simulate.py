@@ -279,16 +279,31 @@ def test_compiled_step_rollout_equals_reference(box, tmp_path):
 
 
 def test_compiled_step_refuses_mjcf_before_the_first_step(tmp_path):
-    """The compiled step takes Pinocchio's q layout only: an MJCF robot is refused when the
-    rollout starts, not at its first contact."""
+    """The compiled contact step takes Pinocchio's q layout only: an MJCF robot with hand-listed contacts is refused
+    when the rollout starts, not at its first contact, the line naming the routes an MJCF model takes; cd.simulate of
+    it with contacts on the compiled step is one line too (its per-step route takes the model's own contacts,
+    tests/mujoco/test_mujoco_simulate.py)."""
     pytest.importorskip("mujoco")
     path = tmp_path / "ball.xml"
     path.write_text('<mujoco><worldbody><body pos="0 0 1"><freejoint/><geom type="sphere" size="0.1" mass="1"/>'
                     '</body></worldbody></mujoco>')
     robot = cd.load_robot(str(path))
-    with pytest.raises(cd.ConstraintError, match="q layout.*runs on cd.mujoco_rollout or `casadi-delassus simulate"):
-        cd.simulate(robot, [f"{robot.bodies[0].name}@0,0,0/0.1"], robot.neutral_q(),
-                    np.zeros(6), 1.0, 1e-3)
+    contacts = [f"{robot.bodies[0].name}@0,0,0/0.1"]
+    with pytest.raises(cd.ConstraintError, match=r"q layout.*runs on cd.simulate\(model.xml, T=…\) with its own "
+                                                 "contacts, cd.mujoco_rollout or `casadi-delassus simulate"):
+        sim.simulate(robot, contacts, robot.neutral_q(), np.zeros(6), 1.0, 1e-3)
+    for model in (robot, str(path)):
+        with pytest.raises(InputError, match="an MJCF model on the compiled step has its own contacts"):
+            cd.simulate(model, contacts, robot.neutral_q(), np.zeros(6), 1.0, 1e-3)
+
+
+def test_cd_simulate_of_a_pinocchio_robot_needs_its_contacts_and_state(go1):
+    """cd.simulate's arguments after the robot have defaults for an MJCF model's sake: a Pinocchio-layout robot without
+    them is one line naming them, and ``keyframe`` (an MJCF model's) is refused for it."""
+    with pytest.raises(InputError, match=r"takes contacts, q0, v0, T and dt \(missing: q0, v0, dt\)"):
+        cd.simulate(go1, FEET, T=0.1)
+    with pytest.raises(InputError, match="keyframe is an MJCF model's"):
+        cd.simulate(go1, FEET, go1.neutral_q(), np.zeros(go1.nv), 0.1, 1e-3, keyframe=0)
 
 
 def _singles_equal_batch(scene, Q0, V0, T, factory, controller=None, **kw):
@@ -452,6 +467,31 @@ def test_compiled_simulate_takes_baumgarte_and_out_dir(box, tmp_path, monkeypatc
     assert list((tmp_path / "builds").rglob("contact_*.so")) and not (tmp_path / "codegen_out").exists()
     with pytest.raises(InputError, match="baumgarte β must be in"):
         cd.simulate(box, CORNERS, q0, np.zeros(6), 0.4, 1e-3, baumgarte=1.5, **kw)
+
+
+@pytest.mark.parametrize("options", [{"linear_solve": "matrix_free"}, {"linear_solve": "auto"}, {"relaxed": True}])
+def test_the_c_rollout_takes_each_build_option_of_the_step(box, tmp_path, options):
+    """Every build option the per-step loop takes works on the C rollout of a linear feedback too (linear_solve and
+    relaxed were a TypeError traceback there): a box landing tilted, 80 steps, equal on both routes (1e-12 in q)."""
+    q0 = tilted_box(box, 0.05)
+    kw = {"step": "compiled", "solver": "admm", "out_dir": tmp_path, "cflags": ("-O1",), "quiet": True, **options}
+    pd = cd.pd_controller(box, q0, 0.0, 0.0)
+    c = cd.simulate(box, CORNERS, q0, np.zeros(6), 0.08, 1e-3, pd, **kw)
+    loop = cd.simulate(box, CORNERS, q0, np.zeros(6), 0.08, 1e-3, lambda t, q, v: pd(t, q, v), **kw)
+    assert list(tmp_path.rglob("rollout_*.so")) and c.completed and c.statuses == loop.statuses
+    assert sim.OK in c.statuses and np.abs(c.q - loop.q).max() <= 1e-12
+
+
+@pytest.mark.parametrize("linear", [True, False])
+def test_an_unknown_build_option_is_one_line_on_both_routes(box, tmp_path, linear):
+    """A build option neither build knows was a TypeError traceback from the step or the rollout: one line now, before
+    anything is built."""
+    q0 = tilted_box(box, 0.05)
+    pd = cd.pd_controller(box, q0, 0.0, 0.0)
+    with pytest.raises(InputError, match=r"unknown build option\(s\) 'threads' of the compiled step \(known: out_dir,"):
+        cd.simulate(box, CORNERS, q0, np.zeros(6), 0.01, 1e-3, pd if linear else (lambda t, q, v: np.zeros(6)),
+                    out_dir=tmp_path, threads=2)
+    assert not any(tmp_path.iterdir())
 
 
 @pytest.mark.parametrize("scene_kw, message", [

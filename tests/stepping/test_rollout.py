@@ -135,6 +135,38 @@ def test_c_rollout_of_a_tilted_box_equals_the_numpy_reference_loop(out_dir):
     _same(c, ref, 1e-11)
 
 
+def test_c_rollout_takes_the_matrix_free_linear_solve(scene, stand, pd, compiled, out_dir):
+    """The C rollout builds ADMM's linear solve the step's build takes (``linear_solve``; it refused the keyword with
+    a TypeError traceback): matrix-free equals the dense one on go1's tilted landing, 60 steps, to the rounding of the
+    KKT system's conditioning (measured 1.7e-12 in q), and its manifest says which it built."""
+    from conftest import kappa_kkt, rounding_tol
+    q0, v0 = _dropped(scene, stand, (0.5, 0.0, 0.0))
+    dense = sim.run(scene, q0, v0, 0.06, DT, pd, compiled)
+    free = sim.factory("compiled", "admm", out_dir=out_dir, linear_solve="matrix_free")
+    mf = sim.run(scene, q0, v0, 0.06, DT, pd, free)
+    assert free.rollout(scene, q0).manifest["linear_solve"] == "matrix_free"
+    assert compiled.rollout(scene, q0).manifest["linear_solve"] == "dense"
+    tol = rounding_tol(kappa_kkt(scene.robot, ConstraintSet.parse(scene.robot, [s.replace("@", ":3d-world@") for s in FEET]),
+                                 stand.q))
+    assert mf.completed and mf.statuses == dense.statuses and sim.OK in mf.statuses
+    assert np.abs(mf.q - dense.q).max() <= tol and np.abs(mf.v - dense.v).max() <= 1e3 * tol
+    assert np.abs(mf.forces - dense.forces).max() <= 1e3 * tol * np.abs(dense.forces).max()
+
+
+def test_c_rollout_takes_the_convex_relaxation(scene, stand, pd, out_dir):
+    """``relaxed=True`` (the step's build option; the rollout refused it with a TypeError) solves the convex relaxation
+    in the C rollout as in the per-step loop: equal to 1e-12 in q, and not the exact problem's forces (go1 landing
+    while sliding forward at 1 m/s on μ = 0.1: the two problems differ on sliding contacts alone)."""
+    scene = sim.Scene(scene.robot, FEET, mu=0.1)
+    q0, v0 = _dropped(scene, stand, (0.0, 0.0, 0.0))
+    v0[0] = 1.0
+    relaxed = sim.factory("compiled", "admm", out_dir=out_dir, relaxed=True)
+    c = sim.run(scene, q0, v0, 0.06, DT, pd, relaxed)
+    _same(c, sim.run(scene, q0, v0, 0.06, DT, _loop(pd), relaxed), 1e-12)
+    exact = sim.run(scene, q0, v0, 0.06, DT, pd, sim.factory("compiled", "admm", out_dir=out_dir))
+    assert np.abs(c.forces - exact.forces).max() > 1e-6 * np.abs(exact.forces).max()
+
+
 def test_active_rows_of_the_full_delassus_are_the_active_sets(go1, stand):
     """G[A, A] of every candidate's step is the Delassus matrix of the active set A alone (and g[A] its g)."""
     args = (stand.q + 0.05 * np.random.default_rng(1).normal(size=go1.nq), np.ones(go1.nv), np.ones(go1.nv), DT)
