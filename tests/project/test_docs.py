@@ -137,7 +137,7 @@ def printed_listings(page):
     (a block marked `<!-- not run: output of the block above -->` right after it)."""
     text, out = page.read_text(), {}
     for i, m in enumerate(m for m in RUNNABLE.finditer(text) if m[1] == "python"):
-        after = re.match(r"\s*(?:\S.*\n)?\s*<!-- not run: output of the block above -->\n```\w*\n(.*?)^```$",
+        after = re.match(r"\s*(?:\S[^\n]*\n)?\s*<!-- not run: output of the block above -->\n```\w*\n(.*?)^```$",
                          text[m.end():], re.M | re.S)
         if after:
             out[i] = after[1]
