@@ -3,16 +3,19 @@ steps/s on one thread and on two, timed interleaved in one run, and the states' 
 
     taskset -c 0,1 .venv/bin/python bench/mujoco_rollout.py [--envs 16] [--steps 500] [--reps 7] [--model go2]
     taskset -c 0 .venv/bin/python bench/mujoco_rollout.py --phases [--model go2]
+    .venv/bin/python bench/mujoco_rollout.py --iterations --envs 4 --steps 300 [--model go2]
 
 ``--phases``: one thread of the profiling build (-DCD_PROFILE: clock_gettime around each phase of a step) instead,
-writing bench/results/mujoco_rollout_phases_<model>.md.  ``--model``: go2 (the default), or Gymnasium's hopper,
-walker2d, humanoid, ant as shipped (RK4; humanoid's PGS as shipped for MuJoCo's speed).
+writing bench/results/mujoco_rollout_phases_<model>.md.  ``--iterations``: Newton line searches a solve, MuJoCo's and
+ours, from MuJoCo's own states and warm starts one step at a time (bench/results/mujoco_rollout_iterations_<model>.md).  ``--model``: go2 (the default), or Gymnasium's hopper,
+walker2d, humanoid, ant as shipped (RK4).
 
 The scene: Go2's robot.xml with a ground plane added as Menagerie's scene.xml adds it, gravity on (the file sets
 none), its geoms touching the floor only (conaffinity 0 on the robot: the box-box pairs between its bodies are
 refused by the compiled rollout), Euler (the file's default), its elliptic cone and impratio as shipped.  Environments start at qpos0 with the lowest geom point 0-2 cm above
-the floor, under sinusoidal controls of half the control ranges.  MuJoCo runs its default solver (Newton) with
-the file's tolerance for the speed; for the accuracy row it runs Newton at 1e-15 (the problem's unique answer).
+the floor, under sinusoidal controls of half the control ranges.  MuJoCo runs its fastest solver on these
+trajectories (PGS, CG or Newton, timed first; Newton for Go2, ant and humanoid, whose file ships PGS) with the
+file's other options for the speed; for the accuracy row it runs Newton at 1e-15 (the problem's unique answer).
 Writes bench/results/mujoco_rollout.md and .csv."""
 from __future__ import annotations
 
@@ -91,6 +94,38 @@ def phases(m, name, x0, u):
           f"(the least total of {REPS_PHASES} repetitions)")
 
 
+def iterations(m, name, x0, u):
+    """Newton line searches a solve, MuJoCo's (solver_niter after mj_step) and ours (the profiling build's count less
+    the final evaluation) from the same states and warm starts (MuJoCo's trajectory, its qacc_warmstart), one step
+    at a time: how often ours takes as many, one more, ... (Euler models: an RK4 step solves four times, and
+    solver_niter counts the last)."""
+    from collections import Counter
+    from casadi_delassus.codegen.mujoco_rollout import build
+    from casadi_delassus.mujoco.rollout import DEFAULT_OUT
+    from casadi_delassus.mujoco_model.model import MujocoModel
+    from casadi_delassus.mujoco_model.rollout_parts import rollout_parts
+    from casadi_delassus.runtime.mujoco_rollout import PROFILE, CompiledRollout
+    run = CompiledRollout(build(MujocoModel(m), rollout_parts, DEFAULT_OUT, ("auto", PROFILE)))
+    d, state = mujoco.MjData(m), np.zeros(mujoco.mj_stateSize(m, FULL))
+    theirs, ours, extra = [], [], Counter()
+    run.phases()
+    for b in range(len(x0)):
+        mujoco.mj_setState(m, d, x0[b], FULL)
+        for t in range(u.shape[1]):
+            mujoco.mj_getState(m, d, state, FULL)
+            warm = d.qacc_warmstart.copy()
+            d.ctrl[:] = u[b, t]
+            mujoco.mj_step(m, d)
+            run.run(np.ascontiguousarray(state[None, :1 + m.nq + m.nv]), warm[None], np.ascontiguousarray(u[b:b + 1, t:t + 1]), 1, 1, False)
+            theirs.append(int(d.solver_niter[0]))
+            ours.append(int(run.phases()[1]["Newton iterations"]) - 1)
+            extra[ours[-1] - theirs[-1]] += 1
+    rows = [["mean line searches a solve", f"{np.mean(theirs):.2f}", f"{np.mean(ours):.2f}"]]
+    rows += [[f"solves where ours takes {k:+d}", f"{n} of {len(ours)}", f"{100 * n / len(ours):.1f} %"] for k, n in sorted(extra.items())]
+    write(f"mujoco_rollout_iterations_{name}", rows, ["", "MuJoCo", "ours"],
+          f"Newton line searches a solve from MuJoCo's states and warm starts, {name}, {len(x0)} envs x {u.shape[1]} steps")
+
+
 def starts(m, n, seed=5):
     """n states at qpos0, the lowest geom point 0-2 cm above the floor (geom_aabb in world z)."""
     d, rng = mujoco.MjData(m), np.random.default_rng(seed)
@@ -112,6 +147,23 @@ def controls(m, n, steps):
     return 0.5 * span * np.sin(0.05 * t + np.arange(m.nu)[None, None, :] + np.arange(n)[:, None, None])
 
 
+def fastest(m, x0, u, reps=3):
+    """A copy of m with MuJoCo's fastest solver on these trajectories (the least CPU time of ``reps`` one-thread
+    rollouts each of PGS, CG and Newton), and its name; the model's other options as shipped."""
+    best = None
+    for name in ("PGS", "CG", "NEWTON"):
+        c = m.__copy__()
+        c.opt.solver = getattr(mujoco.mjtSolver, f"mjSOL_{name}")
+        seconds = []
+        for _ in range(reps):
+            t0 = time.process_time()
+            mj_rollout.rollout(c, mujoco.MjData(c), x0, u)
+            seconds.append(time.process_time() - t0)
+        if best is None or min(seconds) < best[0]:
+            best = min(seconds), c, name
+    return best[1], best[2]
+
+
 def tight(m):
     """A copy of m with MuJoCo's Newton at 1e-15."""
     c = m.__copy__()
@@ -127,22 +179,27 @@ def main():
     ap.add_argument("--reps", type=int, default=7)
     ap.add_argument("--model", default="go2", choices=("go2", "hopper", "walker2d_v5", "humanoid", "ant"))
     ap.add_argument("--phases", action="store_true")
+    ap.add_argument("--iterations", action="store_true", help="Newton line searches a solve, MuJoCo's and ours, state by state")
     a = ap.parse_args()
     m = scene(a.model)
     x0, u = starts(m, a.envs), controls(m, a.envs, a.steps)
     if a.phases:
         return phases(m, a.model, x0, u)
+    if a.iterations:
+        return iterations(m, a.model, x0, u)
     say("compiling (first call) ...")
     cd.mujoco_rollout(m, mujoco.MjData(m), x0[:1], u[:1, :2])
+    fast, solver = fastest(m, x0, u)          # ours solves the same convex problem whatever m.opt.solver says
+    say(f"MuJoCo's fastest solver here: {solver}")
     rows = []
     for nthread in (1, 2):
         data = [mujoco.MjData(m) for _ in range(nthread)]
         times = {"casadi_delassus": [], "mujoco.rollout": []}
         cpu = {k: [] for k in times}                 # the process's CPU seconds: blind to time the shared machine takes away
         for _ in range(a.reps):                      # interleaved: both see the same machine state
-            for name, call in (("casadi_delassus", cd.mujoco_rollout), ("mujoco.rollout", mj_rollout.rollout)):
+            for name, call, model in (("casadi_delassus", cd.mujoco_rollout, m), ("mujoco.rollout", mj_rollout.rollout, fast)):
                 t0, c0 = time.perf_counter(), time.process_time()
-                call(m, data, x0, u)
+                call(model, data, x0, u)
                 times[name].append(time.perf_counter() - t0)
                 cpu[name].append(time.process_time() - c0)
         rate = {k: a.envs * a.steps / statistics.median(v) for k, v in times.items()}
@@ -160,7 +217,8 @@ def main():
     rows.append(["accuracy", "vs Newton 1e-15", f"qpos {dq:.1e}", f"qvel rel {dv:.1e}", "", "", ""])
     write("mujoco_rollout" + ("" if a.model == "go2" else f"_{a.model}"), rows, ["threads", "rollout", "steps/s (median)", "spread (max-min)/median", "ratio",
                                                                           "CPU µs a step (least)", "CPU ratio"],
-          f"cd.mujoco_rollout vs mujoco.rollout, {a.model}, {a.envs} envs x {a.steps} steps, {a.reps} interleaved reps")
+          f"cd.mujoco_rollout vs mujoco.rollout ({solver}, MuJoCo's fastest solver here), {a.model}, {a.envs} envs x "
+          f"{a.steps} steps, {a.reps} interleaved reps")
 
 
 if __name__ == "__main__":

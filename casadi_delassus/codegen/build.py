@@ -65,12 +65,13 @@ COMPILER_SPECIFIC = (NATIVE, IRA_PRIORITY)
 AUTO_PORTABLE = "auto-portable"
 
 
-def resolve_cflags(cflags, instructions, cc=None, kind="value", precision="double"):
+def resolve_cflags(cflags, instructions, cc=None, kind="value", precision="double", levels=AUTO_LEVELS):
     """Replace an "auto" entry by the optimisation level for this function size, the math
     flags of AUTO_MATH, SCALAR_BATCH above SCALAR_BATCH_ABOVE[kind] instructions and, where
     ``cc`` accepts them, IRA_PRIORITY and NATIVE; "auto-portable" likewise without NATIVE.
-    Single ``precision`` adds precision.SINGLE_FLAGS where ``cc`` accepts them, whatever the flags."""
-    level = next(lvl for limit, lvl in AUTO_LEVELS if instructions <= limit)
+    Single ``precision`` adds precision.SINGLE_FLAGS where ``cc`` accepts them, whatever the flags; ``levels``: the
+    (instructions, level) table "auto" reads."""
+    level = next(lvl for limit, lvl in levels if instructions <= limit)
     common = [level, *AUTO_MATH] + ([SCALAR_BATCH] if instructions > SCALAR_BATCH_ABOVE[kind] else [])
     compiler = [flag for flag in (IRA_PRIORITY, NATIVE) if cc and accepts(cc, flag)]
     out = []
@@ -116,18 +117,58 @@ def compile_shared(c_file, so_file, cflags, cc):
     """Compile ``c_file`` into the shared library ``so_file`` with the command line ``cc``
     (find_compiler); CompilerError (one line) when it fails or writes no library."""
     cmd = [*shlex.split(cc), *cflags, "-fPIC", "-shared", "-o", str(so_file), str(c_file), "-lm"]
+    return compile_shared_from(cmd, c_file, so_file, cc)
+
+
+def compile_shared_from(cmd, c_file, so_file, cc):
+    """Run the compiler command ``cmd`` that writes ``so_file`` (from ``c_file`` or its objects); (seconds, cmd)."""
     t0 = time.perf_counter()
     try:
         proc = subprocess.run(cmd, capture_output=True, text=True, errors="replace")
     except OSError as exc:
         raise CompilerError(f"cannot run C compiler {cc}: {exc}") from None
-    what = f"compiling {Path(c_file).name} failed: {cc}"
-    if proc.returncode != 0:
-        status = f"was killed by signal {-proc.returncode}" if proc.returncode < 0 else f"exited with status {proc.returncode}"
-        said = _first_line(proc.stderr) or _first_line(proc.stdout)
-        raise CompilerError(f"{what} {status}" + (f": {said}" if said else " and printed nothing"))
+    _check_compiled(proc.returncode, proc.stderr, proc.stdout, c_file, cc)
     if not Path(so_file).is_file() or Path(so_file).stat().st_size == 0:
-        raise CompilerError(f"{what} exited with status 0 but wrote no {Path(so_file).name} (is it a C compiler?)")
+        raise CompilerError(f"compiling {Path(c_file).name} failed: {cc} exited with status 0 but wrote no "
+                            f"{Path(so_file).name} (is it a C compiler?)")
+    return time.perf_counter() - t0, cmd
+
+
+def _check_compiled(returncode, stderr, stdout, c_file, cc):
+    """CompilerError (one line: the status and the compiler's first error line) when ``returncode`` is not 0."""
+    if returncode != 0:
+        status = f"was killed by signal {-returncode}" if returncode < 0 else f"exited with status {returncode}"
+        said = _first_line(stderr) or _first_line(stdout)
+        raise CompilerError(f"compiling {Path(c_file).name} failed: {cc} {status}" + (f": {said}" if said else " and printed nothing"))
+
+
+class Units(tuple):
+    """Per-unit compile flags of one .c that holds several compilation units, unit i selected by -DCD_UNIT=i+1
+    (templates/mujoco_rollout.c.j2: CasADi's straight-line code at the level its size allows, the hand-written
+    solver at -O2): gcc's time is the big unit's, the hot loops keep their level."""
+
+    def __str__(self):
+        return " | ".join(" ".join(flags) for flags in self)
+
+
+def compile_units(c_file, so_file, units, cc):
+    """Compile each unit of ``c_file`` (Units) to an object beside it, at once (separate gcc processes), and link
+    them into ``so_file``; (seconds, link command).  CompilerError (one line) as compile_shared."""
+    t0 = time.perf_counter()
+    objects = [Path(so_file).with_suffix(f".{i + 1}.o") for i in range(len(units))]
+    commands = [[*shlex.split(cc), *flags, f"-DCD_UNIT={i + 1}", "-fPIC", "-c", "-o", str(o), str(c_file)]
+                for i, (flags, o) in enumerate(zip(units, objects))]
+    try:
+        procs = [subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, errors="replace")
+                 for cmd in commands]
+    except OSError as exc:
+        raise CompilerError(f"cannot run C compiler {cc}: {exc}") from None
+    for proc in procs:
+        _, err = proc.communicate()
+        _check_compiled(proc.returncode, err, "", c_file, cc)
+    link = [*shlex.split(cc), *(f for f in units[0] if all(f in u for u in units)), "-fPIC",
+            "-shared", "-o", str(so_file), *map(str, objects), "-lm"]
+    seconds, cmd = compile_shared_from(link, c_file, so_file, cc)
     return time.perf_counter() - t0, cmd
 
 
@@ -137,7 +178,7 @@ BUILT_KINDS = artifact.BUILT_KINDS      # the files build_cached keeps and seals
 def build_cached(folder, stem, make, cc, key, what, timed=False):
     """The manifest path of ``folder/stem``.{c,so,json}, a ``what`` (runtime/artifact.ARTIFACTS) for the cache key
     ``key``: taken as it is when its sealed manifest records ``key`` and its .c and .so are intact (artifact.cached),
-    else ``make()`` → (C source, compile flags, manifest) is written and compiled in a temporary folder beside them
+    else ``make()`` → (C source, compile flags: a tuple or Units, manifest) is written and compiled in a temporary folder beside them
     (artifact.build_folder), the manifest sealed with ``key`` as its ``hash`` and the files moved in, the manifest
     last (a manifest means a complete build; a damaged or mismatched one is replaced).  ``timed``: gcc's seconds go
     in the manifest as ``compile_s``.  Load what it returns with runtime/library.open_sealed."""
@@ -149,8 +190,12 @@ def build_cached(folder, stem, make, cc, key, what, timed=False):
         source, cflags, manifest = make()
     with artifact.build_folder(folder, stem) as tmp:
         (tmp / f"{stem}.c").write_text(source)
-        with step(f"compiling {stem}.c ({len(source) / 1e6:.1f} MB of C, {' '.join(cflags)})"):
-            seconds, _ = compile_shared(tmp / f"{stem}.c", tmp / f"{stem}.so", list(cflags), cc)
+        flags_text = str(cflags) if isinstance(cflags, Units) else " ".join(cflags)
+        with step(f"compiling {stem}.c ({len(source) / 1e6:.1f} MB of C, {flags_text})"):
+            if isinstance(cflags, Units):
+                seconds, _ = compile_units(tmp / f"{stem}.c", tmp / f"{stem}.so", cflags, cc)
+            else:
+                seconds, _ = compile_shared(tmp / f"{stem}.c", tmp / f"{stem}.so", list(cflags), cc)
         if timed:
             manifest["compile_s"] = round(seconds, 2)
         manifest["hash"] = key

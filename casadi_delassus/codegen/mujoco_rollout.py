@@ -1,7 +1,8 @@
 """C of ``cd.mujoco_rollout`` for one MjModel: mujoco_model/rollout_parts.py's function (given as ``parts``:
 codegen ranks below the mathematics of MuJoCo's model) through CasADi's
 code generator, and templates/mujoco_rollout.c.j2 (contact selection, the Newton solve of MuJoCo's convex
-problem, Euler with implicit damping, threads) around it; compiled once per model content (build_cached,
+problem, Euler with implicit damping, threads) around it, two compilation units of one file where CasADi's code
+is big enough for a lower optimisation level than the solver's (build.Units); compiled once per model content (build_cached,
 kind "mjrollout"; the key: sha256 of the model's MJB bytes, the package version, the flags and compiler)."""
 from __future__ import annotations
 
@@ -13,10 +14,15 @@ from ..runtime.compiler import find_compiler
 from ..runtime import artifact
 from ..runtime.door import POOL
 from ..version import __version__
-from .build import build_cached, resolve_cflags
+from .build import AUTO_LEVELS, Units, build_cached, resolve_cflags
 from .emit import TEMPLATES, casadi_source
 from .escape import Safe
 from .trace_cache import source_hash
+
+
+# The CasADi unit's levels: apart from the solver, its largest function (humanoid's forward) keeps -O2 to 40k
+# instructions, where AUTO_LEVELS (sized for whole files) drops to -O1; docs/mujoco.md measures gcc's time and the step's.
+CASADI_LEVELS = ((40_000, "-O2"), *((limit, level) for limit, level in AUTO_LEVELS if limit > 40_000))
 
 
 def model_key(m, cflags, cc):
@@ -57,10 +63,17 @@ def render(model, parts, name):
         pair_rows=parts.pair_rows, pair_fns=[f.name() if f is not None else None for f in parts.pair_functions], nslot=layout.nslot, naux=layout.naux, npair=len(parts.pairs),
         njnt=m.njnt, timestep=float(m.opt.timestep), tolerance=max(float(m.opt.tolerance), 1e-13), implicit_damping=int(parts.implicit_damping), rk4=int(parts.integrator == "rk4"), implicitfast=int(parts.integrator == "implicitfast"), row_type=pad(parts.row_type),
         row_slot=pad(parts.row_slot), row_fl=pad(parts.row_frictionloss), row_cone=pad(parts.row_cone), row_scale=pad(parts.row_scale), slot_margin=pad(parts.slot_margin),
-        pairs=parts.pairs, reach=pad([ps.reach for ps in layout.pairs]), joints=parts.joints, damping=parts.damping,
+        casadi_entries=[f.name() for f in (fwd, *others)], pairs=parts.pairs, reach=pad([ps.reach for ps in layout.pairs]), joints=parts.joints, damping=parts.damping,
         dof_parent=[int(x) for x in m.dof_parentid], tree=_ancestors(m.dof_parentid),
         **sizes)
     return text, max(f.n_instructions() for f in (fwd, *others))
+
+
+def compile_flags(casadi_flags, flags):
+    """One compile at ``flags`` where CasADi's code takes them too, else the two units of the template (build.Units)."""
+    if tuple(casadi_flags) == tuple(flags):
+        return [*flags, "-pthread"]
+    return Units(((*casadi_flags, "-pthread"), (*flags, "-pthread")))
 
 
 def build(model, rollout_parts, out_dir, cflags=("auto",), cc=None):
@@ -74,8 +87,9 @@ def build(model, rollout_parts, out_dir, cflags=("auto",), cc=None):
     def make():
         parts = rollout_parts(model, f"{name}_fwd")
         text, instructions = render(model, parts, name)
-        flags = resolve_cflags(cflags, instructions, cc)
+        casadi_flags, flags = resolve_cflags(cflags, instructions, cc, levels=CASADI_LEVELS), resolve_cflags(cflags, 0, cc)
         manifest = {"function": name, "model": model.name, "nq": model.nq, "nv": model.nv, "nu": model.nu,
-                    "nrow": parts.nrow, "nsensordata": int(model.m.nsensordata), "cflags": list(flags), "version": __version__}
-        return text, [*flags, "-pthread"], manifest
+                    "nrow": parts.nrow, "nsensordata": int(model.m.nsensordata), "cflags": list(flags),
+                    "cflags_casadi": list(casadi_flags), "version": __version__}
+        return text, compile_flags(casadi_flags, flags), manifest
     return build_cached(artifact.folder(out_dir, label, "mjrollout"), f"mjrollout_{key[:16]}", make, cc, key, "mjrollout")

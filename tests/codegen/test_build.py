@@ -273,3 +273,24 @@ def test_build_cached_builds_once_and_leaves_nothing_half_written(tmp_path):
     with pytest.raises(CompilerError):
         build_cached(tmp_path / "c", "broken", lambda: make("this is not C"), "gcc", "key1", "step")
     assert not (tmp_path / "c").exists()
+
+
+def test_units_compile_each_part_of_one_file_at_its_own_level(tmp_path):
+    """build.Units (the MuJoCo rollout's CasADi code and solver): each -DCD_UNIT part of the one .c is compiled with its
+    own flags and linked into one .so whose functions call across the parts; a failing unit is one CompilerError and
+    leaves nothing."""
+    import ctypes
+    from casadi_delassus.codegen.build import Units, build_cached
+    from casadi_delassus.errors import CompilerError
+    source = ("#if CD_UNIT == 1\n#ifdef __OPTIMIZE__\nint level1(void) { return 1; }\n#else\nint level1(void) { return 0; }\n"
+              "#endif\ndouble twice(double x) { return 2 * x; }\n#else\ndouble twice(double x);\n"
+              "double four(double x) { return twice(twice(x)); }\n#endif\n")
+    path = build_cached(tmp_path / "a", "split", lambda: (source, Units((("-O0",), ("-O2",))), {}), "gcc", "k", "step")
+    lib = ctypes.CDLL(str(path.with_suffix(".so")))
+    lib.four.restype, lib.four.argtypes = ctypes.c_double, [ctypes.c_double]
+    assert lib.four(1.5) == 6.0 and lib.level1() == 0, "unit 1 is compiled at its own -O0, unit 2 calls into it"
+    assert str(Units((("-O1", "-x"), ("-O2",)))) == "-O1 -x | -O2"
+    with pytest.raises(CompilerError, match="failed"):
+        build_cached(tmp_path / "c", "broken", lambda: (source + "#if CD_UNIT == 2\nnot C\n#endif\n",
+                                                        Units((("-O1",), ("-O2",))), {}), "gcc", "k", "step")
+    assert not (tmp_path / "c").exists()
