@@ -44,6 +44,14 @@ def out_dir(tmp_path_factory):
     return tmp_path_factory.mktemp("codegen_out")
 
 
+@pytest.fixture(scope="session")
+def stand():
+    """go1 standing on its four feet (verify/contact_problems.py's go1_stand: q, τ and the contact problem)."""
+    pytest.importorskip("pinocchio")
+    from casadi_delassus.verify import contact_problems
+    return contact_problems.build("go1_stand")
+
+
 def tilted_robot():
     """A floating base with two branches: revolute joints about tilted and coordinate axes,
     a tilted prismatic joint, a continuous joint, rotated joint frames."""

@@ -20,13 +20,6 @@ RELATIVE = {"dense": 1e-14, "matrix_free": 1e-8}      # |Δλ| / (cond(G[A, A]) 
 
 
 @pytest.fixture(scope="module")
-def stand():
-    pytest.importorskip("pinocchio")
-    from casadi_delassus.verify import contact_problems
-    return contact_problems.build("go1_stand")
-
-
-@pytest.fixture(scope="module")
 def out(tmp_path_factory):
     return tmp_path_factory.mktemp("masked")
 

@@ -30,13 +30,6 @@ def box():
     return cd.load_robot(BOX)
 
 
-@pytest.fixture(scope="module")
-def stand():
-    pytest.importorskip("pinocchio")
-    from casadi_delassus.verify import contact_problems
-    return contact_problems.build("go1_stand")
-
-
 def _box_on(normal, theta):
     """The box's q resting on the plane through the origin with this normal (turned by θ about y)."""
     q = np.zeros(7)

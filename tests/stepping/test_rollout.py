@@ -26,13 +26,6 @@ def go1():
 
 
 @pytest.fixture(scope="module")
-def stand():
-    pytest.importorskip("pinocchio")
-    from casadi_delassus.verify import contact_problems
-    return contact_problems.build("go1_stand")
-
-
-@pytest.fixture(scope="module")
 def out_dir(tmp_path_factory):
     return tmp_path_factory.mktemp("rollout")
 
