@@ -26,17 +26,20 @@ from ..runtime.mujoco_rollout import CompiledRollout
 
 DEFAULT_OUT = Path("codegen_out")
 _LOADED: dict[tuple, CompiledRollout] = {}   # (fingerprint, out_dir, cc) -> CompiledRollout (this process)
-# arrays the compiled rollout never reads (mesh contacts are refused; names, textures, visuals): left out of the
-# per-call fingerprint, which then costs under a millisecond where the MJB bytes of a meshed robot cost 60 ms
+# arrays the compiled rollout never reads (names, textures, visuals, a mesh's faces and normals): left out of the
+# per-call fingerprint, which then costs about a millisecond where the MJB bytes of a meshed robot cost 60 ms; of
+# the mesh arrays it reads the hulls' (mujoco_model/collision.py: vertices, hull graph, polygons)
 UNREAD = ("mesh_", "tex_", "hfield_", "skin_", "flex", "bvh_", "oct_", "names", "paths", "text_", "tuple_", "key_",
           "plugin", "mat_", "light_", "cam_", "vis")
+READ = ("mesh_vert", "mesh_graph", "mesh_poly")
 
 
 def fingerprint(m):
     """A hash of what MjModel ``m`` holds that the compiled rollout can read: its sizes, numeric arrays and options
     (a model changed after its first call gets another fingerprint, hence its own build)."""
     h = hashlib.sha256()
-    for obj, names in ((m, [n for n in dir(m) if not n.startswith(("_", *UNREAD))]), (m.opt, dir(m.opt))):
+    own = [n for n in dir(m) if not n.startswith(("_", *UNREAD)) or n.startswith(READ)]
+    for obj, names in ((m, own), (m.opt, dir(m.opt))):
         for n in names:
             x = getattr(obj, n, None) if not n.startswith("_") else None
             if isinstance(x, (int, float, np.ndarray)) and not isinstance(x, bool):

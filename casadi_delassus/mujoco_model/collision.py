@@ -224,6 +224,16 @@ def plane_mesh(plane, geom, size):
     return [], make_frame(_col(R1, 2)) + [x for row in R2 for x in row] + list(p2) + list(p1)
 
 
+def mesh_vertex(plane, geom, vertex):
+    """The candidate of one hull vertex (mesh coordinates: numbers or SX) of a plane-mesh pair, ``expand``'s
+    formulas: point = R v + p, dist = n · (point − plane origin), pos = point − n dist / 2, gate = n · (point − p)."""
+    (R1, p1), (R2, p2) = plane, geom
+    n = _col(R1, 2)
+    point = vadd(_mat_vec(R2, vertex), p2)
+    dist = dot(vsub(point, p1), n)
+    return Candidate(dist, vadd(point, _scl(n, -dist / 2)), n, gate=dot(vsub(point, p2), n))
+
+
 def _sphere_sphere(c1, r1, c2, r2, fallback):
     """mjraw_SphereSphere: spheres (c1, r1) and (c2, r2); ``fallback`` is the normal where the
     centres coincide (``_fallback``)."""
@@ -430,6 +440,12 @@ def candidates_function(model, robot, layout=None):
     robot_from_mjmodel(model, ...)."""
     layout = layout or contact_layout(model)
     q = ca.SX.sym("q", robot.nq)
+    outs = [column(x) if x else ca.SX(0, 1) for x in _flatten(layout, model, sx_poses(model, robot, layout, q))]
+    return ca.Function("contact_candidates", [q], outs, ["q"], list(OUTPUTS))
+
+
+def sx_poses(model, robot, layout, q):
+    """``pose(g)`` = (R by rows, p) of the layout's geoms as SX of q (lists of floats for geoms fixed to the world)."""
     geoms = sorted({g for ps in layout.pairs for g in (ps.pair.geom1, ps.pair.geom2)})
     poses = geom_poses(robot, geom_placements(model, robot, geoms), q)
 
@@ -438,8 +454,16 @@ def candidates_function(model, robot, layout=None):
         if isinstance(R, np.ndarray):
             return [[float(x) for x in row] for row in R], [float(x) for x in p]
         return [[R[i, j] for j in range(3)] for i in range(3)], [p[i] for i in range(3)]
-    outs = [column(x) if x else ca.SX(0, 1) for x in _flatten(layout, model, pose)]
-    return ca.Function("contact_candidates", [q], outs, ["q"], list(OUTPUTS))
+    return pose
+
+
+def mesh_candidates(model, robot, layout, q, vertex):
+    """Per plane-mesh pair of the layout (in its order), the Candidate of a hull vertex ``vertex`` (SX 3, mesh
+    coordinates) as SX of q (``mesh_vertex``): one contact's position, normal and dist, whichever vertex ``_mesh``
+    keeps."""
+    pose = sx_poses(model, robot, layout, q)
+    return [mesh_vertex(pose(ps.pair.geom1), pose(ps.pair.geom2), [vertex[k] for k in range(3)])
+            for ps in layout.pairs if ps.rule == "mesh"]
 
 
 def candidates_from_poses(model, layout, xpos, xmat):
