@@ -8,6 +8,7 @@ copied into ``state``/``sensordata`` only when the whole call succeeded."""
 from __future__ import annotations
 
 import hashlib
+import zlib
 import warnings
 from pathlib import Path
 from typing import Any
@@ -28,7 +29,8 @@ DEFAULT_OUT = Path("codegen_out")
 _LOADED: dict[tuple, CompiledRollout] = {}   # (fingerprint, out_dir, cc) -> CompiledRollout (this process)
 # arrays the compiled rollout never reads (names, textures, visuals, a mesh's faces and normals): left out of the
 # per-call fingerprint, which then costs about a millisecond where the MJB bytes of a meshed robot cost 60 ms; of
-# the mesh arrays it reads the hulls' (mujoco_model/collision.py: vertices, hull graph, polygons)
+# the mesh arrays it reads the hulls' (mujoco_model/collision.py: vertices, hull graph, polygons), by their CRC-32
+# (any changed value changes it): G1's are 6.4 MB, a call took 7.6 ms with them in sha256, 2.9 ms by CRC (0.9 without)
 UNREAD = ("mesh_", "tex_", "hfield_", "skin_", "flex", "bvh_", "oct_", "names", "paths", "text_", "tuple_", "key_",
           "plugin", "mat_", "light_", "cam_", "vis")
 READ = ("mesh_vert", "mesh_graph", "mesh_poly")
@@ -44,7 +46,8 @@ def fingerprint(m):
             x = getattr(obj, n, None) if not n.startswith("_") else None
             if isinstance(x, (int, float, np.ndarray)) and not isinstance(x, bool):
                 h.update(n.encode())
-                h.update(np.ascontiguousarray(x).tobytes())
+                buffer = np.ascontiguousarray(x)
+                h.update(zlib.crc32(buffer).to_bytes(4, "little") if n.startswith(READ) else buffer)
     return h.hexdigest()
 
 

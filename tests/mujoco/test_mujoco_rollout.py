@@ -16,6 +16,7 @@ from mujoco import rollout as mj_rollout  # noqa: E402
 from casadi_delassus.codegen.mujoco_rollout import build  # noqa: E402
 from casadi_delassus.mujoco_model import collision  # noqa: E402
 from casadi_delassus.mujoco_model.model import MujocoModel  # noqa: E402
+from casadi_delassus.mujoco.rollout import fingerprint  # noqa: E402
 from casadi_delassus.mujoco_model.rollout_parts import c_slots, rollout_parts  # noqa: E402
 from casadi_delassus.runtime.mujoco_rollout import CompiledRollout  # noqa: E402
 from mujoco_model.common import load, path_of  # noqa: E402
@@ -197,6 +198,24 @@ def test_changed_model_is_compiled_anew(rig_model, tmp_path_factory):
     ref, _ = mj_rollout.rollout(m, mujoco.MjData(m), x0, u)
     dq, dv = errors(m, ours, ref)
     assert dq <= 1e-6 and dv <= 1e-5
+
+
+def test_a_changed_hull_is_another_content(tmp_path):
+    """The compiled rollout reads the meshes' hulls (vertices, polygons): moving one vertex or turning one polygon's
+    normal after the first call gives the model another fingerprint, hence its own build, and MuJoCo's answer."""
+    m = mesh_box()
+    x0, u = start(m, 2, 4, drop=(0.0, 0.1)), controls(m, 2, 200)
+    cd.mujoco_rollout(m, mujoco.MjData(m), x0, u, out_dir=tmp_path)
+    before = fingerprint(m)
+    m.mesh_polynormal[3] *= -1
+    turned = fingerprint(m)
+    m.mesh_polynormal[3] *= -1
+    m.mesh_vert[m.mesh_vertadr[0]] *= 0.9                # a brick's corner in (within its bounding sphere)
+    assert len({before, turned, fingerprint(m)}) == 3
+    ours, _ = cd.mujoco_rollout(m, mujoco.MjData(m), x0, u, out_dir=tmp_path)
+    ref, _ = mj_rollout.rollout(m, mujoco.MjData(m), x0, u)
+    dq, dv = errors(m, ours, ref)
+    assert dq <= 1e-6 and dv <= 1e-5, (dq, dv)
 
 
 @pytest.mark.parametrize("case, message", [
