@@ -55,19 +55,20 @@ class CompiledRollout:
     def forward(self, qpos, qvel, ctrl, warm):
         """One forward at (qpos, qvel, ctrl) from the warm start (for comparisons with mj_forward): {status, qacc,
         kept (the kept rows' indices, MuJoCo's efc order), J, aref, R, force (of the kept rows), on (the kept contact
-        slots), dist (per slot), pos (per slot: mesh slots only)}."""
+        slots), dist (per slot), pos and frame (per slot: mesh slots only)}."""
         nv, nrow, nslot = self.manifest["nv"], self.manifest["nrow"], self.manifest["nslot"]
-        out = np.zeros(2 + nv + nrow * (nv + 4) + 5 * nslot)
+        out = np.zeros(2 + nv + nrow * (nv + 4) + 14 * nslot)
         args = [np.ascontiguousarray(x, dtype=float) for x in (qpos, qvel, ctrl, warm)]
         self._forward(*map(_pointer, (*args, out)))
         if out[0] < 0:
             raise InputError("mujoco_rollout: out of memory for a work space")
         rows = out[2 + nv:2 + nv + nrow * (nv + 4)].reshape(nrow, nv + 4)
-        slots = out[2 + nv + nrow * (nv + 4):].reshape(nslot, 5)
+        slots = out[2 + nv + nrow * (nv + 4):].reshape(nslot, 14)
         kept = np.flatnonzero(rows[:, 0] > 0.5)
         on = np.flatnonzero(slots[:, 0] > 0.5)
         return dict(status=int(out[0]), qacc=out[2:2 + nv], kept=kept, J=rows[kept, 1:1 + nv], aref=rows[kept, nv + 1],
-                    R=rows[kept, nv + 2], force=rows[kept, nv + 3], on=on, dist=slots[:, 1], pos=slots[:, 2:])
+                    R=rows[kept, nv + 2], force=rows[kept, nv + 3], on=on, dist=slots[:, 1], pos=slots[:, 2:5],
+                    frame=slots[:, 5:])
 
     def phases(self):
         """The profiling build's ({phase: seconds}, {count: number}) summed since the last call (then reset)."""

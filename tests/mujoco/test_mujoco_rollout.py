@@ -20,7 +20,7 @@ from casadi_delassus.mujoco.rollout import fingerprint  # noqa: E402
 from casadi_delassus.mujoco_model.rollout_parts import c_slots, rollout_parts  # noqa: E402
 from casadi_delassus.runtime.mujoco_rollout import CompiledRollout  # noqa: E402
 from mujoco_model.common import load, path_of  # noqa: E402
-from mujoco_model.mj_scenes import drop_each, gymnasium_model, random_qpos, robosuite_model  # noqa: E402
+from mujoco_model.mj_scenes import drop_each, dropped_states, gymnasium_model, random_qpos, robosuite_model  # noqa: E402
 
 FULL = mujoco.mjtState.mjSTATE_FULLPHYSICS
 
@@ -342,19 +342,15 @@ def _mujoco_order(layout, on):
     return [s for s, _ in order], np.array([mesh for _, mesh in order], bool)
 
 
-@pytest.mark.parametrize("cone", ["pyramidal", "elliptic"])
-def test_mesh_contacts_one_forward_equal_mj_forward(tmp_path, cone):
-    """Plane-mesh contacts of the compiled C (the hull's support vertex and its polygon's quadrilateral, mesh_box's
-    four meshes) against mj_forward at 150 random states with the bodies dropped 2 cm into to 1 cm above the floor in
-    any orientation: the same contacts in MuJoCo's order, positions and dist (to 1e-12 m), and the constraint rows
-    efc_J, efc_aref, efc_R, efc_force and qacc (to 1e-9 relative).  MuJoCo's Newton on the elliptic cone stops early at
-    some of these states even at tolerance 1e-15 (its gradient at 1e-8, efc_force 1e-9-5e-8 from the converged
-    answer): mj_forward is run again from its own qacc (qacc_warmstart) until it has converged (to 5e-13 then)."""
-    m = mesh_box(cone)
-    compiled = CompiledRollout(build(MujocoModel(m), rollout_parts, tmp_path))
-    layout, rng, d = collision.contact_layout(m), np.random.default_rng(1), mujoco.MjData(m)
-    worst, meshes, nefc = dict.fromkeys(("pos", "dist", "J", "aref", "R", "force", "qacc"), 0.0), 0, 0
-    for q in drop_each(m, layout, random_qpos(m, 150, rng), rng):
+def forward_agreement(m, compiled, Q, rng):
+    """The compiled C's one forward (``_forward``) against mj_forward at the states Q (random qvel and ctrl): the
+    largest differences of the mesh contacts' positions, frames and dist (m) and of efc_J, efc_aref, efc_R,
+    efc_force and qacc (relative), and the numbers of mesh contacts and rows compared.  MuJoCo's Newton on the
+    elliptic cone stops early at some states even at tolerance 1e-15 (its gradient at 1e-8, efc_force 1e-9-5e-8
+    from the converged answer): mj_forward is run again from its own qacc (qacc_warmstart) until it has converged."""
+    layout, d = collision.contact_layout(m), mujoco.MjData(m)
+    worst, meshes, nefc = dict.fromkeys(("pos", "frame", "dist", "J", "aref", "R", "force", "qacc"), 0.0), 0, 0
+    for q in Q:
         d.qpos[:], d.qvel[:], d.ctrl[:] = q, rng.normal(size=m.nv) * 0.3, rng.uniform(-1, 1, m.nu)
         mujoco.mj_forward(m, d)
         for _ in range(5):
@@ -365,17 +361,56 @@ def test_mesh_contacts_one_forward_equal_mj_forward(tmp_path, cone):
         assert ours["status"] == 0 and len(order) == d.ncon and len(ours["kept"]) == d.nefc
         meshes, nefc = meshes + int(mesh.sum()), nefc + d.nefc
         if d.ncon:
+            assert [tuple(layout_geoms(layout, s)) for s in order] == [tuple(g) for g in d.contact.geom]
             worst["dist"] = max(worst["dist"], np.abs(ours["dist"][order] - d.contact.dist).max())
-            worst["pos"] = max(worst["pos"], np.abs(ours["pos"][order][mesh] - d.contact.pos[mesh]).max(initial=0))
+            for k in ("pos", "frame"):
+                worst[k] = max(worst[k], np.abs(ours[k][order][mesh] - getattr(d.contact, k)[mesh]).max(initial=0))
         if d.nefc:
             J = d.efc_J.reshape(d.nefc, m.nv)
             worst["J"] = max(worst["J"], np.abs(ours["J"] - J).max() / np.abs(J).max())
             for k, ref in (("aref", d.efc_aref), ("R", d.efc_R), ("force", d.efc_force)):
                 worst[k] = max(worst[k], np.abs(ours[k] - ref).max() / max(1e-300, np.abs(ref).max()))
         worst["qacc"] = max(worst["qacc"], np.abs(ours["qacc"] - d.qacc).max() / max(1.0, np.abs(d.qacc).max()))
+    return {k: float(x) for k, x in worst.items()}, meshes, nefc
+
+
+def layout_geoms(layout, s):
+    """(geom1, geom2) of the pair that owns C slot s."""
+    for ps, (first, n) in zip(layout.pairs, c_slots(layout)):
+        if first <= s < first + n:
+            return ps.pair.geom1, ps.pair.geom2
+    raise AssertionError(s)
+
+
+@pytest.mark.parametrize("cone", ["pyramidal", "elliptic"])
+def test_mesh_contacts_one_forward_equal_mj_forward(tmp_path, cone):
+    """Plane-mesh contacts of the compiled C (the hull's support vertex and its polygon's quadrilateral, mesh_box's
+    four meshes) against mj_forward at 150 random states with the bodies dropped 2 cm into to 1 cm above the floor in
+    any orientation: the same contacts (geom pairs, count, MuJoCo's order), positions, frames and dist (to 1e-12),
+    and the constraint rows efc_J, efc_aref, efc_R, efc_force and qacc (to 1e-9 relative)."""
+    m = mesh_box(cone)
+    compiled = CompiledRollout(build(MujocoModel(m), rollout_parts, tmp_path))
+    rng = np.random.default_rng(1)
+    Q = drop_each(m, collision.contact_layout(m), random_qpos(m, 150, rng), rng)
+    worst, meshes, nefc = forward_agreement(m, compiled, Q, rng)
     assert meshes > 400 and nefc > 1000, (meshes, nefc)
-    assert worst["pos"] <= 1e-12 and worst["dist"] <= 1e-12, worst
-    assert max(worst[k] for k in ("J", "aref", "R", "force", "qacc")) <= 1e-9, {k: f"{x:.1e}" for k, x in worst.items()}
+    assert max(worst[k] for k in ("pos", "frame", "dist")) <= 1e-12, worst
+    assert max(worst[k] for k in ("J", "aref", "R", "force", "qacc")) <= 1e-9, worst
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("name", ["g1", "h1"])
+def test_g1_h1_contacts_one_forward_equal_mj_forward(tmp_path, name):
+    """The same on G1 and H1 at 60 random states each (joints anywhere in their ranges, the robot lowered until its
+    lowest floor candidate is 2 cm into to 1 cm above the floor): their hulls of 129-5,365 vertices."""
+    m = humanoid(name)
+    compiled = CompiledRollout(build(MujocoModel(m), rollout_parts, tmp_path))
+    rng = np.random.default_rng(4)
+    worst, meshes, nefc = forward_agreement(m, compiled, dropped_states(m, collision.contact_layout(m), 60, rng), rng)
+    print(f"\n{name}: {meshes} mesh contacts, {nefc} rows; largest differences {worst}")
+    assert meshes > 60 and nefc > 200, (meshes, nefc)
+    assert max(worst[k] for k in ("pos", "frame", "dist")) <= 1e-12, worst
+    assert max(worst[k] for k in ("J", "aref", "R", "force", "qacc")) <= 1e-9, worst
 
 
 def test_mesh_box_states_equal_mujoco_rollout(tmp_path):
