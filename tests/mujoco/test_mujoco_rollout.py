@@ -386,12 +386,18 @@ def layout_geoms(layout, s):
 def test_mesh_contacts_one_forward_equal_mj_forward(tmp_path, cone):
     """Plane-mesh contacts of the compiled C (the hull's support vertex and its polygon's quadrilateral, mesh_box's
     four meshes) against mj_forward at 150 random states with the bodies dropped 2 cm into to 1 cm above the floor in
-    any orientation: the same contacts (geom pairs, count, MuJoCo's order), positions, frames and dist (to 1e-12),
-    and the constraint rows efc_J, efc_aref, efc_R, efc_force and qacc (to 1e-9 relative)."""
+    any orientation, and 60 with them upright or turned half a turn about a world axis (faces resting flat: tied
+    vertices, MuJoCo's choice among them decides the corners): the same contacts (geom pairs, count, MuJoCo's order),
+    positions, frames and dist (to 1e-12), and the constraint rows efc_J, efc_aref, efc_R, efc_force and qacc (to
+    1e-9 relative)."""
     m = mesh_box(cone)
     compiled = CompiledRollout(build(MujocoModel(m), rollout_parts, tmp_path))
     rng = np.random.default_rng(1)
-    Q = drop_each(m, collision.contact_layout(m), random_qpos(m, 150, rng), rng)
+    flat = random_qpos(m, 60, rng)
+    turns = np.eye(4)[rng.integers(0, 4, (60, 3))]
+    for b, joint in enumerate(j for j in range(m.njnt) if m.jnt_type[j] == mujoco.mjtJoint.mjJNT_FREE):
+        flat[:, m.jnt_qposadr[joint] + 3:m.jnt_qposadr[joint] + 7] = turns[:, b]
+    Q = drop_each(m, collision.contact_layout(m), np.r_[random_qpos(m, 150, rng), flat], rng)
     worst, meshes, nefc = forward_agreement(m, compiled, Q, rng)
     assert meshes > 400 and nefc > 1000, (meshes, nefc)
     assert max(worst[k] for k in ("pos", "frame", "dist")) <= 1e-12, worst
