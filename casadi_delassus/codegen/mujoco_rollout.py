@@ -48,6 +48,17 @@ def _ancestors(parent):
     return out
 
 
+def _mesh_tables(parts):
+    """The template's arguments of the plane-mesh hulls (rollout_parts.MeshTables)."""
+    mesh = parts.mesh
+    index = {pair: k for k, (pair, *_) in enumerate(mesh.pairs)}
+    return dict(nmesh=len(mesh.pairs), nmeshvert=len(mesh.vertices), nmeshpoly=len(mesh.poly_normals),
+                pair_mesh=[index.get(i, -1) for i in range(len(parts.pairs))] + [0], mesh_pairs=mesh.pairs,
+                mesh_rbound=[x[3] for x in mesh.pairs] + [0], mesh_vert=[*mesh.vertices.ravel(), 0],
+                vert_poly=mesh.vertex_polys, poly_normal=[*mesh.poly_normals.ravel(), 0],
+                poly_corner=[*mesh.poly_corners.ravel(), 0])
+
+
 def render(model, parts, name):
     """The C source and the instruction count of the traced function."""
     m = model.m
@@ -60,12 +71,12 @@ def render(model, parts, name):
         fname=Safe(name), model=model.name, version=__version__, casadi_code=Safe(casadi_source(fwd, others)), pool_code=Safe(POOL.read_text()),
         nq=m.nq, nv=m.nv, nu=m.nu, nsens=int(m.nsensordata),
         sensor_fn=parts.sensor_function.name() if parts.sensor_function is not None else None, nrow=parts.nrow, nbase=parts.nrow - sum(n for _, n in parts.pair_rows),
-        pair_rows=parts.pair_rows, pair_fns=[f.name() if f is not None else None for f in parts.pair_functions], nslot=layout.nslot, naux=layout.naux, npair=len(parts.pairs),
+        pair_rows=parts.pair_rows, pair_fns=[f.name() if f is not None else None for f in parts.pair_functions], nslot=parts.nslot, naux=layout.naux, npair=len(parts.pairs),
         njnt=m.njnt, timestep=float(m.opt.timestep), tolerance=max(float(m.opt.tolerance), 1e-13), implicit_damping=int(parts.implicit_damping), rk4=int(parts.integrator == "rk4"), implicitfast=int(parts.integrator == "implicitfast"), row_type=pad(parts.row_type),
         row_slot=pad(parts.row_slot), row_fl=pad(parts.row_frictionloss), row_cone=pad(parts.row_cone), row_scale=pad(parts.row_scale), slot_margin=pad(parts.slot_margin),
         casadi_entries=[f.name() for f in (fwd, *others)], pairs=parts.pairs, reach=pad([ps.reach for ps in layout.pairs]), joints=parts.joints, damping=parts.damping,
         dof_parent=[int(x) for x in m.dof_parentid], tree=_ancestors(m.dof_parentid),
-        **sizes)
+        **_mesh_tables(parts), **sizes)
     return text, max(f.n_instructions() for f in (fwd, *others))
 
 
@@ -89,7 +100,7 @@ def build(model, rollout_parts, out_dir, cflags=("auto",), cc=None):
         text, instructions = render(model, parts, name)
         casadi_flags, flags = resolve_cflags(cflags, instructions, cc, levels=CASADI_LEVELS), resolve_cflags(cflags, 0, cc)
         manifest = {"function": name, "model": model.name, "nq": model.nq, "nv": model.nv, "nu": model.nu,
-                    "nrow": parts.nrow, "nsensordata": int(model.m.nsensordata), "cflags": list(flags),
+                    "nrow": parts.nrow, "nslot": parts.nslot, "nsensordata": int(model.m.nsensordata), "cflags": list(flags),
                     "cflags_casadi": list(casadi_flags), "version": __version__}
         return text, compile_flags(casadi_flags, flags), manifest
     return build_cached(artifact.folder(out_dir, label, "mjrollout"), f"mjrollout_{key[:16]}", make, cc, key, "mjrollout")

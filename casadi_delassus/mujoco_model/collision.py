@@ -17,9 +17,10 @@ pairs mujoco_model/pairs.py lets through.  A pair's narrowphase reaches ``margin
   points of the lower cap at ±120° (one depth), each kept within reach;
 - plane-ellipsoid: the support point along −n;
 - plane-mesh, through the convex hull (``mesh_graph``) and its polygons (``mesh_poly*``): the
-  hull vertex lowest along n (the support point; the lowest vertex id on a tie, as MuJoCo's
-  exhaustive search of small meshes: its hill climbing on large ones may stop at another of
-  the tied vertices) if within reach; then, of the hull polygons around it, the one whose
+  hull vertex lowest along n (the support point; on a tie, as where a face rests flat, the
+  first in the hull graph's vertex order on a mesh of ``GRAPH_ORDER_MIN`` vertices or more, the
+  lowest vertex id on smaller ones or without a graph: measured against MuJoCo 4.0.0, which
+  picks that one in such states, tests/mujoco_model/test_collision.py) if within reach; then, of the hull polygons around it, the one whose
   normal is most against n (the first on a tie), pruned to its largest-area quadrilateral
   through the support vertex (hull4f: grow the fourth, third, second corner while the area
   grows); its other corners count when within reach and not above the mesh origin along n.
@@ -53,6 +54,7 @@ from .geoms import geom_placements, geom_poses
 from .pairs import MINVAL, collision_pairs
 
 PARALLEL = 1e-8         # capsule-capsule: sin² of the angle below which MuJoCo 4.0.0 takes axes as parallel
+GRAPH_ORDER_MIN = 10    # plane-mesh: meshes of this many vertices take the first lowest in their hull graph's order
 # candidates per pair kind (a mesh has one per hull vertex) and the most contacts MuJoCo keeps
 SLOTS = {"plane-box": 8, "plane-cylinder": 4, "plane-capsule": 2, "capsule-capsule": 5}
 CAPS = {"plane-sphere": 1, "plane-capsule": 2, "plane-box": 4, "plane-cylinder": 4, "plane-ellipsoid": 1,
@@ -224,6 +226,16 @@ def plane_mesh(plane, geom, size):
     return [], make_frame(_col(R1, 2)) + [x for row in R2 for x in row] + list(p2) + list(p1)
 
 
+def mesh_vertex(plane, geom, vertex):
+    """The candidate of one hull vertex (mesh coordinates: numbers or SX) of a plane-mesh pair, ``expand``'s
+    formulas: point = R v + p, dist = n · (point − plane origin), pos = point − n dist / 2, gate = n · (point − p)."""
+    (R1, p1), (R2, p2) = plane, geom
+    n = _col(R1, 2)
+    point = vadd(_mat_vec(R2, vertex), p2)
+    dist = dot(vsub(point, p1), n)
+    return Candidate(dist, vadd(point, _scl(n, -dist / 2)), n, gate=dot(vsub(point, p2), n))
+
+
 def _sphere_sphere(c1, r1, c2, r2, fallback):
     """mjraw_SphereSphere: spheres (c1, r1) and (c2, r2); ``fallback`` is the normal where the
     centres coincide (``_fallback``)."""
@@ -348,8 +360,9 @@ def quadrilateral(points, a):
 
 def _hull(model, g):
     """(vertices (V x 3, mesh coordinates), faces per vertex) of geom g's mesh: the vertices of
-    its convex hull (all of them without a hull graph) and, per vertex, (normals, other corners)
-    of the hull polygons around it (``PairSlots``)."""
+    its convex hull in the hull graph's order (by vertex id below ``GRAPH_ORDER_MIN`` vertices; all
+    of them without a hull graph) and,
+    per vertex, (normals, other corners) of the hull polygons around it (``PairSlots``)."""
     mesh = int(model.geom_dataid[g])
     vadr = int(model.mesh_vertadr[mesh])
     points = np.asarray(model.mesh_vert[vadr:vadr + model.mesh_vertnum[mesh]], dtype=float)
@@ -360,7 +373,10 @@ def _hull(model, g):
     polys = [np.asarray(model.mesh_polyvert[model.mesh_polyvertadr[padr + k]:model.mesh_polyvertadr[padr + k]
                                             + model.mesh_polyvertnum[padr + k]], dtype=int)
              for k in range(int(model.mesh_polynum[mesh]))]
-    ids = np.union1d(ids, np.concatenate(polys)) if polys else ids         # polygon corners are hull vertices
+    if polys:                       # polygon corners are hull vertices; any not in the graph after its own
+        ids = np.concatenate([ids, np.setdiff1d(np.concatenate(polys), ids)])
+    if len(points) < GRAPH_ORDER_MIN:
+        ids = np.sort(ids)
     slot = {int(v): i for i, v in enumerate(ids)}
     faces = []
     for v in ids:
@@ -430,6 +446,12 @@ def candidates_function(model, robot, layout=None):
     robot_from_mjmodel(model, ...)."""
     layout = layout or contact_layout(model)
     q = ca.SX.sym("q", robot.nq)
+    outs = [column(x) if x else ca.SX(0, 1) for x in _flatten(layout, model, sx_poses(model, robot, layout, q))]
+    return ca.Function("contact_candidates", [q], outs, ["q"], list(OUTPUTS))
+
+
+def sx_poses(model, robot, layout, q):
+    """``pose(g)`` = (R by rows, p) of the layout's geoms as SX of q (lists of floats for geoms fixed to the world)."""
     geoms = sorted({g for ps in layout.pairs for g in (ps.pair.geom1, ps.pair.geom2)})
     poses = geom_poses(robot, geom_placements(model, robot, geoms), q)
 
@@ -438,8 +460,16 @@ def candidates_function(model, robot, layout=None):
         if isinstance(R, np.ndarray):
             return [[float(x) for x in row] for row in R], [float(x) for x in p]
         return [[R[i, j] for j in range(3)] for i in range(3)], [p[i] for i in range(3)]
-    outs = [column(x) if x else ca.SX(0, 1) for x in _flatten(layout, model, pose)]
-    return ca.Function("contact_candidates", [q], outs, ["q"], list(OUTPUTS))
+    return pose
+
+
+def mesh_candidates(model, robot, layout, q, vertex):
+    """Per plane-mesh pair of the layout (in its order), the Candidate of a hull vertex ``vertex`` (SX 3, mesh
+    coordinates) as SX of q (``mesh_vertex``): one contact's position, normal and dist, whichever vertex ``_mesh``
+    keeps."""
+    pose = sx_poses(model, robot, layout, q)
+    return [mesh_vertex(pose(ps.pair.geom1), pose(ps.pair.geom2), [vertex[k] for k in range(3)])
+            for ps in layout.pairs if ps.rule == "mesh"]
 
 
 def candidates_from_poses(model, layout, xpos, xmat):

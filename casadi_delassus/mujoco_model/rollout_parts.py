@@ -11,12 +11,18 @@ of (qpos, qvel, ctrl, qfrc_applied) for one MjModel, and the static tables its C
 - per contact pair, a function of (qpos, qvel) giving its slots' rows (the slot's position, frame
   and distance are the candidates' SX), called by the C only for pairs with a kept contact (most
   of a robot's pairs are far from the floor at any time: evaluating every slot's rows each step
-  cost the Go2 rollout 4x its time).
+  cost the Go2 rollout 4x its time);
+- per plane-mesh pair, a function of (qpos, qvel, vertex) giving the rows of one contact at a hull
+  vertex (mesh coordinates; collision.mesh_candidates), and the hull tables (``MeshTables``): the C
+  finds the vertices collision._mesh keeps (the support vertex, the quadrilateral of the polygon
+  around it most against the normal) and calls it once per kept contact, up to 4.
 
-The C loop picks MuJoCo's active contacts with collision.select's rule (ported), keeps a slot's
+The C's contact slots (``nslot``): the analytic slots first, in the layout's order (the forward's
+dist and gate fill them), then 4 per mesh pair (its kept contacts, in _mesh's order).  The C
+loop picks MuJoCo's active contacts with collision.select's rule (ported), keeps a slot's
 rows where it is selected and dist < includemargin (collision.contacts' exclude), and solves
 MuJoCo's convex problem over the kept rows (solver.py's primal Newton).  What the compiled path
-does not do yet is refused by name (``check``): mesh contacts and touch sensors
+does not do yet is refused by name (``check``): touch sensors
 (features.py refuses the rest: the implicit integrator, activations, ...)."""
 from __future__ import annotations
 
@@ -32,7 +38,7 @@ from .constraints import ELLIPTIC, Contact, Kinematics, Rows, constraint_rows, c
 from .flags import disabled
 from .smooth import smooth
 
-RULES = {"each": 0, "capsules": 1}
+RULES = {"each": 0, "capsules": 1, "mesh": 2}
 INTEGRATORS = {0: "euler", 1: "rk4", 3: "implicitfast"}       # mjtIntegrator -> the C loop's (features.py refuses others)
 
 
@@ -48,11 +54,58 @@ def check(model):
 
 
 @dataclass
+class MeshTables:
+    """The hulls of the plane-mesh pairs for the C: per mesh pair (pair index, first vertex, vertices, bounding
+    radius: no vertex is farther from the mesh origin); the vertices (V x 3, mesh coordinates); per vertex the range
+    ``vertex_polys[v]:vertex_polys[v + 1]`` of its polygons: their normals (mesh coordinates) and the other corners
+    of their quadrilateral through it (vertex indices within its mesh, -1: fewer than 3)."""
+    pairs: list
+    vertices: np.ndarray
+    vertex_polys: np.ndarray
+    poly_normals: np.ndarray
+    poly_corners: np.ndarray
+
+
+def mesh_tables(layout):
+    """The MeshTables of a ContactLayout's plane-mesh pairs."""
+    pairs, vertices, offsets, normals, corners = [], [], [0], [], []
+    first = 0
+    for i, ps in enumerate(layout.pairs):
+        if ps.rule != "mesh":
+            continue
+        v = np.asarray(ps.vertices, float)
+        pairs.append((i, first, len(v), float(np.sqrt((v * v).sum(axis=1)).max()) if len(v) else 0.0))
+        vertices.append(v)
+        first += len(v)
+        for ns, cs in ps.faces:
+            for n, c in zip(ns, cs):
+                normals.append(n)
+                corners.append([*c, *[-1] * (3 - len(c))])
+            offsets.append(offsets[-1] + len(ns))
+    return MeshTables(pairs, np.concatenate(vertices) if vertices else np.zeros((0, 3)), np.array(offsets, int),
+                      np.array(normals, float).reshape(-1, 3), np.array(corners, int).reshape(-1, 3))
+
+
+def c_slots(layout):
+    """Per pair, (first C slot, C slots): the analytic slots first in the layout's order, then ``cap`` per mesh pair."""
+    analytic = sum(ps.stop - ps.start for ps in layout.pairs if ps.rule != "mesh")
+    out, a, m = [], 0, analytic
+    for ps in layout.pairs:
+        if ps.rule == "mesh":
+            out.append((m, ps.cap))
+            m += ps.cap
+        else:
+            out.append((a, ps.stop - ps.start))
+            a += ps.stop - ps.start
+    return out
+
+
+@dataclass
 class RolloutParts:
     """The traced functions and the tables of the C loop (module docstring)."""
     function: ca.Function
-    pair_functions: list            # per pair: Function (qpos, qvel) -> (Jᵀ, a_ref, R) of its rows, or None
-    pair_rows: list                 # per pair: (first row, rows)
+    pair_functions: list            # per pair: Function (qpos, qvel[, vertex]) -> (Jᵀ, a_ref, R) of its rows, or None
+    pair_rows: list                 # per pair: (first row, rows); a mesh pair's: 4 blocks of one contact's rows
     sensor_function: ca.Function | None     # (qpos, qvel, qacc) -> sensordata, None without sensors
     layout: collision.ContactLayout
     row_type: np.ndarray
@@ -60,8 +113,9 @@ class RolloutParts:
     row_frictionloss: np.ndarray
     row_cone: np.ndarray            # an elliptic cone's rows on its first row, -1 on its others, 0 elsewhere
     row_scale: np.ndarray           # contact.mu on a cone's first row, friction[j - 1] on its row j
-    slot_margin: np.ndarray         # includemargin per slot
-    pairs: list                     # per pair (first slot, slots, RULES code, cap, first aux number)
+    slot_margin: np.ndarray         # includemargin per C slot
+    pairs: list                     # per pair (first C slot, C slots, RULES code, cap, first aux number)
+    mesh: MeshTables
     joints: list                    # per joint (type, qpos address, dof address)
     damping: np.ndarray             # per dof, 0 where the damper is disabled
     implicit_damping: bool          # Euler's implicit damping applies (some damping, eulerdamp on)
@@ -71,29 +125,31 @@ class RolloutParts:
     def nrow(self):
         return len(self.row_type)
 
+    @property
+    def nslot(self):
+        """The C's contact slots (module docstring)."""
+        return len(self.slot_margin)
 
-def _slot_contacts(m, layout, dist, pos, frame):
-    """One Contact per analytic candidate slot, its point, frame and dist the candidates' SX."""
-    out = []
-    for ps in layout.pairs:
-        p = ps.pair
-        for k in range(ps.start, ps.stop):
-            out.append(Contact(int(m.geom_bodyid[p.geom1]), int(m.geom_bodyid[p.geom2]), pos[3 * k:3 * k + 3],
-                               ca.reshape(frame[9 * k:9 * k + 9], 3, 3).T, dist[k], int(p.condim), p.friction,
-                               p.solref, p.solreffriction, p.solimp, float(p.margin)))
-    return out
+
+def _contact(m, pair, pos, frame, dist):
+    """The Contact of GeomPair ``pair`` at SX pos (3), frame (3 x 3, rows) and dist."""
+    return Contact(int(m.geom_bodyid[pair.geom1]), int(m.geom_bodyid[pair.geom2]), pos, frame, dist, int(pair.condim),
+                   pair.friction, pair.solref, pair.solreffriction, pair.solimp, float(pair.margin))
+
+
+def _mesh_contact(m, pair, cand):
+    """The Contact of a mesh vertex's Candidate (collision.mesh_candidates)."""
+    frame = collision.make_frame(cand.normal)
+    frame = ca.reshape(ca.vertcat(*frame), 3, 3).T if any(isinstance(x, ca.SX) for x in frame) else \
+        np.array(frame, float).reshape(3, 3)
+    return _contact(m, pair, ca.vertcat(*cand.pos), frame, cand.dist)
 
 
 def rollout_parts(model, name="mjforward"):
-    """The RolloutParts of MujocoModel ``model``, its function called ``name`` (``check`` first; mesh pairs refused
-    by name)."""
+    """The RolloutParts of MujocoModel ``model``, its function called ``name`` (``check`` first)."""
     check(model)
     m = model.m
     layout = collision.contact_layout(m, repr(model.name))
-    mesh = [ps for ps in layout.pairs if ps.rule not in RULES]
-    if mesh:
-        raise ModelError(f"MuJoCo model {model.name!r}: not in the compiled rollout yet: mesh contacts "
-                         f"(geom {mesh[0].pair.geom2})")
     q, v, u, f = (ca.SX.sym(n, k) for n, k in (("qpos", m.nq), ("qvel", m.nv), ("ctrl", m.nu), ("qfrc_applied", m.nv)))
     s = smooth(model, q, v, u, f)
     dist, pos, frame, gate, aux = collision.candidates_function(m, model.robot, layout)(q)
@@ -102,45 +158,58 @@ def rollout_parts(model, name="mjforward"):
     outs = _outputs(m, rows, v)
     slot_of, types, fl = [-1] * len(rows), list(rows.type), list(rows.frictionloss)
     pair_functions, pair_rows = [], []
-    for i, (prow, slots) in enumerate(_pair_rows(m, kin, layout, _slot_contacts(m, layout, dist, pos, frame))):
-        pair_rows.append((len(types), len(prow)))
-        types, fl, slot_of = types + prow.type, fl + prow.frictionloss, slot_of + slots
-        pair_functions.append(ca.Function(f"{name}_pair{i}", [q, v], [ca.densify(x) for x in _outputs(m, prow, v)[:3]],
-                                          ["qpos", "qvel"], ["JT", "aref", "R"]) if len(prow) else None)
-    cone, scale = _cones(m, layout, types, slot_of)
+    vertex = ca.SX.sym("vertex", 3)
+    meshes = iter(collision.mesh_candidates(m, model.robot, layout, q, vertex))
+    slots = c_slots(layout)
+    for i, ps in enumerate(layout.pairs):
+        first, n = slots[i]
+        if ps.rule == "mesh":
+            prow, one = _contact_rows(m, kin, [_mesh_contact(m, ps.pair, next(meshes))], first)
+            blocks = [first + c for c in range(n) for _ in one]         # n copies of one contact's rows
+            inputs, names = [q, v, vertex], ["qpos", "qvel", "vertex"]
+        else:
+            prow, blocks = _contact_rows(m, kin, [_contact(m, ps.pair, pos[3 * k:3 * k + 3], ca.reshape(
+                frame[9 * k:9 * k + 9], 3, 3).T, dist[k]) for k in range(first, first + n)], first)
+            inputs, names = [q, v], ["qpos", "qvel"]
+        copies = len(blocks) // max(1, len(prow))
+        pair_rows.append((len(types), len(blocks)))
+        types, fl, slot_of = types + prow.type * copies, fl + prow.frictionloss * copies, slot_of + blocks
+        pair_functions.append(ca.Function(f"{name}_pair{i}", inputs, [ca.densify(x) for x in _outputs(m, prow, v)[:3]],
+                                          names, ["JT", "aref", "R"]) if len(prow) else None)
+    pair_of = [i for i, _ in sorted(((i, first + k) for i, (first, n) in enumerate(slots) for k in range(n)),
+                                    key=lambda ik: ik[1])]        # the pair of each C slot
+    cone, scale = _cones(m, [layout.pairs[i].pair for i in pair_of], types, slot_of)
     dv = ca.vertcat(*actuators.velocity_derivative(m, q, v, u))     # implicitfast's actuator damping
     function = ca.Function(name, [q, v, u, f], [ca.densify(x) for x in (s.M, s.qfrc_smooth, dist, gate, aux, *outs, dv)],
                            ["qpos", "qvel", "ctrl", "qfrc_applied"],
                            ["M", "qfrc_smooth", "dist", "gate", "aux", "JT", "aref", "R", "active", "actuator_dv"])
-    margin = np.array([ps.pair.margin for ps in layout.pairs for _ in range(ps.start, ps.stop)], float)
-    pairs = [(ps.start, ps.stop - ps.start, RULES[ps.rule], ps.cap, ps.aux.start) for ps in layout.pairs]
+    margin = np.array([layout.pairs[pair_of[k]].pair.margin for k in range(len(pair_of))], float)
+    pairs = [(first, n, RULES[ps.rule], ps.cap, ps.aux.start) for ps, (first, n) in zip(layout.pairs, slots)]
     joints = [(int(m.jnt_type[j]), int(m.jnt_qposadr[j]), int(m.jnt_dofadr[j])) for j in range(m.njnt)]
     damping = np.zeros(m.nv) if disabled(m, "damper") else np.asarray(m.dof_damping, float)
     a = ca.SX.sym("qacc", m.nv)
     sensor_function = ca.Function(f"{name}_sensors", [q, v, a], [ca.densify(sensors.sensordata(kin, v, a))],
                                   ["qpos", "qvel", "qacc"], ["sensordata"]) if m.nsensordata else None
     return RolloutParts(function, pair_functions, pair_rows, sensor_function, layout, np.array(types, int), np.array(slot_of, int),
-                        np.array(fl, float), cone, scale, margin, pairs, joints, damping,
+                        np.array(fl, float), cone, scale, margin, pairs, mesh_tables(layout), joints, damping,
                         not disabled(m, "eulerdamp") and bool(np.any(damping > 0)), INTEGRATORS[int(m.opt.integrator)])
 
 
-def _pair_rows(m, kin, layout, contacts):
-    """Per pair: (its slots' Rows, the slot of each row)."""
-    out = []
-    for ps in layout.pairs:
-        prow, slots = Rows(), []
-        for k in range(ps.start, ps.stop):
-            before = len(prow)
-            if not disabled(m, "constraint"):
-                contact_rows(kin, [contacts[k]], prow, first_id=k)
-            slots += [k] * (len(prow) - before)
-        out.append((prow, slots))
-    return out
+def _contact_rows(m, kin, contacts, first):
+    """(the Rows of ``contacts``, the C slot of each row: ``first`` + the contact's index)."""
+    prow, slots = Rows(), []
+    for k, c in enumerate(contacts):
+        before = len(prow)
+        if not disabled(m, "constraint"):
+            contact_rows(kin, [c], prow, first_id=first + k)
+        slots += [first + k] * (len(prow) - before)
+    return prow, slots
 
 
-def _cones(m, layout, types, slot_of):
-    """(row_cone, row_scale) of RolloutParts: each slot's elliptic rows form one cone (solver.Problem.of)."""
-    friction = {k: ps.pair.friction for ps in layout.pairs for k in range(ps.start, ps.stop)}
+def _cones(m, slot_pairs, types, slot_of):
+    """(row_cone, row_scale) of RolloutParts: each C slot's elliptic rows form one cone (solver.Problem.of);
+    ``slot_pairs``: the GeomPair of each C slot."""
+    friction = [p.friction for p in slot_pairs]
     cone, scale = np.zeros(len(types), int), np.ones(len(types))
     ratio = np.sqrt(max(1e-15, float(m.opt.impratio)))
     i = 0

@@ -1,6 +1,7 @@
 """The compiled ``cd.mujoco_rollout`` (codegen/mujoco_rollout.py) loaded through ctypes: its sealed .so
-opened once (library.open_sealed) and its one entry ``<name>_rollout(dims, state0, warm0, control,
-state, sensordata, status, warm_out)`` called on checked, C-contiguous float64 arrays."""
+opened once (library.open_sealed) and its entry ``<name>_rollout(dims, state0, warm0, control,
+state, sensordata, status, warm_out)`` called on checked, C-contiguous float64 arrays (``<name>_forward``: one forward's
+rows, forces and contacts, for comparisons with mj_forward)."""
 from __future__ import annotations
 
 import ctypes
@@ -30,8 +31,8 @@ class CompiledRollout:
 
     def __init__(self, manifest_path):
         self.manifest, self._lib, mapped = open_sealed(manifest_path, BUILT_KINDS, "mjrollout")
-        self._run, = entries(self._lib, mapped, manifest_path.with_suffix(".so"), self.manifest["function"],
-                             [("_rollout", [DOUBLE_P] * 8)])
+        self._run, self._forward = entries(self._lib, mapped, manifest_path.with_suffix(".so"), self.manifest["function"],
+                                           [("_rollout", [DOUBLE_P] * 8), ("_forward", [DOUBLE_P] * 5)])
         self._phases = None
         if PROFILE in self.manifest["cflags"]:
             self._phases, = entries(self._lib, mapped, manifest_path.with_suffix(".so"), self.manifest["function"],
@@ -51,6 +52,24 @@ class CompiledRollout:
         if np.any(status < 0):
             raise InputError("mujoco_rollout: out of memory for a thread's work space")
         return out, sens, status.astype(int)
+
+    def forward(self, qpos, qvel, ctrl, warm):
+        """One forward at (qpos, qvel, ctrl) from the warm start (for comparisons with mj_forward): {status, qacc,
+        kept (the kept rows' indices, MuJoCo's efc order), J, aref, R, force (of the kept rows), on (the kept contact
+        slots), dist (per slot), pos and frame (per slot: mesh slots only)}."""
+        nv, nrow, nslot = self.manifest["nv"], self.manifest["nrow"], self.manifest["nslot"]
+        out = np.zeros(2 + nv + nrow * (nv + 4) + 14 * nslot)
+        args = [np.ascontiguousarray(x, dtype=float) for x in (qpos, qvel, ctrl, warm)]
+        self._forward(*map(_pointer, (*args, out)))
+        if out[0] < 0:
+            raise InputError("mujoco_rollout: out of memory for a work space")
+        rows = out[2 + nv:2 + nv + nrow * (nv + 4)].reshape(nrow, nv + 4)
+        slots = out[2 + nv + nrow * (nv + 4):].reshape(nslot, 14)
+        kept = np.flatnonzero(rows[:, 0] > 0.5)
+        on = np.flatnonzero(slots[:, 0] > 0.5)
+        return dict(status=int(out[0]), qacc=out[2:2 + nv], kept=kept, J=rows[kept, 1:1 + nv], aref=rows[kept, nv + 1],
+                    R=rows[kept, nv + 2], force=rows[kept, nv + 3], on=on, dist=slots[:, 1], pos=slots[:, 2:5],
+                    frame=slots[:, 5:])
 
     def phases(self):
         """The profiling build's ({phase: seconds}, {count: number}) summed since the last call (then reset)."""

@@ -13,8 +13,14 @@ from casadi_delassus.errors import InputError, ModelError
 mujoco = pytest.importorskip("mujoco")
 from mujoco import rollout as mj_rollout  # noqa: E402
 
+from casadi_delassus.codegen.mujoco_rollout import build  # noqa: E402
+from casadi_delassus.mujoco_model import collision  # noqa: E402
+from casadi_delassus.mujoco_model.model import MujocoModel  # noqa: E402
+from casadi_delassus.mujoco.rollout import fingerprint  # noqa: E402
+from casadi_delassus.mujoco_model.rollout_parts import c_slots, rollout_parts  # noqa: E402
+from casadi_delassus.runtime.mujoco_rollout import CompiledRollout  # noqa: E402
 from mujoco_model.common import load, path_of  # noqa: E402
-from mujoco_model.mj_scenes import gymnasium_model, robosuite_model  # noqa: E402
+from mujoco_model.mj_scenes import drop_each, dropped_states, gymnasium_model, random_qpos, robosuite_model  # noqa: E402
 
 FULL = mujoco.mjtState.mjSTATE_FULLPHYSICS
 
@@ -201,6 +207,24 @@ def test_changed_model_is_compiled_anew(rig_model, rig_out):
     assert dq <= 1e-6 and dv <= 1e-5
 
 
+def test_a_changed_hull_is_another_content(tmp_path):
+    """The compiled rollout reads the meshes' hulls (vertices, polygons): moving one vertex or turning one polygon's
+    normal after the first call gives the model another fingerprint, hence its own build, and MuJoCo's answer."""
+    m = mesh_box()
+    x0, u = start(m, 2, 4, drop=(0.0, 0.1)), controls(m, 2, 200)
+    cd.mujoco_rollout(m, mujoco.MjData(m), x0, u, out_dir=tmp_path)
+    before = fingerprint(m)
+    m.mesh_polynormal[3] *= -1
+    turned = fingerprint(m)
+    m.mesh_polynormal[3] *= -1
+    m.mesh_vert[m.mesh_vertadr[0]] *= 0.9                # a brick's corner in (within its bounding sphere)
+    assert len({before, turned, fingerprint(m)}) == 3
+    ours, _ = cd.mujoco_rollout(m, mujoco.MjData(m), x0, u, out_dir=tmp_path)
+    ref, _ = mj_rollout.rollout(m, mujoco.MjData(m), x0, u)
+    dq, dv = errors(m, ours, ref)
+    assert dq <= 1e-6 and dv <= 1e-5, (dq, dv)
+
+
 @pytest.mark.parametrize("case, message", [
     ("short state", "initial_state"), ("nan state", "non-finite"), ("control size", "control"),
     ("two models", "different content"), ("xfrc spec", "xfrc_applied"), ("data", "MjData"), ("nstep", "nstep")])
@@ -261,6 +285,33 @@ def test_go2_floor_equals_mujoco_rollout(tmp_path, cone, steps):
     assert dq <= 1e-6 and dv <= 1e-5, (dq, dv)
 
 
+def humanoid(name):
+    """robosuite-models' G1 or H1 on a floor added as Menagerie's scene.xml adds it (floor contacts only: their mesh
+    pairs between bodies are refused), gravity on, Euler, the file's pyramidal cone, MuJoCo at Newton 1e-15."""
+    m = tight(robosuite_model(name))
+    m.opt.gravity[:] = [0, 0, -9.81]
+    m.opt.integrator = mujoco.mjtIntegrator.mjINT_EULER
+    return m
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("name, steps, amplitude", [("h1", 1000, 0.005), ("g1", 300, 0.01)])
+def test_g1_h1_floors_equal_mujoco_rollout(tmp_path, name, steps, amplitude):
+    """G1 and H1 (their feet, legs and torso meshes against the floor through their hulls), 8 environments dropped
+    0-2 cm under sinusoidal torques.  Their motors' ranges (H1 ±20,000 and ±2,000 N·m, G1's arms ±1,000) make half
+    of them throw the robots apart within 10 ms in MuJoCo itself: the torques here are 100 N·m (H1's legs) and 10 N·m
+    (the arms) at most.  G1 is checked over 300 steps: under these torques its motion is chaotic, MuJoCo's own
+    rollout from a qvel changed by 1e-13 parts from MuJoCo's at the rate ours does (5e-10 in qpos by step 200, 5e-7
+    by 300, 2e-5 by 375, x10 every ~25 steps; docs/mujoco.md)."""
+    m = humanoid(name)
+    x0, u = above_floor(m, 8, 5), controls(m, 8, steps, amplitude=amplitude)
+    ours, _ = cd.mujoco_rollout(m, [mujoco.MjData(m), mujoco.MjData(m)], x0, u, out_dir=tmp_path)
+    ref, _ = mj_rollout.rollout(m, [mujoco.MjData(m), mujoco.MjData(m)], x0, u)
+    assert contacts_seen(m, x0, u)
+    dq, dv = errors(m, ours, ref)
+    assert dq <= 1e-6 and dv <= 1e-5, (dq, dv)
+
+
 @pytest.mark.slow
 @pytest.mark.parametrize("name", ["hopper", "walker2d_v5", "humanoid"])
 def test_gymnasium_equals_mujoco_rollout(tmp_path, name):
@@ -278,5 +329,111 @@ def test_gymnasium_equals_mujoco_rollout(tmp_path, name):
     u = controls(m, 8, 1000, amplitude=0.5)
     ours, _ = cd.mujoco_rollout(m, [d, mujoco.MjData(m)], x0, u, out_dir=tmp_path)
     ref, _ = mj_rollout.rollout(m, [d, mujoco.MjData(m)], x0, u)
+    dq, dv = errors(m, ours, ref)
+    assert dq <= 1e-6 and dv <= 1e-5, (dq, dv)
+
+
+def mesh_box(cone=None):
+    """tests/models/mjcf_mesh_box.xml (box, hexagonal prism and tetrahedron meshes on a floor, a hinged mesh flap and
+    a sphere) at MuJoCo's Newton 1e-15; ``cone`` "elliptic" replaces the pyramidal one."""
+    m = tight(load("mjcf_mesh_box"))
+    if cone:
+        m.opt.cone = getattr(mujoco.mjtCone, f"mjCONE_{cone.upper()}")
+    return m
+
+
+def _mujoco_order(layout, on):
+    """The kept C slots ``on`` in MuJoCo's contact order (pair by pair) and whether each is a mesh pair's."""
+    order = [(s, ps.rule == "mesh") for ps, (first, n) in zip(layout.pairs, c_slots(layout))
+             for s in range(first, first + n) if s in set(on.tolist())]
+    return [s for s, _ in order], np.array([mesh for _, mesh in order], bool)
+
+
+def forward_agreement(m, compiled, Q, rng):
+    """The compiled C's one forward (``_forward``) against mj_forward at the states Q (random qvel and ctrl): the
+    largest differences of the mesh contacts' positions, frames and dist (m) and of efc_J, efc_aref, efc_R,
+    efc_force and qacc (relative), and the numbers of mesh contacts and rows compared.  MuJoCo's Newton on the
+    elliptic cone stops early at some states even at tolerance 1e-15 (its gradient at 1e-8, efc_force 1e-9-5e-8
+    from the converged answer): mj_forward is run again from its own qacc (qacc_warmstart) until it has converged."""
+    layout, d = collision.contact_layout(m), mujoco.MjData(m)
+    worst, meshes, nefc = dict.fromkeys(("pos", "frame", "dist", "J", "aref", "R", "force", "qacc"), 0.0), 0, 0
+    for q in Q:
+        d.qpos[:], d.qvel[:], d.ctrl[:] = q, rng.normal(size=m.nv) * 0.3, rng.uniform(-1, 1, m.nu)
+        mujoco.mj_forward(m, d)
+        for _ in range(5):
+            d.qacc_warmstart[:] = d.qacc
+            mujoco.mj_forward(m, d)
+        ours = compiled.forward(d.qpos, d.qvel, d.ctrl, np.zeros(m.nv))
+        order, mesh = _mujoco_order(layout, ours["on"])
+        assert ours["status"] == 0 and len(order) == d.ncon and len(ours["kept"]) == d.nefc
+        meshes, nefc = meshes + int(mesh.sum()), nefc + d.nefc
+        if d.ncon:
+            assert [tuple(layout_geoms(layout, s)) for s in order] == [tuple(g) for g in d.contact.geom]
+            worst["dist"] = max(worst["dist"], np.abs(ours["dist"][order] - d.contact.dist).max())
+            for k in ("pos", "frame"):
+                worst[k] = max(worst[k], np.abs(ours[k][order][mesh] - getattr(d.contact, k)[mesh]).max(initial=0))
+        if d.nefc:
+            J = d.efc_J.reshape(d.nefc, m.nv)
+            worst["J"] = max(worst["J"], np.abs(ours["J"] - J).max() / np.abs(J).max())
+            for k, ref in (("aref", d.efc_aref), ("R", d.efc_R), ("force", d.efc_force)):
+                worst[k] = max(worst[k], np.abs(ours[k] - ref).max() / max(1e-300, np.abs(ref).max()))
+        worst["qacc"] = max(worst["qacc"], np.abs(ours["qacc"] - d.qacc).max() / max(1.0, np.abs(d.qacc).max()))
+    return {k: float(x) for k, x in worst.items()}, meshes, nefc
+
+
+def layout_geoms(layout, s):
+    """(geom1, geom2) of the pair that owns C slot s."""
+    for ps, (first, n) in zip(layout.pairs, c_slots(layout)):
+        if first <= s < first + n:
+            return ps.pair.geom1, ps.pair.geom2
+    raise AssertionError(s)
+
+
+@pytest.mark.parametrize("cone", ["pyramidal", "elliptic"])
+def test_mesh_contacts_one_forward_equal_mj_forward(tmp_path, cone):
+    """Plane-mesh contacts of the compiled C (the hull's support vertex and its polygon's quadrilateral, mesh_box's
+    four meshes) against mj_forward at 150 random states with the bodies dropped 2 cm into to 1 cm above the floor in
+    any orientation, and 60 with them upright or turned half a turn about a world axis (faces resting flat: tied
+    vertices, MuJoCo's choice among them decides the corners): the same contacts (geom pairs, count, MuJoCo's order),
+    positions, frames and dist (to 1e-12), and the constraint rows efc_J, efc_aref, efc_R, efc_force and qacc (to
+    1e-9 relative)."""
+    m = mesh_box(cone)
+    compiled = CompiledRollout(build(MujocoModel(m), rollout_parts, tmp_path))
+    rng = np.random.default_rng(1)
+    flat = random_qpos(m, 60, rng)
+    turns = np.eye(4)[rng.integers(0, 4, (60, 3))]
+    for b, joint in enumerate(j for j in range(m.njnt) if m.jnt_type[j] == mujoco.mjtJoint.mjJNT_FREE):
+        flat[:, m.jnt_qposadr[joint] + 3:m.jnt_qposadr[joint] + 7] = turns[:, b]
+    Q = drop_each(m, collision.contact_layout(m), np.r_[random_qpos(m, 150, rng), flat], rng)
+    worst, meshes, nefc = forward_agreement(m, compiled, Q, rng)
+    assert meshes > 400 and nefc > 1000, (meshes, nefc)
+    assert max(worst[k] for k in ("pos", "frame", "dist")) <= 1e-12, worst
+    assert max(worst[k] for k in ("J", "aref", "R", "force", "qacc")) <= 1e-9, worst
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("name", ["g1", "h1"])
+def test_g1_h1_contacts_one_forward_equal_mj_forward(tmp_path, name):
+    """The same on G1 and H1 at 60 random states each (joints anywhere in their ranges, the robot lowered until its
+    lowest floor candidate is 2 cm into to 1 cm above the floor): their hulls of 129-5,365 vertices."""
+    m = humanoid(name)
+    compiled = CompiledRollout(build(MujocoModel(m), rollout_parts, tmp_path))
+    rng = np.random.default_rng(4)
+    worst, meshes, nefc = forward_agreement(m, compiled, dropped_states(m, collision.contact_layout(m), 60, rng), rng)
+    print(f"\n{name}: {meshes} mesh contacts, {nefc} rows; largest differences {worst}")
+    assert meshes > 60 and nefc > 200, (meshes, nefc)
+    assert max(worst[k] for k in ("pos", "frame", "dist")) <= 1e-12, worst
+    assert max(worst[k] for k in ("J", "aref", "R", "force", "qacc")) <= 1e-9, worst
+
+
+def test_mesh_box_states_equal_mujoco_rollout(tmp_path):
+    """mesh_box's meshes dropped from 0-30 cm, tumbling and landing on their faces and edges (flat faces resting on
+    the floor: the polygons' quadrilaterals carry them), under a sinusoidal hinge motor: 4 environments x 500
+    steps."""
+    m = mesh_box()
+    x0, u = start(m, 4, 12, drop=(0.0, 0.1)), controls(m, 4, 500)
+    ours, _ = cd.mujoco_rollout(m, [mujoco.MjData(m), mujoco.MjData(m)], x0, u, out_dir=tmp_path)
+    ref, _ = mj_rollout.rollout(m, [mujoco.MjData(m), mujoco.MjData(m)], x0, u)
+    assert contacts_seen(m, x0, u)
     dq, dv = errors(m, ours, ref)
     assert dq <= 1e-6 and dv <= 1e-5, (dq, dv)

@@ -70,8 +70,8 @@ def random_qpos(m, n, rng):
     orientation, hinges and slides uniform in their range (±π, ±1 without one)."""
     Q = np.tile(m.qpos0, (n, 1))
     for j in range(m.njnt):
-        a, kind = m.jnt_qposadr[j], m.jnt_type[j]
-        if kind in (mujoco.mjtJoint.mjJNT_FREE, mujoco.mjtJoint.mjJNT_BALL):
+        a, kind = m.jnt_qposadr[j], int(m.jnt_type[j])       # an int: pybind11's enums are not found by ``in``
+        if kind in (int(mujoco.mjtJoint.mjJNT_FREE), int(mujoco.mjtJoint.mjJNT_BALL)):
             quat = rng.normal(size=(n, 4))
             if kind == mujoco.mjtJoint.mjJNT_FREE:
                 Q[:, a:a + 2] = rng.uniform(-1, 1, (n, 2))
