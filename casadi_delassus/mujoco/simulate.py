@@ -140,20 +140,22 @@ MJCF_OPTIONS = ("keyframe", "out_dir", "cc", "quiet")
 def simulate(robot: Any, contacts: str | Sequence[str] | None = None, q0: npt.ArrayLike | None = None,
              v0: npt.ArrayLike | None = None, T: float | None = None, dt: float | None = None,
              controller: Callable[[float, np.ndarray, np.ndarray], npt.ArrayLike] | None = None,
-             step: str = "compiled", **options: Any) -> Rollout | ModelTrajectory:
+             step: str = "compiled", solver: str = "auto", **options: Any) -> Rollout | ModelTrajectory:
     """``cd.simulate``.  A robot of Pinocchio's q layout (a Robot, a name, a URDF …; or any robot on
     step="reference"): simulation/simulate.py's ``simulate(robot, contacts, q0, v0, T, dt, controller, …)`` → Rollout,
     ``controller(t, q, v)`` → joint torques.  An MJCF model on the compiled step (its file, an MjModel, or a Robot
     loaded from its file): ``simulate_steps`` → ModelTrajectory, ``controller(t, qpos, qvel)`` → ctrl (MuJoCo's
     actuator inputs, not joint torques), q0/v0 its qpos/qvel, dt None or the model's own time step, its own
-    contacts (``contacts`` refused), options ``keyframe``, ``out_dir``, ``cc``, ``quiet``."""
+    contacts (``contacts`` refused), options ``keyframe``, ``out_dir``, ``cc``, ``quiet``; ``solver`` the contact
+    solver of the Pinocchio-layout route ("auto", its default; an MJCF model solves MuJoCo's problem its own way)."""
     if step == "compiled" and _is_mjcf(robot):
-        return _simulate_mjcf(robot, contacts, q0, v0, T, dt, controller, options)
+        return _simulate_mjcf(robot, contacts, q0, v0, T, dt, controller,
+                              options if solver == "auto" else {**options, "solver": solver})
     missing = [n for n, x in (("contacts", contacts), ("q0", q0), ("v0", v0), ("T", T), ("dt", dt)) if x is None]
     if missing or "keyframe" in options:
         raise InputError(f"cd.simulate of a robot of Pinocchio's q layout takes contacts, q0, v0, T and dt (missing: "
                          f"{', '.join(missing)})" if missing else "keyframe is an MJCF model's (cd.simulate(model.xml))")
-    return simulate_robot(robot, contacts, q0, v0, T, dt, controller, step=step, **options)  # type: ignore[arg-type]
+    return simulate_robot(robot, contacts, q0, v0, T, dt, controller, step=step, solver=solver, **options)  # type: ignore[arg-type]
 
 
 def _is_mjcf(robot):
