@@ -114,6 +114,7 @@ CASES = {
     "stem": ("stem:n=10,branches=4,length=7", "default"),
     "kchain": ("kchain:k=5", "default"),
     "ladder": ("ladder:rungs=4", "default"),         # m ~ n, rungs coupled through the rail
+    "ladder-small": ("ladder:rungs=2,length=3", "default"),     # the same closed loops at a size that builds fast
     "chain-all": ("chain:n=8,all=1", "default"),
     "chain-floating": ("chain:n=8,floating=1", "default"),
     # several constraints on one link, and on a link and its ancestors; rotated joint frames
