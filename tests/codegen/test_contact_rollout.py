@@ -92,11 +92,12 @@ def test_run_batch_takes_lanes(setup):
         run_batch(scene, Q0[:3], V0[:3], 0.002, DT, pd, matrix_free, lanes="auto")
 
 
-def test_lanes_run_admm_too(setup, tmp_path):
+def test_lanes_run_admm_too(setup):
     """The lanes' solve is the step's own whichever solver: ADMM (with its ρ updates and Anderson steps) over 300
     steps, equal to the scalar entry point in statuses and counts, states within 1e-12."""
     scene, pd, built, Q0, V0 = setup
-    admm = CompiledRollout(built.robot, scene.specs(Q0[0]), scene._positions, "admm", out_dir=tmp_path, lanes="auto")
+    admm = CompiledRollout(built.robot, scene.specs(Q0[0]), scene._positions, "admm", out_dir=built.so.parent.parent.parent,
+                           lanes="auto")          # the solver is a run-time option: the same build as setup's
     lanes, scalar = (_rollouts(scene, admm, Q0, V0, 300, pd, lanes=w) for w in (None, 1))
     assert np.array_equal(lanes.count, scalar.count) and np.array_equal(lanes.STATUS, scalar.STATUS)
     assert (scalar.ITS > 0).any() and np.nanmax(np.abs(lanes.Q - scalar.Q)) <= 1e-12
