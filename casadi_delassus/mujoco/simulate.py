@@ -113,13 +113,11 @@ def simulate_model(model, duration, ctrl=None, qpos=None, keyframe=None, out_dir
     u = np.zeros(m.nu) if ctrl is None else np.asarray(ctrl, dtype=float)
     if u.shape != (m.nu,) or not np.all(np.isfinite(u)):
         raise InputError(f"--ctrl must be {m.nu} finite numbers (the model's actuators), got {u.size}")
-    d = _initial_data(mujoco, m, qpos, keyframe)
-    state0 = np.empty(mujoco.mj_stateSize(m, int(mujoco.mjtState.mjSTATE_FULLPHYSICS)))
-    mujoco.mj_getState(m, d, state0, int(mujoco.mjtState.mjSTATE_FULLPHYSICS))
+    state0 = _initial_state(mujoco, m, qpos, None, keyframe, "--q0")[0]
     with warnings.catch_warnings(record=True) as said:
         warnings.simplefilter("always", RuntimeWarning)
-        state, sens = mujoco_rollout(m, d, state0[None], np.broadcast_to(u, (1, n, m.nu)), nstep=n, out_dir=out_dir,
-                                     cc=cc)
+        state, sens = mujoco_rollout(m, mujoco.MjData(m), state0[None], np.broadcast_to(u, (1, n, m.nu)), nstep=n,
+                                     out_dir=out_dir, cc=cc)
     qpos_t = np.vstack([state0[1:1 + m.nq], state[0, :, 1:1 + m.nq]])
     qvel_t = np.vstack([state0[1 + m.nq:1 + m.nq + m.nv], state[0, :, 1 + m.nq:1 + m.nq + m.nv]])
     return ModelTrajectory(Path(model).stem, float(m.opt.timestep), qpos_t, qvel_t, u, sens[0],
@@ -207,10 +205,10 @@ def _ctrl(controller, t, qpos, qvel, nu, k):
     return u
 
 
-def _initial_state(mujoco, m, qpos, qvel, keyframe):
-    """The FULLPHYSICS state (1 x nstate) at qpos0, ``keyframe`` or ``qpos``, with velocity ``qvel`` (None: the
-    keyframe's or 0), each checked."""
-    d = _initial_data(mujoco, m, qpos, keyframe, "q0 (qpos)")
+def _initial_state(mujoco, m, qpos, qvel, keyframe, qpos_name="q0 (qpos)"):
+    """The FULLPHYSICS state (1 x nstate) at qpos0, ``keyframe`` or ``qpos`` (named ``qpos_name`` in its refusal), with
+    velocity ``qvel`` (None: the keyframe's or 0), each checked."""
+    d = _initial_data(mujoco, m, qpos, keyframe, qpos_name)
     if qvel is not None:
         qvel = np.asarray(qvel, dtype=float)
         if qvel.shape != (m.nv,) or not np.all(np.isfinite(qvel)):
