@@ -216,14 +216,17 @@ class CompiledStep:
             threads = thread_count(threads)
             mus = np.ascontiguousarray(np.broadcast_to(mu_a, (batch, self.nc)))
             head = (batch, ptr(q), ptr(v), ptr(tau), ptr(dt), ptr(mus), ptr(n), ptr(lam0), ptr(opts))
-            if gap is None and active is None:
-                self._batch(*head, *outs, threads)
-            else:
+            if active is not None:
                 self._batch_active(*head, ptr(gap), ptr(active), *outs, threads)
+            elif gap is not None:
+                self._batch_gap(*head, ptr(gap), *outs, threads)
+            else:
+                self._batch(*head, *outs, threads)
             return _result(lam, sigma, v_next, info, batch)
         head = (ptr(q), ptr(v), ptr(tau), dt, ptr(mu_a), ptr(n), ptr(lam0), ptr(opts))
-        if self._step(*head, *outs) if gap is None and active is None else \
-                self._step_active(*head, ptr(gap), ptr(active), *outs):
+        failed = (self._step_active(*head, ptr(gap), ptr(active), *outs) if active is not None else
+                  self._step_gap(*head, ptr(gap), *outs) if gap is not None else self._step(*head, *outs))
+        if failed:
             raise InputError("the generated step failed to evaluate")
         return _result(lam, sigma, v_next, info, batch)
 
