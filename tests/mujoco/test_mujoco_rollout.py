@@ -295,14 +295,15 @@ def humanoid(name):
 
 
 @pytest.mark.slow
-@pytest.mark.parametrize("name, steps, amplitude", [("h1", 1000, 0.005), ("g1", 300, 0.01)])
+@pytest.mark.parametrize("name, steps, amplitude", [("h1", 1000, 0.005), ("g1", 200, 0.01)])
 def test_g1_h1_floors_equal_mujoco_rollout(tmp_path, name, steps, amplitude):
     """G1 and H1 (their feet, legs and torso meshes against the floor through their hulls), 8 environments dropped
     0-2 cm under sinusoidal torques.  Their motors' ranges (H1 ±20,000 and ±2,000 N·m, G1's arms ±1,000) make half
     of them throw the robots apart within 10 ms in MuJoCo itself: the torques here are 100 N·m (H1's legs) and 10 N·m
-    (the arms) at most.  G1 is checked over 300 steps: under these torques its motion is chaotic, MuJoCo's own
+    (the arms) at most.  G1 is checked over 200 steps: under these torques its motion is chaotic, MuJoCo's own
     rollout from a qvel changed by 1e-13 parts from MuJoCo's at the rate ours does (5e-10 in qpos by step 200, 5e-7
-    by 300, 2e-5 by 375, x10 every ~25 steps; docs/mujoco.md)."""
+    by 300, 2e-5 by 375, x10 every ~25 steps; docs/mujoco.md): at 300 steps ours measured 1.8e-7 and 4.5e-6 against
+    the bounds 1e-6 and 1e-5, too close for another machine's rounding."""
     m = humanoid(name)
     x0, u = above_floor(m, 8, 5), controls(m, 8, steps, amplitude=amplitude)
     ours, _ = cd.mujoco_rollout(m, [mujoco.MjData(m), mujoco.MjData(m)], x0, u, out_dir=tmp_path)
