@@ -17,7 +17,7 @@ from ..verify.derivative_oracle import PIN_RULE
 from ..verify.derivatives import DOT_TOL, FD_RULE, FD_TOL
 from .main import cli
 from .options import (CHECK_MAX_SAMPLES, ROBOT_HELP, algorithm_names, cflag_tuple, compile_target, compile_target_opts,
-                      derivative_names, derivative_opts, floating, gen_opts, jobs_opt, osim_opt, positive_tolerance,
+                      derivative_names, derivative_opts, floating, gen_opts, jobs_opt, osim_opt, finite_positive,
                       resolve, trace_opts, with_options)
 
 HELP = f"""Compile and compare with the oracles on random configurations.
@@ -49,7 +49,7 @@ HELP = f"""Compile and compare with the oracles on random configurations.
               help=f"{', '.join(oracles.ORACLES)} (repeatable or comma-separated; default: see above)")
 @click.option("--samples", default=100, show_default=True, type=click.IntRange(1, CHECK_MAX_SAMPLES),
               help=f"random configurations (1 to {CHECK_MAX_SAMPLES:,})")
-@click.option("--tol", default=None, type=float, callback=positive_tolerance,
+@click.option("--tol", default=None, type=float, callback=finite_positive,
               help=f"relative error allowed where κ <= {KAPPA_FREE:g}, scaled by κ/{KAPPA_FREE:g} above (see above; "
                    f"default {DEFAULT_TOL:g}); with --derivative, against finite differences (default {FD_TOL:g})")
 @click.option("--all-scenarios", is_flag=True, help="every scenario of the robot")

@@ -4,9 +4,10 @@ from __future__ import annotations
 import click
 
 from .. import report
+from ..executor import CONNECT_TIMEOUT_S, connect
 from ..registry import AUTO
 from .main import cli
-from .options import (ROBOT_HELP, cflag_tuple, cse_opt, gen_opts, jobs_opt, osim_opt, resolve, target_opts,
+from .options import (ROBOT_HELP, cflag_tuple, cse_opt, finite_positive, gen_opts, jobs_opt, osim_opt, resolve, target_opts,
                       with_options)
 
 
@@ -26,18 +27,20 @@ from .options import (ROBOT_HELP, cflag_tuple, cse_opt, gen_opts, jobs_opt, osim
 @jobs_opt
 @click.option("--cluster", default=None, metavar="ADDRESS",
               help="build on the Dask cluster whose scheduler is at ADDRESS (tcp://host:8786); results come back here (a "
-                   "peer that does not answer as a Dask scheduler within 10 s is refused)")
+                   "peer that does not answer as a Dask scheduler within --cluster-timeout is refused)")
+@click.option("--cluster-timeout", default=CONNECT_TIMEOUT_S, show_default=True, metavar="SECONDS",
+              type=float, callback=finite_positive,
+              help="seconds to wait for the Dask scheduler's first words before refusing the peer")
 @click.option("--package", "package_dir", default=None, metavar="DIR",
               help="also write the library's C package (dispatcher, every mode, Makefile, CMakeLists.txt, example) to DIR")
 def library(robot, fixed_base, scenario, specs, algorithm, modes, osim, cse, out_dir, cflags, cc, force, name, jobs, cluster,
-            package_dir):
+            cluster_timeout, package_dir):
     """One function per contact mode (subset of the constraints, bit i = the i-th given) and a
     dispatcher over the mask of active constraints, built on all cores or a Dask cluster.
     Unchanged modes come from the cache; an interrupted build resumes with the missing ones."""
-    from ..executor import connect
     from ..contact_modes import library as make_library
     t = resolve(robot, scenario, specs, fixed_base)
-    with connect(cluster) as client:
+    with connect(cluster, cluster_timeout) as client:
         lib = make_library(t.robot, t.constraints, algorithm, modes=list(modes) or "all", out_dir=out_dir,
                            cflags=cflag_tuple(cflags), cc=cc, cse=cse, osim=osim, force=force, name=name, jobs=jobs,
                            client=client, package=package_dir)

@@ -113,8 +113,8 @@ def derivative_names(names, wrt=None):
     return list(DERIVATIVES) if "all" in names else list(dict.fromkeys(names))
 
 
-def positive_tolerance(ctx, param, value):
-    """A tolerance: finite and above 0 (nan fails every comparison, inf passes anything)."""
+def finite_positive(ctx, param, value):
+    """A tolerance or a time: finite and above 0 (nan fails every comparison, inf passes anything)."""
     if value is not None and not (0 < value < math.inf):
         raise click.BadParameter(f"{value!r} is not a finite number above 0", ctx=ctx, param=param)
     return value

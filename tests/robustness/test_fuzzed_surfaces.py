@@ -96,17 +96,23 @@ def closed_port():
 HTTP = b"HTTP/1.1 400 Bad Request\r\nContent-Type: text/plain\r\nContent-Length: 11\r\n\r\nBad Request"[:64]
 
 
-def library_on(address, tmp_path):
+def library_on(address, tmp_path, *options):
     return run("library", "go1", "-s", "4F3", "-a", "pv_osim", "--modes", "0x1", "--cflags", "-O0",
-               "-o", str(tmp_path), "--cluster", address, timeout=90)
+               "-o", str(tmp_path), "--cluster", address, *options, timeout=90)
 
 
 @pytest.mark.parametrize("peer", ["silent", "http", "closes"])
 def test_cluster_peer_that_is_no_scheduler_is_one_line(tmp_path, peer):
     with Peer(reply={"silent": None, "http": HTTP, "closes": b"x"}[peer], hold=peer != "closes") as address:
-        r, seconds = library_on(address, tmp_path)
-    refused(r, address)
+        r, seconds = library_on(address, tmp_path, "--cluster-timeout", "1.5")
+    refused(r, address, *(["sent nothing in 1.5 s"] if peer == "silent" else []))
     assert seconds < 60 and not list(tmp_path.rglob("*.so"))
+
+
+@pytest.mark.parametrize("seconds", ["0", "-1", "nan", "soon"])
+def test_cluster_timeout_is_a_positive_number(tmp_path, seconds):
+    r, _ = library_on(closed_port(), tmp_path, "--cluster-timeout", seconds)
+    refused(r, "--cluster-timeout")
 
 
 def test_cluster_closed_port_fails_fast(tmp_path):
