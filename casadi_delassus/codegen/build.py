@@ -34,6 +34,11 @@ DEFAULT_CFLAGS = ("auto",)
 # it; README "Design choices, measured").  -Og keeps most of -O1's speed at a fraction of its
 # compile time on big functions, where -O0 code runs slower than Pinocchio.
 AUTO_LEVELS = ((20_000, "-O2"), (40_000, "-O1"), (150_000, "-Og"), (float("inf"), "-O0"))
+# Where gcc's time matters more than the code's speed (a test suite: -O0 compiles go1's step 4x
+# faster than -O2), this environment variable fixes the level "auto" picks, whatever the size;
+# the resolved flags, and so the cache key, carry it.
+AUTO_LEVEL_ENV = "CASADI_DELASSUS_AUTO_LEVEL"
+OPT_LEVELS = ("-O0", "-O1", "-O2", "-O3", "-Og", "-Os")
 # The batched entry point's vector kernel (codegen/vectorise.py) costs gcc more than the scalar code,
 # the more so the longer its values live: gcc took minutes at -Og on the Delassus functions of
 # naive talos 2F (83k instructions) and 2F+2H (133k) with it, and reverse-mode derivatives keep
@@ -71,8 +76,7 @@ def resolve_cflags(cflags, instructions, cc=None, kind="value", precision="doubl
     ``cc`` accepts them, IRA_PRIORITY and NATIVE; "auto-portable" likewise without NATIVE.
     Single ``precision`` adds precision.SINGLE_FLAGS where ``cc`` accepts them, whatever the flags; ``levels``: the
     (instructions, level) table "auto" reads."""
-    level = next(lvl for limit, lvl in levels if instructions <= limit)
-    common = [level, *AUTO_MATH] + ([SCALAR_BATCH] if instructions > SCALAR_BATCH_ABOVE[kind] else [])
+    common = [auto_level(instructions, levels), *AUTO_MATH] + ([SCALAR_BATCH] if instructions > SCALAR_BATCH_ABOVE[kind] else [])
     compiler = [flag for flag in (IRA_PRIORITY, NATIVE) if cc and accepts(cc, flag)]
     out = []
     for f in cflags:
@@ -80,6 +84,26 @@ def resolve_cflags(cflags, instructions, cc=None, kind="value", precision="doubl
     if precision == "single":
         out += [flag for flag in fp.SINGLE_FLAGS if cc and accepts(cc, flag) and flag not in out]
     return tuple(out)
+
+
+def forced_level():
+    """$CASADI_DELASSUS_AUTO_LEVEL, checked ("" where unset)."""
+    forced = os.environ.get(AUTO_LEVEL_ENV, "").strip()
+    if forced and forced not in OPT_LEVELS:
+        raise CompilerError(f"{AUTO_LEVEL_ENV}={forced[:40]!r}: expected one of {', '.join(OPT_LEVELS)}")
+    return forced
+
+
+def auto_level(instructions, levels=AUTO_LEVELS):
+    """The -O level "auto" takes: the forced one where set, else the first of ``levels`` whose size limit
+    ``instructions`` is within."""
+    return forced_level() or next(lvl for limit, lvl in levels if instructions <= limit)
+
+
+def auto_context():
+    """What "auto" flags depend on beyond the code, for cache keys: the host CPU and a forced level."""
+    forced = forced_level()
+    return host_cpu() + (f"\n{AUTO_LEVEL_ENV}={forced}" if forced else "")
 
 
 @functools.lru_cache(maxsize=None)
@@ -217,7 +241,7 @@ def content_hash(robot, constraints, algorithm, cflags, cse, cc, osim, function=
             "cflags": list(cflags), "cse": cse, "osim": osim, "compiler": _compiler_key(cc), "version": __version__,
             "function": function, "variant": variant}
     if "auto" in cflags or NATIVE in cflags:
-        data["host_cpu"] = host_cpu()
+        data["host_cpu"] = auto_context()
     if precision != "double":
         data["precision"] = precision
     return hashlib.sha256(json.dumps(data, sort_keys=True).encode()).hexdigest()

@@ -20,7 +20,7 @@ from ..runtime import artifact
 from ..runtime.compiler import find_compiler
 from ..version import __version__
 from . import schedule, vectorise
-from .build import build_cached, host_cpu
+from .build import auto_context, build_cached
 from .contact_step import DEFAULT_CFLAGS, DEFAULT_OUT, build_key, render, scenario_name, step_cflags, step_parts
 from .emit import TEMPLATES, casadi_source
 from .escape import Safe
@@ -65,7 +65,7 @@ def build(robot, cs, positions, out_dir=DEFAULT_OUT, cflags=DEFAULT_CFLAGS, cc=N
         raise InputError(f"lanes={lanes!r} runs the dense linear solve only (each lane solves on its explicit G), "
                              f"not linear_solve={linear_solve!r}")
     q = ca.SX.sym("q", robot.nq)
-    key = build_key(robot, cs, cflags, cc, delassus=delassus, host=host_cpu() if auto else None,
+    key = build_key(robot, cs, cflags, cc, delassus=delassus, host=auto_context() if auto else None,
                     rollout=str(ca.densify(positions(q))), lanes=lanes, linear_solve=linear_solve)
 
     def make():

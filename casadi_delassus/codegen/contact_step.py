@@ -26,7 +26,7 @@ from ..runtime.compiler import find_compiler
 from ..runtime.door import POOL
 from ..version import __version__
 from . import schedule, sincos
-from .build import build_cached, host_cpu, resolve_cflags, source_hash
+from .build import auto_context, build_cached, resolve_cflags, source_hash
 from .emit import TEMPLATES, casadi_source
 from .escape import Safe
 from .trace import choose_cheapest
@@ -127,7 +127,7 @@ def build(robot, cs, scenario, out_dir=DEFAULT_OUT, cflags=DEFAULT_CFLAGS, cc=No
     model = artifact.model_name(robot, model)
     name = artifact.function_name(model, scenario, "contact")
     auto = any(f.startswith("auto") for f in cflags)
-    key = build_key(robot, cs, cflags, cc, delassus=delassus, host=host_cpu() if auto else None,
+    key = build_key(robot, cs, cflags, cc, delassus=delassus, host=auto_context() if auto else None,
                     linear_solve=linear_solve)
 
     def make():

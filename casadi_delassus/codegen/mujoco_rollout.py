@@ -14,7 +14,7 @@ from ..runtime.compiler import find_compiler
 from ..runtime import artifact
 from ..runtime.door import POOL
 from ..version import __version__
-from .build import AUTO_LEVELS, Units, build_cached, resolve_cflags
+from .build import AUTO_LEVELS, Units, auto_context, build_cached, resolve_cflags
 from .emit import TEMPLATES, casadi_source
 from .escape import Safe
 from .trace_cache import source_hash
@@ -26,13 +26,16 @@ CASADI_LEVELS = ((40_000, "-O2"), *((limit, level) for limit, level in AUTO_LEVE
 
 
 def model_key(m, cflags, cc):
-    """The build's cache key: the MJB bytes of ``m`` (mj_saveModel) with the version, the package's source hash, flags and compiler."""
+    """The build's cache key: the MJB bytes of ``m`` (mj_saveModel) with the version, the package's source hash, flags and
+    compiler, and for "auto" flags what they resolve by (build.auto_context: the host CPU, a forced level)."""
     from ..model.mjcf import mujoco_module
     mujoco = mujoco_module()
     buffer = np.zeros(mujoco.mj_sizeModel(m), dtype=np.uint8)
     mujoco.mj_saveModel(m, None, buffer)
     data = hashlib.sha256(buffer.tobytes())
     data.update(repr((__version__, source_hash(), list(cflags), cc, "mjrollout")).encode())
+    if any(f.startswith("auto") for f in cflags):
+        data.update(auto_context().encode())
     return data.hexdigest()
 
 

@@ -10,7 +10,7 @@ from ..opcount import count_ops
 from ..runtime import artifact
 from ..runtime.compiler import find_compiler
 from ..version import __version__
-from .build import build_cached, host_cpu, resolve_cflags
+from .build import auto_context, build_cached, resolve_cflags
 from .contact_step import DEFAULT_OUT, build_key
 from .emit import casadi_source
 
@@ -33,7 +33,7 @@ def build(robot, cs, scenario, out_dir=DEFAULT_OUT, cflags=DEFAULT_CFLAGS, cc=No
     model = artifact.model_name(robot, model)
     name = function_name(robot, scenario, model)
     auto = any(f.startswith("auto") for f in cflags)
-    key = build_key(robot, cs, cflags, cc, host=host_cpu() if auto else None)
+    key = build_key(robot, cs, cflags, cc, host=auto_context() if auto else None)
 
     def make():
         functions = traced_functions(robot, cs, name)

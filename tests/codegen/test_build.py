@@ -7,7 +7,7 @@ import pytest
 
 import casadi_delassus as cd
 from casadi_delassus.verify.check import check_delassus
-from casadi_delassus.codegen.build import AUTO_MATH, resolve_cflags
+from casadi_delassus.codegen.build import AUTO_LEVEL_ENV, AUTO_MATH, resolve_cflags
 from casadi_delassus.runtime import artifact
 
 TOL = 1e-10
@@ -79,13 +79,35 @@ def test_continuous_joints_use_cos_sin_pairs(out_dir, tmp_path):
     assert check_delassus(f, robot, f.constraints, samples=50) <= TOL
 
 
-def test_auto_optimisation_level_drops_for_huge_functions():
+def test_auto_optimisation_level_drops_for_huge_functions(monkeypatch):
+    monkeypatch.delenv(AUTO_LEVEL_ENV, raising=False)
     assert resolve_cflags(("auto", "-g"), 1_000) == ("-O2", *AUTO_MATH, "-g")
     assert resolve_cflags(("auto",), 10**6) == ("-O0", *AUTO_MATH, "-DCD_BATCH_LANES=1")   # no vector kernel
     assert resolve_cflags(("auto",), 30_000, kind="derivative") == ("-O1", *AUTO_MATH, "-DCD_BATCH_LANES=1")
     assert resolve_cflags(("auto",), 10**5) == ("-Og", *AUTO_MATH, "-DCD_BATCH_LANES=1")   # above 40k: none either
     assert resolve_cflags(("auto",), 30_000) == ("-O1", *AUTO_MATH)
     assert resolve_cflags(("-O3",), 10**6) == ("-O3",)
+
+
+def test_the_environment_fixes_the_auto_level_and_the_cache_key(monkeypatch, tmp_path):
+    """$CASADI_DELASSUS_AUTO_LEVEL replaces the level "auto" picks by size (explicit flags keep theirs); the build's
+    recorded flags and so its cache key follow it; a value that is no -O level is one line."""
+    monkeypatch.delenv(AUTO_LEVEL_ENV, raising=False)
+    robot = cd.load_robot("chain:n=3")
+    first = cd.generate(robot, None, "naive", out_dir=tmp_path)
+    assert "-O2" in first.manifest["cflags"]
+    q = robot.random_q(np.random.default_rng(0))
+    want = first(q)
+    monkeypatch.setenv(AUTO_LEVEL_ENV, "-O0")
+    assert resolve_cflags(("auto", "-g"), 1_000) == ("-O0", *AUTO_MATH, "-g")
+    assert resolve_cflags(("auto",), 10**6)[0] == "-O0" and resolve_cflags(("-O3",), 1_000) == ("-O3",)
+    second = cd.generate(robot, None, "naive", out_dir=tmp_path)
+    assert "-O0" in second.manifest["cflags"] and "-O2" not in second.manifest["cflags"]
+    np.testing.assert_allclose(second(q), want, rtol=1e-12, atol=1e-12 * np.abs(want).max())
+    for bad in ("-O9", "fast", "-O2 -fno-x"):
+        monkeypatch.setenv(AUTO_LEVEL_ENV, bad)
+        with pytest.raises(cd.CompilerError, match=f"^{AUTO_LEVEL_ENV}=.*expected one of -O0, "):
+            resolve_cflags(("auto",), 1_000)
 
 
 def test_auto_targets_the_host_cpu_and_keys_the_cache_on_it(monkeypatch):

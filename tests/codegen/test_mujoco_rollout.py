@@ -8,7 +8,7 @@ import pytest
 
 import casadi_delassus as cd
 from casadi_delassus.codegen import mujoco_rollout as codegen
-from casadi_delassus.codegen.build import Units
+from casadi_delassus.codegen.build import AUTO_LEVEL_ENV, Units
 
 mujoco = pytest.importorskip("mujoco")
 from mujoco import rollout as mj_rollout  # noqa: E402
@@ -23,10 +23,24 @@ def test_one_compile_where_both_parts_take_the_same_flags():
     assert [lvl for limit, lvl in codegen.CASADI_LEVELS if limit >= 27_068][0] == "-O2", "humanoid's forward keeps -O2"
 
 
+def test_the_cache_key_follows_what_auto_resolves_by(monkeypatch):
+    """An "auto" build's key changes with a forced -O level (and carries the host CPU), an explicit flag set's not."""
+    m = gymnasium_model("hopper")
+    monkeypatch.delenv(AUTO_LEVEL_ENV, raising=False)
+    auto, explicit = codegen.model_key(m, ("auto",), "gcc"), codegen.model_key(m, ("-O2",), "gcc")
+    monkeypatch.setenv(AUTO_LEVEL_ENV, "-O0")
+    assert codegen.model_key(m, ("auto",), "gcc") != auto and codegen.model_key(m, ("-O2",), "gcc") == explicit
+    monkeypatch.delenv(AUTO_LEVEL_ENV)
+    assert codegen.model_key(m, ("auto",), "gcc") == auto
+    monkeypatch.setattr(codegen, "auto_context", lambda: "another cpu")
+    assert codegen.model_key(m, ("auto",), "gcc") != auto
+
+
 def test_split_build_equals_mujoco_rollout(tmp_path, monkeypatch):
     """hopper with its CasADi unit forced to -O0 (the solver's unit stays -O2): the manifest records both levels and
     the states equal MuJoCo's Newton at 1e-15 over 300 steps."""
     monkeypatch.setattr(codegen, "CASADI_LEVELS", ((float("inf"), "-O0"),))
+    monkeypatch.delenv(AUTO_LEVEL_ENV, raising=False)
     m = gymnasium_model("hopper")
     m.opt.solver = mujoco.mjtSolver.mjSOL_NEWTON
     m.opt.tolerance, m.opt.iterations, m.opt.ls_iterations = 1e-15, 1000, 200
