@@ -62,20 +62,15 @@ def entry(so, manifest, like):
 
 
 def captured_call(scene, p, pd, factory):
-    """(the arguments this checkout's rollout hands its C entry point, the records it returns)."""
-    compiled, calls = factory.rollout(scene, p.q), []
-    real = compiled._batch
+    """The arguments this checkout's rollout hands its C entry point (one call: 1,000 steps are one part)."""
+    real, calls = factory.rollout(scene, p.q)._batch, []
 
     def capture(*args):
         calls.append(args)
         return real(*args)
-    compiled._batch = compiled._lanes_batch = capture
-    try:
-        r = sim.run(scene, p.q, np.zeros(scene.robot.nv), STEPS * DT, DT, pd, factory)
-    finally:
-        compiled._batch = compiled._lanes_batch = real
+    rollout_with(capture, scene, p, pd, factory)
     assert len(calls) == 1, "a rollout of more than one part"
-    return calls[0], r
+    return calls[0]
 
 
 def run_once(fn, args, m):
@@ -108,7 +103,7 @@ def time_builds(folders, copies, reps, calls, tmp):
     """Markdown lines: each folder's records against the first's, then its ns per step (median of its copies'
     medians, and each copy's) and the first's over it."""
     p, scene, pd, factory = scene_and_factory()
-    args, _ = captured_call(scene, p, pd, factory)
+    args = captured_call(scene, p, pd, factory)
     like, m = factory.rollout(scene, p.q)._batch, 3 * len(scene.candidates)
     fns = {}
     for i, folder in enumerate(folders):
