@@ -7,8 +7,9 @@ of the step; then what the phases recompute of each other (SX instructions apart
     taskset -c 0 .venv/bin/python bench/phases.py [--reps 7] [--calls 2000] [--solver pgs] [--tol 1e-8]
 
 - contact step: go1_stand (the solver of --solver) and talos_stand (ADMM), at the problem's state;
-- rollout step: go1 standing under the joint PD (bench/simulate.py's rollout-speed), 1,000 steps; each generated
-  function at the standing state (all four contacts active).
+- rollout step: go1 standing under the joint PD (bench/simulate.py's rollout-speed), 1,000 steps, the whole rollout in
+  process CPU time (its C runs on sim.run's worker thread); each generated function at the standing state (all four
+  contacts active).
 
 Writes bench/results/phases.md."""
 from __future__ import annotations
@@ -134,23 +135,26 @@ def rollout_phases(args, peak):
         for _ in range(args.reps):             # the whole rollout interleaved with the functions' rounds
             for k, v in h.run(1)[0].items():
                 ns.setdefault(k, []).extend(v)
-            t0 = time.thread_time()
+            # process time: the C runs on sim.run's worker thread (runtime/contact_rollout.py interruptible), which
+            # this thread's CPU time missed; pinned to one CPU, the process's is the rollout's, its Python included
+            t0 = time.process_time()
             sim.run(scene, p.q, v0, 1.0, DT, pd, factory)
-            per_step.append((time.thread_time() - t0) / len(first.statuses) * 1e9)
+            per_step.append((time.process_time() - t0) / len(first.statuses) * 1e9)
     finally:
         h.close()
     used = ["positions", "prep", "post", "integrate"]
     loop = [t - sum(ns[k][i] for k in used) for i, t in enumerate(per_step)]
     lines = [f"### go1 standing under PD, {args.solver} to {args.tol:g}: {len(first.statuses)} steps, "
              f"{first.iterations.mean():.1f} iterations per step on average, {m['delassus']}", "", *HEAD]
-    lines.append(row("whole step (rollout / steps)", "rollout", per_step, None, peak, per_step))
+    lines.append(row("whole step (sim.run / steps, process CPU time: the C rollout and its Python)", "rollout", per_step,
+                     None, peak, per_step))
     for what, f in fns:
         if args.solver == "pgs" and "ADMM" in what:
             continue
         lines.append(row(what + (" (not called: contacts active)" if label(f) == "free" else ""), label(f),
                          ns[label(f)], ph.instructions(f), peak, per_step))
-    lines.append(row("the solver's iterations, feedback, checks, bookkeeping (step − the four above)", "C", loop, None,
-                     peak, per_step))
+    lines.append(row("the solver's iterations, feedback, checks, bookkeeping, the call's Python (step − the four above)",
+                     "C", loop, None, peak, per_step))
     apart, fused, again = ph.recomputed(prep, positions)
     lines += ["", f"Recomputed kinematics: each step computes the candidates' positions at q_(k+1) (gaps) and, the "
               f"next step, prep at the same q: {ph.instructions(ph.with_cse(positions)):,} (positions, with cse; "

@@ -6,7 +6,7 @@ contact step: issue 27's "done when" point 1, and a speed comparison with MuJoCo
     .venv/bin/python bench/simulate.py talos --max-iter 20000   # 8 sole corners, PD, 5 s (--solver pgs too)
     taskset -c 0 .venv/bin/python bench/simulate.py speed   # steps/s of go1 standing, our per-step loop vs mj_step
     .venv/bin/python bench/simulate.py batch      # 64 go1 environments: run_batch vs single rollouts (per-step loop)
-    taskset -c 0 .venv/bin/python bench/simulate.py rollout-speed --solver pgs [--tol 1e-8]   # C rollout vs mujoco.rollout
+    taskset -c 0 .venv/bin/python bench/simulate.py rollout-speed --solver pgs [--tol 1e-8] [--cpu]   # C rollout vs mujoco.rollout
     taskset -c 0,1 .venv/bin/python bench/simulate.py rollout-batch-speed --envs 1024 --solver pgs [--tol 1e-8]   # 2 threads
         [--lanes 1,auto]   # issue 33: ours with one environment per thread and with SIMD lane groups, side by side
     .venv/bin/python bench/simulate.py landing    # Baumgarte's β: go1 and a box dropped 5 cm, how deep they stay
@@ -325,8 +325,9 @@ def _mujoco_states(m, robot, q_ours, heights):
     return states, np.array([q_ours[ours[n]] for n in names])
 
 
-def _timed(runs, reps, count, window=0.1):
-    """Interleaved repetitions of ``runs`` ({name: fn}, each ``count`` steps); per name the rates count / seconds.
+def _timed(runs, reps, count, window=0.1, clock=time.perf_counter):
+    """Interleaved repetitions of ``runs`` ({name: fn}, each ``count`` steps); per name the rates count / seconds of
+    ``clock`` (wall time; time.process_time: the CPU time of every thread of this process, ours' rollout thread too).
     Each sample repeats its run for about ``window`` seconds, so that a short run (ours: milliseconds) and a long one
     meet the same share of a loaded machine's time slices."""
     inner = {}
@@ -337,10 +338,10 @@ def _timed(runs, reps, count, window=0.1):
     rates = {k: [] for k in runs}
     for _ in range(reps):
         for k, fn in runs.items():
-            t = time.perf_counter()
+            t = clock()
             for _ in range(inner[k]):
                 fn()
-            rates[k].append(inner[k] * count / (time.perf_counter() - t))
+            rates[k].append(inner[k] * count / (clock() - t))
     return rates
 
 
@@ -393,9 +394,11 @@ def rollout_speed(args):
         runs[f"{k} rollout"] = (lambda m=m, d=mujoco.MjData(m), state=state, ctrl=ctrl:
                                 mj_rollout.rollout(m, d, state, ctrl[None, None], nstep=1000))
     heights = {"ours": ours.q[-1, 2], **_mujoco_heights(models, 1000)}
-    text, ratio = _summary(_timed(runs, args.reps, 1000), "ours, C rollout")
+    clock = time.process_time if args.cpu else time.perf_counter
+    text, ratio = _summary(_timed(runs, args.reps, 1000, clock=clock), "ours, C rollout")
     note("rollout-speed", f"rollout speed, go1 standing under PD (kp {KP:g}, kd {KD:g}), 1,000 steps of {DT} s, one "
-         f"environment, {args.reps} interleaved reps, load {_load()}, steps/s median (min-max): {text}; ours / fastest "
+         f"environment, {args.reps} interleaved reps, load {_load()}, steps/s{' of CPU time' if args.cpu else ''} "
+         f"median (min-max): {text}; ours / fastest "
          f"MuJoCo {ratio:.2f}; ours {args.solver} to {args.tol:g}, status {ours.status}, most iterations "
          f"{ours.iterations.max()}; MuJoCo without go1.urdf's joint damping, friction loss and limits; final base "
          f"heights " + ", ".join(f"{k} {h:.5f} m" for k, h in heights.items()))
@@ -539,6 +542,8 @@ def main(argv=None):
     ap.add_argument("--envs", type=int, default=64, help="environments of the batch runs")
     ap.add_argument("--steps", type=int, default=200, help="steps of rollout-batch-speed")
     ap.add_argument("--threads", type=int, default=2, help="threads of rollout-batch-speed")
+    ap.add_argument("--cpu", action="store_true", help="rollout-speed: steps per second of process CPU time (every "
+                    "thread's; robust to other jobs on a shared machine), not wall time")
     ap.add_argument("--lanes", default="1", help="rollout-batch-speed: ours per lane setting, comma-separated (1, auto, "
                     "a power of two; issue 33's SIMD lane groups)")
     args = ap.parse_args(argv)

@@ -46,26 +46,39 @@ def hoisted_body(body):
     return out, list(angles)
 
 
-def hoist(casadi_code, env, precision="double"):
+def hoist(casadi_code, env, precision="double", functions=1):
     """(CasADi's code with its function's sin/cos of input entries computed up front (the
     helper of template sincos.c.j2 placed before the function), number of angles); in
-    single precision with float vectors and libmvec's float sin/cos."""
-    first, body = function_body(casadi_code)
-    new, angles = hoisted_body(body)
-    if not angles:
+    single precision with float vectors and libmvec's float sin/cos.  ``functions`` k > 1: the
+    file's first k functions (casadi_f0 … casadi_f<k-1>) each computes its own up front with the
+    one helper (the rollout's kinematics, codegen/contact_step.py render); the number is f0's."""
+    lines, helper, counts = casadi_code.splitlines(), None, []
+    for index in reversed(range(functions)):        # from the last, so that the earlier bodies keep their lines
+        first, body = function_body("\n".join(lines), index)
+        new, angles = hoisted_body(body)
+        counts.append(len(angles))
+        if angles:
+            lines[first:first + len(body)] = with_prologue(new, angles, precision)
+            helper = first - 1, len(angles)
+    if helper is None:
         return casadi_code, 0
+    pad, real = PAD[precision], C_REAL[precision]
+    signature, angles = helper
+    lines[signature:signature] = [env.get_template("sincos.c.j2").render(
+        angles=angles, pad=pad, real=Safe(real), sin=Safe(libm_name("sin", precision)),
+        cos=Safe(libm_name("cos", precision))).rstrip("\n")]
+    return "\n".join(lines) + "\n", counts[-1]
+
+
+def with_prologue(body, angles, precision):
+    """A hoisted body's lines with the prologue that fills cd_sin/cd_cos after its declarations."""
     pad, real = PAD[precision], C_REAL[precision]
     n = -(-len(angles) // pad) * pad
     values = ", ".join(f"arg[{i}]? arg[{i}][{k}] : 0" for i, k in angles) + ", 0" * (n - len(angles))
-    decls = next(k for k, line in enumerate(new) if not DECL.fullmatch(line))
+    decls = next(k for k, line in enumerate(body) if not DECL.fullmatch(line))
     prologue = [f"  {real} cd_angle[{n}] = {{{values}}}, cd_sin[{n}], cd_cos[{n}];",
                 f"  cd_sincos({n}, cd_angle, cd_sin, cd_cos);"]
-    lines = casadi_code.splitlines()
-    out = [*lines[:first - 1], env.get_template("sincos.c.j2").render(
-        angles=len(angles), pad=pad, real=Safe(real), sin=Safe(libm_name("sin", precision)),
-        cos=Safe(libm_name("cos", precision))).rstrip("\n"), lines[first - 1],
-           *new[:decls], *prologue, *new[decls:], *lines[first + len(body):]]
-    return "\n".join(out) + "\n", len(angles)
+    return [*body[:decls], *prologue, *body[decls:]]
 
 
 def target(macros):

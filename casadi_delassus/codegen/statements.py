@@ -8,8 +8,9 @@ import re
 
 from ..errors import CompilerError
 
-BODY_START = ("static int casadi_f0(const casadi_real** arg, casadi_real** res, casadi_int* iw, "
-              "casadi_real* w, int mem) {")
+BODY_STARTS = ("static int casadi_f{}(const casadi_real** arg, casadi_real** res, casadi_int* iw, "
+               "casadi_real* w, int mem) {{")
+BODY_START = BODY_STARTS.format(0)
 DECL = re.compile(r"  casadi_real (a\d+(?:, a\d+)*);")
 INPUT = re.compile(r"  (a\d+)=arg\[(\d+)\]\? arg\[\2\]\[(\d+)\] : 0;")
 OUTPUT = re.compile(r"  if \(res\[(\d+)\]!=0\) res\[\1\]\[(\d+)\]=(.+);")
@@ -36,15 +37,17 @@ def tokens(text, lineno, line, what="rewrite"):
     return found
 
 
-def function_body(casadi_code):
+def function_body(casadi_code, index=0):
     """(index of its first line, the lines) of the evaluation function of the generated
-    function (casadi_f0) in ``casadi_code``; CasADi's derivative functions follow it when the
-    .so carries them (codegen/derivatives.py) and are left as they are."""
+    function (casadi_f0; ``index`` k: casadi_fk, the k-th function of the file) in ``casadi_code``;
+    CasADi's derivative functions follow it when the .so carries them (codegen/derivatives.py)
+    and are left as they are."""
     lines = casadi_code.splitlines()
-    starts = [i for i, l in enumerate(lines) if l == BODY_START]
+    start = BODY_STARTS.format(index)
+    starts = [i for i, l in enumerate(lines) if l == start]
     if len(starts) != 1:
         raise CompilerError("cannot rewrite the generated code: expected exactly one CasADi function body "
-                            f"'{BODY_START[:40]}…', found {len(starts)}")
+                            f"'{start[:40]}…', found {len(starts)}")
     end = next((i for i in range(starts[0] + 1, len(lines)) if lines[i] == "}"), None)
     if end is None:
         raise CompilerError("cannot rewrite the generated code: the CasADi function body has no end")

@@ -93,6 +93,29 @@ def test_libmvec_sin_cos_are_within_four_ulp_of_libm(tmp_path):
     assert worst <= 4
 
 
+def test_every_function_of_a_file_hoisted_with_one_helper(tmp_path):
+    """functions=2 (the rollout's kinematics beside prep, codegen/contact_step.py render): the second function's sin/cos
+    of its inputs come from its own prologue too, the helper is emitted once, and both functions' outputs are libm's
+    on the libm route and within 4 ulp of them on libmvec; functions=1 leaves the second as CasADi printed it."""
+    y = ca.SX.sym("y", 2)
+    second = ca.Function("second", [y], [ca.vertcat(ca.sin(y[0]), ca.cos(y[1]), y[0] * y[1])], ["y"], ["s"])
+    source = casadi_source(angle_function(5), [second])
+    first_only = sincos.hoist(source, TEMPLATES)[0]
+    assert "=sin(" in "\n".join(function_body(first_only, 1)[1])
+    code, n = sincos.hoist(source, TEMPLATES, functions=2)
+    assert n == 5 and code.count("static inline void cd_sincos(") == 1
+    for index in (0, 1):
+        body = "\n".join(function_body(code, index)[1])
+        assert "=sin(" not in body and "=cos(" not in body and "cd_sincos(" in body
+    fast, libm = compile_so(code, tmp_path, "fast"), compile_so(code, tmp_path, "libm", ["-DCD_SINCOS_LIBM"])
+    rng = np.random.default_rng(4)
+    for x, v in zip(rng.uniform(-4, 4, (50, 5)), rng.uniform(-4, 4, (50, 2))):
+        b, = evaluate(libm, "second", [v], [3])
+        assert np.array_equal(b, [math.sin(v[0]), math.cos(v[1]), v[0] * v[1]])
+        assert ulps(evaluate(fast, "second", [v], [3])[0], b).max() <= 4
+        assert ulps(evaluate(fast, "angles", [x], [11])[0][:10], evaluate(libm, "angles", [x], [11])[0][:10]).max() <= 4
+
+
 @pytest.mark.parametrize("robot, scenario", [("go1", "4F3"), ("chain:n=16,floating=1", None)])
 def test_outputs_with_libmvec_match_the_libm_build(out_dir, tmp_path, robot, scenario):
     """The whole function: with the prologue on libmvec and on libm, the outputs differ by a

@@ -235,6 +235,20 @@ def test_stopping_statuses_in_c(go1, scene, stand, pd, compiled, out_dir):
     assert abs(stuck.residuals[0] - loop.residuals[0]) <= 1e-9 * loop.residuals[0]
 
 
+def test_coupled_gains_are_the_linear_feedback(go1, scene, stand, compiled):
+    """Gains with couplings and columns of zeros (the C sums each row over its nonzero gains alone,
+    contact_rollout.c.j2 feedback): the C rollout's τ at every step is LinearFeedback's at the recorded state, to
+    rounding (NumPy sums in another order)."""
+    Kp, Kd = np.diag(np.r_[np.zeros(6), np.full(12, 60.0)]), np.diag(np.r_[np.zeros(6), np.full(12, 2.0)])
+    Kp[6, 7], Kp[9, 15], Kp[17, 0], Kd[8, 6], Kd[12, 3], Kd[0, 10] = 5.0, -3.0, 1.0, 0.5, -0.2, 0.1
+    fb = cd.LinearFeedback(go1, stand.q, Kp, Kd, stand.tau)
+    r = sim.run(scene, *_dropped(scene, stand, (0.5, 0.0, 0.0)), 0.05, DT, fb, compiled)
+    assert len(r.statuses) == 50 and sim.OK in r.statuses
+    want = np.array([fb(0.0, q, v) for q, v in zip(r.q[:-1], r.v[:-1])])
+    assert np.abs(r.tau - want).max() <= 1e-12 * np.abs(want).max()
+    assert np.abs(want[:, 0]).max() > 0        # the base row's coupling is there
+
+
 def test_pd_controller_is_the_joint_pd(go1, stand):
     """pd_controller as a LinearFeedback: kp (q_ref − q) − kd v + τ_ff on the one-DoF joints, τ_ff elsewhere."""
     rng = np.random.default_rng(2)
