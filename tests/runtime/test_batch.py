@@ -568,10 +568,11 @@ def test_the_ideal_batch_estimate_is_amdahls():
     assert f"would give {500 / 180:.2f}× the single call ({500 / 142:.2f}× with no outputs written)" in text
 
 
-def test_big_functions_batch_as_a_loop_over_the_scalar_code():
+def test_big_functions_batch_as_a_loop_over_the_scalar_code(monkeypatch):
     """Above SCALAR_BATCH_ABOVE["value"] instructions "auto" compiles the batch entry point as a loop over
     the scalar function (the vector kernel took gcc minutes at -Og); below it the kernel stays."""
-    from casadi_delassus.codegen.build import SCALAR_BATCH, SCALAR_BATCH_ABOVE, resolve_cflags
+    from casadi_delassus.codegen.build import AUTO_LEVEL_ENV, SCALAR_BATCH, SCALAR_BATCH_ABOVE, resolve_cflags
+    monkeypatch.delenv(AUTO_LEVEL_ENV, raising=False)
     SIMD_BATCH_LIMIT = SCALAR_BATCH_ABOVE["value"]
     assert SCALAR_BATCH not in resolve_cflags(("auto",), SIMD_BATCH_LIMIT, "gcc")
     for flags in (("auto",), ("auto-portable",)):
