@@ -51,6 +51,16 @@ def _ancestors(parent):
     return out
 
 
+def _slot_rows(row_slot, nslot):
+    """Per C slot (first row, rows) of its rows (contiguous: rollout_parts appends a contact's rows together); (0, 0)
+    for a slot without rows."""
+    out = [[0, 0] for _ in range(nslot)]
+    for i, s in enumerate(row_slot):
+        if s >= 0:
+            out[s] = [i, 1] if out[s][1] == 0 else [out[s][0], out[s][1] + 1]
+    return out
+
+
 def _mesh_tables(parts):
     """The template's arguments of the plane-mesh hulls (rollout_parts.MeshTables)."""
     mesh = parts.mesh
@@ -66,7 +76,7 @@ def render(model, parts, name):
     """The C source and the instruction count of the traced function."""
     m = model.m
     fwd = parts.function
-    others = [f for f in (*parts.pair_functions, parts.sensor_function) if f is not None]
+    others = [f for f in (*parts.candidate_functions, *parts.pair_functions, parts.sensor_function) if f is not None]
     sizes = {k: max(int(getattr(f, k)()) for f in (fwd, *others)) for k in ("sz_arg", "sz_res", "sz_iw", "sz_w")}
     layout = parts.layout
     pad = lambda xs: [*xs, 0]           # noqa: E731 -- C arrays of at least one entry
@@ -74,9 +84,11 @@ def render(model, parts, name):
         fname=Safe(name), model=model.name, version=__version__, casadi_code=Safe(casadi_source(fwd, others)), pool_code=Safe(POOL.read_text()),
         nq=m.nq, nv=m.nv, nu=m.nu, nsens=int(m.nsensordata),
         sensor_fn=parts.sensor_function.name() if parts.sensor_function is not None else None, nrow=parts.nrow, nbase=parts.nrow - sum(n for _, n in parts.pair_rows),
-        pair_rows=parts.pair_rows, pair_fns=[f.name() if f is not None else None for f in parts.pair_functions], nslot=parts.nslot, naux=layout.naux, npair=len(parts.pairs),
+        cand_fns=[f.name() if f is not None else None for f in parts.candidate_functions], pair_geoms=parts.pair_geoms,
+        pair_bound=pad(parts.pair_bound), pair_plane=pad(parts.pair_plane), ngeom=max([0, *(max(g) + 1 for g in parts.pair_geoms)]),
+        slot_rows=_slot_rows(parts.row_slot, parts.nslot), pair_rows=parts.pair_rows, pair_fns=[f.name() if f is not None else None for f in parts.pair_functions], nslot=parts.nslot, naux=layout.naux, npair=len(parts.pairs),
         njnt=m.njnt, timestep=float(m.opt.timestep), tolerance=max(float(m.opt.tolerance), 1e-13), implicit_damping=int(parts.implicit_damping), rk4=int(parts.integrator == "rk4"), implicitfast=int(parts.integrator == "implicitfast"), row_type=pad(parts.row_type),
-        row_slot=pad(parts.row_slot), row_fl=pad(parts.row_frictionloss), row_cone=pad(parts.row_cone), row_scale=pad(parts.row_scale), slot_margin=pad(parts.slot_margin),
+        row_fl=pad(parts.row_frictionloss), row_cone=pad(parts.row_cone), row_scale=pad(parts.row_scale), slot_margin=pad(parts.slot_margin),
         casadi_entries=[f.name() for f in (fwd, *others)], pairs=parts.pairs, reach=pad([ps.reach for ps in layout.pairs]), joints=parts.joints, damping=parts.damping,
         dof_parent=[int(x) for x in m.dof_parentid], tree=_ancestors(m.dof_parentid),
         **_mesh_tables(parts), **sizes)

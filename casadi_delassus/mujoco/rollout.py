@@ -30,24 +30,47 @@ _LOADED: dict[tuple, CompiledRollout] = {}   # (fingerprint, out_dir, cc) -> Com
 # arrays the compiled rollout never reads (names, textures, visuals, a mesh's faces and normals): left out of the
 # per-call fingerprint, which then costs about a millisecond where the MJB bytes of a meshed robot cost 60 ms; of
 # the mesh arrays it reads the hulls' (mujoco_model/collision.py: vertices, hull graph, polygons), by their CRC-32
-# (any changed value changes it): G1's are 6.4 MB, a call took 7.6 ms with them in sha256, 2.9 ms by CRC (0.9 without)
+# (any changed value changes it): G1's are 6.4 MB, a call took 7.6 ms with them in sha256, 2.9 ms by CRC (0.9 without);
+# and those only where a mesh geom can collide (a contype or conaffinity, or an explicit pair): a robot whose meshes
+# are visual only (Go2: 3.8 MB of them, 1 of its 2 ms a call) has no hull read
 UNREAD = ("mesh_", "tex_", "hfield_", "skin_", "flex", "bvh_", "oct_", "names", "paths", "text_", "tuple_", "key_",
           "plugin", "mat_", "light_", "cam_", "vis")
 READ = ("mesh_vert", "mesh_graph", "mesh_poly")
+_NAMES: dict[tuple, tuple] = {}    # (type, own) -> the attribute names the fingerprint reads (dir() once per type)
+
+
+def _names(obj, own):
+    """The attribute names of ``obj`` the fingerprint reads (``own``: an MjModel's, less UNREAD but READ), once per type."""
+    key = (type(obj), own)
+    if key not in _NAMES:
+        _NAMES[key] = tuple(n for n in dir(obj) if not n.startswith("_") and (
+            not own or not n.startswith(UNREAD) or n.startswith(READ)))
+    return _NAMES[key]
+
+
+def _meshes_collide(m):
+    """Whether a mesh geom of MjModel ``m`` can collide: a contype or conaffinity, or in an explicit pair (its sizes,
+    types and those arrays are in the fingerprint, so the answer is the fingerprint's)."""
+    mesh = np.asarray(m.geom_type) == int(mujoco_module().mjtGeom.mjGEOM_MESH)
+    paired = np.isin(np.arange(m.ngeom), np.r_[np.asarray(m.pair_geom1), np.asarray(m.pair_geom2)])
+    return bool(np.any(mesh & ((np.asarray(m.geom_contype) != 0) | (np.asarray(m.geom_conaffinity) != 0) | paired)))
 
 
 def fingerprint(m):
     """A hash of what MjModel ``m`` holds that the compiled rollout can read: its sizes, numeric arrays and options
     (a model changed after its first call gets another fingerprint, hence its own build)."""
     h = hashlib.sha256()
-    own = [n for n in dir(m) if not n.startswith(("_", *UNREAD)) or n.startswith(READ)]
-    for obj, names in ((m, own), (m.opt, dir(m.opt))):
+    hulls = _meshes_collide(m)
+    for obj, names in ((m, _names(m, True)), (m.opt, _names(m.opt, False))):
         for n in names:
-            x = getattr(obj, n, None) if not n.startswith("_") else None
+            read = n.startswith(READ)
+            if read and not hulls:
+                continue
+            x = getattr(obj, n, None)
             if isinstance(x, (int, float, np.ndarray)) and not isinstance(x, bool):
                 h.update(n.encode())
                 buffer = np.ascontiguousarray(x)
-                h.update(zlib.crc32(buffer).to_bytes(4, "little") if n.startswith(READ) else buffer)
+                h.update(zlib.crc32(buffer).to_bytes(4, "little") if read else buffer)
     return h.hexdigest()
 
 

@@ -423,18 +423,26 @@ def _pair_candidates(model, ps, pose):
     return KINDS[p.kind](pose(g1), pose(g2), size1, size2)
 
 
+def pair_candidates(model, ps, pose):
+    """(dist, pos, frame, gate, aux) of one PairSlots as lists of scalars over its analytic slots (slot-major), from
+    ``pose(g)`` = (R by rows, p) of a geom."""
+    dist, pos, frame, gate = [], [], [], []
+    cands, numbers = _pair_candidates(model, ps, pose)
+    for c in cands:
+        dist.append(c.dist)
+        pos += c.pos
+        frame += make_frame(c.normal, c.tangent)
+        gate.append(-1.0 if c.gate is None else c.gate)
+    return dist, pos, frame, gate, list(numbers)
+
+
 def _flatten(layout, model, pose):
     """(dist, pos, frame, gate, aux) as lists of scalars over the analytic slots (slot-major)."""
-    dist, pos, frame, gate, aux = [], [], [], [], []
+    out = [], [], [], [], []
     for ps in layout.pairs:
-        cands, numbers = _pair_candidates(model, ps, pose)
-        for c in cands:
-            dist.append(c.dist)
-            pos += c.pos
-            frame += make_frame(c.normal, c.tangent)
-            gate.append(-1.0 if c.gate is None else c.gate)
-        aux += numbers
-    return dist, pos, frame, gate, aux
+        for whole, part in zip(out, pair_candidates(model, ps, pose)):
+            whole += part
+    return out
 
 
 OUTPUTS = ("dist", "pos", "frame", "gate", "aux")

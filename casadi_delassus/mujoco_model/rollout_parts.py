@@ -3,7 +3,12 @@ of (qpos, qvel, ctrl, qfrc_applied) for one MjModel, and the static tables its C
 
 - the smooth part (smooth.py): M with armature and qfrc_smooth, and the actuators' velocity
   derivative implicitfast takes (actuators.velocity_derivative);
-- every contact candidate slot of collision.py (dist, gate, the pairs' numbers aux);
+- the world pose of every geom of a contact pair (MuJoCo's geom_xmat by rows and geom_xpos, 12
+  numbers a geom), and per pair a function of its two geoms' poses giving its candidate slots
+  (collision.py: dist, gate, the pair's numbers aux), called by the C only for pairs within
+  reach of MuJoCo's bounding-sphere test (``pair_bound``: most of a humanoid's 126 pairs are
+  apart at any time; evaluating every pair's candidates each forward was two thirds of its
+  forward's instructions);
 - the rows of equality, friction loss and joint limits (constraints.py; limits with their
   ``active`` flag), with J, a_ref and R per row;
 - sensors.py's sensordata as a function of (qpos, qvel, qacc), evaluated at the forward before
@@ -104,6 +109,10 @@ def c_slots(layout):
 class RolloutParts:
     """The traced functions and the tables of the C loop (module docstring)."""
     function: ca.Function
+    candidate_functions: list       # per pair: Function (pose1, pose2) -> (dist, gate, aux) of its slots, or None
+    pair_geoms: list                # per pair: its two geoms' indices into the forward's geom_pose (12 a geom)
+    pair_bound: np.ndarray          # per pair: the broadphase bound (module docstring, ``_bounds``)
+    pair_plane: np.ndarray          # per pair: 1 where geom1 is a plane (the bound is then a height over it)
     pair_functions: list            # per pair: Function (qpos, qvel[, vertex]) -> (Jᵀ, a_ref, R) of its rows, or None
     pair_rows: list                 # per pair: (first row, rows); a mesh pair's: 4 blocks of one contact's rows
     sensor_function: ca.Function | None     # (qpos, qvel, qacc) -> sensordata, None without sensors
@@ -152,7 +161,8 @@ def rollout_parts(model, name="mjforward"):
     layout = collision.contact_layout(m, repr(model.name))
     q, v, u, f = (ca.SX.sym(n, k) for n, k in (("qpos", m.nq), ("qvel", m.nv), ("ctrl", m.nu), ("qfrc_applied", m.nv)))
     s = smooth(model, q, v, u, f)
-    dist, pos, frame, gate, aux = collision.candidates_function(m, model.robot, layout)(q)
+    dist, pos, frame, _, _ = collision.candidates_function(m, model.robot, layout)(q)
+    geoms, pose_out, candidate_functions = _candidate_functions(m, model, layout, q, name)
     kin = Kinematics(m, q)
     rows = constraint_rows(kin, v)
     outs = _outputs(m, rows, v)
@@ -180,9 +190,9 @@ def rollout_parts(model, name="mjforward"):
                                     key=lambda ik: ik[1])]        # the pair of each C slot
     cone, scale = _cones(m, [layout.pairs[i].pair for i in pair_of], types, slot_of)
     dv = ca.vertcat(*actuators.velocity_derivative(m, q, v, u))     # implicitfast's actuator damping
-    function = ca.Function(name, [q, v, u, f], [ca.densify(x) for x in (s.M, s.qfrc_smooth, dist, gate, aux, *outs, dv)],
+    function = ca.Function(name, [q, v, u, f], [ca.densify(x) for x in (s.M, s.qfrc_smooth, pose_out, *outs, dv)],
                            ["qpos", "qvel", "ctrl", "qfrc_applied"],
-                           ["M", "qfrc_smooth", "dist", "gate", "aux", "JT", "aref", "R", "active", "actuator_dv"])
+                           ["M", "qfrc_smooth", "geom_pose", "JT", "aref", "R", "active", "actuator_dv"])
     margin = np.array([layout.pairs[pair_of[k]].pair.margin for k in range(len(pair_of))], float)
     pairs = [(first, n, RULES[ps.rule], ps.cap, ps.aux.start) for ps, (first, n) in zip(layout.pairs, slots)]
     joints = [(int(m.jnt_type[j]), int(m.jnt_qposadr[j]), int(m.jnt_dofadr[j])) for j in range(m.njnt)]
@@ -190,9 +200,58 @@ def rollout_parts(model, name="mjforward"):
     a = ca.SX.sym("qacc", m.nv)
     sensor_function = ca.Function(f"{name}_sensors", [q, v, a], [ca.densify(sensors.sensordata(kin, v, a))],
                                   ["qpos", "qvel", "qacc"], ["sensordata"]) if m.nsensordata else None
-    return RolloutParts(function, pair_functions, pair_rows, sensor_function, layout, np.array(types, int), np.array(slot_of, int),
+    pair_geoms = [(geoms.index(ps.pair.geom1), geoms.index(ps.pair.geom2)) for ps in layout.pairs]
+    bound, plane = _bounds(m, layout)
+    return RolloutParts(function, candidate_functions, pair_geoms, bound, plane, pair_functions, pair_rows, sensor_function, layout, np.array(types, int), np.array(slot_of, int),
                         np.array(fl, float), cone, scale, margin, pairs, mesh_tables(layout), joints, damping,
                         not disabled(m, "eulerdamp") and bool(np.any(damping > 0)), INTEGRATORS[int(m.opt.integrator)])
+
+
+def _column(xs):
+    """The SX column of a list of SX and numbers (0 x 1 when empty)."""
+    return ca.vertcat(*[x if isinstance(x, ca.SX) else ca.SX(x) for x in xs]) if len(xs) else ca.SX(0, 1)
+
+
+def _candidate_functions(m, model, layout, q, name):
+    """(the layout's geoms, their poses as one SX column of q (R by rows, p: 12 a geom), per pair the Function
+    ``<name>_cand<i>`` of (pose1, pose2) giving its slots' dist and gate and its numbers aux, None where it has
+    none); a geom fixed to the world keeps its pose as numbers in the pair's function."""
+    pose = collision.sx_poses(m, model.robot, layout, q)
+    geoms = sorted({g for ps in layout.pairs for g in (ps.pair.geom1, ps.pair.geom2)})
+    flat = lambda g: [x for row in pose(g)[0] for x in row] + list(pose(g)[1])     # noqa: E731
+    functions = []
+    for i, ps in enumerate(layout.pairs):
+        syms = {ps.pair.geom1: ca.SX.sym("pose1", 12), ps.pair.geom2: ca.SX.sym("pose2", 12)}
+
+        def local(g, syms=syms):
+            R, p = pose(g)
+            if not isinstance(p[0], ca.SX):
+                return R, p
+            x = syms[g]
+            return [[x[3 * r + c] for c in range(3)] for r in range(3)], [x[9 + r] for r in range(3)]
+        dist, _, _, gate, aux = collision.pair_candidates(m, ps, local)
+        functions.append(ca.Function(f"{name}_cand{i}", [syms[ps.pair.geom1], syms[ps.pair.geom2]],
+                                     [_column(dist), _column(gate), _column(aux)], ["pose1", "pose2"],
+                                     ["dist", "gate", "aux"]) if dist or aux else None)
+    return geoms, _column([x for g in geoms for x in flat(g)]), functions
+
+
+# the broadphase bound's slack: a pair is skipped only when clearly beyond reach (rounding never decides it)
+BOUND_SLACK = 1e-6
+
+
+def _bounds(m, layout):
+    """(bound, plane) per pair: MuJoCo's bounding-sphere test (mj_collideGeoms) with the pair's reach (margin + gap)
+    for its margin: a pair whose geoms' centres are farther apart than geom_rbound1 + geom_rbound2 + reach has no
+    candidate within reach (every candidate's dist is a distance between points of the two geoms); a plane's pair
+    (plane first) one whose geom centre is higher over the plane than its geom_rbound + reach."""
+    bound, plane = np.zeros(len(layout.pairs)), np.zeros(len(layout.pairs), int)
+    for i, ps in enumerate(layout.pairs):
+        g1, g2 = ps.pair.geom1, ps.pair.geom2
+        plane[i] = ps.pair.kind.startswith("plane-")
+        b = (0.0 if plane[i] else float(m.geom_rbound[g1])) + float(m.geom_rbound[g2]) + ps.reach
+        bound[i] = b * (1 + BOUND_SLACK) + BOUND_SLACK
+    return bound, plane
 
 
 def _contact_rows(m, kin, contacts, first):
@@ -233,5 +292,4 @@ def _outputs(m, rows: Rows, v):
     active) of every row."""
     if not len(rows):
         return ca.SX(m.nv, 0), ca.SX(0, 1), ca.SX(0, 1), ca.SX(0, 1)
-    col = lambda xs: ca.vertcat(*[x if isinstance(x, ca.SX) else ca.SX(x) for x in xs])   # noqa: E731
-    return ca.densify(rows.matrix()).T, rows.aref(v), col(rows.R), col(rows.active)
+    return ca.densify(rows.matrix()).T, rows.aref(v), _column(rows.R), _column(rows.active)

@@ -15,7 +15,8 @@ from .library import entries, open_sealed
 DOUBLE_P = ctypes.POINTER(ctypes.c_double)
 STATUS = ("converged", "max iterations", "diverged")
 PROFILE = "-DCD_PROFILE"      # the profiling build's flag (templates/mujoco_rollout.c.j2: seconds per phase)
-PHASES = ("forward (CasADi: M, qfrc_smooth, candidates, base rows)", "smooth qacc (Cholesky of M)", "contact selection, row blocks",
+PHASES = ("forward (CasADi: M, qfrc_smooth, geom poses, base rows)", "smooth qacc (tree LᵀDL of M)",
+          "broadphase, candidates (CasADi), selection, row blocks",
           "pair rows (CasADi)", "warm start choice", "Newton: residuals, forces, Hessian", "Newton: Cholesky and solve",
           "Newton: line search", "integration", "sensors")
 COUNTS = ("forwards", "Newton iterations", "line search slopes", "kept rows", "dense Hessian factors")

@@ -207,6 +207,22 @@ def test_changed_model_is_compiled_anew(rig_model, rig_out):
     assert dq <= 1e-6 and dv <= 1e-5
 
 
+def test_visual_meshes_are_not_in_the_fingerprint():
+    """The fingerprint reads the meshes only where a mesh geom can collide: with every mesh geom's contype and
+    conaffinity 0 (visual meshes, as Go2's), a moved vertex keeps it; a collidable mesh geom (a conaffinity, or an
+    explicit pair) brings the hulls back in, so the same moved vertex changes it."""
+    m = mesh_box()
+    meshes = np.flatnonzero(m.geom_type == mujoco.mjtGeom.mjGEOM_MESH)
+    m.geom_contype[meshes] = m.geom_conaffinity[meshes] = 0
+    visual = fingerprint(m)
+    m.mesh_vert[m.mesh_vertadr[0]] *= 0.9
+    assert fingerprint(m) == visual
+    m.geom_conaffinity[meshes[0]] = 1
+    collidable = fingerprint(m)
+    m.mesh_vert[m.mesh_vertadr[0]] /= 0.9
+    assert len({visual, collidable, fingerprint(m)}) == 3
+
+
 def test_a_changed_hull_is_another_content(tmp_path):
     """The compiled rollout reads the meshes' hulls (vertices, polygons): moving one vertex or turning one polygon's
     normal after the first call gives the model another fingerprint, hence its own build, and MuJoCo's answer."""
