@@ -178,7 +178,8 @@ class LoadedRollout:
     def _reals(self, name, x):
         """``x`` as a contiguous array of the rollout's type; in float32 converted as np.float32(x) rounds
         (runtime/inputs.py), a finite value beyond float32's range (inf now) an InputError naming ``name``."""
-        a = np.ascontiguousarray(real_array(name, x, self.dtype))
+        with np.errstate(over="ignore"):        # an overflow to inf is refused below, named
+            a = np.ascontiguousarray(real_array(name, x, self.dtype))
         if self.dtype == np.float32 and np.any(np.isinf(a) & np.isfinite(np.asarray(x, dtype=np.float64))):
             raise InputError(f"{name} holds values beyond float32's range (±3.4e38): this rollout computes in single "
                              "precision")
