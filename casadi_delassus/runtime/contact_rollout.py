@@ -2,7 +2,9 @@
 (library.open_sealed, kind "rollout") and ``<name>_rollout_batch`` called on runtime/pool.h's threads in parts of
 PART_WORK environment-steps, and at least PROGRESS_PARTS parts for the progress bar (progress.py; the warm start
 carried between parts, so that the parts are one rollout bit for bit).  The C writes step-first arrays and status
-codes (RawRollouts); simulation/simulate.py and simulate_batch.py make them a Rollout and a BatchRollout.
+codes (RawRollouts); simulation/simulate.py and simulate_batch.py make them a Rollout and a BatchRollout.  A
+single-precision build (manifest ``precision``, issue 33) reads and writes float32 throughout: its inputs converted as
+runtime/inputs.py converts a float function's, its records float32, its tol and max_iter checked by single_options.
 
 Ctrl-C (issue 31): the C runs on a worker thread while the calling thread waits, so that Python's SIGINT handler runs at
 once; it sets a flag that every environment reads before each step (``*stop`` in contact_rollout.c.j2), the C returns

@@ -92,7 +92,9 @@ def run_batch(scene, Q0, V0, T, dt, controller=None, step_factory=None, tau_limi
     dt under ``controller(t, Q, V) -> N x nv``, Baumgarte's β = ``baumgarte``; returns a BatchRollout.  A
     LinearFeedback on the compiled step runs all of it in C (contact/rollout.py's batch entry point on ``threads``
     threads; None: the single entry point, environment after environment), ``lanes`` environments per SIMD lane group
-    (issue 33: 1, "auto" the CPU's vector width, or a power of two; codegen/contact_rollout.py)."""
+    (issue 33: 1, "auto" the CPU's vector width, or a power of two; codegen/contact_rollout.py); a factory with
+    precision="single" runs it in float32 (that C rollout only), its build measured on this call's first
+    environments (simulate.py measured_on)."""
     robot = scene.robot
     Q, V, n, threads = _inputs(scene, Q0, V0, T, dt, threads)
     baumgarte, tau_limit = check_settings(baumgarte, tau_limit)
