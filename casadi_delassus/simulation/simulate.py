@@ -47,6 +47,7 @@ import casadi as ca
 import numpy as np
 import numpy.typing as npt
 
+from ..codegen.precision import check as check_precision
 from ..constraints import ConstraintSet
 from ..errors import InputError
 from ..model import Robot, RobotLike
@@ -270,7 +271,7 @@ def compiled_steps(solver="admm", tol=Options.tol, max_iter=Options.max_iter, **
     from ..contact.step import check_contacts
     factory.check = check_contacts        # refuses what the step cannot take before the first step
     factory.rollout = _rollout_builder(solver, tol, max_iter, build_options)
-    factory.precision = build_options.get("precision", "double")
+    factory.precision = check_precision(build_options.get("precision", "double"))
     return factory
 
 
