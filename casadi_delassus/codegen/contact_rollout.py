@@ -57,16 +57,17 @@ def build(robot, cs, positions, out_dir=DEFAULT_OUT, cflags=DEFAULT_CFLAGS, cc=N
     inverse as the step's build takes it (contact_step.py step_parts; "dense", the rollout's default and the lanes'
     only one: their solve runs on each lane's explicit G).  ``precision="single"`` (issue 33) computes in float
     throughout (codegen/precision.py: CasADi's code and the templates' alike, -Werror=double-promotion; the lanes then
-    twice as many), its files ``rollout-single_<hash>``, and stores the error ``measure(manifest_path)`` returns (its
-    states against the double rollout's, stepping/rollout.py) in the manifest's ``precision`` record; the solver
-    settings it measures with, ``measured_with`` (a dict), enter its cache key, so that its record is theirs."""
+    twice as many), its files ``rollout-single_<hash>`` and C names ``…_SINGLE`` (runtime/artifact.py), and stores the
+    error ``measure(manifest_path)`` returns (its states against the double rollout's, stepping/rollout.py) in the
+    manifest's ``precision`` record; the solver settings it measures with, ``measured_with`` (a dict), enter its cache
+    key, so that its record is theirs."""
     if fp.check(precision) == "single" and measure is None:
         raise InputError("a single-precision rollout measures its error against double at build: pass measure "
                          "(stepping/rollout.py CompiledRollout does)")
     cc = find_compiler(cc)
     model = artifact.model_name(robot, model)
     scenario = scenario_name("rollout", cs.specs)
-    name = artifact.function_name(model, scenario, "rollout")
+    name = artifact.function_name(model, scenario, "rollout", precision=precision)
     auto = any(f.startswith("auto") for f in cflags)
     extra = lane_flags(lanes)
     if lanes != 1 and linear_solve != "dense":

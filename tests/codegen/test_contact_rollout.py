@@ -4,6 +4,8 @@ same .so): the same statuses and counts, states within 1e-12 over 1,000 steps (n
 contracted and takes libmvec's sin/cos where the scalar code does not), whatever the threads; a bad lane count is one
 line.  In single precision (issue 33 point 3): float32 throughout, within the error its build measured against the
 double rollout, the lanes within twice that of the scalar single rollout; bad precision, tol and inputs one line."""
+import re
+
 import numpy as np
 import pytest
 
@@ -134,6 +136,11 @@ def test_single_rollout_within_its_measured_error(setup, single):
     assert p["type"] == "single" and p["samples"] == 4 and p["steps"] == 1000 and p["tol"] == SINGLE_TOL
     assert set(p["growth"]) == {"1", "10", "100", "1000"} and p["growth"]["1000"] == p["max_rel_error"]
     assert f32.lanes == 2 * f64.lanes
+    # float throughout: no double in its code (comments aside), any promotion a compile error, its own C names
+    code = [line for line in f32.so.with_suffix(".c").read_text().splitlines()
+            if not line.lstrip().startswith(("/*", "*", "//"))]
+    assert "#define casadi_real float" in code and not [line for line in code if re.search(r"\bdouble\b", line)]
+    assert "-Werror=double-promotion" in f32.manifest["cflags"] and f32.manifest["function"].endswith("_SINGLE")
     fresh = slice(6, 10)            # dropped 1.2-1.8 cm, turning: not among the four measured
     a, b = (_rollouts(scene, r, Q0[fresh], V0[fresh], 10, pd, lanes=1) for r in (f64, f32))
     assert b.Q.dtype == b.V.dtype == b.FORCES.dtype == np.float32 and a.Q.dtype == np.float64
