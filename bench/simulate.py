@@ -6,9 +6,11 @@ contact step: issue 27's "done when" point 1, and a speed comparison with MuJoCo
     .venv/bin/python bench/simulate.py talos --max-iter 20000   # 8 sole corners, PD, 5 s (--solver pgs too)
     taskset -c 0 .venv/bin/python bench/simulate.py speed   # steps/s of go1 standing, our per-step loop vs mj_step
     .venv/bin/python bench/simulate.py batch      # 64 go1 environments: run_batch vs single rollouts (per-step loop)
-    taskset -c 0 .venv/bin/python bench/simulate.py rollout-speed --solver pgs [--tol 1e-8] [--cpu]   # C rollout vs mujoco.rollout
+    taskset -c 0 .venv/bin/python bench/simulate.py rollout-speed --solver pgs [--tol 1e-8] [--clock process]   # C rollout vs mujoco.rollout
     taskset -c 0,1 .venv/bin/python bench/simulate.py rollout-batch-speed --envs 1024 --solver pgs [--tol 1e-8]   # 2 threads
         [--lanes 1,auto]   # issue 33: ours with one environment per thread and with SIMD lane groups, side by side
+        [--precision double,single --tol 1.2e-7]   # issue 33: ours in FP64 and FP32 (MuJoCo: FP64 only)
+        [--clock process]   # CPU time of the process instead of wall time (a shared core's other jobs not counted)
     .venv/bin/python bench/simulate.py landing    # Baumgarte's β: go1 and a box dropped 5 cm, how deep they stay
     taskset -c 0,1 .venv/bin/python bench/simulate.py active-sets   # go1 4F3 landing on the per-step loop: builds, time
 
@@ -325,16 +327,20 @@ def _mujoco_states(m, robot, q_ours, heights):
     return states, np.array([q_ours[ours[n]] for n in names])
 
 
+# --clock: wall time, or the process's CPU time (every thread's; another job on a shared core not counted)
+CLOCKS = {"wall": time.perf_counter, "process": time.process_time}
+
+
 def _timed(runs, reps, count, window=0.1, clock=time.perf_counter):
-    """Interleaved repetitions of ``runs`` ({name: fn}, each ``count`` steps); per name the rates count / seconds of
-    ``clock`` (wall time; time.process_time: the CPU time of every thread of this process, ours' rollout thread too).
+    """Interleaved repetitions of ``runs`` ({name: fn}, each ``count`` steps); per name the rates count / seconds.
     Each sample repeats its run for about ``window`` seconds, so that a short run (ours: milliseconds) and a long one
-    meet the same share of a loaded machine's time slices."""
+    meet the same share of a loaded machine's time slices.  ``clock``: wall time, or time.process_time (the process's
+    CPU time: what other jobs on a shared core take is not counted; every thread's time is summed)."""
     inner = {}
     for k, fn in runs.items():
-        t = time.perf_counter()
+        t = clock()
         fn()
-        inner[k] = max(1, round(window / (time.perf_counter() - t)))
+        inner[k] = max(1, round(window / (clock() - t)))
     rates = {k: [] for k in runs}
     for _ in range(reps):
         for k, fn in runs.items():
@@ -394,10 +400,9 @@ def rollout_speed(args):
         runs[f"{k} rollout"] = (lambda m=m, d=mujoco.MjData(m), state=state, ctrl=ctrl:
                                 mj_rollout.rollout(m, d, state, ctrl[None, None], nstep=1000))
     heights = {"ours": ours.q[-1, 2], **_mujoco_heights(models, 1000)}
-    clock = time.process_time if args.cpu else time.perf_counter
-    text, ratio = _summary(_timed(runs, args.reps, 1000, clock=clock), "ours, C rollout")
+    text, ratio = _summary(_timed(runs, args.reps, 1000, clock=CLOCKS[args.clock]), "ours, C rollout")
     note("rollout-speed", f"rollout speed, go1 standing under PD (kp {KP:g}, kd {KD:g}), 1,000 steps of {DT} s, one "
-         f"environment, {args.reps} interleaved reps, load {_load()}, steps/s{' of CPU time' if args.cpu else ''} "
+         f"environment, {args.reps} interleaved reps, load {_load()}, steps/s of {args.clock} time "
          f"median (min-max): {text}; ours / fastest "
          f"MuJoCo {ratio:.2f}; ours {args.solver} to {args.tol:g}, status {ours.status}, most iterations "
          f"{ours.iterations.max()}; MuJoCo without go1.urdf's joint damping, friction loss and limits; final base "
@@ -415,37 +420,50 @@ def rollout_batch_speed(args):
     PD, our C rollout's batch entry point on ``--threads`` threads against mujoco.rollout with as many MjData
     (threads), each MuJoCo solver and cone, MuJoCo with our physics only; interleaved repetitions.  ``--lanes``: ours
     once per lane setting (1: one environment per thread; auto: SIMD lane groups of the CPU's width, issue 33), each
-    with its states' largest difference from lanes=1 after the n steps."""
+    with its states' largest difference from the first (after the n steps); ``--precision``: ours once per precision
+    too (single: float32, its build's stored error against double beside; MuJoCo computes in double only)."""
     from mujoco import rollout as mj_rollout
     import mujoco
     from casadi_delassus.simulation.simulate_batch import run_batch
     p, robot, scene = go1_scene()
-    pd, factory = cd.pd_controller(robot, p.q, KP, KD), sim.factory("compiled", args.solver, args.tol, args.max_iter)
+    pd = cd.pd_controller(robot, p.q, KP, KD)
     N, n, threads = args.envs, args.steps, args.threads
     drops = np.linspace(0.0, 0.02, N)
     Q0, V0 = np.array([sim.place(scene, p.q, h) for h in drops]), np.zeros((N, robot.nv))
     T = n * DT
     lanes = [w if w == "auto" else int(w) for w in args.lanes.split(",")]
-    runs, firsts = {}, {}
-    for w in lanes:         # builds each rollout first
-        firsts[w] = run_batch(scene, Q0, V0, T, DT, pd, factory, threads=threads, lanes=w)
-        width = factory.rollout(scene, Q0[0], w).lanes
-        runs[f"ours, C rollout batch, {threads} threads, lanes {w} ({width})"] = (
-            lambda w=w: run_batch(scene, Q0, V0, T, DT, pd, factory, threads=threads, lanes=w))
-    first = firsts[lanes[0]]
-    apart = ", ".join(f"lanes {w}: {np.nanmax(np.abs(firsts[w].q - first.q)):.1e}" for w in lanes[1:])
+    runs, firsts, errors = {}, {}, []
+    for precision in args.precision.split(","):
+        factory = sim.factory("compiled", args.solver, args.tol, args.max_iter, precision=precision)
+        for w in lanes:         # builds each rollout first
+            key = f"{'FP32 ' if precision == 'single' else ''}lanes {w}"
+            firsts[key] = run_batch(scene, Q0, V0, T, DT, pd, factory, threads=threads, lanes=w)
+            built = factory.rollout(scene, Q0[0], w)
+            runs[f"ours, C rollout batch, {threads} threads, {key} ({built.lanes})"] = (
+                lambda w=w, factory=factory: run_batch(scene, Q0, V0, T, DT, pd, factory, threads=threads, lanes=w))
+            if precision == "single":
+                r = built.precision
+                growth = ", ".join(f"{r['growth'][h]:.1e}" for h in ("1", "10", "100"))
+                errors.append(f"{key}: {r['max_rel_error']:.1e} (q {r['outputs']['q']:.1e}, v {r['outputs']['v']:.1e}; "
+                              f"within the first 1, 10, 100 steps {growth})")
+    keys = list(firsts)
+    first = firsts[keys[0]]
+    apart = ", ".join(f"{k}: {np.nanmax(np.abs(firsts[k].q - first.q)):.1e}" for k in keys[1:])
     for k, (m, states, ctrl) in mujoco_rollout_models(robot, p.q, drops).items():
         datas = [mujoco.MjData(m) for _ in range(threads)]
         runs[f"{k} rollout, {threads} threads"] = (lambda m=m, datas=datas, states=states, ctrl=ctrl:
                                                    mj_rollout.rollout(m, datas, states, ctrl[None, None], nstep=n))
-    rates = _timed(runs, args.reps, N * n)
+    rates = _timed(runs, args.reps, N * n, clock=CLOCKS[args.clock])
     text = _summary(rates, next(iter(runs)))[0]
-    ratios = ", ".join(f"lanes {w} {_summary(rates, k)[1]:.2f}" for w, k in zip(lanes, runs))
+    ratios = ", ".join(f"{w} {_summary(rates, k)[1]:.2f}" for w, k in zip(keys, runs))
     note("rollout-batch-speed", f"batched rollout speed, {N} go1 environments dropped from 0-2 cm under PD, {n} steps, "
-         f"{args.reps} interleaved reps, load {_load()}, environment-steps/s median (min-max): {text}; ours / fastest "
-         f"MuJoCo: {ratios}; ours {args.solver} to {args.tol:g}, statuses {sorted(set(first.status))}"
-         + (f", states' largest difference from lanes {lanes[0]} ({apart})" if apart else "")
-         + "; MuJoCo without go1.urdf's joint damping, friction loss and limits")
+         f"{args.reps} interleaved reps, load {_load()}, environment-steps/s of {args.clock} time median (min-max): "
+         f"{text}; ours / fastest "
+         f"MuJoCo: {ratios}; ours {args.solver} to {args.tol:g}, statuses "
+         f"{sorted({s for b in firsts.values() for s in b.status})}"
+         + (f", states' largest difference from {keys[0]} ({apart})" if apart else "")
+         + (f"; FP32's stored error against FP64 over 1,000 steps of 4 environments: {'; '.join(errors)}" if errors else "")
+         + "; MuJoCo without go1.urdf's joint damping, friction loss and limits; MuJoCo computes in FP64 only")
 
 
 def batch(args):
@@ -542,10 +560,12 @@ def main(argv=None):
     ap.add_argument("--envs", type=int, default=64, help="environments of the batch runs")
     ap.add_argument("--steps", type=int, default=200, help="steps of rollout-batch-speed")
     ap.add_argument("--threads", type=int, default=2, help="threads of rollout-batch-speed")
-    ap.add_argument("--cpu", action="store_true", help="rollout-speed: steps per second of process CPU time (every "
-                    "thread's; robust to other jobs on a shared machine), not wall time")
     ap.add_argument("--lanes", default="1", help="rollout-batch-speed: ours per lane setting, comma-separated (1, auto, "
                     "a power of two; issue 33's SIMD lane groups)")
+    ap.add_argument("--clock", choices=list(CLOCKS), default="wall", help="rollout-speed, rollout-batch-speed: time "
+                    "the runs by wall time or by the process's CPU time (a shared core's other jobs not counted)")
+    ap.add_argument("--precision", default="double", help="rollout-batch-speed: ours per precision, comma-separated "
+                    "(double, single: FP32, tol >= 1.2e-7; issue 33)")
     args = ap.parse_args(argv)
     for name in args.runs:
         {"go1": go1, "go2": go2, "talos": talos, "speed": speed, "batch": batch, "rollout-speed": rollout_speed,

@@ -199,13 +199,15 @@ def compile_units(c_file, so_file, units, cc):
 BUILT_KINDS = artifact.BUILT_KINDS      # the files build_cached keeps and seals
 
 
-def build_cached(folder, stem, make, cc, key, what, timed=False):
+def build_cached(folder, stem, make, cc, key, what, timed=False, measure=None):
     """The manifest path of ``folder/stem``.{c,so,json}, a ``what`` (runtime/artifact.ARTIFACTS) for the cache key
     ``key``: taken as it is when its sealed manifest records ``key`` and its .c and .so are intact (artifact.cached),
     else ``make()`` → (C source, compile flags: a tuple or Units, manifest) is written and compiled in a temporary folder beside them
     (artifact.build_folder), the manifest sealed with ``key`` as its ``hash`` and the files moved in, the manifest
     last (a manifest means a complete build; a damaged or mismatched one is replaced).  ``timed``: gcc's seconds go
-    in the manifest as ``compile_s``.  Load what it returns with runtime/library.open_sealed."""
+    in the manifest as ``compile_s``; ``measure(manifest_path)``, given, is called on the sealed files there and
+    returns entries added to the manifest's ``precision`` record before it is sealed again (write_compiled's).  Load
+    what it returns with runtime/library.open_sealed."""
     folder = Path(folder)
     manifest_path = folder / f"{stem}.json"
     if artifact.cached(manifest_path, key, BUILT_KINDS, what):
@@ -225,6 +227,11 @@ def build_cached(folder, stem, make, cc, key, what, timed=False):
         manifest["hash"] = key
         artifact.seal(manifest, tmp, stem, BUILT_KINDS, what)
         (tmp / f"{stem}.json").write_text(json.dumps(manifest, indent=1))
+        if measure is not None:
+            with step(f"measuring {stem}'s {manifest['precision']['type']} precision error against double"):
+                manifest["precision"] |= measure(tmp / f"{stem}.json")
+            artifact.seal(manifest, tmp, stem, BUILT_KINDS, what)
+            (tmp / f"{stem}.json").write_text(json.dumps(manifest, indent=1))
         return artifact.move_in(tmp, folder, stem, BUILT_KINDS)
 
 

@@ -19,7 +19,7 @@ from ..registry import AUTO
 from ..runtime import artifact
 from ..runtime.compiler import find_compiler
 from ..version import __version__
-from . import schedule, vectorise
+from . import precision as fp, schedule, vectorise
 from .build import auto_context, build_cached
 from .contact_step import DEFAULT_CFLAGS, DEFAULT_OUT, build_key, render, scenario_name, step_cflags, step_parts
 from .emit import TEMPLATES, casadi_source
@@ -31,10 +31,11 @@ from .trace import trace
 LANE_PARTS = ("prep", "post", "integrate", "positions", "free")
 
 
-def lane_kernels(name, functions):
+def lane_kernels(name, functions, precision="double"):
     """The vectorised C (vectorise.kernel_function) of ``functions`` (casadi.Functions, LANE_PARTS's order), each
-    named ``<name>_<part>_lanes``."""
-    return "\n\n".join(vectorise.kernel_function(f"{name}_{part}_lanes", f, schedule.reorder(casadi_source(f)))
+    named ``<name>_<part>_lanes``, on vectors of the C type of ``precision``."""
+    return "\n\n".join(vectorise.kernel_function(f"{name}_{part}_lanes", f,
+                                                schedule.reorder(casadi_source(f, precision=precision)), precision)
                         for part, f in zip(LANE_PARTS, functions))
 
 
@@ -49,16 +50,24 @@ def lane_flags(lanes):
 
 
 def build(robot, cs, positions, out_dir=DEFAULT_OUT, cflags=DEFAULT_CFLAGS, cc=None, delassus=AUTO, model=None,
-          lanes=1, linear_solve="dense"):
+          lanes=1, linear_solve="dense", precision="double", measure=None, measured_with=None):
     """Compile the rollout for the contacts ``cs`` and candidate positions ``positions`` (cached by a hash of what
     determines it); returns its manifest's path (sealed: runtime/contact_rollout.py loads it).  ``lanes`` other
     than 1 ("auto" or a power of two, lane_flags) adds the lane groups' entry point; ``linear_solve``: ADMM's damped
     inverse as the step's build takes it (contact_step.py step_parts; "dense", the rollout's default and the lanes'
-    only one: their solve runs on each lane's explicit G)."""
+    only one: their solve runs on each lane's explicit G).  ``precision="single"`` (issue 33) computes in float
+    throughout (codegen/precision.py: CasADi's code and the templates' alike, -Werror=double-promotion; the lanes then
+    twice as many), its files ``rollout-single_<hash>`` and C names ``…_SINGLE`` (runtime/artifact.py), and stores the
+    error ``measure(manifest_path)`` returns (its states against the double rollout's, stepping/rollout.py) in the
+    manifest's ``precision`` record; the solver settings it measures with, ``measured_with`` (a dict), enter its cache
+    key, so that its record is theirs."""
+    if fp.check(precision) == "single" and measure is None:
+        raise InputError("a single-precision rollout measures its error against double at build: pass measure "
+                         "(stepping/rollout.py CompiledRollout does)")
     cc = find_compiler(cc)
     model = artifact.model_name(robot, model)
     scenario = scenario_name("rollout", cs.specs)
-    name = artifact.function_name(model, scenario, "rollout")
+    name = artifact.function_name(model, scenario, "rollout", precision=precision)
     auto = any(f.startswith("auto") for f in cflags)
     extra = lane_flags(lanes)
     if lanes != 1 and linear_solve != "dense":
@@ -66,21 +75,24 @@ def build(robot, cs, positions, out_dir=DEFAULT_OUT, cflags=DEFAULT_CFLAGS, cc=N
                              f"not linear_solve={linear_solve!r}")
     q = ca.SX.sym("q", robot.nq)
     key = build_key(robot, cs, cflags, cc, delassus=delassus, host=auto_context() if auto else None,
-                    rollout=str(ca.densify(positions(q))), lanes=lanes, linear_solve=linear_solve)
+                    rollout=str(ca.densify(positions(q))), lanes=lanes, linear_solve=linear_solve,
+                    **({"precision": precision, "measured_with": measured_with} if precision != "double" else {}))
 
     def make():
         parts = step_parts(robot, cs, name, delassus, linear_solve)
         aba = trace(robot, ConstraintSet(robot, [], allow_empty=True), "aba", cse=True)[0]
         loop = loop_functions(robot, positions, name, aba)
         flags = step_cflags(cflags, sum(count_ops(f)["instructions"] for f in (*parts[:2], *loop)), cc) if auto else cflags
-        flags = (*flags, *extra)
+        flags = (*flags, *extra, *(fp.SINGLE_FLAGS if precision == "single" else ()))
         text = TEMPLATES.get_template("contact_rollout.c.j2").render(
             fname=Safe(name), robot=robot.name, contacts=" ".join(cs.specs), version=__version__,
-            step_code=Safe(render(robot, cs, name, parts, loop)), lanes=lanes != 1,
-            lane_code=Safe(lane_kernels(name, (parts.prep, parts.post, *loop)) if lanes != 1 else ""),
-            **vectorise.vector_context())
+            step_code=Safe(render(robot, cs, name, parts, loop, precision)), lanes=lanes != 1,
+            lane_code=Safe(lane_kernels(name, (parts.prep, parts.post, *loop), precision) if lanes != 1 else ""),
+            **vectorise.vector_context(precision))
         manifest = {"function": name, "robot": robot.name, "contacts": cs.specs, "delassus": parts.delassus,
                     "linear_solve": parts.operator.route, "nq": robot.nq, "nv": robot.nv, "m": cs.m, "cflags": list(flags),
-                    "lanes": lanes, "version": __version__}
-        return text, [*flags, "-pthread"], manifest
-    return build_cached(artifact.folder(out_dir, model, scenario), f"rollout_{key[:16]}", make, cc, key, "rollout")
+                    "lanes": lanes, "precision": {"type": precision}, "version": __version__}
+        return fp.hand_written_to_float(text) if precision == "single" else text, [*flags, "-pthread"], manifest
+    stem = "rollout" + (artifact.SINGLE_STEM if precision == "single" else "")
+    return build_cached(artifact.folder(out_dir, model, scenario), f"{stem}_{key[:16]}", make, cc, key, "rollout",
+                        measure=measure)

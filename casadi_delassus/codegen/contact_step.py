@@ -85,18 +85,20 @@ def step_parts(robot, cs, name, delassus, linear_solve):
     return StepParts(preps[linear_solve], post_function(trace, name), chosen, operators[linear_solve])
 
 
-def render(robot, cs, name, parts, companions=()):
+def render(robot, cs, name, parts, companions=(), precision="double"):
     """The step's C source from its StepParts, the operator's fragment (templates/delassus_<route>.c.j2) where its
     damped inverse goes; ``companions`` (casadi.Functions) are emitted with its own (the rollout's kinematics,
     codegen/contact_rollout.py), their sin/cos of the joint angles up front as prep's (codegen/sincos.py: the
-    candidates' positions made 12 libm sincos calls a go1 step, 6 % of its time)."""
+    candidates' positions made 12 libm sincos calls a go1 step, 6 % of its time); CasADi's code in the C type of
+    ``precision`` (the templates' own ``double`` stays: the rollout turns the whole file to float,
+    codegen/precision.py hand_written_to_float)."""
     prep, op = parts.prep, parts.operator
     functions = (prep, parts.post, op.factor, op.solve, *companions)
     sizes = {k: max(int(getattr(f, k)()) for f in functions) for k in ("sz_arg", "sz_res", "sz_iw", "sz_w")}
     return TEMPLATES.get_template("contact_step.c.j2").render(
         fname=Safe(name), robot=robot.name, contacts=" ".join(cs.specs), version=__version__, delassus=parts.delassus,
-        casadi_code=Safe(sincos.hoist(schedule.reorder(casadi_source(prep, functions[1:])), TEMPLATES,
-                                         functions=len(functions) if companions else 1)[0]), nq=robot.nq, nv=robot.nv, m=cs.m, nc=cs.m // 3,
+        casadi_code=Safe(sincos.hoist(schedule.reorder(casadi_source(prep, functions[1:], precision)), TEMPLATES,
+                                      precision, functions=len(functions) if companions else 1)[0]), nq=robot.nq, nv=robot.nv, m=cs.m, nc=cs.m // 3,
         nfac=int(op.factor.numel_out(0)), nw=int(prep.numel_out(3)), nwd=sum(int(prep.numel_out(k)) for k in op.stored),
         operator=op, anderson=ANDERSON, options=STEP_OPTIONS, statuses=STATUS_CODES, pool_code=Safe(POOL.read_text()), **sizes)
 

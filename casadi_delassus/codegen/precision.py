@@ -25,6 +25,9 @@ LIBM = ("sin", "cos", "tan", "asin", "acos", "atan", "atan2", "sinh", "cosh", "t
         "copysign", "erf", "hypot")
 _CALL = re.compile(r"(?<![\w.])(" + "|".join(LIBM) + r")(?=\()")
 _NOT_CODE = ("/*", "*", "#", "//")       # comment and preprocessor lines keep their numbers
+_DOUBLE = re.compile(r"\bdouble\b")
+# a constant's definition: "#define NAME value" where value is a floating literal (with a sign)
+_DEFINE = re.compile(r"^(#define \w+ )([-+]?(?:\d+\.\d*|\.\d+)(?:[eE][-+]?\d+)?|[-+]?\d+[eE][-+]?\d+)$", re.M)
 _LITERAL = re.compile(r"(?<![\w.])((?:\d+\.\d*|\.\d+)(?:[eE][-+]?\d+)?|\d+[eE][-+]?\d+)(?![\w.])")
 
 
@@ -40,6 +43,16 @@ def to_float(code):
     libm call by its float name (sin( -> sinf()."""
     return "\n".join(line if line.lstrip().startswith(_NOT_CODE) else _CALL.sub(r"\1f", _LITERAL.sub(r"((casadi_real)\1)", line))
                      for line in code.split("\n"))
+
+
+def hand_written_to_float(code):
+    """Hand-written C rendered with CasADi's (the contact step's and rollout's templates, issue 33) in float: every
+    ``double`` declared ``casadi_real`` (float in single precision), then to_float; a ``#define NAME literal``
+    constant (the ADMM loop's ρ rules, Anderson's weights) cast as a literal in an expression is, since it enters
+    expressions."""
+    code = "\n".join(line if line.lstrip().startswith(_NOT_CODE) else _DOUBLE.sub("casadi_real", line)
+                     for line in code.split("\n"))
+    return _DEFINE.sub(lambda m: m[1] + _LITERAL.sub(r"((casadi_real)\1)", m[2]), to_float(code))
 
 
 def libm_name(name, precision):

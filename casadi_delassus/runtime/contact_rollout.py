@@ -2,7 +2,9 @@
 (library.open_sealed, kind "rollout") and ``<name>_rollout_batch`` called on runtime/pool.h's threads in parts of
 PART_WORK environment-steps, and at least PROGRESS_PARTS parts for the progress bar (progress.py; the warm start
 carried between parts, so that the parts are one rollout bit for bit).  The C writes step-first arrays and status
-codes (RawRollouts); simulation/simulate.py and simulate_batch.py make them a Rollout and a BatchRollout.
+codes (RawRollouts); simulation/simulate.py and simulate_batch.py make them a Rollout and a BatchRollout.  A
+single-precision build (manifest ``precision``, issue 33) reads and writes float32 throughout: its inputs converted as
+runtime/inputs.py converts a float function's, its records float32, its tol and max_iter checked by single_options.
 
 Ctrl-C (issue 31): the C runs on a worker thread while the calling thread waits, so that Python's SIGINT handler runs at
 once; it sets a flag that every environment reads before each step (``*stop`` in contact_rollout.c.j2), the C returns
@@ -17,11 +19,12 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from ..contact.result import Options
+from ..contact.result import STEP_OPTIONS, Options
 from ..errors import InputError
 from ..progress import Bar
 from .artifact import BUILT_KINDS
-from .contact_step import DOUBLE_P, INT_P, c_pointer, solver_options
+from .contact_step import DOUBLE_P, FLOAT_P, INT_P, c_pointer, solver_options
+from .inputs import real_array, real_dtype, unit_q
 from .library import entries, open_sealed
 
 FIRST_STOP = 3          # status codes from this one on stop a rollout (contact_rollout.c.j2: nan state, fell, …)
@@ -31,6 +34,12 @@ PART_WORK = 2 ** 16
 # Parts a long rollout is cut into at least, so that its progress bar moves, each of MIN_PART_WORK environment-steps
 # at least (~6 ms of go1: the call and its threads' start stay negligible)
 PROGRESS_PARTS, MIN_PART_WORK = 100, 2 ** 12
+# Single precision (issue 33): the solver's iterations are counted in float (exact up to 2^24); its residuals and
+# steps (m/s) are float32 sums of velocities, resolved to one float32 ulp of a unit velocity at best: a tol below
+# FLT_EPSILON is refused (go1 standing under PD, velocities ~1e-2 m/s: PGS converges to 1e-7 in at most 13 sweeps, not
+# to 1e-8 in 1,000)
+SINGLE_MAX_ITER = 2 ** 24
+SINGLE_TOL_FLOOR = float(np.finfo(np.float32).eps)
 
 
 @dataclass(frozen=True)
@@ -50,12 +59,28 @@ class RawRollouts:
     STATUS: np.ndarray
 
 
-def rollout_options(solver, tol, max_iter, relaxed=False):
+def rollout_options(solver, tol, max_iter, relaxed=False, precision="double"):
     """The C loop's opts[] of a rollout solved by ``solver`` ("admm", "pgs" or "auto") to ``tol``, each value checked
     (solver_options): the exact (De Saxcé) problem, or its convex relaxation when ``relaxed`` (as the step's), ADMM's
-    defaults; "auto" picks the solver per active set in C."""
-    return solver_options(tol, max_iter, "admm" if solver == "auto" else solver, exact=not relaxed,
+    defaults; "auto" picks the solver per active set in C.  In single ``precision`` float32, tol and max_iter
+    checked by single_options."""
+    opts = solver_options(tol, max_iter, "admm" if solver == "auto" else solver, exact=not relaxed,
                           fallback=solver == "auto")
+    return single_options(opts) if precision == "single" else opts
+
+
+def single_options(opts):
+    """opts[] of a single-precision rollout: float32, or an InputError (one line) for a tol below SINGLE_TOL_FLOOR
+    (what no float32 solve reaches: it would stop every rollout "not converged" after max_iter iterations) or a
+    max_iter above SINGLE_MAX_ITER."""
+    tol, max_iter = opts[STEP_OPTIONS.index("tol")], opts[STEP_OPTIONS.index("max_iter")]
+    if tol < SINGLE_TOL_FLOOR:
+        raise InputError(f"tol {tol:g} is below what a float32 solve reaches ({SINGLE_TOL_FLOOR:g}, "
+                         f"precision='single'): use tol >= {SINGLE_TOL_FLOOR:g}, or precision='double'")
+    if max_iter > SINGLE_MAX_ITER:
+        raise InputError(f"max_iter {int(max_iter)} is above what a float32 count holds exactly ({SINGLE_MAX_ITER}, "
+                         "precision='single')")
+    return opts.astype(np.float32)
 
 
 class LoadedRollout:
@@ -68,13 +93,17 @@ class LoadedRollout:
         self.robot, self.contacts = robot, contacts
         self.k = self.contacts.m // 3
         self.auto = solver == "auto"
-        self.opts = rollout_options(solver, tol, max_iter, relaxed)
-        self.body = np.array([c.body for c in self.contacts.constraints], dtype=np.int32)
         self.so = path.with_suffix(".so")
         self.manifest, lib, mapped = open_sealed(path, BUILT_KINDS, "rollout")
+        # float64, or float32 in single precision: every real the C reads and writes (runtime/inputs.py DTYPES)
+        self.dtype = real_dtype(self.manifest)
+        self.precision = self.manifest.get("precision", {"type": "double"})
+        self.opts = rollout_options(solver, tol, max_iter, relaxed, self.precision["type"])
+        self.body = np.array([c.body for c in self.contacts.constraints], dtype=np.int32)
+        real = FLOAT_P if self.dtype == np.float32 else DOUBLE_P
         # n, first, steps; settings, radii, mu, normals, fb; joint_q, continuous, body; opts; stop; WARM and the
         # records; COUNT; threads
-        batch = [*[ctypes.c_int] * 3, *[DOUBLE_P] * 5, *[INT_P] * 3, DOUBLE_P, INT_P, *[DOUBLE_P] * 8, INT_P, INT_P,
+        batch = [*[ctypes.c_int] * 3, *[real] * 5, *[INT_P] * 3, real, INT_P, *[real] * 8, INT_P, INT_P,
                  ctypes.c_int]
         (self._batch,) = entries(lib, mapped, self.so, self.manifest["function"], [("_rollout_batch", batch)])
         # built with lanes (codegen/contact_rollout.py): the lane groups' batch, and their width
@@ -101,14 +130,18 @@ class LoadedRollout:
             raise InputError(f"the linear feedback is for nq = {len(feedback.q_ref)}, nv = {len(feedback.joint_q)}; "
                              f"robot {r.name!r} has nq = {r.nq}, nv = {r.nv}")
         settings = np.array([dt, margin, tau_limit, fall_depth, *normal, height, float(self.auto), baumgarte])
-        ins = [np.ascontiguousarray(x, dtype=float) for x in (settings, radii, mu)]
-        ins.append(None if normals is None else np.ascontiguousarray(normals, dtype=float))
-        ins.append(np.ascontiguousarray(feedback.packed()))
+        ins = [self._reals(name, x) for name, x in (("settings", settings), ("radii", radii), ("mu", mu))]
+        ins.append(None if normals is None else self._reals("normals", normals))
+        ins.append(self._reals("the feedback", feedback.packed()))
         ints = [np.ascontiguousarray(a, dtype=np.int32) for a in (feedback.joint_q, feedback.continuous, self.body)]
-        out = RawRollouts(np.zeros(N, dtype=np.int32), *(np.empty(s) for s in ((T + 1, N, r.nq), (T + 1, N, r.nv),
-                          (T, N, r.nv), (T, N, k), (T, N, k, 3), (T, N), (T, N))), np.empty((T, N), dtype=np.int32))
-        out.Q[0], out.V[0] = Q0, V0
-        warm, stop = np.zeros((N, self.contacts.m)), np.zeros(1, dtype=np.int32)
+        real = self.dtype
+        out = RawRollouts(np.zeros(N, dtype=np.int32), *(np.empty(s, dtype=real) for s in ((T + 1, N, r.nq),
+                          (T + 1, N, r.nv), (T, N, r.nv), (T, N, k), (T, N, k, 3), (T, N), (T, N))),
+                          np.empty((T, N), dtype=np.int32))
+        if real == np.float32:         # q0's unit blocks normalised in float32, as runtime/inputs.py does
+            Q0 = unit_q(self._reals("Q0", Q0), r.q_layout(), "Q0")
+        out.Q[0], out.V[0] = Q0, self._reals("V0", V0)
+        warm, stop = np.zeros((N, self.contacts.m), dtype=real), np.zeros(1, dtype=np.int32)
         ptr = c_pointer
         middle = [*map(ptr, ins), *map(ptr, ints), ptr(self.opts), ptr(stop), ptr(warm)]
         records = [*map(ptr, (out.Q, out.V, out.TAU, out.GAPS, out.FORCES, out.ITS, out.RES, out.STATUS)), ptr(out.count)]
@@ -143,6 +176,16 @@ class LoadedRollout:
             out.TAU[c:, e], out.GAPS[c:, e], out.FORCES[c:, e], out.ITS[c:, e], out.RES[c:, e] = np.nan, np.nan, 0, 0, 0
             out.STATUS[c:, e] = -1
         return out
+
+    def _reals(self, name, x):
+        """``x`` as a contiguous array of the rollout's type; in float32 converted as np.float32(x) rounds
+        (runtime/inputs.py), a finite value beyond float32's range (inf now) an InputError naming ``name``."""
+        with np.errstate(over="ignore"):        # an overflow to inf is refused below, named
+            a = np.ascontiguousarray(real_array(name, x, self.dtype))
+        if self.dtype == np.float32 and np.any(np.isinf(a) & np.isfinite(np.asarray(x, dtype=np.float64))):
+            raise InputError(f"{name} holds values beyond float32's range (±3.4e38): this rollout computes in single "
+                             "precision")
+        return a
 
 
 def interruptible(call, stop):

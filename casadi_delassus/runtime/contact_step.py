@@ -23,15 +23,16 @@ SOLVER_CODES = {"admm": 0, "pgs": 1}        # the C loop's solver codes (templat
 N_INFO = 5
 
 
-DOUBLE_P, INT_P, BYTE_P = (ctypes.POINTER(t) for t in (ctypes.c_double, ctypes.c_int, ctypes.c_ubyte))
+DOUBLE_P, INT_P, BYTE_P, FLOAT_P = (ctypes.POINTER(t) for t in (ctypes.c_double, ctypes.c_int, ctypes.c_ubyte, ctypes.c_float))
 MAX_BATCH = 2 ** 31 - 1     # the C batch entry points count states in an int
 NORMAL_TOL = 1e-9           # |‖n‖ − 1| a contact normal may have
 
 
 def c_pointer(a):
     """An array as the C functions' pointer: int for int32 arrays, unsigned char for uint8 ones (an active-set mask),
-    else double (None: NULL)."""
-    return None if a is None else a.ctypes.data_as({np.dtype(np.int32): INT_P, np.dtype(np.uint8): BYTE_P}.get(a.dtype, DOUBLE_P))
+    float for float32 ones (a single-precision rollout's), else double (None: NULL)."""
+    return None if a is None else a.ctypes.data_as({np.dtype(np.int32): INT_P, np.dtype(np.uint8): BYTE_P,
+                                                    np.dtype(np.float32): FLOAT_P}.get(a.dtype, DOUBLE_P))
 
 
 # -- the checks of what a step is handed (shared by the step, its batch and its derivatives) --------------------------

@@ -47,6 +47,7 @@ import casadi as ca
 import numpy as np
 import numpy.typing as npt
 
+from ..codegen.precision import check as check_precision
 from ..constraints import ConstraintSet
 from ..errors import InputError
 from ..model import Robot, RobotLike
@@ -245,7 +246,9 @@ def free_step(robot):
 
 # What the compiled step's build takes from simulate's **build_options, the per-step step (contact_step) and the C
 # rollout (stepping/rollout.py CompiledRollout) alike: each one works on both routes
-BUILD_OPTIONS = ("out_dir", "cflags", "cc", "delassus", "name", "linear_solve", "relaxed")
+BUILD_OPTIONS = ("out_dir", "cflags", "cc", "delassus", "name", "linear_solve", "relaxed", "precision")
+# what the C rollout of a linear feedback takes alone (issue 33: single precision), not the per-step loop's step
+ROLLOUT_ONLY = ("precision",)
 
 
 def compiled_steps(solver="admm", tol=Options.tol, max_iter=Options.max_iter, **build_options):
@@ -270,13 +273,14 @@ def compiled_steps(solver="admm", tol=Options.tol, max_iter=Options.max_iter, **
     from ..contact.step import check_contacts
     factory.check = check_contacts        # refuses what the step cannot take before the first step
     factory.rollout = _rollout_builder(solver, tol, max_iter, build_options)
+    factory.precision = check_precision(build_options.get("precision", "double"))
     return factory
 
 
 def _compiled_step(robot, specs, mu, frame, solver, tol, max_iter, build_options):
     """compiled_steps's step (and its ``batch``) for every candidate of ``specs``: one contact_step build."""
     from ..stepping.contact import contact_step
-    s = contact_step(robot, specs, solver=solver, mu=mu, **build_options)
+    s = contact_step(robot, specs, solver=solver, mu=mu, **{k: v for k, v in build_options.items() if k not in ROLLOUT_ONLY})
     normals = step_normals(frame, len(specs))
 
     def step(q, v, tau, dt, lam0=None, gap=None, active=None):
@@ -301,26 +305,47 @@ def step_normals(frame, k):
 
 
 def _rollout_builder(solver, tol, max_iter, build_options):
-    """``rollout(scene, q0, lanes=1)``: the scene's compiled rollout (stepping/rollout.py) for a linear feedback, built
-    once per robot, friction points, candidate positions and ``lanes`` (1, "auto" or a power of two: SIMD lane groups,
-    issue 33)."""
+    """``rollout(scene, q0, lanes=1, measured_on=None)``: the scene's compiled rollout (stepping/rollout.py) for a
+    linear feedback, built once per robot, friction points, candidate positions and ``lanes`` (1, "auto" or a power of
+    two: SIMD lane groups, issue 33); a single-precision one measures its error at build on ``measured_on``
+    (measured_on())."""
     built = {}
 
-    def rollout(scene, q0, lanes=1):
+    def rollout(scene, q0, lanes=1, measured_on=None):
         from ..stepping.rollout import CompiledRollout
         key = (scene.robot, tuple(scene.specs(q0)), scene._positions, lanes)
         if key not in built:
             built[key] = CompiledRollout(scene.robot, key[1], scene._positions, solver, tol, max_iter, lanes=lanes,
-                                         **build_options)
+                                         measured_on=measured_on, **build_options)
         return built[key]
     return rollout
 
 
-def c_rollouts(scene, compiled, Q0, V0, n, dt, feedback, tau_limit, threads=None, baumgarte=0.0):
-    """The RawRollouts of ``compiled`` (a CompiledRollout of ``scene``) from each row of (Q0, V0) for n steps."""
+def measured_on(scene, Q0, V0, dt, feedback, tau_limit, baumgarte):
+    """What a single-precision C rollout built for this call measures its error on (stepping/rollout.py MeasuredOn):
+    its first ROLLOUT_ENVIRONMENTS environments (verify/precision.py) for ROLLOUT_STEPS steps of ``dt``, one environment
+    per thread (lanes=1)."""
+    from ..stepping.rollout import MeasuredOn
+    from ..verify.precision import ROLLOUT_ENVIRONMENTS, ROLLOUT_STEPS
+    Q, V = Q0[:ROLLOUT_ENVIRONMENTS], V0[:ROLLOUT_ENVIRONMENTS]
+    return MeasuredOn(lambda compiled: c_rollouts(scene, compiled, Q, V, ROLLOUT_STEPS, dt, feedback, tau_limit,
+                                                  baumgarte=baumgarte, lanes=1), ROLLOUT_STEPS, dt)
+
+
+def per_step_precision(factory):
+    """An InputError when ``factory`` builds single precision, which the C rollout of a linear feedback alone computes
+    (the per-step loop's step is double)."""
+    if getattr(factory, "precision", "double") != "double":
+        raise InputError(f"precision={factory.precision!r} runs the C rollout only: give a LinearFeedback "
+                         "(cd.pd_controller) on the compiled step")
+
+
+def c_rollouts(scene, compiled, Q0, V0, n, dt, feedback, tau_limit, threads=None, baumgarte=0.0, lanes=None):
+    """The RawRollouts of ``compiled`` (a CompiledRollout of ``scene``) from each row of (Q0, V0) for n steps
+    (``lanes``: LoadedRollout's)."""
     return compiled(Q0, V0, n, dt, feedback, scene.normal, scene.height, [c.radius for c in scene.candidates], scene.mu,
                     scene.margin, tau_limit, FALL_DEPTH, step_normals(scene.frame, len(scene.candidates)), threads,
-                    baumgarte)
+                    baumgarte, lanes)
 
 
 def candidate_step(scene, factory, q0):
@@ -570,8 +595,11 @@ def run(scene, q0, v0, T, dt, controller=None, step_factory=None, baumgarte=BAUM
     baumgarte, tau_limit = check_settings(baumgarte, tau_limit)
     factory = step_factory or compiled_steps()
     if isinstance(controller, LinearFeedback) and hasattr(factory, "rollout"):
-        return _rollout(scene, dt, c_rollouts(scene, factory.rollout(scene, q), q[None], v[None], n, dt, controller,
-                                              tau_limit, baumgarte=baumgarte))
+        built = factory.rollout(scene, q, measured_on=measured_on(scene, q[None], v[None], dt, controller, tau_limit,
+                                                                   baumgarte))
+        return _rollout(scene, dt, c_rollouts(scene, built, q[None], v[None], n, dt, controller, tau_limit,
+                                              baumgarte=baumgarte))
+    per_step_precision(factory)
     step, free = candidate_step(scene, factory, q), free_step(robot)
     warm, rec, gaps = np.zeros((len(scene.candidates), 3)), _Recorder(q, v), scene.gaps(q)
     for k in counted(n, "steps"):

@@ -19,7 +19,7 @@ from ..progress import counted
 from ..runtime.batch import check_threads
 from .simulate import (BAUMGARTE, COLD, CONTROLLER, FALL_DEPTH, FELL, FREE, NAN_STATE, NOT_CONVERGED, OK, ROLLOUT_STATUSES,
                        LinearFeedback, Trajectory, c_rollouts, candidate_step, check_settings, compiled_steps, free_step,
-                       gap_term, numbers, record_bytes, step_count, unit_q0)
+                       gap_term, measured_on, numbers, per_step_precision, record_bytes, step_count, unit_q0)
 
 STOPPED = ""          # the status of an environment after the step that stopped it
 
@@ -92,14 +92,17 @@ def run_batch(scene, Q0, V0, T, dt, controller=None, step_factory=None, tau_limi
     dt under ``controller(t, Q, V) -> N x nv``, Baumgarte's β = ``baumgarte``; returns a BatchRollout.  A
     LinearFeedback on the compiled step runs all of it in C (contact/rollout.py's batch entry point on ``threads``
     threads; None: the single entry point, environment after environment), ``lanes`` environments per SIMD lane group
-    (issue 33: 1, "auto" the CPU's vector width, or a power of two; codegen/contact_rollout.py)."""
+    (issue 33: 1, "auto" the CPU's vector width, or a power of two; codegen/contact_rollout.py); a factory with
+    precision="single" runs it in float32 (that C rollout only), its build measured on this call's first
+    environments (simulate.py measured_on)."""
     robot = scene.robot
     Q, V, n, threads = _inputs(scene, Q0, V0, T, dt, threads)
     baumgarte, tau_limit = check_settings(baumgarte, tau_limit)
     factory = step_factory or compiled_steps()
     if isinstance(controller, LinearFeedback) and hasattr(factory, "rollout"):
-        return _from_raw(scene, dt, c_rollouts(scene, factory.rollout(scene, Q[0], lanes), Q, V, n, dt, controller, tau_limit,
-                                               threads, baumgarte))
+        built = factory.rollout(scene, Q[0], lanes, measured_on(scene, Q, V, dt, controller, tau_limit, baumgarte))
+        return _from_raw(scene, dt, c_rollouts(scene, built, Q, V, n, dt, controller, tau_limit, threads, baumgarte))
+    per_step_precision(factory)
     if lanes != 1:
         raise InputError(f"lanes={lanes!r} runs the C rollout only: give a LinearFeedback (cd.pd_controller) on the "
                          "compiled step")

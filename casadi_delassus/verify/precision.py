@@ -124,3 +124,48 @@ def measurer(robot, constraints, samples=SAMPLES, seed=BUILD_SEED):
         return measure_bound(single, sx_outputs(sx_function, single.manifest),
                              random_samples(single, robot, constraints, samples, seed), seed)
     return measure
+
+
+# -- rollouts (issue 33): a single-precision C rollout against the same rollout in double --------------------------
+ROLLOUT_STEPS = 1000          # steps the build measures over
+ROLLOUT_ENVIRONMENTS = 4      # environments it measures (the first of the call that builds it)
+ROLLOUT_HORIZONS = (1, 10, 100, 1000)     # the error within the first steps of these counts, recorded beside
+ROLLOUT_RELATIVE_TO = "max |double q| and max |double v| over each environment's steps (q and v apart)"
+
+
+def rollout_errors(double, single, steps=None, names=("Q", "V")):
+    """Per environment, the worst of max |q32 − q64| / max |q64| and the same of v (``names``: RawRollouts' fields)
+    over the steps ``single`` and ``double`` (RawRollouts, runtime/contact_rollout.py) both recorded (the first
+    ``steps`` states only, given), the scales over every state of the double rollout (float64 arithmetic); inf where
+    their step counts or last statuses differ (one stopped where the other did not, or for another reason; "ok" and
+    "free" may differ on the way, where a gap near the activation margin is rounded across it) or a state is not
+    finite in one of them only."""
+    out = []
+    for e in range(len(double.count)):
+        n = int(double.count[e])
+        if n != int(single.count[e]) or (n and double.STATUS[n - 1, e] != single.STATUS[n - 1, e]):
+            out.append(np.inf)
+            continue
+        worst = 0.0
+        for name in names:
+            ref, val = (np.asarray(getattr(r, name)[:n + 1, e], np.float64) for r in (double, single))
+            if not np.array_equal(np.isnan(ref), np.isnan(val)):
+                worst = np.inf
+                continue
+            scale = np.nanmax(np.abs(ref), initial=0.0)
+            upto = slice(None) if steps is None else slice(0, steps + 1)
+            diff = np.nanmax(np.abs(val[upto] - ref[upto]), initial=0.0)
+            worst = max(worst, diff / scale if scale > 0 else 0.0 if diff == 0 else np.inf)
+        out.append(worst)
+    return np.array(out)
+
+
+def rollout_record(double, single, steps, dt):
+    """The manifest's ``precision`` entries of a single-precision rollout measured against its double twin
+    (``double`` and ``single``: RawRollouts of the same environments, ``steps`` steps of ``dt``): record()'s
+    keys over the environments (rollout_errors), then the steps, dt and the largest error within the first steps of
+    each ROLLOUT_HORIZONS count (how it grows), and q's and v's largest errors apart."""
+    return record(rollout_errors(double, single), None) | {
+        "relative_to": ROLLOUT_RELATIVE_TO, "steps": int(steps), "dt": float(dt),
+        "outputs": {name.lower(): float(rollout_errors(double, single, names=(name,)).max()) for name in ("Q", "V")},
+        "growth": {str(h): float(rollout_errors(double, single, h).max()) for h in ROLLOUT_HORIZONS if h <= steps}}

@@ -9,7 +9,7 @@ import numpy as np
 import pytest
 
 import casadi_delassus as cd
-from casadi_delassus.codegen.precision import to_float
+from casadi_delassus.codegen.precision import hand_written_to_float, to_float
 from casadi_delassus.errors import DelassusError, InputError
 from casadi_delassus.verify import precision
 
@@ -233,3 +233,34 @@ def test_every_float_lane_count_agrees(lanes, out_dir):
     single = np.array([f32(q) for q in Q])
     assert max(rel(D[i], single[i]) for i in range(len(Q))) <= FLOAT_ULPS_45
     assert max(rel(D[i], f64(Q[i])) for i in range(len(Q))) <= precision.CHECK_FACTOR * f32.precision["max_rel_error"]
+
+
+def test_hand_written_to_float_declares_casadi_real_and_casts_constants():
+    """The rollout's templates in float (issue 33): double declared casadi_real (sizeof too), literals and libm calls as
+    to_float, a #define of a floating constant cast (it enters expressions), other preprocessor lines and comments
+    kept."""
+    code = ("#define RHO_CLIP 1e6\n#define CD_MW (3 * CD_M)\n/* double 2.5 */\n"
+            "static double f(const double *x) { return sqrt(x[0]) * 0.5 + sizeof(double); }")
+    assert hand_written_to_float(code).split("\n") == [
+        "#define RHO_CLIP ((casadi_real)1e6)", "#define CD_MW (3 * CD_M)", "/* double 2.5 */",
+        "static casadi_real f(const casadi_real *x) { return sqrtf(x[0]) * ((casadi_real)0.5) + sizeof(casadi_real); }"]
+
+
+def test_rollout_errors_scale_by_the_double_states_and_flag_other_stops():
+    """rollout_errors: max |single − double| over the steps per environment relative to the double states' largest
+    magnitude, q and v apart, the worse of them; inf where one environment stopped at another step or with another
+    status."""
+    from casadi_delassus.runtime.contact_rollout import RawRollouts
+    T, N = 3, 2
+    Q = np.ones((T + 1, N, 2))
+    V = np.full((T + 1, N, 2), 0.5)
+    raw = lambda Q, V, count, status: RawRollouts(np.array(count), Q, V, *(np.zeros(0),) * 5, np.array(status))  # noqa: E731
+    double = raw(Q, V, [T, T], np.zeros((T, N), dtype=int))
+    V2 = V.copy()
+    V2[2, 0, 1] += 1e-3
+    assert np.allclose(precision.rollout_errors(double, raw(Q, V2, [T, T], np.zeros((T, N), dtype=int))), [2e-3, 0])
+    assert list(precision.rollout_errors(double, raw(Q, V2, [T, T], np.zeros((T, N), dtype=int)), steps=1)) == [0, 0]
+    status = np.zeros((T, N), dtype=int)
+    status[-1, 1] = 3
+    assert list(precision.rollout_errors(double, raw(Q, V, [T, T], status))) == [0, np.inf]
+    assert list(precision.rollout_errors(double, raw(Q, V, [T, 1], np.zeros((T, N), dtype=int)))) == [0, np.inf]
