@@ -27,10 +27,15 @@ def go1():
     return cd.load_robot("go1")
 
 
+# The sixteen-mode library takes one algorithm: "auto" traces seven per mode (13 of the fixture's 19 s);
+# test_auto_picks_per_mode_as_generate_does checks "auto" on two feet.
+ALGORITHM = "pv_osim"
+
+
 @pytest.fixture(scope="module")
 def go1_lib(tmp_path_factory):
-    """go1 4F3 (registry scenario), algorithm auto, every mode, from an empty cache on all cores."""
-    return library("go1", "4F3", "auto", out_dir=tmp_path_factory.mktemp("lib"))
+    """go1 4F3 (registry scenario), every mode, from an empty cache on all cores."""
+    return library("go1", "4F3", ALGORITHM, out_dir=tmp_path_factory.mktemp("lib"))
 
 
 def test_go1_sixteen_modes_match_reference_and_direct_function(go1_lib, go1):
@@ -47,8 +52,8 @@ def test_go1_sixteen_modes_match_reference_and_direct_function(go1_lib, go1):
 
 
 def test_full_mode_equals_generate_of_the_scenario(go1_lib, go1, out_dir):
-    f = cd.generate(go1, "4F3", "auto", out_dir=out_dir)
-    assert go1_lib.modes[0xF]["algorithm"] == f.manifest["auto"]["chosen"]
+    f = cd.generate(go1, "4F3", ALGORITHM, out_dir=out_dir)
+    assert go1_lib.modes[0xF]["algorithm"] == ALGORITHM
     assert go1_lib.modes[0xF]["instructions"] == f.op_count["instructions"]
     rng = np.random.default_rng(2)
     for _ in range(20):
@@ -86,10 +91,24 @@ def test_batches_per_mode(go1_lib, go1):
 
 def test_rerun_takes_every_mode_from_the_cache(go1_lib):
     m = go1_lib.manifest
-    again = library("go1", "4F3", "auto", out_dir=go1_lib.manifest_path.parents[3], jobs=1)
+    again = library("go1", "4F3", ALGORITHM, out_dir=go1_lib.manifest_path.parents[3], jobs=1)
     assert again.manifest["build"] == dict(again.manifest["build"], built=0, reused=15)
     assert [md["manifest_sha256"] for md in again.manifest["modes"][1:]] == \
         [md["manifest_sha256"] for md in m["modes"][1:]]
+
+
+def test_auto_picks_per_mode_as_generate_does(go1, tmp_path):
+    """algorithm "auto": each mode's function is the one cd.generate's "auto" picks for that mode's constraints
+    (the fewest instructions), with its instruction count; the library's values equal the reference."""
+    two = FEET[:2]
+    lib = library("go1", two, "auto", out_dir=tmp_path / "lib", cflags=("-O0",), jobs=1, quiet=True)
+    for mask in (0b01, 0b11):
+        specs = [s for i, s in enumerate(two) if mask >> i & 1]
+        f = cd.generate(go1, specs, "auto", out_dir=tmp_path / "direct", cflags=("-O0",))
+        assert lib.modes[mask]["algorithm"] == f.manifest["auto"]["chosen"]
+        assert lib.modes[mask]["instructions"] == f.op_count["instructions"]
+    checks = check_library(lib, go1, samples=5)
+    assert all(c.passed for c in checks), [(c.name, c.reference, c.direct) for c in checks]
 
 
 def close(a, b, tol):
@@ -134,7 +153,7 @@ def test_package_make_example_switches_modes_and_c_dispatcher_matches(go1_lib, g
     written = {p.relative_to(pkg).as_posix() for p in write_library_package(pkg, go1_lib.manifest_path)}
     name = go1_lib.name
     assert {f"{name}.c", f"{name}.h", f"{name}.json", "Makefile", "CMakeLists.txt", "README.md", "main.c",
-            "modes/m5/auto.c", "modes/mf/auto.h"} <= written
+            f"modes/m5/{ALGORITHM}.c", f"modes/mf/{ALGORITHM}.h"} <= written
     r = subprocess.run(["make", "-j2", "CD_OPT=-O0"], cwd=pkg, capture_output=True, text=True, timeout=600)
     assert r.returncode == 0, r.stderr[-2000:]
     assert (pkg / f"lib{name}.a").is_file() and (pkg / f"lib{name}.so").is_file()
