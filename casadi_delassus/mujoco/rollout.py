@@ -23,7 +23,7 @@ from ..mujoco_model.model import MujocoModel
 from ..mujoco_model.rollout_parts import rollout_parts
 from ..names import shown
 from ..runtime.compiler import find_compiler
-from ..runtime.mujoco_rollout import CompiledRollout
+from ..runtime.mujoco_rollout import DIVERGED, MAX_ITERATIONS, CompiledRollout
 
 DEFAULT_OUT = Path("codegen_out")
 _LOADED: dict[tuple, CompiledRollout] = {}   # (fingerprint, out_dir, cc) -> CompiledRollout (this process)
@@ -131,8 +131,8 @@ def _nthread(mujoco, data):
 def _warn(status):
     """MuJoCo's warning behaviour: a RuntimeWarning naming the trajectories that diverged (their remaining rows repeat
     the last state) or whose solve stopped at its iteration limit."""
-    for code, what in ((2, "diverged (a NaN or a value beyond 1e10: the remaining states repeat the last one)"),
-                       (1, "had a constraint solve stop at its iteration limit")):
+    for code, what in ((DIVERGED, "diverged (a NaN or a value beyond 1e10: the remaining states repeat the last one)"),
+                       (MAX_ITERATIONS, "had a constraint solve stop at its iteration limit")):
         bad = np.flatnonzero(status == code)
         if len(bad):
             warnings.warn(f"mujoco_rollout: trajectories {bad[:8].tolist()}{' ...' if len(bad) > 8 else ''} {what}",

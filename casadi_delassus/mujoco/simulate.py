@@ -32,6 +32,7 @@ from ..progress import counted, silenced
 from ..simulation.simulate import Rollout, step_count
 from ..simulation.simulate import simulate as simulate_robot
 from ..simulation.rollout_io import pyplot, save_figure, side_legend, write_atomic
+from ..runtime.mujoco_rollout import DIVERGED, MAX_ITERATIONS
 from .rollout import DEFAULT_OUT, _compiled, mujoco_rollout
 
 
@@ -246,10 +247,10 @@ def simulate_steps(model, T, controller=None, qpos=None, qvel=None, dt=None, key
         out, sens, status = compiled.run(state, warm, u.reshape(1, 1, -1), 1, 1, False, next_warm)
         ctrls.append(u)
         sensors.append(sens[0, 0])
-        if status[0] == 2:
+        if status[0] == DIVERGED:
             diverged = True
             break
-        capped += [k] if status[0] == 1 else []
+        capped += [k] if status[0] == MAX_ITERATIONS else []
         state, (warm, next_warm) = np.ascontiguousarray(out[:, 0]), (next_warm, warm)
         states.append(state[0])
     if capped:
