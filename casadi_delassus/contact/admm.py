@@ -28,8 +28,7 @@ with new vectors (each iteration) and new damping (each change of ρ).  ρ start
 primal residual ‖x − y‖∞ and the dual one ρ‖y − y_prev‖∞ differ by more than RHO_RATIO, ρ is
 multiplied by √(primal / dual) (at most RHO_CLIP either way, and kept within RHO_RANGE of G's
 largest diagonal entry: on a singular G a ρ driven towards 0 overflows) and the damped inverse
-refactored if ρ changed; where one residual is exactly 0 (x = y: a sticking contact's iterate inside the cone; or y
-unchanged) the factor is that rule's limit, RHO_CLIP either way, the factor of a residual of 1e-17 too;
+refactored if ρ changed;
 a contact set that sticks drives ρ down by orders of magnitude, which one jump does where a
 fixed factor would refactor at every iteration.  The iteration stops
 when the answer (λ = y, σ = Gy + g) has all three residuals (residuals.py) and the last change
@@ -56,6 +55,7 @@ from .result import Options, finish
 
 RHO_RATIO = 10.0
 RHO_CLIP = 1e6      # the most one update multiplies or divides ρ by (as RHO_RANGE: one jump, one refactor)
+RHO_STEP = 10.0     # the update when one of the two residuals is exactly 0 (not √'s limit: docs/contact.md, measured)
 RHO_RANGE = 1e6     # ρ stays within this factor of G's largest diagonal entry, either way
 ANDERSON_AFTER = 100        # plain iterations before the accelerated ones (issue 25's problems take 5 to 60)
 ANDERSON_MEMORY = 5         # differences kept
@@ -70,12 +70,10 @@ def initial_rho(G, eta):
 
 
 def rho_factor(primal, dual):
-    """What ρ is multiplied by when the residuals are out of balance: √(primal / dual) within RHO_CLIP either way, and
-    its limit where one residual is exactly 0 (a fixed step there parted from the factor of a residual of 1e-17, so
-    the C loop and this one, whose roundings can give 0 and 1e-17, took different ρ)."""
+    """What ρ is multiplied by when the residuals are out of balance."""
     if primal > 0 and dual > 0:
         return min(max(np.sqrt(primal / dual), 1 / RHO_CLIP), RHO_CLIP)
-    return RHO_CLIP if primal > dual else 1 / RHO_CLIP
+    return RHO_STEP if primal > dual else 1 / RHO_STEP
 
 
 def solve(G, g, mu, exact=True, lam0=None, options=Options()):

@@ -10,7 +10,6 @@ import numpy as np
 import pytest
 
 from casadi_delassus.contact import SOLVERS, pgs_then_admm
-from casadi_delassus.contact.admm import balance as admm_balance
 from casadi_delassus.contact.result import STATUS, STATUS_CODES, STEP_OPTIONS, Options
 from casadi_delassus import contact_step
 from casadi_delassus.runtime.contact_step import solver_options
@@ -61,8 +60,8 @@ def _problem(seed):
     return A @ A.T + 0.1 * np.eye(3), np.r_[rng.normal(size=2), -abs(rng.normal()) - 0.1], np.array([0.6])
 
 
-# seed 4 meets a primal residual of exactly 0 in NumPy (1e-17 in C) at iteration 2: test_a_zero_residual_... below; at
-# tol = 1e-4 its loose answers still differ by 1e-9 (the same iterations), beyond this test's rtol
+# seed 4 is left out: its ADMM meets a primal residual of exactly 0 at iteration 2, where admm.rho_factor jumps (÷10 at
+# 0, ÷1e6 at 1e-17), so C and NumPy part there by rounding alone (the jump is kept: docs/contact.md measures both fixes)
 SEEDS = (0, 1, 2, 3, 5, 6)
 # each option away from its default, to a value that changes the solve of _problem (checked below)
 CHANGES = [("admm", dict(tol=1e-4)), ("admm", dict(max_iter=3)), ("admm", dict(rho=0.05)), ("admm", dict(eta=0.3)),
@@ -90,28 +89,6 @@ def test_each_option_reaches_the_c_loop(steps, solver, change, exact):
     finally:
         s.exact = True
     assert changed, "the change does not show on these problems: the test could not see it misread"
-
-
-@pytest.mark.parametrize("exact", [True, False])
-@pytest.mark.parametrize("change", [{}, dict(max_iter=3), dict(eta=0.3)])
-def test_a_zero_residual_takes_the_same_rho_in_c_and_numpy(steps, monkeypatch, exact, change):
-    """Seed 4's ADMM meets a primal residual of exactly 0 in NumPy where the C's rounding leaves 1e-17: both update ρ
-    by admm.rho_factor's limit there, so they take the same iterations to the same λ (a fixed ÷10 at 0 against ÷1e6 at
-    1e-17 parted them: 99 against 96 iterations, λ 0.19 apart after 3)."""
-    from casadi_delassus.contact import admm
-    G, g, mu = _problem(4)
-    seen = []
-    monkeypatch.setattr(admm, "balance", lambda *a: seen.append(admm_balance(*a)) or seen[-1])
-    ref = admm.solve(G, g, mu, exact=exact, options=dataclasses.replace(Options(), **change))
-    assert any(primal == 0 < dual for primal, dual in seen), "the case no longer meets a zero residual"
-    s = steps["admm"]
-    s.exact = exact
-    try:
-        c = s.solve_problem(G, g, mu, **change)
-    finally:
-        s.exact = True
-    assert (c.iterations, c.status) == (ref.iterations, ref.status)
-    assert np.allclose(c.lam, ref.lam, rtol=1e-9, atol=1e-12)
 
 
 def test_the_defaults_are_checked_once():
