@@ -8,6 +8,7 @@ import click
 import numpy as np
 
 from .. import api
+from ..codegen.contact_step import LINEAR_SOLVES
 from ..contact.result import Options
 from ..simulation.simulate import BAUMGARTE
 from ..errors import InputError, OutputError
@@ -40,6 +41,10 @@ from .options import (ROBOT_HELP, base_opt, contact_candidates, contact_opts, fl
               help="the compiled contact step, or the NumPy reference step")
 @click.option("--baumgarte", default=BAUMGARTE, show_default=True, type=float,
               help="gap stabilisation β in [0, 1]: a penetration closes by β of its depth a step (0: off)")
+@click.option("--linear-solve", type=click.Choice(LINEAR_SOLVES), default=None,
+              help="ADMM's (G + rho I)^-1 in the compiled step and its C rollout: G's dense LDL^T, the staged "
+                   "matrix-free damped inverse, or the fewer instructions (codegen/contact_step.py step_parts; "
+                   "default: the C rollout's dense, the per-step step's auto)")
 @click.option("--tol", default=Options.tol, show_default=True, type=float, help="solver tolerance (N·s)")
 @click.option("--max-iter", default=Options.max_iter, show_default=True, type=click.IntRange(min=1))
 @click.option("-o", "--out", "out_dir", default="simulate_out", show_default=True,
@@ -49,7 +54,7 @@ from .options import (ROBOT_HELP, base_opt, contact_candidates, contact_opts, fl
 @click.option("--ctrl", default=None, metavar="u1,u2,…", help="MJCF models: constant actuator controls (default 0)")
 @click.option("--keyframe", default=None, metavar="NAME|INDEX", help="MJCF models: start from this keyframe")
 def simulate(robot, fixed_base, contacts, scenario, duration, dt, q0, drop, kp, kd, gains_file, mu, normal, height, solver, step_kind,
-             baumgarte, tol, max_iter, out_dir, build_dir, ctrl, keyframe):
+             baumgarte, linear_solve, tol, max_iter, out_dir, build_dir, ctrl, keyframe):
     """Step ROBOT through time on the contact step (PD control to q0) and write its trajectory
     and contact forces (CSV), then a figure; exits 1 when the rollout stopped early, 130 when Ctrl-C
     stopped it (the files hold what was computed), 2 on bad input (nothing written) or when a file
@@ -71,6 +76,8 @@ def simulate(robot, fixed_base, contacts, scenario, duration, dt, q0, drop, kp, 
     start = q if drop is None else sim.place(scene, q, drop)
     controller = sim.pd_controller(robot, q, kp, kd) if (kp.any() or kd.any()) else None
     build = {"out_dir": build_dir} if step_kind == "compiled" else {}
+    if linear_solve is not None:        # the reference step refuses it (simulation/simulate.py factory)
+        build["linear_solve"] = linear_solve
     r = sim.run(scene, start, np.zeros(robot.nv), duration, dt, controller,
                 sim.factory(step_kind, solver, tol, max_iter, **build), baumgarte)
     h = r.base_height()
@@ -84,7 +91,7 @@ def simulate(robot, fixed_base, contacts, scenario, duration, dt, q0, drop, kp, 
 
 # what an MJCF model states in its own file (cd.mujoco_rollout reads it), and what only an MJCF run takes
 MJCF_OWN = {"--contact", "--scenario", "--dt", "--drop", "--kp", "--kd", "--gains", "--mu", "--normal", "--height", "--solver",
-            "--step", "--baumgarte", "--tol", "--max-iter", "--fixed-base/--floating-base"}
+            "--step", "--baumgarte", "--linear-solve", "--tol", "--max-iter", "--fixed-base/--floating-base"}
 MJCF_ONLY = {"--ctrl", "--keyframe"}
 
 

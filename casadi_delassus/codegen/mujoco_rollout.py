@@ -13,6 +13,7 @@ import numpy as np
 from ..runtime.compiler import find_compiler
 from ..runtime import artifact
 from ..runtime.door import POOL
+from ..runtime.mujoco_rollout import STATUS_CODES
 from ..version import __version__
 from .build import AUTO_LEVELS, Units, auto_context, build_cached, resolve_cflags
 from .emit import TEMPLATES, casadi_source
@@ -90,7 +91,7 @@ def render(model, parts, name):
         njnt=m.njnt, timestep=float(m.opt.timestep), tolerance=max(float(m.opt.tolerance), 1e-13), implicit_damping=int(parts.implicit_damping), rk4=int(parts.integrator == "rk4"), implicitfast=int(parts.integrator == "implicitfast"), row_type=pad(parts.row_type),
         row_fl=pad(parts.row_frictionloss), row_cone=pad(parts.row_cone), row_scale=pad(parts.row_scale), slot_margin=pad(parts.slot_margin),
         casadi_entries=[f.name() for f in (fwd, *others)], pairs=parts.pairs, reach=pad([ps.reach for ps in layout.pairs]), joints=parts.joints, damping=parts.damping,
-        dof_parent=[int(x) for x in m.dof_parentid], tree=_ancestors(m.dof_parentid),
+        dof_parent=[int(x) for x in m.dof_parentid], tree=_ancestors(m.dof_parentid), statuses=STATUS_CODES,
         **_mesh_tables(parts), **sizes)
     return text, max(f.n_instructions() for f in (fwd, *others))
 

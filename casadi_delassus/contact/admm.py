@@ -55,7 +55,7 @@ from .result import Options, finish
 
 RHO_RATIO = 10.0
 RHO_CLIP = 1e6      # the most one update multiplies or divides ρ by (as RHO_RANGE: one jump, one refactor)
-RHO_STEP = 10.0     # the update when one of the two residuals is exactly 0
+RHO_STEP = 10.0     # the update when one of the two residuals is exactly 0 (not √'s limit: docs/contact.md, measured)
 RHO_RANGE = 1e6     # ρ stays within this factor of G's largest diagonal entry, either way
 ANDERSON_AFTER = 100        # plain iterations before the accelerated ones (issue 25's problems take 5 to 60)
 ANDERSON_MEMORY = 5         # differences kept

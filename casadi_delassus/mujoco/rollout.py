@@ -23,7 +23,7 @@ from ..mujoco_model.model import MujocoModel
 from ..mujoco_model.rollout_parts import rollout_parts
 from ..names import shown
 from ..runtime.compiler import find_compiler
-from ..runtime.mujoco_rollout import CompiledRollout
+from ..runtime.mujoco_rollout import DIVERGED, MAX_ITERATIONS, CompiledRollout
 
 DEFAULT_OUT = Path("codegen_out")
 _LOADED: dict[tuple, CompiledRollout] = {}   # (fingerprint, out_dir, cc) -> CompiledRollout (this process)
@@ -131,12 +131,12 @@ def _nthread(mujoco, data):
 def _warn(status):
     """MuJoCo's warning behaviour: a RuntimeWarning naming the trajectories that diverged (their remaining rows repeat
     the last state) or whose solve stopped at its iteration limit."""
-    for code, what in ((2, "diverged (a NaN or a value beyond 1e10: the remaining states repeat the last one)"),
-                       (1, "had a constraint solve stop at its iteration limit")):
+    for code, what in ((DIVERGED, "diverged (a NaN or a value beyond 1e10: the remaining states repeat the last one)"),
+                       (MAX_ITERATIONS, "had a constraint solve stop at its iteration limit")):
         bad = np.flatnonzero(status == code)
         if len(bad):
             warnings.warn(f"mujoco_rollout: trajectories {bad[:8].tolist()}{' ...' if len(bad) > 8 else ''} {what}",
-                          RuntimeWarning, stacklevel=3)
+                          RuntimeWarning, stacklevel=4)      # mujoco_rollout's caller
 
 
 def mujoco_rollout(model: Any, data: Any, initial_state: npt.ArrayLike, control: npt.ArrayLike | None = None, *,
@@ -148,6 +148,15 @@ def mujoco_rollout(model: Any, data: Any, initial_state: npt.ArrayLike, control:
     sensordata nbatch x nstep x nsensordata) on the compiled C of ``model`` (docs/mujoco.md).  ``skip_checks``,
     ``chunk_size`` and ``persistent_pool`` are accepted and change nothing (every call is checked; the threads
     are the package's one pool, runtime/pool.h, kept between calls); ``out_dir``/``cc``: where and with what the C is compiled."""
+    return rollout_status(model, data, initial_state, control, control_spec=control_spec, nstep=nstep,
+                          initial_warmstart=initial_warmstart, state=state, sensordata=sensordata, out_dir=out_dir,
+                          cc=cc, report=_warn)[:2]
+
+
+def rollout_status(model, data, initial_state, control=None, *, control_spec=None, nstep=None, initial_warmstart=None,
+                   state=None, sensordata=None, out_dir=DEFAULT_OUT, cc=None, report=None):
+    """``mujoco_rollout``'s call → (state, sensordata, status per trajectory: runtime/mujoco_rollout.py's codes),
+    ``report(status)`` called (None: nothing) before ``state``/``sensordata`` are written."""
     mujoco = mujoco_module()
     import mujoco.rollout as mr
     control_spec = int(mujoco.mjtState.mjSTATE_CTRL) if control_spec is None else control_spec
@@ -195,11 +204,12 @@ def mujoco_rollout(model: Any, data: Any, initial_state: npt.ArrayLike, control:
     if not with_ctrl and m.nu:          # the C reads ctrl first: zeros where control_spec leaves it out
         u = np.ascontiguousarray(np.concatenate([np.zeros((nbatch, nstep, m.nu)), u], axis=2))
     states, sensors, status = compiled.run(state0, warm0, u, nstep, nthread, with_qfrc)
-    _warn(status)
+    if report is not None:
+        report(status)
     if out_state is not None:
         out_state[...] = states
         states = out_state
     if out_sensor is not None:
         out_sensor[...] = sensors
         sensors = out_sensor
-    return states, sensors
+    return states, sensors, status

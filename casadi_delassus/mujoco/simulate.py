@@ -32,7 +32,8 @@ from ..progress import counted, silenced
 from ..simulation.simulate import Rollout, step_count
 from ..simulation.simulate import simulate as simulate_robot
 from ..simulation.rollout_io import pyplot, save_figure, side_legend, write_atomic
-from .rollout import DEFAULT_OUT, _compiled, mujoco_rollout
+from ..runtime.mujoco_rollout import DIVERGED, MAX_ITERATIONS
+from .rollout import DEFAULT_OUT, _compiled, rollout_status
 
 
 @dataclass
@@ -114,14 +115,12 @@ def simulate_model(model, duration, ctrl=None, qpos=None, keyframe=None, out_dir
     if u.shape != (m.nu,) or not np.all(np.isfinite(u)):
         raise InputError(f"--ctrl must be {m.nu} finite numbers (the model's actuators), got {u.size}")
     state0 = _initial_state(mujoco, m, qpos, None, keyframe, "--q0")[0]
-    with warnings.catch_warnings(record=True) as said:
-        warnings.simplefilter("always", RuntimeWarning)
-        state, sens = mujoco_rollout(m, mujoco.MjData(m), state0[None], np.broadcast_to(u, (1, n, m.nu)), nstep=n,
-                                     out_dir=out_dir, cc=cc)
+    state, sens, status = rollout_status(m, mujoco.MjData(m), state0[None], np.broadcast_to(u, (1, n, m.nu)), nstep=n,
+                                         out_dir=out_dir, cc=cc)        # no warning: the status says it
     qpos_t = np.vstack([state0[1:1 + m.nq], state[0, :, 1:1 + m.nq]])
     qvel_t = np.vstack([state0[1 + m.nq:1 + m.nq + m.nv], state[0, :, 1 + m.nq:1 + m.nq + m.nv]])
     return ModelTrajectory(Path(model).stem, float(m.opt.timestep), qpos_t, qvel_t, u, sens[0],
-                           any("diverged" in str(w.message) for w in said), *column_names(mujoco, m))
+                           bool(status[0] == DIVERGED), *column_names(mujoco, m))
 
 
 def column_names(mujoco, m):
@@ -246,10 +245,10 @@ def simulate_steps(model, T, controller=None, qpos=None, qvel=None, dt=None, key
         out, sens, status = compiled.run(state, warm, u.reshape(1, 1, -1), 1, 1, False, next_warm)
         ctrls.append(u)
         sensors.append(sens[0, 0])
-        if status[0] == 2:
+        if status[0] == DIVERGED:
             diverged = True
             break
-        capped += [k] if status[0] == 1 else []
+        capped += [k] if status[0] == MAX_ITERATIONS else []
         state, (warm, next_warm) = np.ascontiguousarray(out[:, 0]), (next_warm, warm)
         states.append(state[0])
     if capped:

@@ -13,7 +13,10 @@ from .artifact import BUILT_KINDS
 from .library import entries, open_sealed
 
 DOUBLE_P = ctypes.POINTER(ctypes.c_double)
-STATUS = ("converged", "max iterations", "diverged")
+CONVERGED, MAX_ITERATIONS, DIVERGED = 0, 1, 2
+STATUS = ("converged", "max iterations", "diverged")        # by code: a trajectory's status, what run() returns
+# the C rollout's per-trajectory codes (its enum ST_*, rendered from this by codegen/mujoco_rollout.py)
+STATUS_CODES = {"CONVERGED": CONVERGED, "MAX_ITERATIONS": MAX_ITERATIONS, "DIVERGED": DIVERGED}
 PROFILE = "-DCD_PROFILE"      # the profiling build's flag (templates/mujoco_rollout.c.j2: seconds per phase)
 PHASES = ("forward (CasADi: M, qfrc_smooth, geom poses, base rows)", "smooth qacc (tree LᵀDL of M)",
           "broadphase, candidates (CasADi), selection, row blocks",

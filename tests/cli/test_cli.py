@@ -209,6 +209,35 @@ def test_simulate_baumgarte_and_out_dir_reach_the_compiled_rollout(tmp_path):
     assert list((tmp_path / "builds").glob("*/rollout-*/rollout_*.so")) and not (tmp_path / "codegen_out").exists()
 
 
+def _linear_solves(builds):
+    """The ``linear_solve`` of each manifest under ``builds`` (the compiled steps' and rollouts')."""
+    return sorted(json.loads(p.read_text()).get("linear_solve") for p in builds.rglob("*.json"))
+
+
+@pytest.mark.parametrize("pd", [True, False])
+def test_simulate_linear_solve_reaches_the_build(tmp_path, pd):
+    """`simulate --linear-solve` (choices: codegen/contact_step.py LINEAR_SOLVES, as `step --linear-solve`) builds the
+    C rollout of a PD (``pd``) or the per-step loop's step on that linear solve; left out, the C rollout keeps its
+    dense default; on the reference step or an MJCF model it is one line, exit 2, before anything is built."""
+    kp = ["--kp", "1"] if pd else []
+    for given, built in (("matrix_free", "matrix_free"), ("dense", "dense"), (None, "dense" if pd else None)):
+        builds = tmp_path / f"builds-{given}"
+        option = ["--linear-solve", given] if given else []
+        code, _, err = in_process("simulate", "chain:n=3", "-c", "link3", "-T", "0.005", *kp, *option, "--out-dir",
+                                  str(builds), "-o", str(tmp_path / "out"))
+        assert code == 0, err
+        if built:
+            assert _linear_solves(builds) == [built]
+    refused = tmp_path / "refused"
+    _one_line_exit_2(*in_process("simulate", "chain:n=3", "-c", "link3", "--step", "reference", "--linear-solve",
+                                 "dense", "--out-dir", str(refused), "-o", str(refused)), "linear_solve apply to step='compiled'")
+    model = tmp_path / "ball.xml"
+    model.write_text('<mujoco><worldbody><body><joint type="slide"/><geom size="0.1"/></body></worldbody></mujoco>')
+    _one_line_exit_2(*in_process("simulate", str(model), "--linear-solve", "dense", "-o", str(refused)),
+                     "--linear-solve: an MJCF model takes these from its own file")
+    assert not refused.exists()
+
+
 def test_simulate_without_matplotlib_keeps_the_csv(tmp_path):
     """Issue 31 point 15: without matplotlib the CSV is written, then one line says there is no figure, exit 2 (it was
     a traceback after the CSV, exit 1: the code for "stopped early")."""

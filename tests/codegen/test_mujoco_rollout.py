@@ -58,3 +58,22 @@ def test_split_build_equals_mujoco_rollout(tmp_path, monkeypatch):
     q, v = slice(1, 1 + m.nq), slice(1 + m.nq, None)
     assert np.abs(ours[..., q] - ref[..., q]).max() <= 1e-6
     assert (np.abs(ours[..., v] - ref[..., v]) / np.maximum(1, np.abs(ref[..., v]))).max() <= 1e-5
+
+
+def test_the_generated_status_codes_are_the_runtime_ones():
+    """The C rollout's ST_* codes (each trajectory's status) are rendered from runtime/mujoco_rollout.py STATUS_CODES,
+    by which cd.mujoco_rollout and cd.simulate read the status: every code the C can write has its Python name."""
+    import re
+    from casadi_delassus.mujoco_model.model import MujocoModel
+    from casadi_delassus.mujoco_model.rollout_parts import rollout_parts
+    from casadi_delassus.runtime.mujoco_rollout import STATUS, STATUS_CODES
+    m = mujoco.MjModel.from_xml_string('<mujoco><worldbody><geom type="plane" size="1 1 0.1"/><body pos="0 0 0.5">'
+                                       '<joint type="slide" axis="0 0 1"/><geom type="sphere" size="0.1"/></body>'
+                                       '</worldbody></mujoco>')
+    model = MujocoModel(m)
+    source, _ = codegen.render(model, rollout_parts(model, "status_fwd"), "status")
+    codes = dict(re.findall(r"\bST_(\w+) = (\d+),", source))
+    assert {name: int(code) for name, code in codes.items()} == STATUS_CODES
+    assert sorted(STATUS_CODES.values()) == list(range(len(STATUS)))
+    for name in STATUS_CODES:
+        assert re.search(rf"(return|=) ST_{name};", source), f"ST_{name} never written"

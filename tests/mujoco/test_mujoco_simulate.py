@@ -171,3 +171,29 @@ def test_per_step_mjcf_refusals_are_one_line(rig_model, out_dir, kwargs, message
     kw = {"T": 0.04, "out_dir": out_dir, "quiet": True, **kwargs}
     with pytest.raises(InputError, match=message):
         cd.simulate(rig_model, **kw)
+
+
+# a slide joint whose motor pushes 1e12 N on 1 kg: its first qacc is beyond MuJoCo's 1e10, a divergence
+DIVERGING = """<mujoco><worldbody><geom type="plane" size="1 1 0.1"/><body name="ball" pos="0 0 0.5">
+<joint name="slide" type="slide" axis="0 0 1"/><geom type="sphere" size="0.1" mass="1"/></body></worldbody>
+<actuator><motor name="push" joint="slide" gear="1e12"/></actuator></mujoco>"""
+
+
+def test_a_diverged_rollout_is_read_from_its_status(tmp_path, out_dir, monkeypatch):
+    """`simulate model.xml` says "diverged" and exits 1 by the C rollout's status (runtime/mujoco_rollout.py DIVERGED),
+    not by the wording of cd.mujoco_rollout's warning: with that warning silenced it still does, and
+    cd.mujoco_rollout itself still warns, at its caller's line."""
+    from casadi_delassus.mujoco import rollout
+    from casadi_delassus.mujoco.simulate import simulate_model
+    path = tmp_path / "diverging.xml"
+    path.write_text(DIVERGING)
+    with pytest.warns(RuntimeWarning, match=r"trajectories \[0\] diverged") as said:
+        m = mujoco.MjModel.from_xml_path(str(path))
+        cd.mujoco_rollout(m, mujoco.MjData(m), np.zeros((1, 3)), np.ones((1, 5, 1)), out_dir=out_dir)
+    assert said[0].filename == __file__
+    monkeypatch.setattr(rollout, "_warn", lambda status: None)
+    assert simulate_model(path, 0.05, [1.0], out_dir=out_dir).status == "diverged"
+    assert simulate_model(path, 0.05, [0.0], out_dir=out_dir).status == "ok"
+    code, out, err = in_process("simulate", str(path), "-T", "0.05", "--ctrl", "1", "--out-dir", str(out_dir), "-o",
+                                str(tmp_path / "sim"))
+    assert code == 1 and ", diverged" in out and (tmp_path / "sim" / "rollout.csv").exists(), (out, err)
