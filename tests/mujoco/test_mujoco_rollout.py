@@ -153,8 +153,9 @@ def test_rig_variants_equal_mujoco_rollout(tmp_path, option, value, seed):
 
 def test_cross_branch_equality_equals_mujoco_rollout(tmp_path):
     """The rig with its joint equality coupling the knee (leg) to the elbow (arm): that row's columns lie on two
-    branches of the dof tree, so the Newton Hessian loses M's tree sparsity and the solve factors it densely (the
-    tree factor alone drops the knee-elbow entry: its solves then stop at the iteration limit, with a warning)."""
+    branches of the dof tree, so the Newton Hessian loses M's tree sparsity and the solve takes that row by the
+    Woodbury identity on the tree factor of the rest (the tree factor alone drops the knee-elbow entry: its solves
+    then stop at the iteration limit, with a warning)."""
     m = rig(couple="elbow")
     x0, u = start(m, 3, 11), controls(m, 3, 300)
     with warnings.catch_warnings():
