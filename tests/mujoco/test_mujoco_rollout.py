@@ -331,6 +331,21 @@ def test_g1_h1_floors_equal_mujoco_rollout(tmp_path, name, steps, amplitude):
 
 
 
+def random_velocity_errors(m, steps, tmp_path):
+    """errors() of ours against MuJoCo's rollout: 8 environments from qpos0 with random velocities, ``steps`` steps
+    of sinusoidal controls, two threads."""
+    d, rng = mujoco.MjData(m), np.random.default_rng(0)
+    x0 = np.zeros((8, mujoco.mj_stateSize(m, FULL)))
+    for b in range(8):
+        mujoco.mj_resetData(m, d)
+        d.qvel[:] = rng.normal(size=m.nv) * 0.1
+        mujoco.mj_getState(m, d, x0[b], FULL)
+    u = controls(m, 8, steps, amplitude=0.5)
+    ours, _ = cd.mujoco_rollout(m, [d, mujoco.MjData(m)], x0, u, out_dir=tmp_path)
+    ref, _ = mj_rollout.rollout(m, [d, mujoco.MjData(m)], x0, u)
+    return errors(m, ours, ref)
+
+
 def humanoid_elliptic():
     """Gymnasium's humanoid with MuJoCo's elliptic cone and condim 3 on every geom: its body-body contacts between
     two limbs can slide on the cone's surface, whose Hessian block is not diagonal."""
@@ -348,16 +363,7 @@ def test_humanoid_elliptic_cross_branch_equals_mujoco_rollout(tmp_path):
     is factored densely (the Woodbury route takes diagonal blocks only; with that solve's result zeroed the states
     part from MuJoCo's by 2.6 in qpos); the states equal MuJoCo's (measured: 2.7e-10 in qpos, 4.8e-9 in qvel)."""
     m = humanoid_elliptic()
-    d, rng = mujoco.MjData(m), np.random.default_rng(0)
-    x0 = np.zeros((8, mujoco.mj_stateSize(m, FULL)))
-    for b in range(8):
-        mujoco.mj_resetData(m, d)
-        d.qvel[:] = rng.normal(size=m.nv) * 0.1
-        mujoco.mj_getState(m, d, x0[b], FULL)
-    u = controls(m, 8, 300, amplitude=0.5)
-    ours, _ = cd.mujoco_rollout(m, [d, mujoco.MjData(m)], x0, u, out_dir=tmp_path)
-    ref, _ = mj_rollout.rollout(m, [d, mujoco.MjData(m)], x0, u)
-    dq, dv = errors(m, ours, ref)
+    dq, dv = random_velocity_errors(m, 300, tmp_path)
     assert dq <= 1e-6 and dv <= 1e-5, (dq, dv)
 
 
@@ -369,16 +375,7 @@ def test_gymnasium_equals_mujoco_rollout(tmp_path, name):
     these controls its states part from MuJoCo's exponentially from 1e-15 at the first steps, x10 every ~40 steps,
     the chaos of its motion, not a model difference: docs/mujoco.md.)"""
     m = tight(gymnasium_model(name))
-    d, rng = mujoco.MjData(m), np.random.default_rng(0)
-    x0 = np.zeros((8, mujoco.mj_stateSize(m, FULL)))
-    for b in range(8):
-        mujoco.mj_resetData(m, d)
-        d.qvel[:] = rng.normal(size=m.nv) * 0.1
-        mujoco.mj_getState(m, d, x0[b], FULL)
-    u = controls(m, 8, 1000, amplitude=0.5)
-    ours, _ = cd.mujoco_rollout(m, [d, mujoco.MjData(m)], x0, u, out_dir=tmp_path)
-    ref, _ = mj_rollout.rollout(m, [d, mujoco.MjData(m)], x0, u)
-    dq, dv = errors(m, ours, ref)
+    dq, dv = random_velocity_errors(m, 1000, tmp_path)
     assert dq <= 1e-6 and dv <= 1e-5, (dq, dv)
 
 
