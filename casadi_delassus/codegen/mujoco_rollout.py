@@ -18,6 +18,7 @@ from ..version import __version__
 from .build import AUTO_LEVELS, Units, auto_context, build_cached, resolve_cflags
 from .emit import TEMPLATES, casadi_source
 from .escape import Safe
+from . import sincos
 from .trace_cache import source_hash
 
 
@@ -74,7 +75,9 @@ def _mesh_tables(parts):
 
 
 def render(model, parts, name):
-    """The C source and the instruction count of the traced function."""
+    """The C source and the instruction count of the traced function; every CasADi function's sin/cos of its joint
+    angles computed up front, vectorised (codegen/sincos.py: the contact-pair functions each repeat their bodies'
+    kinematics)."""
     m = model.m
     fwd = parts.function
     others = [f for f in (*parts.candidate_functions, *parts.pair_functions, parts.sensor_function) if f is not None]
@@ -82,7 +85,7 @@ def render(model, parts, name):
     layout = parts.layout
     pad = lambda xs: [*xs, 0]           # noqa: E731 -- C arrays of at least one entry
     text = TEMPLATES.get_template("mujoco_rollout.c.j2").render(
-        fname=Safe(name), model=model.name, version=__version__, casadi_code=Safe(casadi_source(fwd, others)), pool_code=Safe(POOL.read_text()),
+        fname=Safe(name), model=model.name, version=__version__, casadi_code=Safe(sincos.hoist(casadi_source(fwd, others), TEMPLATES, functions=1 + len(others))[0]), pool_code=Safe(POOL.read_text()),
         nq=m.nq, nv=m.nv, nu=m.nu, nsens=int(m.nsensordata),
         sensor_fn=parts.sensor_function.name() if parts.sensor_function is not None else None, nrow=parts.nrow, nbase=parts.nrow - sum(n for _, n in parts.pair_rows),
         cand_fns=[f.name() if f is not None else None for f in parts.candidate_functions], pair_geoms=parts.pair_geoms,

@@ -20,7 +20,7 @@ import re
 
 from .escape import Safe
 from .precision import C_REAL, libm_name
-from .statements import ASSIGN, DECL, INPUT, function_body
+from .statements import ASSIGN, DECL, INPUT, function_bodies
 
 _SINCOS = re.compile(r"  (a\d+)=(sin|cos)\((a\d+)\);")
 # angles are computed in groups of the widest lane count used: 4 doubles, 8 floats (32 bytes)
@@ -51,12 +51,14 @@ def hoist(casadi_code, env, precision="double", functions=1):
     helper of template sincos.c.j2 placed before the function), number of angles); in
     single precision with float vectors and libmvec's float sin/cos.  ``functions`` k > 1: the
     file's first k functions (casadi_f0 … casadi_f<k-1>) each computes its own up front with the
-    one helper (the rollout's kinematics, codegen/contact_step.py render); the number is f0's."""
-    lines, helper, counts = casadi_code.splitlines(), None, []
-    for index in reversed(range(functions)):        # from the last, so that the earlier bodies keep their lines
-        first, body = function_body("\n".join(lines), index)
+    one helper (the rollout's kinematics, codegen/contact_step.py render; the MuJoCo rollout's forward and
+    contact-pair functions, codegen/mujoco_rollout.py render); the number is f0's."""
+    lines, helper, counts = casadi_code.splitlines(), None, {}
+    bodies = function_bodies(lines, range(functions))
+    for (first, end), index in sorted(zip(bodies, range(functions)), reverse=True):    # from the last, so that the
+        body = lines[first:end]                                                        # earlier keep their lines
         new, angles = hoisted_body(body)
-        counts.append(len(angles))
+        counts[index] = len(angles)
         if angles:
             lines[first:first + len(body)] = with_prologue(new, angles, precision)
             helper = first - 1, len(angles)
@@ -67,7 +69,7 @@ def hoist(casadi_code, env, precision="double", functions=1):
     lines[signature:signature] = [env.get_template("sincos.c.j2").render(
         angles=angles, pad=pad, real=Safe(real), sin=Safe(libm_name("sin", precision)),
         cos=Safe(libm_name("cos", precision))).rstrip("\n")]
-    return "\n".join(lines) + "\n", counts[-1]
+    return "\n".join(lines) + "\n", counts[0]
 
 
 def with_prologue(body, angles, precision):

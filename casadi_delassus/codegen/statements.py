@@ -43,12 +43,26 @@ def function_body(casadi_code, index=0):
     CasADi's derivative functions follow it when the .so carries them (codegen/derivatives.py)
     and are left as they are."""
     lines = casadi_code.splitlines()
-    start = BODY_STARTS.format(index)
-    starts = [i for i, l in enumerate(lines) if l == start]
-    if len(starts) != 1:
-        raise CompilerError("cannot rewrite the generated code: expected exactly one CasADi function body "
-                            f"'{start[:40]}…', found {len(starts)}")
-    end = next((i for i in range(starts[0] + 1, len(lines)) if lines[i] == "}"), None)
-    if end is None:
-        raise CompilerError("cannot rewrite the generated code: the CasADi function body has no end")
-    return starts[0] + 1, lines[starts[0] + 1:end]
+    first, end = function_bodies(lines, [index])[0]
+    return first, lines[first:end]
+
+
+def function_bodies(lines, indices):
+    """[(index of its first line, index of its closing line)] of the evaluation functions
+    casadi_f<k>, k in ``indices``, among the lines ``lines`` (one pass: a file of many functions)."""
+    wanted = {BODY_STARTS.format(k): k for k in indices}
+    starts = {}
+    for i, line in enumerate(lines):
+        if line in wanted:
+            starts.setdefault(wanted[line], []).append(i)
+    out = []
+    for k in indices:
+        found = starts.get(k, [])
+        if len(found) != 1:
+            raise CompilerError("cannot rewrite the generated code: expected exactly one CasADi function body "
+                                f"'{BODY_STARTS.format(k)[:40]}…', found {len(found)}")
+        end = next((i for i in range(found[0] + 1, len(lines)) if lines[i] == "}"), None)
+        if end is None:
+            raise CompilerError("cannot rewrite the generated code: the CasADi function body has no end")
+        out.append((found[0] + 1, end))
+    return out
