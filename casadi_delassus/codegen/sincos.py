@@ -53,12 +53,12 @@ def hoist(casadi_code, env, precision="double", functions=1):
     file's first k functions (casadi_f0 … casadi_f<k-1>) each computes its own up front with the
     one helper (the rollout's kinematics, codegen/contact_step.py render; the MuJoCo rollout's forward and
     contact-pair functions, codegen/mujoco_rollout.py render); the number is f0's."""
-    lines, helper, counts = casadi_code.splitlines(), None, {}
+    lines, helper, count = casadi_code.splitlines(), None, 0
     bodies = function_bodies(lines, range(functions))
     for (first, end), index in sorted(zip(bodies, range(functions)), reverse=True):    # from the last, so that the
         body = lines[first:end]                                                        # earlier keep their lines
         new, angles = hoisted_body(body)
-        counts[index] = len(angles)
+        count = len(angles) if index == 0 else count
         if angles:
             lines[first:first + len(body)] = with_prologue(new, angles, precision)
             helper = first - 1, len(angles)
@@ -69,7 +69,7 @@ def hoist(casadi_code, env, precision="double", functions=1):
     lines[signature:signature] = [env.get_template("sincos.c.j2").render(
         angles=angles, pad=pad, real=Safe(real), sin=Safe(libm_name("sin", precision)),
         cos=Safe(libm_name("cos", precision))).rstrip("\n")]
-    return "\n".join(lines) + "\n", counts[0]
+    return "\n".join(lines) + "\n", count
 
 
 def with_prologue(body, angles, precision):
