@@ -59,7 +59,7 @@ RHO_STEP = 10.0     # the update when one of the two residuals is exactly 0 (not
 RHO_RANGE = 1e6     # ρ stays within this factor of G's largest diagonal entry, either way
 ANDERSON_AFTER = 100        # plain iterations before the accelerated ones (issue 25's problems take 5 to 60)
 ANDERSON_MEMORY = 5         # differences kept
-ANDERSON_SAFEGUARD = 10.0   # the growth of ‖T(w) − w‖ at a mixed point that drops it
+ANDERSON_SAFEGUARD = 2.0    # the growth of ‖T(w) − w‖ at a mixed point that drops it
 ANDERSON_REG = 1e-12        # Tikhonov weight of the least squares, relative to the trace of its normal matrix
 
 
