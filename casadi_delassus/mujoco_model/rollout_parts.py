@@ -13,10 +13,11 @@ of (qpos, qvel, ctrl, qfrc_applied) for one MjModel, and the static tables its C
   ``active`` flag), with J, a_ref and R per row;
 - sensors.py's sensordata as a function of (qpos, qvel, qacc), evaluated at the forward before
   each step (touch sensors are refused: they need the contacts' forces);
-- per contact pair, a function of (qpos, qvel) giving its slots' rows (the slot's position, frame
-  and distance are the candidates' SX), called by the C only for pairs with a kept contact (most
-  of a robot's pairs are far from the floor at any time: evaluating every slot's rows each step
-  cost the Go2 rollout 4x its time);
+- per contact pair, a function of its two geoms' poses and (qpos, qvel) giving its slots' rows (the
+  slot's position, frame and distance are the candidates' SX of the poses, so only the Jacobian's
+  twists repeat the kinematics), called by the C only for pairs with a kept contact (most of a
+  robot's pairs are far from the floor at any time: evaluating every slot's rows each step cost the
+  Go2 rollout 4x its time);
 - per plane-mesh pair, a function of (qpos, qvel, vertex) giving the rows of one contact at a hull
   vertex (mesh coordinates; collision.mesh_candidates), and the hull tables (``MeshTables``): the C
   finds the vertices collision._mesh keeps (the support vertex, the quadrilateral of the polygon
@@ -113,7 +114,8 @@ class RolloutParts:
     pair_geoms: list                # per pair: its two geoms' indices into the forward's geom_pose (12 a geom)
     pair_bound: np.ndarray          # per pair: the broadphase bound (module docstring, ``_bounds``)
     pair_plane: np.ndarray          # per pair: 1 where geom1 is a plane (the bound is then a height over it)
-    pair_functions: list            # per pair: Function (qpos, qvel[, vertex]) -> (Jᵀ, a_ref, R) of its rows, or None
+    pair_functions: list            # per pair: Function (pose1, pose2, qpos, qvel) -> (Jᵀ, a_ref, R) of its rows
+    #                               (a mesh pair's: (qpos, qvel, vertex)), or None
     base_functions: list            # per base row: Function (qpos, qvel) -> (a_ref, R) of a joint limit, or None
     pair_rows: list                 # per pair: (first row, rows); a mesh pair's: 4 blocks of one contact's rows
     sensor_function: ca.Function | None     # (qpos, qvel, qacc) -> sensordata, None without sensors
@@ -162,8 +164,8 @@ def rollout_parts(model, name="mjforward"):
     layout = collision.contact_layout(m, repr(model.name))
     q, v, u, f = (ca.SX.sym(n, k) for n, k in (("qpos", m.nq), ("qvel", m.nv), ("ctrl", m.nu), ("qfrc_applied", m.nv)))
     s = smooth(model, q, v, u, f)
-    dist, pos, frame, _, _ = collision.candidates_function(m, model.robot, layout)(q)
-    geoms, pose_out, candidate_functions = _candidate_functions(m, model, layout, q, name)
+    geoms, pose_out, local = _local_poses(m, model, layout, q)
+    candidate_functions = _candidate_functions(m, layout, local, name)
     kin = Kinematics(m, q)
     rows = constraint_rows(kin, v)
     outs, base_functions = _base_outputs(m, rows, q, v, name)
@@ -179,9 +181,11 @@ def rollout_parts(model, name="mjforward"):
             blocks = [first + c for c in range(n) for _ in one]         # n copies of one contact's rows
             inputs, names = [q, v, vertex], ["qpos", "qvel", "vertex"]
         else:
-            prow, blocks = _contact_rows(m, kin, [_contact(m, ps.pair, pos[3 * k:3 * k + 3], ca.reshape(
-                frame[9 * k:9 * k + 9], 3, 3).T, dist[k]) for k in range(first, first + n)], first)
-            inputs, names = [q, v], ["qpos", "qvel"]
+            syms, pose = local[i]
+            dist, pos, frame, _, _ = collision.pair_candidates(m, ps, pose)
+            prow, blocks = _contact_rows(m, kin, [_contact(m, ps.pair, _column(pos[3 * k:3 * k + 3]), ca.reshape(
+                _column(frame[9 * k:9 * k + 9]), 3, 3).T, dist[k]) for k in range(n)], first)
+            inputs, names = [*syms, q, v], ["pose1", "pose2", "qpos", "qvel"]
         copies = len(blocks) // max(1, len(prow))
         pair_rows.append((len(types), len(blocks)))
         types, fl, slot_of = types + prow.type * copies, fl + prow.frictionloss * copies, slot_of + blocks
@@ -213,28 +217,38 @@ def _column(xs):
     return ca.vertcat(*[x if isinstance(x, ca.SX) else ca.SX(x) for x in xs]) if len(xs) else ca.SX(0, 1)
 
 
-def _candidate_functions(m, model, layout, q, name):
-    """(the layout's geoms, their poses as one SX column of q (R by rows, p: 12 a geom), per pair the Function
-    ``<name>_cand<i>`` of (pose1, pose2) giving its slots' dist and gate and its numbers aux, None where it has
-    none); a geom fixed to the world keeps its pose as numbers in the pair's function."""
+def _local_poses(m, model, layout, q):
+    """(the layout's geoms, their poses as one SX column of q (R by rows, p: 12 a geom), per pair its two pose
+    symbols (pose1, pose2) and ``pose(g)`` = (R by rows, p) of its geoms in them): the pair's candidate and row
+    functions take the forward's poses instead of repeating its kinematics; a geom fixed to the world keeps its
+    pose as numbers."""
     pose = collision.sx_poses(m, model.robot, layout, q)
     geoms = sorted({g for ps in layout.pairs for g in (ps.pair.geom1, ps.pair.geom2)})
     flat = lambda g: [x for row in pose(g)[0] for x in row] + list(pose(g)[1])     # noqa: E731
-    functions = []
-    for i, ps in enumerate(layout.pairs):
+    local = []
+    for ps in layout.pairs:
         syms = {ps.pair.geom1: ca.SX.sym("pose1", 12), ps.pair.geom2: ca.SX.sym("pose2", 12)}
 
-        def local(g, syms=syms):
+        def in_syms(g, syms=syms):
             R, p = pose(g)
             if not isinstance(p[0], ca.SX):
                 return R, p
             x = syms[g]
             return [[x[3 * r + c] for c in range(3)] for r in range(3)], [x[9 + r] for r in range(3)]
-        dist, _, _, gate, aux = collision.pair_candidates(m, ps, local)
-        functions.append(ca.Function(f"{name}_cand{i}", [syms[ps.pair.geom1], syms[ps.pair.geom2]],
-                                     [_column(dist), _column(gate), _column(aux)], ["pose1", "pose2"],
-                                     ["dist", "gate", "aux"]) if dist or aux else None)
-    return geoms, _column([x for g in geoms for x in flat(g)]), functions
+        local.append(((syms[ps.pair.geom1], syms[ps.pair.geom2]), in_syms))
+    return geoms, _column([x for g in geoms for x in flat(g)]), local
+
+
+def _candidate_functions(m, layout, local, name):
+    """Per pair the Function ``<name>_cand<i>`` of (pose1, pose2) (``_local_poses``) giving its slots' dist and gate
+    and its numbers aux, None where it has none."""
+    functions = []
+    for i, ps in enumerate(layout.pairs):
+        syms, pose = local[i]
+        dist, _, _, gate, aux = collision.pair_candidates(m, ps, pose)
+        functions.append(ca.Function(f"{name}_cand{i}", list(syms), [_column(dist), _column(gate), _column(aux)],
+                                     ["pose1", "pose2"], ["dist", "gate", "aux"]) if dist or aux else None)
+    return functions
 
 
 # the broadphase bound's slack: a pair is skipped only when clearly beyond reach (rounding never decides it)
