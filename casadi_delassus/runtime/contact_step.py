@@ -38,9 +38,10 @@ _POINTER_TYPES = {np.dtype(np.int32): INT_P, np.dtype(np.uint8): BYTE_P, np.dtyp
 
 
 def c_address(a):
-    """An array's data address (None: NULL) for an entry point declared with ``ctypes.c_void_p`` arguments: a third of
-    c_pointer's cost (its typed pointer object is the rest), where a call hands twenty arrays (the rollout's)."""
-    return None if a is None else a.ctypes.data
+    """An array as a ``ctypes.c_void_p`` argument (None: NULL): its ctypes view, which passes its data address and, as
+    c_pointer's pointer does, keeps the array alive while referenced; half of c_pointer's cost (the typed pointer's cast
+    is the rest), where a call hands twenty arrays (the rollout's)."""
+    return None if a is None else a.ctypes
 
 
 # -- the checks of what a step is handed (shared by the step, its batch and its derivatives) --------------------------
