@@ -15,7 +15,6 @@ per round, ``--reps`` rounds, in this thread's CPU time; per folder the median n
 LoadedRollout's arguments, captured): no Python around the C, no fresh pages."""
 from __future__ import annotations
 
-import argparse
 import ctypes
 import json
 import shutil
@@ -33,6 +32,7 @@ from casadi_delassus.simulation import simulate as sim
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 from simulate import DT, KD, KP, go1_scene  # noqa: E402
+import ab  # noqa: E402
 
 STEPS, SOLVER, TOL = 1000, "pgs", 1e-8
 
@@ -128,26 +128,6 @@ def time_builds(folders, copies, reps, calls, tmp):
     return lines
 
 
-def main():
-    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    sub = ap.add_subparsers(dest="command", required=True)
-    b = sub.add_parser("build")
-    b.add_argument("--out", required=True)
-    t = sub.add_parser("time")
-    t.add_argument("folders", nargs="+")
-    t.add_argument("--copies", type=int, default=3)
-    t.add_argument("--reps", type=int, default=7)
-    t.add_argument("--calls", type=int, default=40)
-    t.add_argument("--tmp", default="/tmp/rollout_ab")
-    args = ap.parse_args()
-    if args.command == "build":
-        build(args.out)
-        return
-    Path(args.tmp).mkdir(parents=True, exist_ok=True)
-    print(f"go1 standing rollout, {SOLVER} to {TOL:g}, {STEPS} steps, {args.copies} copies x {args.reps} rounds x "
-          f"{args.calls} calls, thread CPU time:")
-    print("\n".join(time_builds(args.folders, args.copies, args.reps, args.calls, args.tmp)))
-
-
 if __name__ == "__main__":
-    main()
+    ab.main(__doc__, build, time_builds, f"go1 standing rollout, {SOLVER} to {TOL:g}, {STEPS} steps, "
+            "{copies} copies x {reps} rounds x {calls} calls, thread CPU time:", 3, 7, 40, "/tmp/rollout_ab")

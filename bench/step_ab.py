@@ -14,7 +14,6 @@ the largest differences), then per round times one batch of ``--calls`` states o
 CPU time; per problem and folder the median ns per step of its copies' medians, and the first folder's over it."""
 from __future__ import annotations
 
-import argparse
 import ctypes
 import json
 import shutil
@@ -28,6 +27,8 @@ import numpy as np
 from casadi_delassus import contact_step
 from casadi_delassus.runtime.contact_step import DOUBLE_P, N_INFO, c_pointer, solver_options
 from casadi_delassus.timing import contact_bench as cb
+
+import ab  # bench/: this script's folder, first on sys.path
 
 SOLVERS = {"talos_stand": "admm"}       # else PGS
 BATCH_ARGS = [ctypes.c_int] + [DOUBLE_P] * 12 + [ctypes.c_int]
@@ -113,26 +114,6 @@ def time_builds(folders, copies, reps, calls, tmp):
     return lines
 
 
-def main():
-    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    sub = ap.add_subparsers(dest="command", required=True)
-    b = sub.add_parser("build")
-    b.add_argument("--out", required=True)
-    t = sub.add_parser("time")
-    t.add_argument("folders", nargs="+")
-    t.add_argument("--copies", type=int, default=2)
-    t.add_argument("--reps", type=int, default=21)
-    t.add_argument("--calls", type=int, default=2000)
-    t.add_argument("--tmp", default="/tmp/step_ab")
-    args = ap.parse_args()
-    if args.command == "build":
-        build(args.out)
-        return
-    Path(args.tmp).mkdir(parents=True, exist_ok=True)
-    print(f"contact step at each problem's state, tol {cb.TOL:g}, {args.copies} copies x {args.reps} rounds x "
-          f"{args.calls} calls, thread CPU time:")
-    print("\n".join(time_builds(args.folders, args.copies, args.reps, args.calls, args.tmp)))
-
-
 if __name__ == "__main__":
-    main()
+    ab.main(__doc__, build, time_builds, f"contact step at each problem's state, tol {cb.TOL:g}, "
+            "{copies} copies x {reps} rounds x {calls} states, thread CPU time:", 2, 21, 2000, "/tmp/step_ab")
