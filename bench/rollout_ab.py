@@ -28,6 +28,7 @@ import numpy as np
 # the package first, from PYTHONPATH: bench/simulate.py's common.py then puts this checkout on sys.path too late to
 # replace it
 import casadi_delassus as cd
+from casadi_delassus.runtime import contact_rollout
 from casadi_delassus.simulation import simulate as sim
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
@@ -62,15 +63,24 @@ def entry(so, manifest, like):
 
 
 def captured_call(scene, p, pd, factory):
-    """The arguments this checkout's rollout hands its C entry point (one call: 1,000 steps are one part)."""
-    real, calls = factory.rollout(scene, p.q)._batch, []
+    """The arguments this checkout's rollout hands its C entry point (one call: 1,000 steps are one part), and the
+    arrays their addresses point into (runtime/contact_step.py c_address: the arguments keep nothing alive)."""
+    real, calls, arrays, address = factory.rollout(scene, p.q)._batch, [], [], contact_rollout.c_address
 
     def capture(*args):
         calls.append(args)
         return real(*args)
-    rollout_with(capture, scene, p, pd, factory)
+
+    def keep(a):
+        arrays.append(a)
+        return address(a)
+    contact_rollout.c_address = keep
+    try:
+        rollout_with(capture, scene, p, pd, factory)
+    finally:
+        contact_rollout.c_address = address
     assert len(calls) == 1, "a rollout of more than one part"
-    return calls[0]
+    return calls[0], arrays
 
 
 def run_once(fn, args, m):
@@ -103,7 +113,7 @@ def time_builds(folders, copies, reps, calls, tmp):
     """Markdown lines: each folder's records against the first's, then its ns per step (median of its copies'
     medians, and each copy's) and the first's over it."""
     p, scene, pd, factory = scene_and_factory()
-    args = captured_call(scene, p, pd, factory)
+    args, _arrays = captured_call(scene, p, pd, factory)     # _arrays: alive while the arguments are used
     like, m = factory.rollout(scene, p.q)._batch, 3 * len(scene.candidates)
     fns = {}
     for i, folder in enumerate(folders):

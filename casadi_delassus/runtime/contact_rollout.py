@@ -101,8 +101,8 @@ class LoadedRollout:
         self.opts = rollout_options(solver, tol, max_iter, relaxed, self.precision["type"])
         self.body = np.array([c.body for c in self.contacts.constraints], dtype=np.int32)
         # n, first, steps; settings, radii, mu, normals, fb; joint_q, continuous, body; opts; stop; WARM and the
-        # records; COUNT; threads.  The arrays as addresses (c_address: __call__ hands twenty, each of the element
-        # type the C reads, made so there)
+        # records; COUNT; threads.  The arrays as bare addresses (c_address: __call__ hands twenty, each of the element
+        # type the C reads, made so there and held by its locals until the C returns)
         batch = [*[ctypes.c_int] * 3, *[ctypes.c_void_p] * 20, ctypes.c_int]
         (self._batch,) = entries(lib, mapped, self.so, self.manifest["function"], [("_rollout_batch", batch)])
         # built with lanes (codegen/contact_rollout.py): the lane groups' batch, and their width

@@ -38,10 +38,10 @@ _POINTER_TYPES = {np.dtype(np.int32): INT_P, np.dtype(np.uint8): BYTE_P, np.dtyp
 
 
 def c_address(a):
-    """An array as a ``ctypes.c_void_p`` argument (None: NULL): its ctypes view, which passes its data address and, as
-    c_pointer's pointer does, keeps the array alive while referenced; half of c_pointer's cost (the typed pointer's cast
-    is the rest), where a call hands twenty arrays (the rollout's)."""
-    return None if a is None else a.ctypes
+    """An array's data address as a ``ctypes.c_void_p`` argument (None: NULL), a third of c_pointer's cost where a call
+    hands twenty arrays (the rollout's; a ctypes view of the array, which keeps it alive, costs half again).  A bare
+    address keeps nothing alive: the caller holds the array until the C call returns."""
+    return None if a is None else a.ctypes.data
 
 
 # -- the checks of what a step is handed (shared by the step, its batch and its derivatives) --------------------------
