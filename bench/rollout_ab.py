@@ -15,7 +15,6 @@ per round, ``--reps`` rounds, in this thread's CPU time; per folder the median n
 LoadedRollout's arguments, captured): no Python around the C, no fresh pages."""
 from __future__ import annotations
 
-import argparse
 import ctypes
 import json
 import shutil
@@ -29,10 +28,12 @@ import numpy as np
 # the package first, from PYTHONPATH: bench/simulate.py's common.py then puts this checkout on sys.path too late to
 # replace it
 import casadi_delassus as cd
+from casadi_delassus.runtime import contact_rollout
 from casadi_delassus.simulation import simulate as sim
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 from simulate import DT, KD, KP, go1_scene  # noqa: E402
+import ab  # noqa: E402
 
 STEPS, SOLVER, TOL = 1000, "pgs", 1e-8
 
@@ -62,15 +63,24 @@ def entry(so, manifest, like):
 
 
 def captured_call(scene, p, pd, factory):
-    """The arguments this checkout's rollout hands its C entry point (one call: 1,000 steps are one part)."""
-    real, calls = factory.rollout(scene, p.q)._batch, []
+    """The arguments this checkout's rollout hands its C entry point (one call: 1,000 steps are one part), and the
+    arrays their addresses point into (runtime/contact_step.py c_address: the arguments keep nothing alive)."""
+    real, calls, arrays, address = factory.rollout(scene, p.q)._batch, [], [], contact_rollout.c_address
 
     def capture(*args):
         calls.append(args)
         return real(*args)
-    rollout_with(capture, scene, p, pd, factory)
+
+    def keep(a):
+        arrays.append(a)
+        return address(a)
+    contact_rollout.c_address = keep
+    try:
+        rollout_with(capture, scene, p, pd, factory)
+    finally:
+        contact_rollout.c_address = address
     assert len(calls) == 1, "a rollout of more than one part"
-    return calls[0]
+    return calls[0], arrays
 
 
 def run_once(fn, args, m):
@@ -103,7 +113,7 @@ def time_builds(folders, copies, reps, calls, tmp):
     """Markdown lines: each folder's records against the first's, then its ns per step (median of its copies'
     medians, and each copy's) and the first's over it."""
     p, scene, pd, factory = scene_and_factory()
-    args = captured_call(scene, p, pd, factory)
+    args, _arrays = captured_call(scene, p, pd, factory)     # _arrays: alive while the arguments are used
     like, m = factory.rollout(scene, p.q)._batch, 3 * len(scene.candidates)
     fns = {}
     for i, folder in enumerate(folders):
@@ -128,26 +138,6 @@ def time_builds(folders, copies, reps, calls, tmp):
     return lines
 
 
-def main():
-    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    sub = ap.add_subparsers(dest="command", required=True)
-    b = sub.add_parser("build")
-    b.add_argument("--out", required=True)
-    t = sub.add_parser("time")
-    t.add_argument("folders", nargs="+")
-    t.add_argument("--copies", type=int, default=3)
-    t.add_argument("--reps", type=int, default=7)
-    t.add_argument("--calls", type=int, default=40)
-    t.add_argument("--tmp", default="/tmp/rollout_ab")
-    args = ap.parse_args()
-    if args.command == "build":
-        build(args.out)
-        return
-    Path(args.tmp).mkdir(parents=True, exist_ok=True)
-    print(f"go1 standing rollout, {SOLVER} to {TOL:g}, {STEPS} steps, {args.copies} copies x {args.reps} rounds x "
-          f"{args.calls} calls, thread CPU time:")
-    print("\n".join(time_builds(args.folders, args.copies, args.reps, args.calls, args.tmp)))
-
-
 if __name__ == "__main__":
-    main()
+    ab.main(__doc__, build, time_builds, f"go1 standing rollout, {SOLVER} to {TOL:g}, {STEPS} steps, "
+            "{copies} copies x {reps} rounds x {calls} calls, thread CPU time:", 3, 7, 40, "/tmp/rollout_ab")

@@ -23,7 +23,7 @@ from ..contact.result import STEP_OPTIONS, Options
 from ..errors import InputError
 from ..progress import Bar
 from .artifact import BUILT_KINDS
-from .contact_step import DOUBLE_P, FLOAT_P, INT_P, c_pointer, solver_options
+from .contact_step import c_address, solver_options
 from .inputs import real_array, real_dtype, unit_q
 from .library import entries, open_sealed
 
@@ -100,11 +100,10 @@ class LoadedRollout:
         self.precision = self.manifest.get("precision", {"type": "double"})
         self.opts = rollout_options(solver, tol, max_iter, relaxed, self.precision["type"])
         self.body = np.array([c.body for c in self.contacts.constraints], dtype=np.int32)
-        real = FLOAT_P if self.dtype == np.float32 else DOUBLE_P
         # n, first, steps; settings, radii, mu, normals, fb; joint_q, continuous, body; opts; stop; WARM and the
-        # records; COUNT; threads
-        batch = [*[ctypes.c_int] * 3, *[real] * 5, *[INT_P] * 3, real, INT_P, *[real] * 8, INT_P, INT_P,
-                 ctypes.c_int]
+        # records; COUNT; threads.  The arrays as bare addresses (c_address: __call__ hands twenty, each of the element
+        # type the C reads, made so there and held by its locals until the C returns)
+        batch = [*[ctypes.c_int] * 3, *[ctypes.c_void_p] * 20, ctypes.c_int]
         (self._batch,) = entries(lib, mapped, self.so, self.manifest["function"], [("_rollout_batch", batch)])
         # built with lanes (codegen/contact_rollout.py): the lane groups' batch, and their width
         self._lanes_batch, self.lanes = self._batch, 1
@@ -142,7 +141,7 @@ class LoadedRollout:
             Q0 = unit_q(self._reals("Q0", Q0), r.q_layout(), "Q0")
         out.Q[0], out.V[0] = Q0, self._reals("V0", V0)
         warm, stop = np.zeros((N, self.contacts.m), dtype=real), np.zeros(1, dtype=np.int32)
-        ptr = c_pointer
+        ptr = c_address
         middle = [*map(ptr, ins), *map(ptr, ints), ptr(self.opts), ptr(stop), ptr(warm)]
         records = [*map(ptr, (out.Q, out.V, out.TAU, out.GAPS, out.FORCES, out.ITS, out.RES, out.STATUS)), ptr(out.count)]
         part = max(1, min(PART_WORK // N, max(-(-T // PROGRESS_PARTS), MIN_PART_WORK // N)))

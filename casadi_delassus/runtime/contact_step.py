@@ -31,8 +31,17 @@ NORMAL_TOL = 1e-9           # |‖n‖ − 1| a contact normal may have
 def c_pointer(a):
     """An array as the C functions' pointer: int for int32 arrays, unsigned char for uint8 ones (an active-set mask),
     float for float32 ones (a single-precision rollout's), else double (None: NULL)."""
-    return None if a is None else a.ctypes.data_as({np.dtype(np.int32): INT_P, np.dtype(np.uint8): BYTE_P,
-                                                    np.dtype(np.float32): FLOAT_P}.get(a.dtype, DOUBLE_P))
+    return None if a is None else a.ctypes.data_as(_POINTER_TYPES.get(a.dtype, DOUBLE_P))
+
+
+_POINTER_TYPES = {np.dtype(np.int32): INT_P, np.dtype(np.uint8): BYTE_P, np.dtype(np.float32): FLOAT_P}
+
+
+def c_address(a):
+    """An array's data address as a ``ctypes.c_void_p`` argument (None: NULL), a third of c_pointer's cost where a call
+    hands twenty arrays (the rollout's; a ctypes view of the array, which keeps it alive, costs half again).  A bare
+    address keeps nothing alive: the caller holds the array until the C call returns."""
+    return None if a is None else a.ctypes.data
 
 
 # -- the checks of what a step is handed (shared by the step, its batch and its derivatives) --------------------------

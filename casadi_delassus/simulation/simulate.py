@@ -578,7 +578,7 @@ def factory(step, solver="admm", tol=Options.tol, max_iter=Options.max_iter, **b
 def _rollout(scene, dt, raw, e=0):
     """Environment ``e`` of RawRollouts as a Rollout."""
     n = int(raw.count[e])
-    statuses = [ROLLOUT_STATUSES[s] for s in raw.STATUS[:n, e]]
+    statuses = [ROLLOUT_STATUSES[s] for s in raw.STATUS[:n, e].tolist()]      # Python ints: a quarter of the time
     states = n + 1 if n == 0 or statuses[-1] not in STOPPING else n
     return Rollout(scene, dt, raw.Q[:states, e], raw.V[:states, e], raw.TAU[:n, e], raw.GAPS[:n, e], raw.FORCES[:n, e],
                    raw.ITS[:n, e].astype(int), raw.RES[:n, e], statuses)
