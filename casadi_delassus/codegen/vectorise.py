@@ -17,7 +17,7 @@ lane count is the CPU's vector width (AVX-512 8, AVX 4, SSE2/NEON 2; floats in s
 precision, codegen/precision.py: twice that; the preprocessor decides, so the same .c is
 portable), sin/cos go through glibc's vector math library
 (libmvec) where it exists, comparisons and ``?:`` become bit masks (GNU C has no vector
-ternary), and rarer functions (fmin, pow, …) are applied lane by lane with the very scalar
+ternary), and rarer functions (pow, atan2, …) are applied lane by lane with the very scalar
 function the single call uses.  Without GNU C vectors (or with ``-DCD_BATCH_LANES=1``) the
 entry point loops over the scalar function.  The last, partial group of instances is padded
 with copies of its last instance, so every instance goes through the same vector code: an
@@ -44,17 +44,18 @@ from .statements import ASSIGN, DECL, INPUT, OUTPUT, fail, function_body, tokens
 
 # -- the rewrite of CasADi's function body ------------------------------------------------
 _HOISTED = re.compile(r"  (a\d+)=cd_(?:sin|cos)\[\d+\];")
-# vector forms exact by construction (bit operations, correctly rounded sqrt) or, for
-# sin/cos, libmvec's (a few ulp; lane by lane libm without it)
+# vector forms exact by construction (bit operations, correctly rounded sqrt, fmin/fmax as glibc's
+# rule on x86-64, batch_vector.c.j2) or, for sin/cos, libmvec's (a few ulp; lane by lane libm without it)
 _VECTOR_FUNCTIONS = {"sin": ("cd_batch_sin", 1), "cos": ("cd_batch_cos", 1), "sqrt": ("cd_batch_sqrt", 1),
                      "casadi_sq": ("cd_batch_sq", 1), "casadi_fabs": ("cd_batch_fabs", 1),
-                     "fabs": ("cd_batch_fabs", 1), "copysign": ("cd_batch_copysign", 2)}
+                     "fabs": ("cd_batch_fabs", 1), "copysign": ("cd_batch_copysign", 2),
+                     **{f: ("cd_batch_fmax", 2) for f in ("fmax", "casadi_fmax")},
+                     **{f: ("cd_batch_fmin", 2) for f in ("fmin", "casadi_fmin")}}
 # applied lane by lane: the same scalar function as the single call (CasADi's helpers are
 # defined earlier in the same file, and only when the scalar code uses them)
 _LANEWISE = {**{f: 1 for f in ("exp", "log", "tan", "asin", "acos", "atan", "floor", "ceil", "erf", "sinh", "cosh",
                                "tanh", "asinh", "acosh", "atanh", "casadi_sign", "casadi_log1p", "casadi_expm1")},
-             **{f: 2 for f in ("pow", "fmod", "atan2", "remainder", "fmin", "fmax", "casadi_fmin", "casadi_fmax",
-                               "casadi_hypot")}}
+             **{f: 2 for f in ("pow", "fmod", "atan2", "remainder", "casadi_hypot")}}
 _CONSTANTS = ("casadi_inf", "casadi_nan")
 _COMPARE = ("<", "<=", ">", ">=", "==", "!=")
 
@@ -290,7 +291,7 @@ def _c_names(precision):
     names = {f"mv{b}": f"CD_MVEC_{'F' if single else ''}{b // (4 if single else 8)}" for b in (64, 32, 16)}
     for bits, pre in ((512, "_mm512"), (256, "_mm256"), (128, "_mm")):
         names |= {f"sqrt{bits}": f"{pre}_sqrt_{ps}", f"m{bits}": f"__m{bits}{m}"}
-    names |= {name: libm_name(name, precision) for name in ("sqrt", "fabs", "sin", "cos")}
+    names |= {name: libm_name(name, precision) for name in ("sqrt", "fabs", "sin", "cos", "fmax", "fmin")}
     names |= {"ps": ps, "iota256": ", ".join(map(str, range(8 if single else 4)))}     # 0, 1, … over a 256-bit vector
     return {k: Safe(v) for k, v in (names | {"mask": "int" if single else "long long"}).items()}
 
