@@ -75,7 +75,7 @@ def fingerprint(m):
     return h.hexdigest()
 
 
-def _compiled(m, out_dir, cc, lanes):
+def _compiled(m, out_dir, cc, lanes=1):
     """(fingerprint, CompiledRollout) of MjModel ``m`` with ``lanes``: built, or taken from the disk cache by its MJB
     bytes, once per fingerprint and lanes in this process."""
     key = (fingerprint(m), str(out_dir), cc, lanes)
