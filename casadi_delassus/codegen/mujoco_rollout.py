@@ -6,7 +6,8 @@ is big enough for a lower optimisation level than the solver's (build.Units); co
 kind "mjrollout"; the key: sha256 of the model's MJB bytes, the package version, the flags, compiler and lanes).
 With ``lanes`` (issue 33; contact_rollout.lane_flags' values), the environments of a thread step in lane groups of
 CD_BATCH_LANES in lockstep, CasADi's forward computed for a group by one call of its vectorised code
-(codegen/vectorise.py kernel_function), each lane's solve scalar: a lane's states are its scalar rollout's bit for bit."""
+(codegen/vectorise.py kernel_function), each lane's solve scalar: a lane's states are its scalar rollout's to
+rounding (gcc contracts multiply-adds otherwise in the vector code: docs/mujoco.md)."""
 from __future__ import annotations
 
 import hashlib
@@ -95,7 +96,8 @@ def render(model, parts, name, lanes=False):
     kinematics); with ``lanes`` the lane groups' code too."""
     m = model.m
     fwd = parts.function
-    others = [f for f in (*parts.candidate_functions, *parts.pair_functions, parts.sensor_function) if f is not None]
+    others = [f for f in (*parts.candidate_functions, *parts.pair_functions, *parts.base_functions, parts.sensor_function)
+              if f is not None]
     sizes = {k: max(int(getattr(f, k)()) for f in (fwd, *others)) for k in ("sz_arg", "sz_res", "sz_iw", "sz_w")}
     layout = parts.layout
     pad = lambda xs: [*xs, 0]           # noqa: E731 -- C arrays of at least one entry
@@ -106,7 +108,7 @@ def render(model, parts, name, lanes=False):
         sensor_fn=parts.sensor_function.name() if parts.sensor_function is not None else None, nrow=parts.nrow, nbase=parts.nrow - sum(n for _, n in parts.pair_rows),
         cand_fns=[f.name() if f is not None else None for f in parts.candidate_functions], pair_geoms=parts.pair_geoms,
         pair_bound=pad(parts.pair_bound), pair_plane=pad(parts.pair_plane), ngeom=max([0, *(max(g) + 1 for g in parts.pair_geoms)]),
-        slot_rows=_slot_rows(parts.row_slot, parts.nslot), pair_rows=parts.pair_rows, pair_fns=[f.name() if f is not None else None for f in parts.pair_functions], nslot=parts.nslot, naux=layout.naux, npair=len(parts.pairs),
+        slot_rows=_slot_rows(parts.row_slot, parts.nslot), pair_rows=parts.pair_rows, pair_fns=[f.name() if f is not None else None for f in parts.pair_functions], base_fns=[f.name() if f is not None else None for f in parts.base_functions], nslot=parts.nslot, naux=layout.naux, npair=len(parts.pairs),
         njnt=m.njnt, timestep=float(m.opt.timestep), tolerance=max(float(m.opt.tolerance), 1e-13), implicit_damping=int(parts.implicit_damping), rk4=int(parts.integrator == "rk4"), implicitfast=int(parts.integrator == "implicitfast"), row_type=pad(parts.row_type),
         row_fl=pad(parts.row_frictionloss), row_cone=pad(parts.row_cone), row_scale=pad(parts.row_scale), slot_margin=pad(parts.slot_margin),
         casadi_entries=[f.name() for f in (fwd, *others)], pairs=parts.pairs, reach=pad([ps.reach for ps in layout.pairs]), joints=parts.joints, damping=parts.damping,

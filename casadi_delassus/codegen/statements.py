@@ -37,13 +37,12 @@ def tokens(text, lineno, line, what="rewrite"):
     return found
 
 
-def function_body(casadi_code, index=0):
+def function_body(casadi_code):
     """(index of its first line, the lines) of the evaluation function of the generated
-    function (casadi_f0; ``index`` k: casadi_fk, the k-th function of the file) in ``casadi_code``;
-    CasADi's derivative functions follow it when the .so carries them (codegen/derivatives.py)
-    and are left as they are."""
+    function (casadi_f0) in ``casadi_code``; CasADi's derivative functions follow it when the
+    .so carries them (codegen/derivatives.py) and are left as they are."""
     lines = casadi_code.splitlines()
-    first, end = function_bodies(lines, [index])[0]
+    first, end = function_bodies(lines, [0])[0]
     return first, lines[first:end]
 
 

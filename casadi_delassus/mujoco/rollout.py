@@ -151,7 +151,7 @@ def mujoco_rollout(model: Any, data: Any, initial_state: npt.ArrayLike, control:
     ``chunk_size`` and ``persistent_pool`` are accepted and change nothing (every call is checked; the threads
     are the package's one pool, runtime/pool.h, kept between calls); ``out_dir``/``cc``: where and with what the C is
     compiled; ``lanes`` (1, "auto" or a power of two up to 16): the environments of a thread stepped in SIMD lane groups
-    of that many (codegen/mujoco_rollout.py), the same states bit for bit."""
+    of that many (codegen/mujoco_rollout.py), the same states to rounding."""
     return rollout_status(model, data, initial_state, control, control_spec=control_spec, nstep=nstep,
                           initial_warmstart=initial_warmstart, state=state, sensordata=sensordata, out_dir=out_dir,
                           cc=cc, report=_warn, lanes=lanes)[:2]

@@ -32,14 +32,15 @@ from ..progress import counted, silenced
 from ..simulation.simulate import Rollout, step_count
 from ..simulation.simulate import simulate as simulate_robot
 from ..simulation.rollout_io import pyplot, save_figure, side_legend, write_atomic
-from ..runtime.mujoco_rollout import DIVERGED, MAX_ITERATIONS
+from ..runtime.mujoco_rollout import CONVERGED, DIVERGED, MAX_ITERATIONS, STATUS
 from .rollout import DEFAULT_OUT, _compiled, rollout_status
 
 
 @dataclass
 class ModelTrajectory:
-    """One MJCF rollout: qpos (n+1 x nq) and qvel (n+1 x nv) from the initial state on (n x nq and n x nv when the
-    n-th step diverged: no state follows it), ``ctrl`` (nu: constant, the CLI's; n x nu: each step's, cd.simulate's),
+    """One MJCF rollout: qpos (n+1 x nq) and qvel (n+1 x nv) from the initial state on (after a divergence the CLI's
+    one C call repeats the last state in the remaining rows, as mujoco.rollout does, while cd.simulate's loop stops:
+    k rows when its k-th step diverged), ``ctrl`` (nu: constant, the CLI's; n x nu: each step's, cd.simulate's),
     sensordata (n x nsensordata, as mujoco.rollout records it), and the columns' names."""
     name: str
     dt: float
@@ -47,16 +48,21 @@ class ModelTrajectory:
     qvel: np.ndarray
     ctrl: np.ndarray
     sensordata: np.ndarray
-    diverged: bool
+    outcome: int            # runtime/mujoco_rollout.py's code: CONVERGED, MAX_ITERATIONS (some step's solve) or DIVERGED
     qpos_names: list
     qvel_names: list
     ctrl_names: list
     sensor_names: list
 
     @property
+    def diverged(self) -> bool:
+        """Whether MuJoCo's rule (a NaN or a value beyond 1e10) stopped the trajectory."""
+        return self.outcome == DIVERGED
+
+    @property
     def status(self) -> str:
-        """"ok", or "diverged" when MuJoCo's rule (a NaN or a value beyond 1e10) stopped the trajectory."""
-        return "diverged" if self.diverged else "ok"
+        """"ok", "max iterations" (some step's constraint solve stopped at its limit) or "diverged"."""
+        return "ok" if self.outcome == CONVERGED else STATUS[self.outcome]
 
 
 def _object_name(mujoco, m, kind, i, fallback):
@@ -120,7 +126,7 @@ def simulate_model(model, duration, ctrl=None, qpos=None, keyframe=None, out_dir
     qpos_t = np.vstack([state0[1:1 + m.nq], state[0, :, 1:1 + m.nq]])
     qvel_t = np.vstack([state0[1 + m.nq:1 + m.nq + m.nv], state[0, :, 1 + m.nq:1 + m.nq + m.nv]])
     return ModelTrajectory(Path(model).stem, float(m.opt.timestep), qpos_t, qvel_t, u, sens[0],
-                           bool(status[0] == DIVERGED), *column_names(mujoco, m))
+                           int(status[0]), *column_names(mujoco, m))
 
 
 def column_names(mujoco, m):
@@ -256,7 +262,8 @@ def simulate_steps(model, T, controller=None, qpos=None, qvel=None, dt=None, key
                       f"stopped at its iteration limit", RuntimeWarning, stacklevel=3)
     x = np.array(states)
     return ModelTrajectory(name, step_dt, x[:, q], x[:, v], np.array(ctrls).reshape(len(ctrls), m.nu),
-                           np.array(sensors).reshape(len(sensors), m.nsensordata), diverged, *column_names(mujoco, m))
+                           np.array(sensors).reshape(len(sensors), m.nsensordata),
+                           DIVERGED if diverged else MAX_ITERATIONS if capped else CONVERGED, *column_names(mujoco, m))
 
 
 def write_csv(traj, path):

@@ -19,7 +19,10 @@ One step from (time t, qpos, qvel) under (ctrl, qfrc_applied), h = opt.timestep:
   Xᵢ's qvel with each ball's and free joint's angular velocity ω made dexp⁻¹(θ)ω (the exact
   closed form), θ = h Σⱼ Aᵢⱼ kⱼ on that joint (``lie_correction``); then
   qpos ← qpos ⊕ h Σ bⱼ kⱼ, qvel ← qvel + h Σ bⱼ aⱼ, t ← t + h, and qacc_warmstart ← stage 4's
-  qacc.  Every stage starts its solve from the same qacc_warmstart (the step's).  MuJoCo 4.0's
+  qacc.  Every stage starts its solve from the same qacc_warmstart (the step's), as MuJoCo's do;
+  the compiled rollout starts stages 2-3 from the stage before's qacc and stage 4 from
+  2 A₂ − A₀ instead (nearer in time; the solve's answer is the same to its tolerance:
+  templates/mujoco_rollout.c.j2).  MuJoCo 4.0's
   mj_step is this, not the plain weighted sum of the stages' qvel (docs/mujoco_model.md has the
   measured differences).
 

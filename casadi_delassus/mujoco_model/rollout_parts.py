@@ -39,7 +39,7 @@ import numpy as np
 from ..errors import ModelError
 from ..model.mjcf import mujoco_module
 from . import actuators, collision, sensors
-from .constraints import ELLIPTIC, Contact, Kinematics, Rows, constraint_rows, contact_rows
+from .constraints import ELLIPTIC, LIMIT_JOINT, Contact, Kinematics, Rows, constraint_rows, contact_rows
 from .flags import disabled
 from .smooth import smooth
 
@@ -114,6 +114,7 @@ class RolloutParts:
     pair_bound: np.ndarray          # per pair: the broadphase bound (module docstring, ``_bounds``)
     pair_plane: np.ndarray          # per pair: 1 where geom1 is a plane (the bound is then a height over it)
     pair_functions: list            # per pair: Function (qpos, qvel[, vertex]) -> (Jᵀ, a_ref, R) of its rows, or None
+    base_functions: list            # per base row: Function (qpos, qvel) -> (a_ref, R) of a joint limit, or None
     pair_rows: list                 # per pair: (first row, rows); a mesh pair's: 4 blocks of one contact's rows
     sensor_function: ca.Function | None     # (qpos, qvel, qacc) -> sensordata, None without sensors
     layout: collision.ContactLayout
@@ -165,7 +166,7 @@ def rollout_parts(model, name="mjforward"):
     geoms, pose_out, candidate_functions = _candidate_functions(m, model, layout, q, name)
     kin = Kinematics(m, q)
     rows = constraint_rows(kin, v)
-    outs = _outputs(m, rows, v)
+    outs, base_functions = _base_outputs(m, rows, q, v, name)
     slot_of, types, fl = [-1] * len(rows), list(rows.type), list(rows.frictionloss)
     pair_functions, pair_rows = [], []
     vertex = ca.SX.sym("vertex", 3)
@@ -202,7 +203,7 @@ def rollout_parts(model, name="mjforward"):
                                   ["qpos", "qvel", "qacc"], ["sensordata"]) if m.nsensordata else None
     pair_geoms = [(geoms.index(ps.pair.geom1), geoms.index(ps.pair.geom2)) for ps in layout.pairs]
     bound, plane = _bounds(m, layout)
-    return RolloutParts(function, candidate_functions, pair_geoms, bound, plane, pair_functions, pair_rows, sensor_function, layout, np.array(types, int), np.array(slot_of, int),
+    return RolloutParts(function, candidate_functions, pair_geoms, bound, plane, pair_functions, base_functions, pair_rows, sensor_function, layout, np.array(types, int), np.array(slot_of, int),
                         np.array(fl, float), cone, scale, margin, pairs, mesh_tables(layout), joints, damping,
                         not disabled(m, "eulerdamp") and bool(np.any(damping > 0)), INTEGRATORS[int(m.opt.integrator)])
 
@@ -285,6 +286,20 @@ def _cones(m, slot_pairs, types, slot_of):
         scale[i + 1:i + n] = [float(x) for x in fr[:n - 1]]
         i += n
     return cone, scale
+
+
+def _base_outputs(m, rows: Rows, q, v, name):
+    """(``_outputs`` of the base rows with the joint limits' a_ref and R left 0, per base row the Function
+    ``<name>_base<i>`` of (qpos, qvel) giving a limit's a_ref and R, None for the others): the C evaluates them
+    where the limit is active only (a humanoid's 34 limit rows, most of them inactive at any time, were a tenth of
+    its forward's instructions)."""
+    JT, aref, R, active = _outputs(m, rows, v)
+    functions = [ca.Function(f"{name}_base{i}", [q, v], [aref[i], R[i]], ["qpos", "qvel"], ["aref", "R"])
+                 if kind == LIMIT_JOINT else None for i, kind in enumerate(rows.type)]
+    for i, f in enumerate(functions):
+        if f is not None:
+            aref[i], R[i] = 0, 0
+    return (JT, aref, R, active), functions
 
 
 def _outputs(m, rows: Rows, v):

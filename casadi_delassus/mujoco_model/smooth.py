@@ -43,6 +43,11 @@ def mass_matrix(model, q):
         P = ca.SX.eye(robot.nv)
         P[k:k + 3, k:k + 3] = E
         M = ca.mtimes([P.T, M, P])
+    # Pᵀ M P's entries (r, c) and (c, r) sum their products in other orders: one SX for both keeps M exactly
+    # symmetric (the compiled rollout reads M's row c as its column c: templates/mujoco_rollout.c.j2 m_times)
+    for r in range(robot.nv):
+        for c in range(r):
+            M[c, r] = M[r, c]
     return M
 
 

@@ -20,7 +20,7 @@ STATUS_CODES = {"CONVERGED": CONVERGED, "MAX_ITERATIONS": MAX_ITERATIONS, "DIVER
 PROFILE = "-DCD_PROFILE"      # the profiling build's flag (templates/mujoco_rollout.c.j2: seconds per phase)
 PHASES = ("forward (CasADi: M, qfrc_smooth, geom poses, base rows)", "smooth qacc (tree LᵀDL of M)",
           "broadphase, candidates (CasADi), selection, row blocks",
-          "pair rows (CasADi)", "warm start choice", "Newton: residuals, forces, Hessian", "Newton: Cholesky and solve",
+          "pair rows, active limits' a_ref and R (CasADi)", "warm start choice", "Newton: residuals, forces, Hessian", "Newton: Cholesky and solve",
           "Newton: line search", "integration", "sensors")
 COUNTS = ("forwards", "Newton iterations", "line search slopes", "kept rows", "dense Hessian factors")
 

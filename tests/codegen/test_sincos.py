@@ -15,7 +15,7 @@ import casadi_delassus as cd
 from casadi_delassus.codegen import schedule, sincos
 from casadi_delassus.codegen.build import accepts_native, find_compiler
 from casadi_delassus.codegen.emit import TEMPLATES, casadi_source
-from casadi_delassus.codegen.statements import function_body
+from casadi_delassus.codegen.statements import function_bodies
 from casadi_delassus.errors import CompilerError
 
 _p = ctypes.POINTER(ctypes.c_double)
@@ -93,6 +93,13 @@ def test_libmvec_sin_cos_are_within_four_ulp_of_libm(tmp_path):
     assert worst <= 4
 
 
+def body_of(code, index):
+    """The text of casadi_f<index>'s evaluation function in ``code``."""
+    lines = code.splitlines()
+    first, end = function_bodies(lines, [index])[0]
+    return "\n".join(lines[first:end])
+
+
 def test_every_function_of_a_file_hoisted_with_one_helper(tmp_path):
     """functions=2 (the rollout's kinematics beside prep, codegen/contact_step.py render): the second function's sin/cos
     of its inputs come from its own prologue too, the helper is emitted once, and both functions' outputs are libm's
@@ -101,11 +108,11 @@ def test_every_function_of_a_file_hoisted_with_one_helper(tmp_path):
     second = ca.Function("second", [y], [ca.vertcat(ca.sin(y[0]), ca.cos(y[1]), y[0] * y[1])], ["y"], ["s"])
     source = casadi_source(angle_function(5), [second])
     first_only = sincos.hoist(source, TEMPLATES)[0]
-    assert "=sin(" in "\n".join(function_body(first_only, 1)[1])
+    assert "=sin(" in body_of(first_only, 1)
     code, n = sincos.hoist(source, TEMPLATES, functions=2)
     assert n == 5 and code.count("static inline void cd_sincos(") == 1
     for index in (0, 1):
-        body = "\n".join(function_body(code, index)[1])
+        body = body_of(code, index)
         assert "=sin(" not in body and "=cos(" not in body and "cd_sincos(" in body
     fast, libm = compile_so(code, tmp_path, "fast"), compile_so(code, tmp_path, "libm", ["-DCD_SINCOS_LIBM"])
     rng = np.random.default_rng(4)
@@ -125,7 +132,7 @@ def test_outputs_with_libmvec_match_the_libm_build(out_dir, tmp_path, robot, sce
     assert m["sincos"]["angles"] == sum(j["kind"] == "revolute" for j in m["q_layout"]) > 10
     assert m["sincos"]["route"].startswith("libmvec")
     source = f.so_path.with_suffix(".c").read_text()
-    body = "\n".join(function_body(source)[1])
+    body = body_of(source, 0)
     assert "=sin(" not in body and "=cos(" not in body and "cd_sincos(" in body
     libm = compile_so(source.replace(f'#include "{f.so_path.stem}.h"', f'#include "{f.so_path.with_suffix(".h")}"'),
                       tmp_path, "libm", ["-DCD_SINCOS_LIBM"])

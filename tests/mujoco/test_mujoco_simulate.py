@@ -197,3 +197,24 @@ def test_a_diverged_rollout_is_read_from_its_status(tmp_path, out_dir, monkeypat
     code, out, err = in_process("simulate", str(path), "-T", "0.05", "--ctrl", "1", "--out-dir", str(out_dir), "-o",
                                 str(tmp_path / "sim"))
     assert code == 1 and ", diverged" in out and (tmp_path / "sim" / "rollout.csv").exists(), (out, err)
+
+
+def test_a_capped_solve_is_said(tmp_path, out_dir, monkeypatch):
+    """A trajectory whose C status is MAX_ITERATIONS (some step's constraint solve stopped at its limit) reads
+    "max iterations" in ModelTrajectory.status and the CLI's line, and the CLI still exits 0 with its CSV."""
+    from casadi_delassus.mujoco import simulate
+    from casadi_delassus.runtime.mujoco_rollout import MAX_ITERATIONS
+    path = tmp_path / "ball.xml"
+    path.write_text(DIVERGING)
+    real = simulate.rollout_status
+
+    def capped(*args, **kwargs):
+        state, sens, status = real(*args, **kwargs)
+        return state, sens, np.full_like(status, MAX_ITERATIONS)
+
+    monkeypatch.setattr(simulate, "rollout_status", capped)
+    traj = simulate.simulate_model(path, 0.05, [0.0], out_dir=out_dir)
+    assert traj.status == "max iterations" and not traj.diverged
+    code, out, err = in_process("simulate", str(path), "-T", "0.05", "--ctrl", "0", "--out-dir", str(out_dir), "-o",
+                                str(tmp_path / "sim"))
+    assert code == 0 and ", max iterations" in out and (tmp_path / "sim" / "rollout.csv").exists(), (out, err)
