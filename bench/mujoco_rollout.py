@@ -1,14 +1,15 @@
 """cd.mujoco_rollout against mujoco.rollout.rollout on robosuite-models' Go2 on a floor (issue 32, "done when" 2):
 steps/s on one thread and on two, timed interleaved in one run, and the states' agreement.
 
-    taskset -c 0,1 .venv/bin/python bench/mujoco_rollout.py [--envs 16] [--steps 500] [--reps 7] [--model go2]
+    taskset -c 0,1 .venv/bin/python bench/mujoco_rollout.py [--envs 16] [--steps 500] [--reps 7] [--model go2] [--lanes 1,auto]
     taskset -c 0 .venv/bin/python bench/mujoco_rollout.py --phases [--model go2]
     .venv/bin/python bench/mujoco_rollout.py --iterations --envs 4 --steps 300 [--model go2]
 
 ``--phases``: one thread of the profiling build (-DCD_PROFILE: clock_gettime around each phase of a step) instead,
 writing bench/results/mujoco_rollout_phases_<model>.md.  ``--iterations``: Newton line searches a solve, MuJoCo's and
 ours, from MuJoCo's own states and warm starts one step at a time (bench/results/mujoco_rollout_iterations_<model>.md).  ``--model``: go2 (the default), or Gymnasium's hopper,
-walker2d, humanoid, ant as shipped (RK4).
+walker2d, humanoid, ant as shipped (RK4).  ``--lanes``: the lane counts of ours timed (1, "auto" or powers of two,
+comma-separated; a row each, interleaved with MuJoCo's; a lanes row's states against lanes 1's are in the accuracy rows).
 
 The scene: Go2's robot.xml with a ground plane added as Menagerie's scene.xml adds it, gravity on (the file sets
 none), its geoms touching the floor only (conaffinity 0 on the robot: the box-box pairs between its bodies are
@@ -164,12 +165,25 @@ def fastest(m, x0, u, reps=3):
     return best[1], best[2]
 
 
+def errors(m, ours, ref):
+    """The largest qpos difference and qvel difference relative to max(1, |ref|), printed."""
+    q, v = slice(1, 1 + m.nq), slice(1 + m.nq, None)
+    dq = np.abs(ours[..., q] - ref[..., q]).max()
+    dv = (np.abs(ours[..., v] - ref[..., v]) / np.maximum(1, np.abs(ref[..., v]))).max()
+    return f"qpos {dq:.1e}", f"qvel rel {dv:.1e}"
+
+
 def tight(m):
     """A copy of m with MuJoCo's Newton at 1e-15."""
     c = m.__copy__()
     c.opt.solver = mujoco.mjtSolver.mjSOL_NEWTON
     c.opt.tolerance, c.opt.iterations, c.opt.ls_iterations = 1e-15, 1000, 200
     return c
+
+
+def lanes_list(text):
+    """--lanes' values: 1, "auto" or integers."""
+    return [x if x == "auto" else int(x) for x in text.split(",")]
 
 
 def main():
@@ -179,6 +193,7 @@ def main():
     ap.add_argument("--reps", type=int, default=7)
     ap.add_argument("--model", default="go2", choices=("go2", "hopper", "walker2d_v5", "humanoid", "ant"))
     ap.add_argument("--phases", action="store_true")
+    ap.add_argument("--lanes", type=lanes_list, default=[1], help="lane counts of ours, comma-separated: 1,auto")
     ap.add_argument("--iterations", action="store_true", help="Newton line searches a solve, MuJoCo's and ours, state by state")
     a = ap.parse_args()
     m = scene(a.model)
@@ -188,18 +203,22 @@ def main():
     if a.iterations:
         return iterations(m, a.model, x0, u)
     say("compiling (first call) ...")
-    cd.mujoco_rollout(m, mujoco.MjData(m), x0[:1], u[:1, :2])
+    ours_lanes = {f"casadi_delassus lanes={k}": k for k in a.lanes}
+    for lanes in a.lanes:
+        cd.mujoco_rollout(m, mujoco.MjData(m), x0[:1], u[:1, :2], lanes=lanes)
     fast, solver = fastest(m, x0, u)          # ours solves the same convex problem whatever m.opt.solver says
     say(f"MuJoCo's fastest solver here: {solver}")
     rows = []
     for nthread in (1, 2):
         data = [mujoco.MjData(m) for _ in range(nthread)]
-        times = {"casadi_delassus": [], "mujoco.rollout": []}
+        calls = [(name, lambda d, lanes=lanes: cd.mujoco_rollout(m, d, x0, u, lanes=lanes)) for name, lanes in ours_lanes.items()]
+        calls.append(("mujoco.rollout", lambda d: mj_rollout.rollout(fast, d, x0, u)))
+        times = {name: [] for name, _ in calls}
         cpu = {k: [] for k in times}                 # the process's CPU seconds: blind to time the shared machine takes away
-        for _ in range(a.reps):                      # interleaved: both see the same machine state
-            for name, call, model in (("casadi_delassus", cd.mujoco_rollout, m), ("mujoco.rollout", mj_rollout.rollout, fast)):
+        for _ in range(a.reps):                      # interleaved: all see the same machine state
+            for name, call in calls:
                 t0, c0 = time.perf_counter(), time.process_time()
-                call(model, data, x0, u)
+                call(data)
                 times[name].append(time.perf_counter() - t0)
                 cpu[name].append(time.process_time() - c0)
         rate = {k: a.envs * a.steps / statistics.median(v) for k, v in times.items()}
@@ -209,13 +228,15 @@ def main():
                          f"{rate[k] / rate['mujoco.rollout']:.2f}", f"{1e6 * min(cpu[k]) / (a.envs * a.steps):.2f}",
                          f"{min(cpu['mujoco.rollout']) / min(cpu[k]):.2f}"])
     mt = tight(m)
-    ours, _ = cd.mujoco_rollout(mt, mujoco.MjData(mt), x0, u)
     ref, _ = mj_rollout.rollout(mt, mujoco.MjData(mt), x0, u)
-    q, v = slice(1, 1 + m.nq), slice(1 + m.nq, None)
-    dq = np.abs(ours[..., q] - ref[..., q]).max()
-    dv = (np.abs(ours[..., v] - ref[..., v]) / np.maximum(1, np.abs(ref[..., v]))).max()
-    rows.append(["accuracy", "vs Newton 1e-15", f"qpos {dq:.1e}", f"qvel rel {dv:.1e}", "", "", ""])
-    write("mujoco_rollout" + ("" if a.model == "go2" else f"_{a.model}"), rows, ["threads", "rollout", "steps/s (median)", "spread (max-min)/median", "ratio",
+    scalar = None
+    for name, lanes in ours_lanes.items():
+        ours, _ = cd.mujoco_rollout(mt, mujoco.MjData(mt), x0, u, lanes=lanes)
+        scalar = ours if scalar is None else scalar
+        rows.append(["accuracy", f"{name} vs Newton 1e-15", *errors(m, ours, ref), "", "", ""])
+        if lanes != a.lanes[0]:
+            rows.append(["accuracy", f"{name} vs lanes={a.lanes[0]}", *errors(m, ours, scalar), "", "", ""])
+    write("mujoco_rollout" + ("" if a.model == "go2" else f"_{a.model}") + ("" if a.lanes == [1] else "_lanes"), rows, ["threads", "rollout", "steps/s (median)", "spread (max-min)/median", "ratio",
                                                                           "CPU µs a step (least)", "CPU ratio"],
           f"cd.mujoco_rollout vs mujoco.rollout ({solver}, MuJoCo's fastest solver here), {a.model}, {a.envs} envs x "
           f"{a.steps} steps, {a.reps} interleaved reps")

@@ -17,7 +17,7 @@ lane count is the CPU's vector width (AVX-512 8, AVX 4, SSE2/NEON 2; floats in s
 precision, codegen/precision.py: twice that; the preprocessor decides, so the same .c is
 portable), sin/cos go through glibc's vector math library
 (libmvec) where it exists, comparisons and ``?:`` become bit masks (GNU C has no vector
-ternary), and rarer functions (fmin, pow, …) are applied lane by lane with the very scalar
+ternary), and rarer functions (pow, atan2, …) are applied lane by lane with the very scalar
 function the single call uses.  Without GNU C vectors (or with ``-DCD_BATCH_LANES=1``) the
 entry point loops over the scalar function.  The last, partial group of instances is padded
 with copies of its last instance, so every instance goes through the same vector code: an
@@ -39,22 +39,23 @@ from .escape import Safe, c_comment, c_ident
 from .precision import C_REAL, libm_name
 from ..model.robot import unit_blocks
 from ..runtime.inputs import UNIT_TOL
-from .sincos import hoisted_body
+from .sincos import PAD, hoisted_body
 from .statements import ASSIGN, DECL, INPUT, OUTPUT, fail, function_body, tokens
 
 # -- the rewrite of CasADi's function body ------------------------------------------------
 _HOISTED = re.compile(r"  (a\d+)=cd_(?:sin|cos)\[\d+\];")
-# vector forms exact by construction (bit operations, correctly rounded sqrt) or, for
-# sin/cos, libmvec's (a few ulp; lane by lane libm without it)
+# vector forms exact by construction (bit operations, correctly rounded sqrt, fmin/fmax as glibc's
+# rule on x86-64, batch_vector.c.j2) or, for sin/cos, libmvec's (a few ulp; lane by lane libm without it)
 _VECTOR_FUNCTIONS = {"sin": ("cd_batch_sin", 1), "cos": ("cd_batch_cos", 1), "sqrt": ("cd_batch_sqrt", 1),
                      "casadi_sq": ("cd_batch_sq", 1), "casadi_fabs": ("cd_batch_fabs", 1),
-                     "fabs": ("cd_batch_fabs", 1), "copysign": ("cd_batch_copysign", 2)}
+                     "fabs": ("cd_batch_fabs", 1), "copysign": ("cd_batch_copysign", 2),
+                     **{f: ("cd_batch_fmax", 2) for f in ("fmax", "casadi_fmax")},
+                     **{f: ("cd_batch_fmin", 2) for f in ("fmin", "casadi_fmin")}}
 # applied lane by lane: the same scalar function as the single call (CasADi's helpers are
 # defined earlier in the same file, and only when the scalar code uses them)
 _LANEWISE = {**{f: 1 for f in ("exp", "log", "tan", "asin", "acos", "atan", "floor", "ceil", "erf", "sinh", "cosh",
                                "tanh", "asinh", "acosh", "atanh", "casadi_sign", "casadi_log1p", "casadi_expm1")},
-             **{f: 2 for f in ("pow", "fmod", "atan2", "remainder", "fmin", "fmax", "casadi_fmin", "casadi_fmax",
-                               "casadi_hypot")}}
+             **{f: 2 for f in ("pow", "fmod", "atan2", "remainder", "casadi_hypot")}}
 _CONSTANTS = ("casadi_inf", "casadi_nan")
 _COMPARE = ("<", "<=", ">", ">=", "==", "!=")
 
@@ -166,11 +167,13 @@ class _Expression:
         return f"{name}({', '.join(args)})"
 
 
-def vectorize(casadi_code, n_in, n_out, in_sizes, out_sizes, precision="double"):
+def vectorize(casadi_code, n_in, n_out, in_sizes, out_sizes, precision="double", scalar_sincos=False):
     """The body of ``cd_batch_kernel(const cd_batch_v** arg, cd_batch_v** res)``: CasADi's
     scalar body with every statement rewritten for vectors (of floats in single
     ``precision``: lane-by-lane calls name libm's float functions).  Inputs and outputs must
-    be read and written within ``in_sizes`` / ``out_sizes`` entries (checked)."""
+    be read and written within ``in_sizes`` / ``out_sizes`` entries (checked).  ``scalar_sincos``:
+    the joint angles' sin/cos by the scalar functions' own helper (sincos.c.j2's ``cd_sincos``,
+    in the same file), whose results do not depend on the lane count, instead of libmvec at it."""
     first, body = function_body(casadi_code)
     body, angles = hoisted_body(body)          # sin/cos of inputs first, as the single call (codegen/sincos.py)
     variables, out = set(), []
@@ -209,10 +212,25 @@ def vectorize(casadi_code, n_in, n_out, in_sizes, out_sizes, precision="double")
         raise CompilerError("cannot vectorise: the CasADi function body does not end with 'return 0;'")
     if angles:
         decls = next(k for k, line in enumerate(out) if not line.startswith("  cd_batch_v "))
-        out[decls:decls] = [f"  cd_batch_v cd_sin[{len(angles)}], cd_cos[{len(angles)}];"] + \
-            [f"  cd_sin[{j}]=cd_batch_sin(arg[{i}][{k}]); cd_cos[{j}]=cd_batch_cos(arg[{i}][{k}]);"
-             for j, (i, k) in enumerate(angles)]
+        out[decls:decls] = (_scalar_sincos if scalar_sincos else _vector_sincos)(angles, precision)
     return "\n".join(out)
+
+
+def _vector_sincos(angles, precision):
+    """The prologue of the angles' sin/cos by the vector forms (libmvec at the lane count)."""
+    return [f"  cd_batch_v cd_sin[{len(angles)}], cd_cos[{len(angles)}];"] + \
+        [f"  cd_sin[{j}]=cd_batch_sin(arg[{i}][{k}]); cd_cos[{j}]=cd_batch_cos(arg[{i}][{k}]);"
+         for j, (i, k) in enumerate(angles)]
+
+
+def _scalar_sincos(angles, precision):
+    """The prologue of the angles' sin/cos by sincos.c.j2's cd_sincos over every lane of every angle (a multiple of
+    its padding in all, zeros above): entry by entry what the scalar functions' prologue computes."""
+    n = -(-len(angles) // PAD[precision]) * PAD[precision]
+    values = ", ".join(f"arg[{i}][{k}]" for i, k in angles)
+    return [f"  cd_batch_v cd_sin[{n}], cd_cos[{n}], cd_angle[{n}] = {{{values}}};",
+            f"  cd_sincos({n} * CD_BATCH_LANES, ({C_REAL[precision]}*)cd_angle, ({C_REAL[precision]}*)cd_sin, "
+            f"({C_REAL[precision]}*)cd_cos);"]
 
 
 # -- emitted C -----------------------------------------------------------------------------
@@ -273,7 +291,7 @@ def _c_names(precision):
     names = {f"mv{b}": f"CD_MVEC_{'F' if single else ''}{b // (4 if single else 8)}" for b in (64, 32, 16)}
     for bits, pre in ((512, "_mm512"), (256, "_mm256"), (128, "_mm")):
         names |= {f"sqrt{bits}": f"{pre}_sqrt_{ps}", f"m{bits}": f"__m{bits}{m}"}
-    names |= {name: libm_name(name, precision) for name in ("sqrt", "fabs", "sin", "cos")}
+    names |= {name: libm_name(name, precision) for name in ("sqrt", "fabs", "sin", "cos", "fmax", "fmin")}
     names |= {"ps": ps, "iota256": ", ".join(map(str, range(8 if single else 4)))}     # 0, 1, … over a 256-bit vector
     return {k: Safe(v) for k, v in (names | {"mask": "int" if single else "long long"}).items()}
 
@@ -284,13 +302,14 @@ def vector_context(precision="double"):
                 transposes=[(n, Safe(transpose(n))) for n in ((8, 16) if precision == "single" else (8,))])
 
 
-def kernel_function(name, f, casadi_code, precision="double"):
+def kernel_function(name, f, casadi_code, precision="double", scalar_sincos=False):
     """``static int name(const cd_batch_v** arg, cd_batch_v** res)``: CasADi's code of ``f`` (``casadi_code``, f
     alone in it) with every scalar a vector, lane l one instance (all inputs and outputs dense, column-major, as the
     scalar function reads and writes them); for code that keeps its instances in lanes (the rollout's lane groups,
-    codegen/contact_rollout.py) rather than in memory as the batched entry point does."""
+    codegen/contact_rollout.py and mujoco_rollout.py) rather than in memory as the batched entry point does;
+    ``scalar_sincos``: see vectorize."""
     sizes = [[int(f.numel_in(i)) for i in range(f.n_in())], [int(f.numel_out(i)) for i in range(f.n_out())]]
-    body = vectorize(casadi_code, f.n_in(), f.n_out(), *sizes, precision)
+    body = vectorize(casadi_code, f.n_in(), f.n_out(), *sizes, precision, scalar_sincos)
     return f"static int {c_ident(name)}(const cd_batch_v** arg, cd_batch_v** res) {{\n{body}\n}}"
 
 

@@ -2,8 +2,8 @@
 
 Arguments are checked as MuJoCo 4's rollout.py checks them (its own helpers, their ValueError made an
 InputError), then: the models (one, or a sequence of the same content) compiled once per content
-(codegen/mujoco_rollout.py; refusals by name), finite inputs only, ``control_spec`` a subset of
-mjSTATE_CTRL | mjSTATE_QFRC_APPLIED, ``len(data)`` threads.  Outputs are computed into fresh arrays and
+(codegen/mujoco_rollout.py; refusals by name; once per ``lanes`` too), finite inputs only, ``control_spec`` a
+subset of mjSTATE_CTRL | mjSTATE_QFRC_APPLIED, ``len(data)`` threads.  Outputs are computed into fresh arrays and
 copied into ``state``/``sensordata`` only when the whole call succeeded."""
 from __future__ import annotations
 
@@ -16,6 +16,7 @@ from typing import Any
 import numpy as np
 import numpy.typing as npt
 
+from ..codegen.contact_rollout import lane_flags
 from ..codegen.mujoco_rollout import build
 from ..errors import InputError
 from ..model.mjcf import mujoco_module
@@ -26,7 +27,7 @@ from ..runtime.compiler import find_compiler
 from ..runtime.mujoco_rollout import DIVERGED, MAX_ITERATIONS, CompiledRollout
 
 DEFAULT_OUT = Path("codegen_out")
-_LOADED: dict[tuple, CompiledRollout] = {}   # (fingerprint, out_dir, cc) -> CompiledRollout (this process)
+_LOADED: dict[tuple, CompiledRollout] = {}   # (fingerprint, out_dir, cc, lanes) -> CompiledRollout (this process)
 # arrays the compiled rollout never reads (names, textures, visuals, a mesh's faces and normals): left out of the
 # per-call fingerprint, which then costs about a millisecond where the MJB bytes of a meshed robot cost 60 ms; of
 # the mesh arrays it reads the hulls' (mujoco_model/collision.py: vertices, hull graph, polygons), by their CRC-32
@@ -74,13 +75,13 @@ def fingerprint(m):
     return h.hexdigest()
 
 
-def _compiled(m, out_dir, cc):
-    """(fingerprint, CompiledRollout) of MjModel ``m``: built, or taken from the disk cache by its MJB bytes, once
-    per fingerprint in this process."""
-    key = (fingerprint(m), str(out_dir), cc)
+def _compiled(m, out_dir, cc, lanes=1):
+    """(fingerprint, CompiledRollout) of MjModel ``m`` with ``lanes``: built, or taken from the disk cache by its MJB
+    bytes, once per fingerprint and lanes in this process."""
+    key = (fingerprint(m), str(out_dir), cc, lanes)
     if key not in _LOADED:
         cc_line = find_compiler(cc)
-        _LOADED[key] = CompiledRollout(build(MujocoModel(m), rollout_parts, out_dir, ("auto",), cc_line))
+        _LOADED[key] = CompiledRollout(build(MujocoModel(m), rollout_parts, out_dir, ("auto",), cc_line, lanes))
     return key[0], _LOADED[key]
 
 
@@ -143,22 +144,29 @@ def mujoco_rollout(model: Any, data: Any, initial_state: npt.ArrayLike, control:
                    control_spec: int | None = None, skip_checks: bool = False, nstep: int | None = None,
                    initial_warmstart: npt.ArrayLike | None = None, state: np.ndarray | None = None,
                    sensordata: np.ndarray | None = None, chunk_size: int | None = None, persistent_pool: bool = False,
-                   out_dir: str | Path = DEFAULT_OUT, cc: str | None = None) -> tuple[np.ndarray, np.ndarray]:
+                   out_dir: str | Path = DEFAULT_OUT, cc: str | None = None,
+                   lanes: int | str = 1) -> tuple[np.ndarray, np.ndarray]:
     """``mujoco.rollout.rollout(model, data, initial_state, control, ...)`` → (state nbatch x nstep x nstate,
     sensordata nbatch x nstep x nsensordata) on the compiled C of ``model`` (docs/mujoco.md).  ``skip_checks``,
     ``chunk_size`` and ``persistent_pool`` are accepted and change nothing (every call is checked; the threads
-    are the package's one pool, runtime/pool.h, kept between calls); ``out_dir``/``cc``: where and with what the C is compiled."""
+    are the package's one pool, runtime/pool.h, kept between calls); ``out_dir``/``cc``: where and with what the C is
+    compiled; ``lanes`` (1, "auto" or a power of two up to 16): the environments of a thread stepped in SIMD lane groups
+    of that many (codegen/mujoco_rollout.py), the same states to rounding."""
     return rollout_status(model, data, initial_state, control, control_spec=control_spec, nstep=nstep,
                           initial_warmstart=initial_warmstart, state=state, sensordata=sensordata, out_dir=out_dir,
-                          cc=cc, report=_warn)[:2]
+                          cc=cc, report=_warn, lanes=lanes)[:2]
 
 
 def rollout_status(model, data, initial_state, control=None, *, control_spec=None, nstep=None, initial_warmstart=None,
-                   state=None, sensordata=None, out_dir=DEFAULT_OUT, cc=None, report=None):
+                   state=None, sensordata=None, out_dir=DEFAULT_OUT, cc=None, report=None, lanes=1):
     """``mujoco_rollout``'s call → (state, sensordata, status per trajectory: runtime/mujoco_rollout.py's codes),
     ``report(status)`` called (None: nothing) before ``state``/``sensordata`` are written."""
     mujoco = mujoco_module()
     import mujoco.rollout as mr
+    try:
+        lane_flags(lanes)
+    except InputError as exc:
+        raise InputError(f"mujoco_rollout: {exc}") from None
     control_spec = int(mujoco.mjtState.mjSTATE_CTRL) if control_spec is None else control_spec
     with_ctrl, with_qfrc = _control_spec(mujoco, control_spec)
     models, nthread = _models(mujoco, model), _nthread(mujoco, data)
@@ -189,7 +197,7 @@ def rollout_status(model, data, initial_state, control=None, *, control_spec=Non
         raise InputError(f"mujoco_rollout: {exc}") from None
     for name, x in (("initial_state", initial_state), ("initial_warmstart", initial_warmstart), ("control", control)):
         _finite(name, x)
-    key, compiled = _compiled(m, out_dir, cc)
+    key, compiled = _compiled(m, out_dir, cc, lanes)
     if any(fingerprint(x) != key for x in models[1:]):
         raise InputError("mujoco_rollout: a sequence of models of different content (only copies of one model are "
                          "in the compiled rollout)")

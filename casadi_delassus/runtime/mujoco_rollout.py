@@ -35,12 +35,13 @@ class CompiledRollout:
 
     def __init__(self, manifest_path):
         self.manifest, self._lib, mapped = open_sealed(manifest_path, BUILT_KINDS, "mjrollout")
-        self._run, self._forward = entries(self._lib, mapped, manifest_path.with_suffix(".so"), self.manifest["function"],
-                                           [("_rollout", [DOUBLE_P] * 8), ("_forward", [DOUBLE_P] * 5)])
+        self._run, self._forward, lanes = entries(self._lib, mapped, manifest_path.with_suffix(".so"), self.manifest["function"],
+                                           [("_rollout", [DOUBLE_P] * 8), ("_forward", [DOUBLE_P] * 5), ("_lanes", [])])
         self._phases = None
         if PROFILE in self.manifest["cflags"]:
             self._phases, = entries(self._lib, mapped, manifest_path.with_suffix(".so"), self.manifest["function"],
                                     [("_phases", [DOUBLE_P])])
+        self.lanes = int(lanes())       # the environments a lane group steps in lockstep (1: one by one)
         self.nstate = 1 + self.manifest["nq"] + self.manifest["nv"]
         self.nsensordata = self.manifest["nsensordata"]
 

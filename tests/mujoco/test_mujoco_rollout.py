@@ -16,7 +16,7 @@ from mujoco import rollout as mj_rollout  # noqa: E402
 from casadi_delassus.codegen.mujoco_rollout import build  # noqa: E402
 from casadi_delassus.mujoco_model import collision  # noqa: E402
 from casadi_delassus.mujoco_model.model import MujocoModel  # noqa: E402
-from casadi_delassus.mujoco.rollout import fingerprint  # noqa: E402
+from casadi_delassus.mujoco.rollout import _warn as warn, fingerprint, rollout_status  # noqa: E402
 from casadi_delassus.mujoco_model.rollout_parts import c_slots, rollout_parts  # noqa: E402
 from casadi_delassus.runtime.mujoco_rollout import CompiledRollout  # noqa: E402
 from mujoco_model.common import load, path_of  # noqa: E402
@@ -240,6 +240,59 @@ def test_a_changed_hull_is_another_content(tmp_path):
     ref, _ = mj_rollout.rollout(m, mujoco.MjData(m), x0, u)
     dq, dv = errors(m, ours, ref)
     assert dq <= 1e-6 and dv <= 1e-5, (dq, dv)
+
+
+def diverging(m, n, steps, env, at):
+    """Controls ctrl | qfrc_applied: the rig's sinusoids, and on environment ``env`` from step ``at`` a qfrc_applied of
+    1e13 (its qacc beyond MuJoCo's 1e10: divergence)."""
+    u = np.concatenate([controls(m, n, steps), np.zeros((n, steps, m.nv))], axis=2)
+    u[env, at:, m.nu:] = 1e13
+    return u
+
+
+@pytest.mark.parametrize("lanes, integrator", [(2, None), ("auto", mujoco.mjtIntegrator.mjINT_RK4)])
+def test_lanes_equal_the_scalar_rollout(rig_model, rig_out, lanes, integrator):
+    """SIMD lane groups (issue 33) against the scalar rollout on the rig, Euler and RK4 (its stages in lockstep): 5
+    environments (a ragged last group), environment 2 diverging at step 40 (then its rows repeat its last state, the
+    others go on): the same statuses and diverged rows, the states within rounding of the scalar's (the vector kernel's
+    multiply-adds contract otherwise: 1.7e-12 over 150 steps measured) and within the tolerances of mujoco.rollout's; a
+    lane's states bit for bit whatever the other lanes (alone, on two threads)."""
+    m = rig_model if integrator is None else rig()
+    if integrator is not None:
+        m.opt.integrator = integrator
+    spec = int(mujoco.mjtState.mjSTATE_CTRL | mujoco.mjtState.mjSTATE_QFRC_APPLIED)
+    x0, u = start(m, 5, 6), diverging(m, 5, 150, 2, 40)
+    data = [mujoco.MjData(m) for _ in range(2)]
+    kw = dict(control_spec=spec, out_dir=rig_out)
+    with pytest.warns(RuntimeWarning, match=r"trajectories \[2\] diverged"):
+        scalar, sens, status = rollout_status(m, data[0], x0, u, report=warn, **kw)
+        ours, our_sens, our_status = rollout_status(m, data[0], x0, u, report=warn, lanes=lanes, **kw)
+        two, _, _ = rollout_status(m, data, x0, u, report=warn, lanes=lanes, **kw)
+    assert status.tolist() == our_status.tolist() == [0, 0, 2, 0, 0]
+    assert np.array_equal(ours[2, 41:], np.broadcast_to(ours[2, 40], ours[2, 41:].shape))
+    assert np.array_equal(scalar[2, 40:, 0], ours[2, 40:, 0])
+    dq, dv = errors(m, ours, scalar)
+    assert dq <= 1e-9 and dv <= 1e-9 and np.abs(our_sens - sens).max(initial=0) <= 1e-8, (dq, dv)
+    running = [0, 1, 3, 4]
+    ref, _ = mj_rollout.rollout(m, mujoco.MjData(m), x0[running], u[running], control_spec=spec)
+    dq, dv = errors(m, ours[running], ref)
+    assert dq <= 1e-6 and dv <= 1e-5, (dq, dv)
+    alone, _, _ = rollout_status(m, data[0], x0[3:4], u[3:4], lanes=lanes, **kw)
+    assert np.array_equal(two, ours) and np.array_equal(alone[0], ours[3])
+
+
+def test_lanes_option_checked_and_in_the_key(rig_model, rig_out):
+    """lanes: 1, "auto" or a power of two up to 16, anything else refused in one line before any build; each lane count
+    is its own build (the cache key carries it) whose library reports its lane groups."""
+    m = rig_model
+    x0, u = start(m, 1, 2), controls(m, 1, 3)
+    for bad in (3, 0, 32, True, "two", 2.0):
+        with pytest.raises(InputError, match="lanes") as info:
+            cd.mujoco_rollout(m, mujoco.MjData(m), x0, u, out_dir=rig_out, lanes=bad)
+        assert "\n" not in str(info.value)
+    paths = {lanes: build(MujocoModel(m), rollout_parts, rig_out, lanes=lanes) for lanes in (1, 2)}
+    assert paths[1] != paths[2]
+    assert [CompiledRollout(paths[k]).lanes for k in (1, 2)] == [1, 2]
 
 
 @pytest.mark.parametrize("case, message", [
