@@ -26,7 +26,10 @@ demo: $(STAMP)
 # One worker per core (the 15 slowest tests listed at the end); --dist loadfile keeps a test file (and the functions it compiles once per
 # session) on one worker.  `make test` leaves out the tests marked slow (compile-heavy or robot-scale
 # repeats of a check a fast test also makes); `make test-all` runs them too.
-PYTEST := $(PY) -m pytest -q -x -n auto --dist loadfile --durations=15
+# PYTHONDONTWRITEBYTECODE unset for the run: the tests start Python in a subprocess for the CLI, the examples and the
+# docs' commands, and where the environment forbids .pyc files each start compiled the package's sources again
+# (tests/cli/test_cli.py: 68 -> 58 s of CPU); the .pyc files go to __pycache__/, which git ignores.
+PYTEST := PYTHONDONTWRITEBYTECODE= $(PY) -m pytest -q -x -n auto --dist loadfile --durations=15
 
 # mypy: the type check of the public API ([tool.mypy] in pyproject.toml: the modules and settings; ~10 s)
 # make test compiles the generated C at -O0 (CASADI_DELASSUS_AUTO_LEVEL, codegen/build.py): its tests check values,

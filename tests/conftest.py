@@ -12,6 +12,7 @@ import numpy as np
 import pytest
 
 from casadi_delassus import load_robot
+from casadi_delassus.codegen.build import forced_level
 from casadi_delassus.constraints import ConstraintSet
 from casadi_delassus.model import Robot
 from casadi_delassus.model.registry import is_available, registry
@@ -37,6 +38,13 @@ def tilted_box(box, angle):
     q = box.neutral_q()
     q[3:7] = [np.sin(angle / 2), 0.0, 0.0, np.cos(angle / 2)]
     return sim.place(sim.Scene(box, BOX_CORNERS), q, 0.02)
+
+
+# The level of the builds whose tests check values, not the level: make test's forced one (-O0, codegen/build.py
+# AUTO_LEVEL_ENV; the 76 builds at -O1 were a third of the suite's gcc time), else -O1.  A bare level, not "auto":
+# -march=native would let gcc contract to FMAs, rounding otherwise than the code the tests were written on.
+TEST_LEVEL = forced_level() or "-O1"
+TEST_CFLAGS = (TEST_LEVEL,)
 
 
 @pytest.fixture(scope="session")

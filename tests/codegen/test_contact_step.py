@@ -15,6 +15,8 @@ from casadi_delassus.contact.step import prep_function, step_trace
 from casadi_delassus.registry import get_algorithm
 from casadi_delassus.errors import InputError
 
+from conftest import TEST_CFLAGS
+
 pin = pytest.importorskip("pinocchio")
 from casadi_delassus.verify import contact_problems as cp  # noqa: E402
 
@@ -41,7 +43,7 @@ def problem():
 def routes(request, problem, tmp_path_factory):
     out = tmp_path_factory.mktemp("linear_solve")
     specs = problem.specs if request.param == "four feet" else three_per_foot(problem.specs)
-    return {r: contact_step("go1", specs, solver="admm", mu=0.1, out_dir=out, cflags=("-O1",), delassus="pv_osim",
+    return {r: contact_step("go1", specs, solver="admm", mu=0.1, out_dir=out, cflags=TEST_CFLAGS, delassus="pv_osim",
                             linear_solve=r) for r in ("dense", "matrix_free")}
 
 

@@ -15,7 +15,7 @@ from casadi_delassus import contact_step
 from casadi_delassus.runtime.contact_step import solver_options
 from casadi_delassus.errors import InputError
 
-from conftest import c_layout
+from conftest import TEST_CFLAGS, c_layout
 
 from .conftest import TOL
 
@@ -24,7 +24,7 @@ from .conftest import TOL
 def steps(tmp_path_factory):
     """A 3-link chain with one point contact (m = 3), dense route (its solver alone: solve_problem), by solver."""
     out = tmp_path_factory.mktemp("result")
-    return {solver: contact_step("chain:n=3", ["link3:3d-world"], solver=solver, out_dir=out, cflags=("-O1",),
+    return {solver: contact_step("chain:n=3", ["link3:3d-world"], solver=solver, out_dir=out, cflags=TEST_CFLAGS,
                                  linear_solve="dense", quiet=True) for solver in ("admm", "pgs", "auto")}
 
 

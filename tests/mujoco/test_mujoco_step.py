@@ -9,6 +9,8 @@ from casadi_delassus.mujoco_model.soft_step import mujoco_contacts, soft_paramet
 from casadi_delassus.errors import ConstraintError, InputError, ModelError
 from casadi_delassus.verify.mujoco_contact_scenes import scene, scene_path, state
 
+from conftest import TEST_CFLAGS
+
 mujoco = pytest.importorskip("mujoco")
 try:
     scene_path("go2")
@@ -26,7 +28,7 @@ def go2_step(tmp_path_factory):
     """One compiled step for go2's four feet (6d-world rows of the calves, points given at run time)."""
     m = scene("go2", "elliptic")
     specs = mujoco_contacts(m, state(m, "go2", "standing")).specs
-    return mujoco_contact_step(m, specs, out_dir=tmp_path_factory.mktemp("mjsoft"), cflags=["-O1"])
+    return mujoco_contact_step(m, specs, out_dir=tmp_path_factory.mktemp("mjsoft"), cflags=TEST_CFLAGS)
 
 
 @pytest.mark.parametrize("cone", ["elliptic", "pyramidal"])
@@ -62,7 +64,7 @@ def test_mixed_condims_equal_mujoco(tmp_path):
     c = mujoco_contacts(m, d, fixed_points=True)
     assert [s.split(":")[1][:8] for s in c.specs] == ["3d-world"] + ["6d-world"] * 3
     assert c.dims.tolist() == [3, 6, 6, 6]
-    r = mujoco_contact_step(m, c.specs, out_dir=tmp_path, cflags=["-O1"]).solve(m, d)
+    r = mujoco_contact_step(m, c.specs, out_dir=tmp_path, cflags=TEST_CFLAGS).solve(m, d)
     assert relative(r.force, d.efc_force) <= 1e-6 and relative(r.qacc, d.qacc) <= 1e-6
 
 

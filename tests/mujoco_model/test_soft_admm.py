@@ -16,7 +16,7 @@ from casadi_delassus.errors import ModelError
 from casadi_delassus.model.mjcf import body_name
 from casadi_delassus.verify.mujoco_contact_scenes import scene, scene_path, state
 
-from conftest import c_layout, rounding_tol
+from conftest import TEST_CFLAGS, c_layout, rounding_tol
 
 mujoco = pytest.importorskip("mujoco")
 try:
@@ -42,7 +42,7 @@ def steps(tmp_path_factory):
     for robot in ROBOTS:
         m = scene(robot, "elliptic")
         built[robot] = mujoco_contact_step(m, mujoco_contacts(m, state(m, robot, "standing")).specs, out_dir=out,
-                                           cflags=["-O1"])
+                                           cflags=TEST_CFLAGS)
     return built
 
 

@@ -36,7 +36,7 @@ from casadi_delassus.model import load_robot
 from casadi_delassus.model.robot import MAX_MAGNITUDE
 from casadi_delassus.model.spatial_v2 import JTYPES, plucker, to_spatial_v2
 
-from conftest import model_for
+from conftest import TEST_CFLAGS, model_for
 from cli.test_cli import GO1_FEET, in_process
 
 def fuzz(examples):
@@ -631,14 +631,14 @@ def step_recipes(draw):
 
 @pytest.fixture(scope="module")
 def contact(tmp_path_factory):
-    """go1_slide's problem, its compiled step (dense route) and the step's derivatives (-O1)."""
+    """go1_slide's problem, its compiled step (dense route) and the step's derivatives (TEST_CFLAGS)."""
     pytest.importorskip("pinocchio")
     from casadi_delassus.stepping.derivatives import step_derivatives
     from casadi_delassus.verify import contact_problems as cp
     out = tmp_path_factory.mktemp("fuzz_contact")
     p = cp.build("go1_slide")
-    step = cd.contact_step("go1", p.specs, out_dir=out, cflags=("-O1",), delassus="pv_osim", linear_solve="dense")
-    return p, step, step_derivatives("go1", p.specs, out_dir=out, cflags=("-O1",))
+    step = cd.contact_step("go1", p.specs, out_dir=out, cflags=TEST_CFLAGS, delassus="pv_osim", linear_solve="dense")
+    return p, step, step_derivatives("go1", p.specs, out_dir=out, cflags=TEST_CFLAGS)
 
 
 def step_arguments(p, recipe, draw):
@@ -789,7 +789,7 @@ def go2_soft(tmp_path_factory):
         pytest.skip("robosuite-models (Go2's MJCF) is not installed")
     d = state(m, "go2", "standing")
     c = mujoco_contacts(m, d)
-    s = mujoco_contact_step(m, c.specs, out_dir=tmp_path_factory.mktemp("fuzz_mjsoft"), cflags=["-O1"])
+    s = mujoco_contact_step(m, c.specs, out_dir=tmp_path_factory.mktemp("fuzz_mjsoft"), cflags=TEST_CFLAGS)
     args = [d.qpos, d.qvel, d.qfrc_applied, c.frames, c.friction, c.dims, c.offsets, *soft_parameters(m, c, False)]
     return s, m, d, args
 

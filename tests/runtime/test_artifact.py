@@ -30,6 +30,8 @@ from casadi_delassus.codegen.staging import algorithm_stages
 from casadi_delassus.model.registry import is_available
 from casadi_delassus.names import ident_part, path_part
 
+from conftest import TEST_CFLAGS, TEST_LEVEL
+
 TOL = 1e-10
 PAYLOAD = 'x */ __attribute__((constructor)) static void p(void){system("id > MARKER");} /* y'
 CC = shutil.which("gcc") or shutil.which("cc")
@@ -717,7 +719,7 @@ def _open(what):
 
 def _step_kind(out):
     robot, q, v, tau = _chain_state()
-    s = cd.contact_step(robot, ["link3:3d-world"], out_dir=out, cflags=("-O1",))
+    s = cd.contact_step(robot, ["link3:3d-world"], out_dir=out, cflags=TEST_CFLAGS)
     r = s(q, v, 50 * tau, dt=1e-2)
     return s.so.with_suffix(".json"), s.so.with_suffix(".json"), [r.v_next, r.lam], _open("step")
 
@@ -728,7 +730,7 @@ def _rollout_kind(out):
     robot, q, _, _ = _chain_state()
     scene = sim.Scene(robot, ["link3@0,0,0.1"])
     scene.height = float(scene.positions(q)[0] @ scene.normal) - 0.1 + 1e-3      # touching at q
-    c = CompiledRollout(robot, scene.specs(q), scene._positions, out_dir=out, cflags=("-O1",))
+    c = CompiledRollout(robot, scene.specs(q), scene._positions, out_dir=out, cflags=TEST_CFLAGS)
     raw = sim.c_rollouts(scene, c, q[None], np.zeros((1, robot.nv)), 20, 1e-3, cd.pd_controller(robot, q, 10.0, 1.0), 1e3)
     return c.so.with_suffix(".json"), c.so.with_suffix(".json"), [raw.Q, raw.FORCES], _open("rollout")
 
@@ -742,7 +744,7 @@ def _mjsoft_kind(out):
                                        '<geom type="sphere" size="0.1" mass="1"/></body></worldbody></mujoco>')
     d = mujoco.MjData(m)
     mujoco.mj_forward(m, d)
-    s = mujoco_contact_step(m, mujoco_contacts(m, d).specs, out_dir=out, cflags=["-O1"])
+    s = mujoco_contact_step(m, mujoco_contacts(m, d).specs, out_dir=out, cflags=TEST_CFLAGS)
     r = s.solve(m, d)
     return s.so.with_suffix(".json"), s.so.with_suffix(".json"), [r.force, r.qacc], _open("mjsoft")
 
@@ -750,7 +752,7 @@ def _mjsoft_kind(out):
 def _step_derivatives_kind(out):
     from casadi_delassus.stepping.derivatives import StepDerivatives
     robot, q, v, tau = _chain_state()
-    d = StepDerivatives(robot, ["link3:3d-world"], out_dir=out, cflags=("-O1",))
+    d = StepDerivatives(robot, ["link3:3d-world"], out_dir=out, cflags=TEST_CFLAGS)
     values = [np.array(x) for x in d._f["parts"](q, v, tau, 1e-3, [0.1, -0.2, 3.0])]
     return d.files.with_suffix(".json"), d.files.with_suffix(".json"), values, _open("step_derivatives")
 
@@ -788,7 +790,7 @@ def _damage(manifest_path, so_owner, damage, donor):
             from casadi_delassus.codegen import cuda
             cuda.host_library(source, so)
         elif so_owner == manifest_path:
-            subprocess.run([CC, "-O1", "-fPIC", "-shared", "-o", str(so), str(source), "-lm", "-pthread"], check=True)
+            subprocess.run([CC, TEST_LEVEL, "-fPIC", "-shared", "-o", str(so), str(source), "-lm", "-pthread"], check=True)
     else:
         data = manifest_path.read_bytes()
         if damage == "manifest corrupted":          # still JSON: the version it names changed

@@ -11,7 +11,7 @@ from casadi_delassus import contact_step, load_robot
 from casadi_delassus.constraints import ConstraintSet
 from casadi_delassus.errors import InputError
 from casadi_delassus.simulation.reference_step import reference_steps
-from conftest import BOX, BOX_CORNERS
+from conftest import BOX, BOX_CORNERS, TEST_CFLAGS
 
 FEET = [f"{leg}_foot@-0.0173782,0,-0.0098993" for leg in ("FL", "FR", "RL", "RR")]
 MASKS = ((True, False, True, True), (False, True, False, False), (True, True, False, False))
@@ -25,8 +25,8 @@ def out(tmp_path_factory):
 
 
 def _step(specs, out, solver="admm", linear_solve="dense", robot="go1"):
-    """A -O1 build of the step (pv_osim's G: the same algorithm for every contact set)."""
-    return contact_step(robot, specs, solver=solver, out_dir=out, cflags=("-O1",), delassus="pv_osim",
+    """A TEST_CFLAGS build of the step (pv_osim's G: the same algorithm for every contact set)."""
+    return contact_step(robot, specs, solver=solver, out_dir=out, cflags=TEST_CFLAGS, delassus="pv_osim",
                         linear_solve=linear_solve, quiet=True)
 
 

@@ -14,7 +14,7 @@ from casadi_delassus.simulation.reference_step import reference_steps
 from casadi_delassus.simulation.rollout_io import plot, write_csv
 from casadi_delassus.errors import InputError
 from casadi_delassus.verify import reference
-from conftest import BOX, BOX_CORNERS as CORNERS, tilted_box
+from conftest import BOX, BOX_CORNERS as CORNERS, TEST_CFLAGS, tilted_box
 
 G = 9.81
 FEET = [f"{leg}_foot@-0.0173782,0,-0.0098993" for leg in ("FL", "FR", "RL", "RR")]
@@ -142,7 +142,7 @@ def test_a_landing_on_the_compiled_step_builds_one_step(go1, stand, tmp_path):
     v0[3] = 0.5
     pd = cd.pd_controller(go1, stand.q, 60.0, 2.0, stand.tau)
     r = cd.simulate(go1, FEET, sim.place(scene, stand.q, 0.02), v0, 0.08, 1e-3, controller=lambda t, q, v: pd(t, q, v),
-                    out_dir=tmp_path, cflags=("-O1",), quiet=True)
+                    out_dir=tmp_path, cflags=TEST_CFLAGS, quiet=True)
     assert r.completed and len({tuple(m) for m in r.gaps <= scene.margin}) > 2
     assert len(list(tmp_path.rglob("contact_*.so"))) == 1
 
@@ -257,13 +257,13 @@ def test_cli_simulate(tmp_path):
 
 
 def test_compiled_step_rollout_equals_reference(box, tmp_path):
-    """The rollout on the compiled step (one -O1 build per active set) equals the NumPy
+    """The rollout on the compiled step (one TEST_CFLAGS build per active set) equals the NumPy
     reference step's on a sliding box on a tilted plane (with the default Baumgarte term)."""
     theta = 0.4
     n = np.array([np.sin(theta), 0.0, np.cos(theta)])
     q0 = _box_on(n, theta)
     q0[:3] += 0.002 * n                                                  # a short drop first
-    compiled = sim.factory("compiled", "admm", out_dir=tmp_path, cflags=("-O1",))
+    compiled = sim.factory("compiled", "admm", out_dir=tmp_path, cflags=TEST_CFLAGS)
     scene = sim.Scene(box, CORNERS, normal=n, mu=0.3)
     a = sim.run(scene, q0, np.zeros(6), 0.04, 1e-3, step_factory=compiled)
     b = sim.run(scene, q0, np.zeros(6), 0.04, 1e-3, step_factory=sim.factory("reference"))
@@ -334,7 +334,7 @@ def test_batch_on_the_compiled_step(box, tmp_path):
     n = np.array([np.sin(theta), 0.0, np.cos(theta)])
     scene = sim.Scene(box, CORNERS, normal=n, mu=0.3)
     Q0 = np.array([_box_on(n, theta) + np.r_[h * n, np.zeros(4)] for h in (0.0, 0.001, 0.003)])
-    factory = sim.factory("compiled", "admm", out_dir=tmp_path, cflags=("-O1",))
+    factory = sim.factory("compiled", "admm", out_dir=tmp_path, cflags=TEST_CFLAGS)
     _singles_equal_batch(scene, Q0, np.zeros((3, 6)), 0.03, factory, threads=2)
 
 
@@ -452,7 +452,7 @@ def test_compiled_simulate_takes_baumgarte_and_out_dir(box, tmp_path, monkeypatc
     leaves it 0.5 mm inside; it builds into out_dir, not ./codegen_out of the working directory."""
     monkeypatch.chdir(tmp_path)
     q0 = sim.place(sim.Scene(box, CORNERS), box.neutral_q(), 0.05)
-    kw = {"step": "compiled", "out_dir": tmp_path / "builds", "cflags": ("-O1",)}
+    kw = {"step": "compiled", "out_dir": tmp_path / "builds", "cflags": TEST_CFLAGS}
     rest = cd.simulate(box, CORNERS, q0, np.zeros(6), 0.4, 1e-3, **kw)
     deep = cd.simulate(box, CORNERS, q0, np.zeros(6), 0.4, 1e-3, baumgarte=0.0, **kw)
     assert rest.completed and rest.gaps.min() < -5e-4 and rest.gaps[-100:].min() >= -1e-6
@@ -467,7 +467,7 @@ def test_the_c_rollout_takes_each_build_option_of_the_step(box, tmp_path, option
     """Every build option the per-step loop takes works on the C rollout of a linear feedback too (linear_solve and
     relaxed were a TypeError traceback there): a box landing tilted, 80 steps, equal on both routes (1e-12 in q)."""
     q0 = tilted_box(box, 0.05)
-    kw = {"step": "compiled", "solver": "admm", "out_dir": tmp_path, "cflags": ("-O1",), "quiet": True, **options}
+    kw = {"step": "compiled", "solver": "admm", "out_dir": tmp_path, "cflags": TEST_CFLAGS, "quiet": True, **options}
     pd = cd.pd_controller(box, q0, 0.0, 0.0)
     c = cd.simulate(box, CORNERS, q0, np.zeros(6), 0.08, 1e-3, pd, **kw)
     loop = cd.simulate(box, CORNERS, q0, np.zeros(6), 0.08, 1e-3, lambda t, q, v: pd(t, q, v), **kw)

@@ -11,6 +11,8 @@ from casadi_delassus.contact.step import contact_frames
 from casadi_delassus.runtime.contact_step import N_INFO, c_pointer, solver_options
 from casadi_delassus.errors import ConstraintError, DelassusError, InputError
 
+from conftest import TEST_CFLAGS, TEST_LEVEL
+
 pin = pytest.importorskip("pinocchio")
 from casadi_delassus.verify import contact_problems as cp  # noqa: E402
 
@@ -22,10 +24,10 @@ def problems():
 
 @pytest.fixture(scope="module")
 def steps(tmp_path_factory, problems):
-    """One compile (-O1) of go1's four feet; the solver and relaxation are run-time options."""
+    """One compile (TEST_CFLAGS) of go1's four feet; the solver and relaxation are run-time options."""
     out = tmp_path_factory.mktemp("contact")
     specs = problems["go1_stand"].specs
-    return {(solver, relaxed): contact_step("go1", specs, solver=solver, relaxed=relaxed, out_dir=out, cflags=("-O1",),
+    return {(solver, relaxed): contact_step("go1", specs, solver=solver, relaxed=relaxed, out_dir=out, cflags=TEST_CFLAGS,
                                             delassus="pv_osim")
             for solver in ("admm", "pgs") for relaxed in (False, True)}
 
@@ -225,7 +227,7 @@ def test_fuzz_the_step_arguments(steps, problems, dt, mu, tol, max_iter, omega, 
 def test_cli_step_generates_compiles_and_checks(tmp_path, capsys):
     from casadi_delassus.cli import main
     main(["step", "go1", "-c", "FL_foot:3d-world@-0.0173782,0,-0.0098993", "-c", "RR_foot:3d-world", "--solver", "pgs",
-          "--mu", "0.5", "-o", str(tmp_path), "--cflags", "-O1", "--samples", "8"])
+          "--mu", "0.5", "-o", str(tmp_path), "--cflags", TEST_LEVEL, "--samples", "8"])
     out = capsys.readouterr().out
     assert "_step: m = 6" in out and "PASS" in out
 
@@ -386,7 +388,7 @@ def loops(tmp_path_factory):
     out = tmp_path_factory.mktemp("loops")
     feet = {"edge": ("FL", "FR", "RL"), "lift": ("FL", "FR", "RL", "RR")}
     return {(case, solver): contact_step("go1", [f"{f}_foot:3d-world" for f in names], solver=solver, out_dir=out,
-                                         cflags=("-O1",), linear_solve="dense")
+                                         cflags=TEST_CFLAGS, linear_solve="dense")
             for case, names in feet.items() for solver in ("admm", "auto")}
 
 

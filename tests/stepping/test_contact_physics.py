@@ -7,6 +7,8 @@ from casadi_delassus import contact_step
 from casadi_delassus.model import load_robot
 from casadi_delassus.model.integrate import integrate
 
+from conftest import TEST_CFLAGS
+
 G0 = 9.81
 BOX = """<robot name="box"><link name="box"><inertial><origin xyz="0 0 0"/><mass value="2.0"/>
 <inertia ixx="0.0083" iyy="0.0083" izz="0.0133" ixy="0" ixz="0" iyz="0"/></inertial></link></robot>"""
@@ -19,7 +21,7 @@ def box_on_slope(theta, solver, out_dir):
     the plane's normal, x down the slope)."""
     robot = load_robot(BOX)
     robot.gravity = G0 * np.array([np.sin(theta), 0.0, -np.cos(theta)])
-    return robot, contact_step(robot, CORNERS, solver=solver, out_dir=out_dir, cflags=("-O1",), delassus="naive")
+    return robot, contact_step(robot, CORNERS, solver=solver, out_dir=out_dir, cflags=TEST_CFLAGS, delassus="naive")
 
 
 @pytest.fixture(scope="module")
@@ -54,7 +56,7 @@ def test_go1_balanced_stays_put_over_1000_steps(tmp_path):
     from casadi_delassus.verify import contact_problems as cp
     p = cp.build("go1_stand")
     robot = load_robot("go1")
-    s = contact_step(robot, p.specs, out_dir=tmp_path, cflags=("-O1",), delassus="pv_osim")
+    s = contact_step(robot, p.specs, out_dir=tmp_path, cflags=TEST_CFLAGS, delassus="pv_osim")
     q, v, lam = p.q.copy(), p.v.copy(), None
     for _ in range(1000):
         r = s(q, v, p.tau, dt=DT, lam0=lam, tol=1e-12)
@@ -67,7 +69,7 @@ def test_go1_balanced_stays_put_over_1000_steps(tmp_path):
 def test_model_names_reach_the_c_file_escaped(tmp_path):
     """A robot and link name that would close the C comment compile (the template escapes them)."""
     evil = BOX.replace('robot name="box"', 'robot name="b*/ox"').replace('link name="box"', 'link name="b*/ox"')
-    s = contact_step(evil, [c.replace("box:", "b*/ox:") for c in CORNERS], out_dir=tmp_path, cflags=("-O1",),
+    s = contact_step(evil, [c.replace("box:", "b*/ox:") for c in CORNERS], out_dir=tmp_path, cflags=TEST_CFLAGS,
                      delassus="naive")
     text = s.so.with_suffix(".c").read_text()
     assert "b*/ox" not in text and "b* /ox" in text

@@ -11,6 +11,8 @@ import pytest
 from casadi_delassus.contact.step_derivatives import PseudoInverse, classify
 from casadi_delassus.errors import DelassusError, InputError
 
+from conftest import TEST_CFLAGS
+
 pytest.importorskip("pinocchio")
 from casadi_delassus.verify import contact_problems as cp  # noqa: E402
 from casadi_delassus.verify import step_derivative_check as check  # noqa: E402
@@ -20,7 +22,7 @@ H = 1e-5
 
 @pytest.fixture(scope="module")
 def out(tmp_path_factory):
-    """One -O1 build of go1's step and derivatives, shared by every case (same contacts)."""
+    """One TEST_CFLAGS build of go1's step and derivatives, shared by every case (same contacts)."""
     return tmp_path_factory.mktemp("step_derivatives")
 
 
@@ -45,7 +47,7 @@ SLOW = pytest.mark.slow     # each a compile or robot-scale repeat of what go1_s
 @pytest.mark.parametrize("case", [c if c == "go1_stand" else pytest.param(c, marks=SLOW) for c in CASES], ids=str)
 def test_jacobian_equals_finite_differences_and_jvp_vjp_agree(out, case):
     problem = case if isinstance(case, str) else _lifted(case)
-    errors, dot, modes = check.check(problem, out, H)
+    errors, dot, modes = check.check(problem, out, H, TEST_CFLAGS)
     assert modes == CASES[case]
     # λ's blocks are compared exactly where λ is unique
     assert {o for o, _ in errors} == ({"v_next"} if case == "talos_stand" else {"v_next", "lam"})
@@ -58,7 +60,7 @@ def test_a_non_unique_lambda_on_a_small_robot(tmp_path):
     (any split solves): v_next's derivative alone is checked, and is exact."""
     p = cp.build("go1_stand")
     p = dataclasses.replace(p, specs=p.specs + p.specs[:1], mu=np.full(5, p.mu[0]), name="go1_stand_twice")
-    errors, dot, modes = check.check(p, tmp_path, H)
+    errors, dot, modes = check.check(p, tmp_path, H, TEST_CFLAGS)
     assert modes == ("sticking",) * 5
     assert {o for o, _ in errors} == {"v_next"}
     assert max(errors.values()) <= 1e-6, errors
@@ -67,7 +69,7 @@ def test_a_non_unique_lambda_on_a_small_robot(tmp_path):
 
 def test_a_singular_system_that_moves_v_next_is_refused(out):
     """G made singular along a direction M⁻¹Jᵀ does not annihilate: no derivative exists."""
-    p, step, deriv = check.build("go1_stand", out)
+    p, step, deriv = check.build("go1_stand", out, TEST_CFLAGS)
     lam = step(p.q, p.v, p.tau, dt=p.dt, mu=p.mu, tol=1e-12).lam
     parts = deriv._f["parts"]
 
@@ -84,14 +86,14 @@ def test_a_singular_system_that_moves_v_next_is_refused(out):
 def test_no_dense_jacobian_is_compiled(out):
     """The compiled code stays a few times the step's size: a dense casadi.jacobian of go1's
     v_next and σ over (δq, v, τ) alone was 288k instructions (talos: out of gcc's memory)."""
-    _, _, deriv = check.build("go1_stand", out)
+    _, _, deriv = check.build("go1_stand", out, TEST_CFLAGS)
     assert set(deriv.manifest["instructions"]) == {"parts", "fwd", "adj"}
     assert max(deriv.manifest["instructions"].values()) < 40_000, deriv.manifest
 
 
 def test_a_wrong_mode_is_seen_by_the_finite_differences(out):
     """go1_slide differentiated as if its feet stuck: the check must fail (by far)."""
-    p, step, deriv = check.build("go1_slide", out)
+    p, step, deriv = check.build("go1_slide", out, TEST_CFLAGS)
     fd, lam, _ = check.finite_differences(step, deriv, p, H)
     jac = deriv.jacobian(p.q, p.v, p.tau, lam, dt=p.dt, mu=p.mu, modes=("sticking",) * 4)
     errors = check.block_errors(np.vstack([jac.dv_next, jac.dlam]), fd, deriv.robot.nv)
@@ -148,7 +150,7 @@ def test_the_derivatives_check_what_the_step_checks(out, change, words):
     """Issue 31, point 11: dt 0, −1 or NaN, μ NaN, a NaN q, a zero quaternion, a NaN λ or one that solves nothing all
     returned matrices.  The derivatives share the step's checks (step.py) and refuse a λ whose residual exceeds
     step_derivatives.SOLUTION_TOL: one-line InputErrors."""
-    p, step, deriv = check.build("go1_stand", out)
+    p, step, deriv = check.build("go1_stand", out, TEST_CFLAGS)
     lam = step(p.q, p.v, p.tau, dt=p.dt, mu=p.mu, tol=1e-12).lam
     args = dict(q=p.q, v=p.v, tau=p.tau, lam=lam, dt=p.dt, mu=p.mu) | change
     with pytest.raises(InputError, match=words) as e:
@@ -158,7 +160,7 @@ def test_the_derivatives_check_what_the_step_checks(out, change, words):
 
 def test_jvp_and_vjp_check_their_vectors(out):
     """Issue 31, point 16: a tangent of the wrong length ended in numpy's or CasADi's traceback."""
-    p, step, deriv = check.build("go1_stand", out)
+    p, step, deriv = check.build("go1_stand", out, TEST_CFLAGS)
     point = deriv.point(p.q, p.v, p.tau, step(p.q, p.v, p.tau, dt=p.dt, mu=p.mu, tol=1e-12).lam, dt=p.dt, mu=p.mu)
     nv = deriv.robot.nv
     for bad in ([np.zeros(nv - 1), np.zeros(nv), np.zeros(nv)], [np.zeros(nv), np.full(nv, np.nan), np.zeros(nv)],
