@@ -28,13 +28,13 @@ MAX_BATCH = 2 ** 31 - 1     # the C batch entry points count states in an int
 NORMAL_TOL = 1e-9           # |‖n‖ − 1| a contact normal may have
 
 
+_POINTER_TYPES = {np.dtype(np.int32): INT_P, np.dtype(np.uint8): BYTE_P, np.dtype(np.float32): FLOAT_P}
+
+
 def c_pointer(a):
     """An array as the C functions' pointer: int for int32 arrays, unsigned char for uint8 ones (an active-set mask),
     float for float32 ones (a single-precision rollout's), else double (None: NULL)."""
     return None if a is None else a.ctypes.data_as(_POINTER_TYPES.get(a.dtype, DOUBLE_P))
-
-
-_POINTER_TYPES = {np.dtype(np.int32): INT_P, np.dtype(np.uint8): BYTE_P, np.dtype(np.float32): FLOAT_P}
 
 
 def c_address(a):
