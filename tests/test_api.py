@@ -4,6 +4,8 @@ import pytest
 
 import casadi_delassus as cd
 
+from cli_runner import run_cli
+
 
 def test_generate_then_load_from_disk(out_dir):
     robot = cd.load_robot("solo12")
@@ -38,8 +40,6 @@ def test_runtime_input_shape_is_checked(out_dir):
 def test_one_default_algorithm_everywhere(out_dir):
     """generate, casadi_function and the CLI all default to ``auto`` (the cheapest Delassus
     algorithm), so Python and the command line build the same function."""
-    import subprocess
-    import sys
     from casadi_delassus.codegen.trace import choose_cheapest
     from casadi_delassus.opcount import count_ops
     robot = cd.load_robot("solo12")
@@ -49,8 +49,7 @@ def test_one_default_algorithm_everywhere(out_dir):
     chosen, counts, _ = choose_cheapest(robot, cs)
     assert f.manifest["auto"]["chosen"] == chosen
     assert count_ops(cd.casadi_function(robot, "4F3"))["instructions"] == counts[chosen]
-    run = subprocess.run([sys.executable, "-m", "casadi_delassus", "generate", "solo12", "-s", "4F3", "-o", str(out_dir)],
-                         capture_output=True, text=True)
+    run = run_cli("generate", "solo12", "-s", "4F3", "-o", out_dir)
     assert run.returncode == 0, run.stderr
     assert str(f.manifest_path.with_suffix("")) in run.stdout and f"-> {chosen}:" in run.stdout
 

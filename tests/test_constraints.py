@@ -10,8 +10,6 @@ Jacobians and classical accelerations and against finite differences; the operat
 the CLI; bad specs.  The tests that ask Pinocchio skip without it.
 
 Run with ``-s`` to see the errors."""
-import subprocess
-import sys
 
 import numpy as np
 import pytest
@@ -24,6 +22,7 @@ from casadi_delassus.registry import delassus_algorithms, dynamics_algorithms
 from casadi_delassus.verify import reference as ref
 from casadi_delassus.verify.check import relative_error
 
+from cli_runner import run_cli
 from conftest import model_for, tilted_robot
 
 try:
@@ -209,9 +208,8 @@ def test_operators_world_rows(algo):
 @needs_pinocchio
 def test_world_rows_compile_and_check_through_the_cli(tmp_path):
     """One compiled function: `generate` then `check` against both oracles (go1 feet 3d-world)."""
-    r = subprocess.run([sys.executable, "-m", "casadi_delassus", "check", "go1", "-c", "FL_foot:3d-world",
-                        "-c", "RR_foot:6d-world", "-a", "pv_osimr", "-o", str(tmp_path), "--samples", "20"],
-                       capture_output=True, text=True)
+    r = run_cli("check", "go1", "-c", "FL_foot:3d-world", "-c", "RR_foot:6d-world", "-a", "pv_osimr", "-o", tmp_path,
+                "--samples", "20")
     assert r.returncode == 0, r.stderr
     rows = [line for line in r.stdout.splitlines() if line.startswith("go1 ")]   # not the base line "go1: …"
     assert len(rows) == 2 and all(" ok " in row for row in rows)

@@ -1,7 +1,6 @@
 """Long work says so, and the default algorithm scales (issue 11, last "Bad input" bullet):
 `count chain:n=300` with the old default (naive) ran over 9 minutes and 5 GB with no output."""
 import io
-import subprocess
 import sys
 import time
 
@@ -10,6 +9,8 @@ import pytest
 from casadi_delassus import load_robot, progress
 from casadi_delassus.registry import CHEAP_NV, LINEAR_TIME, auto_candidates
 from casadi_delassus.constraints import ConstraintSet
+
+from cli_runner import run_cli
 
 
 def candidates(spec, specs=None):
@@ -59,8 +60,7 @@ def test_a_big_step_is_announced_when_it_starts(fast_progress, capsys):
 def test_count_of_a_long_chain_uses_a_scalable_default():
     """A chain just above CHEAP_NV: auto traces the linear-time algorithms only and says which."""
     t0 = time.perf_counter()
-    r = subprocess.run([sys.executable, "-m", "casadi_delassus", "count", f"chain:n={CHEAP_NV + 2}", "--format", "csv"],
-                       capture_output=True, text=True)
+    r = run_cli("count", f"chain:n={CHEAP_NV + 2}", "--format", "csv")
     assert r.returncode == 0, r.stderr
     chosen = r.stderr.split("auto -> ")[1].split(":")[0]
     assert chosen in LINEAR_TIME and "naive" not in r.stderr

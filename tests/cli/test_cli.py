@@ -5,14 +5,17 @@ import sys
 
 import pytest
 
+from cli_runner import run_cli as run
 from conftest import ANCHOR_JSON
 
 needs_anchor = pytest.mark.skipif(not ANCHOR_JSON.is_file(), reason="anchor JSON not available")
 
 
-def run(*args, env=None, cwd=None, **popen):
-    return subprocess.run([sys.executable, "-m", "casadi_delassus", *args], capture_output=True, text=True, env=env,
-                          cwd=cwd, **popen)
+def started(*args, cwd, **popen):
+    """The command in a new interpreter, for what a forked one cannot show: PYTHONPATH read at the start, the limits
+    a process is started with (on its own files only, not on the runner's capture files)."""
+    return subprocess.run([sys.executable, "-m", "casadi_delassus", *args], capture_output=True, text=True, cwd=cwd,
+                          **popen)
 
 
 def in_process(*args):
@@ -246,8 +249,8 @@ def test_simulate_without_matplotlib_keeps_the_csv(tmp_path):
     blocker.mkdir(parents=True)
     (blocker / "__init__.py").write_text("raise ImportError('matplotlib blocked by the test')\n")
     env = dict(os.environ, PYTHONPATH=os.pathsep.join(filter(None, [str(blocker.parent), os.environ.get("PYTHONPATH")])))
-    r = run("simulate", "go1", *GO1_FEET, "-T", "0.005", "--drop", "0.5", "--step", "reference", "-o", "out", env=env,
-            cwd=tmp_path)
+    r = started("simulate", "go1", *GO1_FEET, "-T", "0.005", "--drop", "0.5", "--step", "reference", "-o", "out",
+                env=env, cwd=tmp_path)
     _one_line_exit_2(r.returncode, r.stdout, r.stderr, "no figure: matplotlib is not installed")
     assert "5 steps of 0.001 s, free" in r.stdout and "wrote out/rollout.csv" in r.stderr
     assert (tmp_path / "out" / "rollout.csv").is_file() and not (tmp_path / "out" / "rollout.png").exists()
@@ -263,8 +266,8 @@ def test_simulate_on_a_full_disk_is_one_line(tmp_path):
     def small_files():          # in the child: writes beyond 4 KiB fail with EFBIG instead of killing it (SIGXFSZ)
         signal.signal(signal.SIGXFSZ, signal.SIG_IGN)
         resource.setrlimit(resource.RLIMIT_FSIZE, (4096, 4096))
-    r = run("simulate", "go1", *GO1_FEET, "-T", "0.02", "--drop", "0.5", "--step", "reference", "-o", "out",
-            cwd=tmp_path, preexec_fn=small_files)
+    r = started("simulate", "go1", *GO1_FEET, "-T", "0.02", "--drop", "0.5", "--step", "reference", "-o", "out",
+                cwd=tmp_path, preexec_fn=small_files)
     _one_line_exit_2(r.returncode, r.stdout, r.stderr, "cannot write out/rollout.csv: File too large")
     assert "20 steps of 0.001 s, free" in r.stdout and list((tmp_path / "out").iterdir()) == []
 

@@ -3,7 +3,6 @@ folder, its example's printed matrix equals the Python loader's result."""
 import os
 import shutil
 import subprocess
-import sys
 
 import numpy as np
 import pytest
@@ -11,6 +10,8 @@ import pytest
 import casadi_delassus as cd
 from casadi_delassus.verify.check import relative_error
 from casadi_delassus.codegen.package import neutral_q, write_package
+
+from cli_runner import run_cli
 
 pytestmark = pytest.mark.skipif(shutil.which("make") is None or shutil.which("cc") is None and shutil.which("gcc") is None,
                                 reason="needs make and a C compiler")
@@ -87,8 +88,7 @@ def test_runtime_K_input_example_passes_identity(panda_k, tmp_path):
 
 def test_cli_generate_package(out_dir, tmp_path):
     pkg = tmp_path / "cli_pkg"
-    r = subprocess.run([sys.executable, "-m", "casadi_delassus", "generate", "go1", "-s", "4F3", "-a", "naive",
-                        "-o", str(out_dir), "--package", str(pkg)], capture_output=True, text=True)
+    r = run_cli("generate", "go1", "-s", "4F3", "-a", "naive", "-o", out_dir, "--package", pkg)
     assert r.returncode == 0, r.stderr
     assert {"naive.c", "naive.h", "Makefile", "CMakeLists.txt", "README.md", "main.c"} <= set(os.listdir(pkg))
     assert not [p for p in os.listdir(pkg) if p.startswith(".package-")]

@@ -9,6 +9,8 @@ import pytest
 
 import casadi_delassus as cd
 
+from cli_runner import run_cli
+
 pytest.importorskip("pinocchio")
 try:
     importlib.metadata.distribution("example-robot-data")
@@ -83,9 +85,6 @@ def test_compiled(rel, algorithm, out_dir):
 def test_rows_no_joint_moves_are_one_line_not_a_zero_division():
     """A 3D point on a planar 2-DoF pendulum: the row along the hinge axes is exactly zero, so
     pv's base block has an exactly zero pivot (a ZeroDivisionError from deep inside before)."""
-    import subprocess
-    import sys
     p = path("double_pendulum_description/urdf/double_pendulum.urdf")
-    r = subprocess.run([sys.executable, "-m", "casadi_delassus", "count", str(p), "--fixed-base", "-c", "link2:3d",
-                        "-a", "pv"], capture_output=True, text=True)
+    r = run_cli("count", p, "--fixed-base", "-c", "link2:3d", "-a", "pv")
     assert r.returncode == 2 and "exactly zero" in r.stderr and len(r.stderr.strip().splitlines()) == 1, r.stderr

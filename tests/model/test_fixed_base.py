@@ -3,9 +3,6 @@
 floats by default (ur5: nv 12), fixed it is Pinocchio's buildModelFromUrdf without a root
 joint; the two builds never share an output folder; formats that set their base in the model
 refuse the other one with one line."""
-import subprocess
-import sys
-
 import numpy as np
 import pytest
 
@@ -13,13 +10,10 @@ import casadi_delassus as cd
 from casadi_delassus.runtime.artifact import model_name
 from casadi_delassus.verify.check import check_delassus, relative_error
 
+from cli_runner import run_cli as run
 from conftest import model_for
 
 pin = pytest.importorskip("pinocchio")
-
-
-def run(*args):
-    return subprocess.run([sys.executable, "-m", "casadi_delassus", *args], capture_output=True, text=True)
 
 
 @pytest.fixture(scope="module")
@@ -103,8 +97,6 @@ def test_a_worker_rebuilds_the_fixed_build(tmp_path, ur5_path):
 def test_the_base_is_stated_everywhere(tmp_path):
     """A URDF arm floats by default (a free joint at its root): every command's first line, the
     manifest and the Robot's repr say which base it has and how to change it."""
-    import subprocess
-    import sys
     from xml.sax.saxutils import quoteattr
     links = "".join(f'<link name="{n}"><inertial><mass value="1"/><inertia ixx="0.01" iyy="0.01" izz="0.01" '
                     f'ixy="0" ixz="0" iyz="0"/></inertial></link>' for n in ("base", "l1"))
@@ -115,12 +107,11 @@ def test_the_base_is_stated_everywhere(tmp_path):
     for args in (["links", urdf], ["count", urdf, "-c", "l1:3d", "-a", "naive"],
                  ["generate", urdf, "-c", "l1:3d", "-a", "naive", "-o", tmp_path / "out"],
                  ["check", urdf, "-c", "l1:3d", "-a", "naive", "--samples", "3", "-o", tmp_path / "out"]):
-        r = subprocess.run([sys.executable, "-m", "casadi_delassus", *map(str, args)], capture_output=True, text=True)
+        r = run(*args)
         assert r.returncode == 0, r.stderr
         first = r.stdout.splitlines()[0]
         assert "floating base" in first and "--fixed-base" in first, (args[0], first)
-    fixed = subprocess.run([sys.executable, "-m", "casadi_delassus", "count", str(urdf), "--fixed-base", "-c", "l1:3d",
-                            "-a", "naive"], capture_output=True, text=True)
+    fixed = run("count", urdf, "--fixed-base", "-c", "l1:3d", "-a", "naive")
     assert "fixed base" in fixed.stdout.splitlines()[0] and "--floating-base" in fixed.stdout.splitlines()[0]
     manifest = cd.load(next((tmp_path / "out").rglob("naive.json"))).manifest
     assert "floating base" in manifest["base"] and "--fixed-base" in manifest["base"]

@@ -2,8 +2,6 @@
 nq, nv, their q and v ranges and q entries; bodies, frames (links merged by fixed joints) and
 sites by kind, each with the body it rides on; table by default, JSON on request."""
 import json
-import subprocess
-import sys
 
 import numpy as np
 
@@ -11,11 +9,8 @@ import casadi_delassus as cd
 from casadi_delassus.model.links import describe_links, frame_rows
 from casadi_delassus.model.robot import Frame, Robot
 
+from cli_runner import run_cli as run
 from conftest import tilted_robot
-
-
-def run(*args):
-    return subprocess.run([sys.executable, "-m", "casadi_delassus", *args], capture_output=True, text=True)
 
 
 def test_links_json_gives_the_q_layout_and_every_constraint_name():

@@ -6,6 +6,8 @@ import casadi_delassus as cd
 from casadi_delassus.errors import ConstraintError
 from casadi_delassus.model import load_robot
 
+from cli_runner import run_cli
+
 pin = pytest.importorskip("pinocchio")
 
 LINK = '<link name="{0}"><inertial><mass value="{1}"/><origin xyz="0.01 0.02 0.1"/>' \
@@ -82,15 +84,12 @@ def test_coupled_build_has_its_own_name(models, tmp_path):
 
 
 def test_cli_mimic_builds_naive_and_refuses_recursive_in_one_line(models, tmp_path):
-    import subprocess
-    import sys
     path = tmp_path / "gripper.urdf"
     path.write_text(GRIPPER)
-    args = [sys.executable, "-m", "casadi_delassus", "count", str(path), "--fixed-base", "--mimic", "-c", "left:6d",
-            "-c", "tip:6d", "--format", "json"]
-    ok = subprocess.run(args, capture_output=True, text=True)
+    args = ["count", path, "--fixed-base", "--mimic", "-c", "left:6d", "-c", "tip:6d", "--format", "json"]
+    ok = run_cli(*args)
     assert ok.returncode == 0 and '"naive"' in ok.stdout
-    refused = subprocess.run([*args, "-a", "pv_osim"], capture_output=True, text=True)
+    refused = run_cli(*args, "-a", "pv_osim")
     assert refused.returncode == 2 and refused.stderr.strip().count("\n") == 0 and "-a naive" in refused.stderr
 
 

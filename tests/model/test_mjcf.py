@@ -7,7 +7,6 @@ inertial frames).  Traced functions evaluated numerically; one compiled case thr
 ``cd.generate`` and one through the CLI.  Run with ``-s`` to see the measured errors."""
 import functools
 import importlib.util
-import subprocess
 import sys
 from pathlib import Path
 
@@ -25,6 +24,8 @@ from casadi_delassus.verify.check import relative_error
 
 mujoco = pytest.importorskip("mujoco")
 from casadi_delassus.verify import mujoco_oracle as mo  # noqa: E402
+
+from cli_runner import run_cli
 
 N = 20
 TOL = 1e-9
@@ -233,8 +234,7 @@ def test_bad_mjcf_is_one_line(tmp_path, text, match):
     with pytest.raises(ModelError, match=match) as info:
         load_robot(path)
     assert "\n" not in str(info.value)
-    result = subprocess.run([sys.executable, "-m", "casadi_delassus", "count", str(path), "-c", "a:3d"],
-                            capture_output=True, text=True)
+    result = run_cli("count", path, "-c", "a:3d")
     assert result.returncode == 2 and len(result.stderr.strip().splitlines()) == 1, result.stderr
 
 
@@ -273,8 +273,7 @@ def test_generated_code_takes_qpos(out_dir):
 
 
 def test_cli_checks_an_mjcf_file(out_dir):
-    result = subprocess.run([sys.executable, "-m", "casadi_delassus", "check", str(model_path("hopper")), "-c",
-                             "foot:3d", "-a", "aba", "-o", str(out_dir), "--samples", "20"], capture_output=True, text=True)
+    result = run_cli("check", model_path("hopper"), "-c", "foot:3d", "-a", "aba", "-o", out_dir, "--samples", "20")
     assert result.returncode == 0, result.stderr
     assert "ok" in result.stdout
 

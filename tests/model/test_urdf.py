@@ -13,6 +13,7 @@ from casadi_delassus.runtime.artifact import model_name
 from casadi_delassus.errors import ModelError
 from casadi_delassus.verify import reference
 
+from cli_runner import run_cli
 from conftest import model_for
 
 MJCF = """<mujoco model="m"><worldbody><body name="b"><joint name="j" type="hinge"/>
@@ -110,11 +111,9 @@ TWO_LINKS = ('<link name="base"><inertial><mass value="1"/><inertia ixx="0.01" i
 def test_xml_version_0_0_is_read_without_noise(tmp_path):
     """Minitaur's <?xml version="0.0"?>: the model is read and nothing is said about it
     (yourdfpy's two log lines about its parser fallback are not the user's business)."""
-    import subprocess
-    import sys
     urdf = tmp_path / "v.urdf"
     urdf.write_text('<?xml version="0.0" ?>\n<robot name="vee">' + TWO_LINKS.format(geometry="") + "</robot>")
-    r = subprocess.run([sys.executable, "-m", "casadi_delassus", "links", str(urdf)], capture_output=True, text=True)
+    r = run_cli("links", urdf)
     assert r.returncode == 0 and r.stderr == "", r.stderr
     assert r.stdout.startswith("vee: nq = 8")
 
@@ -122,14 +121,12 @@ def test_xml_version_0_0_is_read_without_noise(tmp_path):
 def test_geometry_it_cannot_parse_is_ignored_with_a_note_naming_the_link(tmp_path):
     """A <capsule> collision (pybullet's files): dynamics needs no geometry, so the model is
     read as without it, with one line on stderr naming the link and the shape."""
-    import subprocess
-    import sys
     capsule = '<collision><geometry><capsule radius="0.1" length="0.3"/></geometry></collision>'
     urdf = tmp_path / "cap.urdf"
     urdf.write_text('<robot name="cap">' + TWO_LINKS.format(geometry=capsule) + "</robot>")
     plain = tmp_path / "plain.urdf"
     plain.write_text('<robot name="cap">' + TWO_LINKS.format(geometry="") + "</robot>")
-    r = subprocess.run([sys.executable, "-m", "casadi_delassus", "links", str(urdf)], capture_output=True, text=True)
+    r = run_cli("links", urdf)
     assert r.returncode == 0, r.stderr
     assert len(r.stderr.splitlines()) == 1 and "link 'base'" in r.stderr and "capsule" in r.stderr, r.stderr
     assert cd.load_robot(str(urdf)).fingerprint() == cd.load_robot(str(plain)).fingerprint()

@@ -1,8 +1,6 @@
 """Hostile model files (issue 11, "Bad input"): each is one ModelError naming the problem, exit
 2 from the CLI, never a traceback, a NaN model or a silently smaller robot."""
 import json
-import subprocess
-import sys
 import tracemalloc
 
 import numpy as np
@@ -11,6 +9,8 @@ import pytest
 from casadi_delassus import load_robot
 from casadi_delassus.errors import ModelError
 from casadi_delassus.model.robot import MAX_MAGNITUDE
+
+from cli_runner import run_cli
 
 INERTIA = 'ixx="0.1" iyy="0.1" izz="0.1" ixy="0" ixz="0" iyz="0"'
 
@@ -141,8 +141,7 @@ def test_cli_bad_models_exit_2_one_line(tmp_path):
     nb = tmp_path / "nb.json"
     nb.write_text('{"NB": 1e12, "parent": [0], "jtype": ["Rx"], "Xtree": [], "I": []}')
     for path in [*files, nb]:
-        r = subprocess.run([sys.executable, "-m", "casadi_delassus", "count", str(path), "-c", "b:6d"],
-                           capture_output=True, text=True)
+        r = run_cli("count", path, "-c", "b:6d")
         assert r.returncode == 2, r.stderr
         assert "Traceback" not in r.stderr and len(r.stderr.strip().splitlines()) == 1, r.stderr
 

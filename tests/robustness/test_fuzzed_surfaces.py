@@ -23,6 +23,7 @@ from casadi_delassus.contact_modes import library
 from casadi_delassus.contact_modes.modes import parse_modes
 from casadi_delassus.errors import ConstraintError, InputError
 
+from cli_runner import run_cli
 from conftest import model_for
 
 FEET = ["FL_foot:3d", "FR_foot:3d", "RL_foot:3d", "RR_foot:3d"]
@@ -30,10 +31,9 @@ Q0 = np.r_[np.zeros(6), 1.0, np.zeros(12)]
 
 
 def run(*args, timeout=120):
-    """The CLI in a subprocess: (CompletedProcess, seconds)."""
+    """The CLI (forked from the preloaded server, tests/cli_runner.py): (CompletedProcess, seconds)."""
     t0 = time.perf_counter()
-    r = subprocess.run([sys.executable, "-m", "casadi_delassus", *args], capture_output=True, text=True,
-                       timeout=timeout)
+    r = run_cli(*args, timeout=timeout)
     return r, time.perf_counter() - t0
 
 

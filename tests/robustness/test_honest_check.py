@@ -10,6 +10,7 @@ from casadi_delassus.verify.check import DEFAULT_TOL, allowed_error, compare, re
 from casadi_delassus.codegen.trace import TracedFunction
 from casadi_delassus.constraints import ConstraintSet
 
+from cli_runner import run_cli
 from conftest import model_for
 
 
@@ -121,11 +122,8 @@ def test_allowed_error_rule():
 def test_a_jacobian_not_compared_with_pinocchio_says_why():
     """check --derivative jacobian: 'vs Pinocchio' is a number or n/a with its true reason: the
     inputs Pinocchio's derivatives need that --wrt left out, or an algorithm it has none of."""
-    import subprocess
-    import sys
     def row(*args):
-        r = subprocess.run([sys.executable, "-m", "casadi_delassus", "check", "chain:n=6", "-c", "link6:3d", "--derivative", "jacobian",
-                            "--samples", "2", *args], capture_output=True, text=True)
+        r = run_cli("check", "chain:n=6", "-c", "link6:3d", "--derivative", "jacobian", "--samples", "2", *args)
         assert r.returncode in (0, 1), r.stderr
         return r.stdout.splitlines()[-1]
     assert "n/a (Pinocchio's pv Jacobian needs k in --wrt)" in row("-a", "pv", "--wrt", "q,v,tau")

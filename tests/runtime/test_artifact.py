@@ -30,17 +30,13 @@ from casadi_delassus.codegen.staging import algorithm_stages
 from casadi_delassus.model.registry import is_available
 from casadi_delassus.names import ident_part, path_part
 
+from cli_runner import run_cli as run
 from conftest import TEST_CFLAGS, TEST_LEVEL
 
 TOL = 1e-10
 PAYLOAD = 'x */ __attribute__((constructor)) static void p(void){system("id > MARKER");} /* y'
 CC = shutil.which("gcc") or shutil.which("cc")
 needs_cc = pytest.mark.skipif(CC is None, reason="no C compiler")
-
-
-def run(*args, env=None, cwd=None):
-    return subprocess.run([sys.executable, "-m", "casadi_delassus", *map(str, args)], capture_output=True,
-                          text=True, env=env, cwd=cwd)
 
 
 def one_line_error(r):

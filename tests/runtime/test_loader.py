@@ -1,9 +1,6 @@
 """Issue 13, point 4: ``cd.load`` takes what ``generate`` prints — ``folder/algorithm``, its
 .json, .so, .c or .h, or a folder with one function; an unknown algorithm (CLI -a, API) lists
 every valid one; the CLI help names every accepted ROBOT format."""
-import subprocess
-import sys
-
 import numpy as np
 import pytest
 
@@ -11,9 +8,7 @@ import casadi_delassus as cd
 from casadi_delassus.errors import DelassusError
 from casadi_delassus.registry import ALGORITHMS
 
-
-def run(*args):
-    return subprocess.run([sys.executable, "-m", "casadi_delassus", *args], capture_output=True, text=True)
+from cli_runner import run_cli as run
 
 
 @pytest.fixture(scope="module")

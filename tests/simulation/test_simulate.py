@@ -14,6 +14,7 @@ from casadi_delassus.simulation.reference_step import reference_steps
 from casadi_delassus.simulation.rollout_io import plot, write_csv
 from casadi_delassus.errors import InputError
 from casadi_delassus.verify import reference
+from cli_runner import run_cli
 from conftest import BOX, BOX_CORNERS as CORNERS, TEST_CFLAGS, tilted_box
 
 G = 9.81
@@ -235,10 +236,7 @@ def test_baumgarte_closes_a_penetration(box):
 
 
 def _cli(*args, cwd):
-    import subprocess
-    import sys
-    return subprocess.run([sys.executable, "-m", "casadi_delassus", "simulate", *args], capture_output=True, text=True,
-                          cwd=cwd)
+    return run_cli("simulate", *args, cwd=cwd)
 
 
 def test_cli_simulate(tmp_path):

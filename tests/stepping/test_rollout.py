@@ -14,6 +14,7 @@ from casadi_delassus.simulation.simulate_batch import run_batch
 from casadi_delassus.contact.step import step_functions
 from casadi_delassus.registry import get_algorithm
 from casadi_delassus.errors import InputError
+from cli_runner import run_cli
 from conftest import BOX, BOX_CORNERS, tilted_box
 
 FEET = [f"{leg}_foot@-0.0173782,0,-0.0098993" for leg in ("FL", "FR", "RL", "RR")]
@@ -292,13 +293,10 @@ def test_linear_feedback_bad_inputs(go1, kwargs, message):
 def test_cli_simulate_runs_the_c_rollout(tmp_path):
     """`casadi-delassus simulate` with a PD runs the C rollout: a drop lands and writes its files; a bad --q0 is one
     line on stderr, exit 2, nothing written."""
-    import subprocess
-    import sys
     feet = [a for f in FEET for a in ("--contact", f)]
 
     def cli(*args):
-        return subprocess.run([sys.executable, "-m", "casadi_delassus", "simulate", "go1", *feet, *args],
-                              capture_output=True, text=True, cwd=tmp_path)
+        return run_cli("simulate", "go1", *feet, *args, cwd=tmp_path)
     ok = cli("-T", "0.05", "--drop", "0.005", "--kp", "60", "--kd", "2", "-o", "a")
     assert ok.returncode == 0 and "50 steps of 0.001 s, ok" in ok.stdout
     assert list(tmp_path.glob("codegen_out/*/rollout-*/rollout_*.so")) and (tmp_path / "a" / "rollout.csv").is_file()

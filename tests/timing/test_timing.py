@@ -1,8 +1,6 @@
 """The runtime harnesses: generated C timed from C (dlopen), Pinocchio from Python; only
 that they run and give positive numbers (no timing assertions)."""
 import shutil
-import subprocess
-import sys
 
 import numpy as np
 import pytest
@@ -12,6 +10,8 @@ from casadi_delassus import timing
 from casadi_delassus.errors import DelassusError
 from casadi_delassus.timing.pinocchio_harnesses import PinocchioCppHarness
 from casadi_delassus.verify.check import relative_error
+
+from cli_runner import run_cli
 
 pytestmark = pytest.mark.skipif(shutil.which("cc") is None and shutil.which("gcc") is None,
                                 reason="needs a C compiler")
@@ -56,9 +56,8 @@ def test_pinocchio_cannot_time_runtime_K():
 
 def test_cli_bench_prints_table(out_dir, tmp_path):
     pytest.importorskip("pinocchio")
-    r = subprocess.run([sys.executable, "-m", "casadi_delassus", "bench", "go1", "-s", "4F3", "-a", "naive",
-                        "--calls", "50", "--reps", "2", "--samples", "4", "--pinocchio", "python",
-                        "-o", str(out_dir), "--results", str(tmp_path)], capture_output=True, text=True)
+    r = run_cli("bench", "go1", "-s", "4F3", "-a", "naive", "--calls", "50", "--reps", "2", "--samples", "4",
+                "--pinocchio", "python", "-o", out_dir, "--results", tmp_path)
     assert r.returncode == 0, r.stderr
     assert "pinocchio (Python)" in r.stdout and "instr/ns" in r.stdout and "repetition 2/2" in r.stderr
     assert (tmp_path / "runtime.md").is_file() and (tmp_path / "runtime.csv").is_file()

@@ -4,8 +4,6 @@ catches a parse difference the NumPy reference shares (done-when 5: Bolt with th
 mass-0 bug reintroduced passes the NumPy check and fails Pinocchio's); outputs an oracle
 cannot compare are reported n/a with the reason, never as passed; formats Pinocchio cannot
 read itself say that the model was built from our parse."""
-import subprocess
-import sys
 from pathlib import Path
 
 import pytest
@@ -20,6 +18,7 @@ from casadi_delassus.model import urdf
 from casadi_delassus.verify import oracles
 from casadi_delassus.verify.check import compare
 
+from cli_runner import run_cli
 from conftest import model_for
 
 pytest.importorskip("pinocchio")
@@ -134,11 +133,11 @@ def test_check_an_mjcf_model_against_mujoco_and_refuse_pinocchio_for_it(tmp_path
     pytest.importorskip("mujoco")
     gymnasium = pytest.importorskip("gymnasium")
     ant = Path(gymnasium.__file__).parent / "envs" / "mujoco" / "assets" / "ant.xml"
-    base = [sys.executable, "-m", "casadi_delassus", "check", str(ant), "-c", "body4:3d", "-c", "body7:3d",
-            "-a", "pv_osim", "--samples", "10", "-o", str(tmp_path), "--jobs", "1"]
-    ok = subprocess.run(base, capture_output=True, text=True)
+    base = ["check", ant, "-c", "body4:3d", "-c", "body7:3d", "-a", "pv_osim", "--samples", "10", "-o", tmp_path,
+            "--jobs", "1"]
+    ok = run_cli(*base)
     assert ok.returncode == 0, ok.stderr[-2000:]
     assert "vs mujoco" in ok.stderr and "vs numpy" in ok.stderr
-    bad = subprocess.run(base + ["--oracle", "pinocchio"], capture_output=True, text=True)
+    bad = run_cli(*base, "--oracle", "pinocchio")
     assert bad.returncode == 2 and len(bad.stderr.strip().splitlines()) == 1, bad.stderr
     assert "mjcf" in bad.stderr.lower() or "mujoco" in bad.stderr.lower()

@@ -2,8 +2,6 @@
 function against its double build, its scalar call against its batch, float32 arrays from
 Python, the stored error bound and the check that must fail on wrong float code."""
 import json
-import subprocess
-import sys
 
 import numpy as np
 import pytest
@@ -12,6 +10,8 @@ import casadi_delassus as cd
 from casadi_delassus.codegen.precision import hand_written_to_float, to_float
 from casadi_delassus.errors import DelassusError, InputError
 from casadi_delassus.verify import precision
+
+from cli_runner import run_cli
 
 # the double batch equals its single calls to 1e-14 (tests/runtime/test_batch.py), ~45 ulp of double:
 # the same number of float ulp (FMA contraction differs between the scalar and the vector code)
@@ -203,15 +203,13 @@ def test_to_float_casts_literals_and_renames_libm_calls():
 @pytest.mark.parametrize("argv", [["generate", "chain:n=3", "--precision", "half"],
                                   ["check", "chain:n=3", "--precision", "float"]])
 def test_a_bad_precision_is_one_line_and_exit_2(argv, tmp_path):
-    proc = subprocess.run([sys.executable, "-m", "casadi_delassus", *argv, "-o", str(tmp_path)], capture_output=True,
-                          text=True)
+    proc = run_cli(*argv, "-o", tmp_path)
     assert proc.returncode == 2 and len(proc.stderr.strip().splitlines()) == 1 and "precision" in proc.stderr
     assert not any(tmp_path.iterdir())
 
 
 def test_generate_prints_the_bound(tmp_path):
-    proc = subprocess.run([sys.executable, "-m", "casadi_delassus", "generate", "chain:n=3", "-a", "pv_osim",
-                           "--precision", "single", "-o", str(tmp_path)], capture_output=True, text=True)
+    proc = run_cli("generate", "chain:n=3", "-a", "pv_osim", "--precision", "single", "-o", tmp_path)
     assert proc.returncode == 0, proc.stderr
     manifest = json.loads(next(tmp_path.rglob("pv_osim-single.json")).read_text())
     assert f"max {manifest['precision']['max_rel_error']:.1e}" in proc.stdout
