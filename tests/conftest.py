@@ -157,6 +157,7 @@ CASES = {
     "ball-chain": ("chain:n=6,ball=2,floating=1", "default"),
     "mjcf-creature": ("mjcf:mjcf_ball_creature.xml", ["toe:3d", "palm:6d", "eye:3d"]),
     "go1-world": ("go1", ["FL_foot:3d-world", "FR_foot:3d-world", "RL_foot:3d", "RR_foot:3d"]),
+    "tilted-world": ("tilted", ["t5:3d-world", "t7:3d@0.1,0,0.05"]),       # world and local rows at nv = 13
     # the matrix-free paper's contact scenarios
     "go2-4F3": ("go2", "4F3"),
     "g1-8F3": ("g1", "8F3"),

@@ -102,7 +102,9 @@ def pinocchio_delassus(model, data, cs, q):
     return J @ np.linalg.solve(M, J.T)
 
 
-@pytest.mark.parametrize("target", [GO1, TALOS, MIXED], ids=["go1-feet-3d-world", "talos-soles-6d-world", "go1-mixed"])
+# go1-mixed checks a 6d-world weld (RL_calf) too: talos's 6d-world soles (nv = 50, every algorithm) repeat it, slow
+@pytest.mark.parametrize("target", [GO1, pytest.param(TALOS, marks=pytest.mark.slow), MIXED],
+                         ids=["go1-feet-3d-world", "talos-soles-6d-world", "go1-mixed"])
 @needs_pinocchio
 def test_delassus_world_rows_match_pinocchio_lwa(target):
     """Done-when 4: every Delassus algorithm, 20 random q, against Pinocchio's LWA J M⁻¹ Jᵀ."""

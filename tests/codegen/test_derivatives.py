@@ -57,11 +57,21 @@ def assert_dot(case_name, algorithm, samples=20):
 # (every algorithm on go1, talos 2F, the ladder and Cassie's loops over 20 points: bench/derivative_accuracy.py)
 CASES = [("go1-4F3", a) for a in ("pv", "pv_early", "pv_soft", "ltl_soft", "aba", "rnea", "pv_osimr", "efpa",
                                   "delassus_apply", "damped_inverse_apply")]
-CASES += [("ladder", "pv"), ("ladder", "pv_early"), ("ladder", "kjr"), ("cassie-loops", "ltl_osim"), ("cassie-loops", "damped_inverse_apply"),
+# the ladder's closed loops (m = nv) at the size that traces fast; the 4-rung ladder under make test-all
+CASES += [(name, a) for a in ("pv", "pv_early", "kjr") for name in ("ladder-small", "ladder")]
+CASES += [("cassie-loops", "ltl_osim"), ("cassie-loops", "damped_inverse_apply"),
           ("tilted-two-branches", "pv"), ("tilted", "naive")]       # tilted: a continuous joint, a runtime K
 
 
-@pytest.mark.parametrize("case_name, algorithm", CASES)
+def slow_if(big, params):
+    """``params`` (case names, or tuples of arguments led by one) with those of the cases in ``big`` marked slow."""
+    def param(p):
+        args = (p,) if isinstance(p, str) else p
+        return pytest.param(*args, marks=pytest.mark.slow) if args[0] in big else p
+    return [param(p) for p in params]
+
+
+@pytest.mark.parametrize("case_name, algorithm", slow_if({"ladder"}, CASES))
 def test_jvp_vjp_against_finite_differences_and_each_other(case_name, algorithm):
     assert_agrees(case_name, algorithm, "jvp", 2)
     assert_agrees(case_name, algorithm, "vjp", 2)
@@ -77,7 +87,8 @@ def test_jacobian_against_finite_differences(case_name, algorithm):
     assert_agrees(case_name, algorithm, "jacobian", 1)
 
 
-@pytest.mark.parametrize("case_name", ["go1-4F3", "ladder", "tilted-two-branches"])
+@pytest.mark.parametrize("case_name", slow_if({"ladder"}, ["go1-4F3", "ladder-small", "ladder",
+                                                           "tilted-two-branches"]))
 def test_kkt_residual_and_solve(case_name):
     """The implicit-function theorem's parts (codegen/derivatives._Implicit): the KKT residual
     (sweeps/dynamics_derivatives.kkt_residual) vanishes at pv_early's solution, its Jacobian in
@@ -116,10 +127,11 @@ def test_pv_early_derivatives_go_through_the_kkt_solve():
     at points its small pivots reach: on the ladder (seed 1) the dot test fails there and holds
     on the implicit pair.  Redundant rows (pv refuses them, pv_early drops some) and MuJoCo's
     free-joint velocities keep AD."""
-    robot, cs = case("ladder")
+    robot, cs = case("ladder")          # not ladder-small: AD's pair holds the dot test there
     value_fn = value("ladder", "pv_early")
-    pair = {m: {mode: Checkable.traced(trace_derivative(robot, cs, "pv_early", mode, method=m))
-                for mode in ("jvp", "vjp")} for m in ("auto", "ad")}
+    pair = {"auto": {mode: traced("ladder", "pv_early", mode) for mode in ("jvp", "vjp")},
+            "ad": {mode: Checkable.traced(trace_derivative(robot, cs, "pv_early", mode, method="ad"))
+                   for mode in ("jvp", "vjp")}}
     assert set(pair["auto"]["jvp"].record["method"].values()) == {"implicit"}
     errors = {m: dot_errors(dot_products(p["jvp"], p["vjp"], robot, cs, 60, seed=1, value=value_fn))[1] for m, p in pair.items()}
     print(f"ladder pv_early, 60 points: dot test (rounding scale) implicit {errors['auto']:.1e}, AD {errors['ad']:.1e}")
@@ -128,7 +140,9 @@ def test_pv_early_derivatives_go_through_the_kkt_solve():
         assert set(traced(name, "pv_early", "vjp").record["method"].values()) == {"ad"}
 
 
-@pytest.mark.parametrize("case_name", ["ball-chain", "mjcf-creature", "go1-world"])
+# ball-chain repeats mjcf-creature's ball joints; tilted-world takes go1-world's mixed world and local rows at nv = 13
+@pytest.mark.parametrize("case_name", slow_if({"ball-chain", "go1-world"}, ["ball-chain", "mjcf-creature",
+                                                                            "go1-world", "tilted-world"]))
 def test_ball_joints_mujoco_conventions_and_world_rows(case_name):
     """Where the analytical derivatives do not apply (ball joints, MuJoCo's free-joint
     velocities, world-aligned rows: codegen/derivatives.analytic_unfit), "auto" takes forward
