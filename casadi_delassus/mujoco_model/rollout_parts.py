@@ -125,6 +125,7 @@ class RolloutParts:
     row_frictionloss: np.ndarray
     row_cone: np.ndarray            # an elliptic cone's rows on its first row, -1 on its others, 0 elsewhere
     row_scale: np.ndarray           # contact.mu on a cone's first row, friction[j - 1] on its row j
+    row_columns: list               # per row: the dofs its Jacobian entries can touch (not constant zeros), ascending
     slot_margin: np.ndarray         # includemargin per C slot
     pairs: list                     # per pair (first C slot, C slots, RULES code, cap, first aux number)
     mesh: MeshTables
@@ -169,7 +170,7 @@ def rollout_parts(model, name="mjforward"):
     kin = Kinematics(m, q)
     rows = constraint_rows(kin, v)
     outs, base_functions = _base_outputs(m, rows, q, v, name)
-    slot_of, types, fl = [-1] * len(rows), list(rows.type), list(rows.frictionloss)
+    slot_of, types, fl, columns = [-1] * len(rows), list(rows.type), list(rows.frictionloss), _columns(rows)
     pair_functions, pair_rows = [], []
     vertex = ca.SX.sym("vertex", 3)
     meshes = iter(collision.mesh_candidates(m, model.robot, layout, q, vertex))
@@ -189,6 +190,7 @@ def rollout_parts(model, name="mjforward"):
         copies = len(blocks) // max(1, len(prow))
         pair_rows.append((len(types), len(blocks)))
         types, fl, slot_of = types + prow.type * copies, fl + prow.frictionloss * copies, slot_of + blocks
+        columns += _columns(prow) * copies
         pair_functions.append(ca.Function(f"{name}_pair{i}", inputs, [ca.densify(x) for x in _outputs(m, prow, v)[:3]],
                                           names, ["JT", "aref", "R"]) if len(prow) else None)
     pair_of = [i for i, _ in sorted(((i, first + k) for i, (first, n) in enumerate(slots) for k in range(n)),
@@ -208,8 +210,14 @@ def rollout_parts(model, name="mjforward"):
     pair_geoms = [(geoms.index(ps.pair.geom1), geoms.index(ps.pair.geom2)) for ps in layout.pairs]
     bound, plane = _bounds(m, layout)
     return RolloutParts(function, candidate_functions, pair_geoms, bound, plane, pair_functions, base_functions, pair_rows, sensor_function, layout, np.array(types, int), np.array(slot_of, int),
-                        np.array(fl, float), cone, scale, margin, pairs, mesh_tables(layout), joints, damping,
+                        np.array(fl, float), cone, scale, columns, margin, pairs, mesh_tables(layout), joints, damping,
                         not disabled(m, "eulerdamp") and bool(np.any(damping > 0)), INTEGRATORS[int(m.opt.integrator)])
+
+
+def _columns(rows: Rows):
+    """Per row of ``rows``, the dofs where its Jacobian entry is not a constant zero (ascending): the C's columns of
+    the row (a row touches its bodies' ancestor dofs only), fixed at trace time instead of found in J each forward."""
+    return [tuple(c for c in range(J.size2()) if not J[0, c].is_zero()) for J in rows.J]
 
 
 def _column(xs):

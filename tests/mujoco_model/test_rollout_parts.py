@@ -1,7 +1,8 @@
 """mujoco_model/rollout_parts.py's broadphase for the compiled rollout: the pairs it skips (``_bounds``, MuJoCo's
 bounding-sphere test at the pair's reach) never have a candidate within reach, on many random states of MuJoCo's
 own geom poses, and it skips most of a humanoid's pairs; each pair's candidate function of its two geoms' poses
-gives collision.py's candidates."""
+gives collision.py's candidates; each row's columns (the compiled solve's only ones) hold every nonzero of its
+Jacobian."""
 import numpy as np
 import pytest
 
@@ -65,3 +66,32 @@ def test_candidate_functions_equal_collision_candidates():
             assert np.allclose(dist, ref["dist"][n, ps.start:ps.stop], rtol=0, atol=1e-12)
             assert np.allclose(gate, ref["gate"][n, ps.start:ps.stop], rtol=0, atol=1e-12)
             assert np.allclose(aux, ref["aux"][n, ps.aux], rtol=0, atol=1e-12)
+
+
+@pytest.mark.parametrize("name", ["humanoid", "go2"])
+def test_row_columns_hold_every_nonzero_of_the_rows(name):
+    """On 30 random states each row's Jᵀ (the forward's base rows, every non-mesh pair's rows at MuJoCo's geom poses)
+    is zero off the row's columns (RolloutParts.row_columns: the C's Hessian updates and its chain test read those
+    alone; a column may hold zeros, e.g. a body-body contact's shared ancestors, whose twists cancel), most rows are
+    not zero somewhere on the states, and no contact row's columns are every dof."""
+    m = model(name)
+    parts = rollout_parts(MujocoModel(m), "f")
+    rng = np.random.default_rng(7)
+    Q = random_qpos(m, 30, rng)
+    xpos, xmat = poses(m, Q)
+    seen = [False] * parts.nrow
+    base = parts.nrow - sum(n for _, n in parts.pair_rows)
+    for n, q in enumerate(Q):
+        v = rng.normal(size=m.nv)
+        J = np.zeros((parts.nrow, m.nv))
+        J[:base] = np.asarray(parts.function(q, v, np.zeros(m.nu), np.zeros(m.nv))[3]).T
+        for (first, rows), ps, f in zip(parts.pair_rows, parts.layout.pairs, parts.pair_functions):
+            if f is not None and ps.rule != "mesh":
+                pose = [np.r_[xmat[n, g], xpos[n, g]] for g in (ps.pair.geom1, ps.pair.geom2)]
+                J[first:first + rows] = np.asarray(f(*pose, q, v)[0]).T
+        for i, cols in enumerate(parts.row_columns):
+            off = np.setdiff1d(np.arange(m.nv), cols)
+            assert not np.any(J[i, off]), (i, cols, np.flatnonzero(J[i]))
+            seen[i] |= bool(np.any(J[i]))
+    assert sum(bool(x) for x in seen) > parts.nrow // 2, sum(bool(x) for x in seen)
+    assert max(len(c) for c in parts.row_columns[base:]) < m.nv
