@@ -8,16 +8,18 @@ STAMP  := $(VENV)/.installed
 
 setup: $(STAMP)
 
+# --no-compile: pip byte-compiles every module of every package it installs (a third of setup's time); Python
+# compiles what a run imports, and make test keeps those .pyc files.
 $(STAMP): pyproject.toml Makefile
 	$(PYTHON) -m venv $(VENV)
 	$(PY) -m pip install --quiet --upgrade pip
-	$(PY) -m pip install --quiet -e '.[test,plot,bench,distributed,mjcf,docs,progress]'
+	$(PY) -m pip install --quiet --no-compile -e '.[test,plot,bench,distributed,mjcf,docs,progress]'
 	# Atlas (Drake's atlas v5 URDF) ships inside gym-jiminy-zoo; its own deps are not needed.
-	-$(PY) -m pip install --quiet --no-deps gym-jiminy-zoo==1.8.13
+	-$(PY) -m pip install --quiet --no-compile --no-deps gym-jiminy-zoo==1.8.13
 	# dm_control's MJCF models (the suite, ball joints, CMU humanoid, dog) are read as files only.
-	-$(PY) -m pip install --quiet --no-deps dm_control==1.0.50
+	-$(PY) -m pip install --quiet --no-compile --no-deps dm_control==1.0.50
 	# Unitree Go2's MJCF (bench/simulate.py's MuJoCo scene) ships in robosuite-models, read as a file only.
-	-$(PY) -m pip install --quiet --no-deps robosuite-models==1.0.0
+	-$(PY) -m pip install --quiet --no-compile --no-deps robosuite-models==1.0.0
 	touch $(STAMP)
 
 demo: $(STAMP)
