@@ -2,8 +2,9 @@
 (two processes) trace a big model once: the casadi.Function serialised by CasADi
 (``Function.serialize``) in the cache folder ``traces`` (runtime/cache_dirs.py), named by the sha256 of the package's source, CasADi's
 version, the robot, the constraints, the algorithm, cse and osim.  Only traces that took
-longer than KEEP_AFTER_S are kept (a quick one costs less than its file), the least recently
-used removed beyond MAX_BYTES, and a file is written under a temporary name and moved in, so readers never see half of one.
+longer than KEEP_AFTER_S are kept (a quick one costs less than its file), and every traced function's
+instruction count beside (``-a auto`` weighs each candidate algorithm by it); the least recently used
+removed beyond MAX_BYTES or MAX_ENTRIES, and a file is written under a temporary name and moved in, so readers never see half of one.
 
 An entry is checked before CasADi reads it: its first line holds the sha256 of its key and the
 serialised text after it (:func:`seal`).  CasADi's deserialiser trusts its input (one character
@@ -27,6 +28,7 @@ from ..runtime.cache_dirs import cache_dir, private_folder
 KEEP_AFTER_S = 1.0
 HEADER = b"casadi_delassus trace sha256="
 MAX_BYTES = 512 * 2 ** 20       # the least recently used traces go beyond this
+MAX_ENTRIES = 20_000            # and beyond this many files (counts are small)
 
 
 @functools.lru_cache(maxsize=1)
@@ -103,23 +105,46 @@ def load(trace_key, name):
 def store(trace_key, f, seconds):
     """Keep ``f`` under ``trace_key`` when tracing it took longer than KEEP_AFTER_S."""
     folder = _folder()
-    if folder is None or seconds <= KEEP_AFTER_S:
-        return
+    if folder is not None and seconds > KEEP_AFTER_S:
+        _write(folder / f"{trace_key}.casadi", seal(trace_key, f.serialize()))
+
+
+def load_count(trace_key):
+    """The instruction count kept for ``trace_key``'s function, or None: ``-a auto`` weighs every candidate
+    algorithm by its count, and a quick trace (not kept whole) costs more than reading its count."""
+    folder = _folder()
     try:
-        with tempfile.NamedTemporaryFile("wb", dir=folder, suffix=".tmp", delete=False) as tmp:
-            tmp.write(seal(trace_key, f.serialize()))
-        os.replace(tmp.name, folder / f"{trace_key}.casadi")
-        _prune(folder)
+        text = _unsealed(trace_key, (folder / f"{trace_key}.count").read_bytes()) if folder else None
     except OSError:
-        pass                # a full or read-only cache only costs the next run a trace
+        return None
+    return int(text) if text is not None and text.isdigit() else None
+
+
+def store_count(trace_key, instructions):
+    """Keep the instruction count of ``trace_key``'s function, whatever its trace took."""
+    folder = _folder()
+    if folder is not None:
+        _write(folder / f"{trace_key}.count", seal(trace_key, str(int(instructions))))
+
+
+def _write(path, data):
+    """``data`` moved in as ``path`` in one step; a full or read-only cache only costs the next run a trace."""
+    try:
+        with tempfile.NamedTemporaryFile("wb", dir=path.parent, suffix=".tmp", delete=False) as tmp:
+            tmp.write(data)
+        os.replace(tmp.name, path)
+        _prune(path.parent)
+    except OSError:
+        pass
 
 
 def _prune(folder):
-    """Remove the least recently used traces until the folder holds at most MAX_BYTES (the one
-    just stored stays, whatever its size)."""
-    files = sorted(((p.stat().st_mtime, p.stat().st_size, p) for p in folder.glob("*.casadi")), reverse=True)
+    """Remove the least recently used entries (traces and counts) until the folder holds at most MAX_BYTES and
+    MAX_ENTRIES (the one just stored stays, whatever its size)."""
+    files = sorted(((p.stat().st_mtime, p.stat().st_size, p) for pattern in ("*.casadi", "*.count")
+                    for p in folder.glob(pattern)), reverse=True)
     total = 0
     for k, (_, size, path) in enumerate(files):
         total += size
-        if total > MAX_BYTES and k:
+        if (total > MAX_BYTES or k >= MAX_ENTRIES) and k:
             path.unlink(missing_ok=True)

@@ -209,6 +209,29 @@ def test_the_trace_cache_keeps_the_recently_used_within_its_size(tmp_path, monke
     assert len(kept) == 1 and kept[0] != old
 
 
+def test_auto_reads_the_kept_counts_and_traces_the_winner_alone(tmp_path, monkeypatch):
+    """-a auto keeps each candidate's instruction count: the next choice (another process) traces only the
+    winner, picks the same algorithm with the same counts and the same function; a damaged count is traced again."""
+    from casadi_delassus.codegen import trace as trace_module
+    from casadi_delassus.codegen import trace_cache
+    from casadi_delassus.opcount import count_ops
+    monkeypatch.setenv("CASADI_DELASSUS_CACHE", str(tmp_path))
+    robot = cd.load_robot("chain:n=4,floating=1")
+    cs, _ = cd.constraint_set(robot, "default")
+    first = trace_module.cheapest_traced(robot, cs, name="f")
+    assert len(list((tmp_path / "traces").glob("*.count"))) == len(first[1]) > 1
+    traced = []
+    real_trace = trace_module.trace
+    monkeypatch.setattr(trace_module, "trace", lambda r, c, a, **kw: traced.append(a) or real_trace(r, c, a, **kw))
+    again = trace_module.cheapest_traced(robot, cs, name="f")
+    assert traced == [first[0]] and again[:3] == first[:3] and count_ops(again[3][0]) == count_ops(first[3][0])
+    loser = next(a for a in first[1] if a != first[0])
+    path = tmp_path / "traces" / (trace_cache.key(robot, cs, loser, True, False) + ".count")
+    path.write_bytes(path.read_bytes().replace(str(first[1][loser]).encode(), b"1"))
+    traced.clear()
+    assert trace_module.cheapest_traced(robot, cs, name="f")[:3] == first[:3] and loser in traced
+
+
 # Each case: trace naive on chain:n=3 with its cache entry replaced by a damaged one, then trace
 # again (the entry the first trace wrote back), comparing both with a trace that skips the cache.
 _DAMAGED_TRACES = r"""
