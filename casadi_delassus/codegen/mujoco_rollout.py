@@ -58,27 +58,17 @@ def _ancestors(parent):
     return out
 
 
-def _on_one_path(cols, parent):
-    """Whether the ascending dofs ``cols`` lie on one path to the root (each the ancestor of the next)."""
-    for a, b in zip(cols, cols[1:]):
-        while b > a:
-            b = int(parent[b])
-        if b != a:
-            return False
-    return True
-
-
-def _row_columns(parts, parent):
-    """(first entry per row and one past the last, the entries, per row whether they lie on one path to the root):
-    each row's columns (RolloutParts.row_columns), an elliptic cone's first row with its rows' together (the C's
-    blocks: templates/mujoco_rollout.c.j2 blocks)."""
+def _row_columns(parts, tree):
+    """(first entry per row and one past the last, the entries, per row whether they lie on one path to the root:
+    each the ancestor of the next, ``tree`` being _ancestors'): each row's columns (RolloutParts.row_columns), an
+    elliptic cone's first row with its rows' together (the C's blocks: templates/mujoco_rollout.c.j2 blocks)."""
     first, entries, chained = [], [], []
     for i, cols in enumerate(parts.row_columns):
         if parts.row_cone[i] > 0:
             cols = sorted(set().union(*parts.row_columns[i:i + parts.row_cone[i]]))
         first.append(len(entries))
         entries += cols
-        chained.append(int(_on_one_path(cols, parent)))
+        chained.append(int(all(a in tree[b][1] for a, b in zip(cols, cols[1:]))))
     return [*first, len(entries)], entries, chained
 
 
@@ -126,7 +116,8 @@ def render(model, parts, name, lanes=False):
     layout = parts.layout
     pad = lambda xs: [*xs, 0]           # noqa: E731 -- C arrays of at least one entry
     lane_code, lane_fns = _lane_functions([fwd]) if lanes else ("", [])
-    col_first, cols, chained = _row_columns(parts, m.dof_parentid)
+    tree = _ancestors(m.dof_parentid)
+    col_first, cols, chained = _row_columns(parts, tree)
     text = TEMPLATES.get_template("mujoco_rollout.c.j2").render(
         fname=Safe(name), model=model.name, version=__version__, casadi_code=Safe(sincos.hoist(casadi_source(fwd, others), TEMPLATES, functions=1 + len(others))[0]), pool_code=Safe(POOL.read_text()),
         nq=m.nq, nv=m.nv, nu=m.nu, nsens=int(m.nsensordata),
@@ -137,7 +128,7 @@ def render(model, parts, name, lanes=False):
         njnt=m.njnt, timestep=float(m.opt.timestep), tolerance=max(float(m.opt.tolerance), 1e-13), implicit_damping=int(parts.implicit_damping), rk4=int(parts.integrator == "rk4"), implicitfast=int(parts.integrator == "implicitfast"), row_type=pad(parts.row_type),
         row_fl=pad(parts.row_frictionloss), row_col_first=col_first, row_cols=pad(cols), row_chained=pad(chained), row_cone=pad(parts.row_cone), row_scale=pad(parts.row_scale), slot_margin=pad(parts.slot_margin),
         casadi_entries=[f.name() for f in (fwd, *others)], pairs=parts.pairs, reach=pad([ps.reach for ps in layout.pairs]), joints=parts.joints, damping=parts.damping,
-        dof_parent=[int(x) for x in m.dof_parentid], tree=_ancestors(m.dof_parentid), statuses=STATUS_CODES,
+        dof_parent=[int(x) for x in m.dof_parentid], tree=tree, statuses=STATUS_CODES,
         lanes=lanes, lane_code=Safe(lane_code), lane_fns=lane_fns, **vectorise.vector_context(),
         **_mesh_tables(parts), **sizes)
     return text, max(f.n_instructions() for f in (fwd, *others))

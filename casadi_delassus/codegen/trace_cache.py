@@ -141,8 +141,8 @@ def _write(path, data):
 def _prune(folder):
     """Remove the least recently used entries (traces and counts) until the folder holds at most MAX_BYTES and
     MAX_ENTRIES (the one just stored stays, whatever its size)."""
-    files = sorted(((p.stat().st_mtime, p.stat().st_size, p) for pattern in ("*.casadi", "*.count")
-                    for p in folder.glob(pattern)), reverse=True)
+    files = sorted(((st.st_mtime, st.st_size, p) for pattern in ("*.casadi", "*.count")
+                    for p in folder.glob(pattern) for st in (p.stat(),)), reverse=True)
     total = 0
     for k, (_, size, path) in enumerate(files):
         total += size
